@@ -1,0 +1,22 @@
+"""jagged: how unevenly a model's errors are spread across a benchmark's domains.
+
+Python API
+----------
+>>> import jagged
+>>> scores = jagged.load_scores()          # bundled MMLU-Pro per-category scores
+>>> table = jagged.jaggedness(scores)      # one row per model: macro_score, cv_error, ...
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.loaders import BUNDLED_SCORES, Dataset, load, load_scores
+from jagged.metrics import cv_error, jaggedness
+from jagged.table import summarize, validate_scores
+
+__all__ = [
+    "BUNDLED_SCORES", "Dataset", "JaggedInputError", "JaggedWarning", "__version__", "cv_error",
+    "jaggedness", "load", "load_scores", "summarize", "validate_scores",
+]

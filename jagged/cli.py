@@ -1,0 +1,152 @@
+"""The ``jagged`` command line: parse, call the library, print, exit 0 / 1 / 2.
+
+Exit status: 0 success; 1 internal error (or a batch with failed reports); 2 bad input,
+with a one-line message on stderr that names the file and the column or value at fault.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from jagged.errors import JaggedInputError
+
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _print_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
+                   line: str | None = None) -> None:
+    click.echo(f"jagged: warning: {_one_line(str(message))}", err=True)
+
+
+def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a command body, turning errors into one-line messages and exit statuses."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        previous = warnings.showwarning
+        warnings.showwarning = _print_warning
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("default")
+                warnings.showwarning = _print_warning
+                return func(*args, **kwargs)
+        except JaggedInputError as exc:
+            click.echo(f"jagged: error: {_one_line(str(exc))}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except KeyboardInterrupt:
+            click.echo("jagged: interrupted", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # the last guard: never a traceback unless asked for
+            if os.environ.get("JAGGED_DEBUG"):
+                raise
+            click.echo(f"jagged: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+                       "(set JAGGED_DEBUG=1 to see the traceback)", err=True)
+            sys.exit(EXIT_INTERNAL)
+        finally:
+            warnings.showwarning = previous
+
+    return wrapper
+
+
+def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Options that say how to read SCORES (shared by every command that reads scores)."""
+    func = click.option("--score-scale", type=click.Choice(["fraction", "percent"]), default="fraction",
+                        show_default=True,
+                        help="Scale of scores in CSV/Parquet tables; 'percent' divides by 100.")(func)
+    return func
+
+
+def analysis_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Options that say what to compute beyond the jaggedness penalty."""
+    return func
+
+
+def load_options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Pick the loader's keyword arguments out of a command's options."""
+    keys = ("score_scale",)
+    return {k: kwargs[k] for k in keys if k in kwargs}
+
+
+def analysis_settings(kwargs: dict[str, Any]):
+    """Build :class:`jagged.analysis.AnalysisOptions` from a command's options."""
+    from jagged.analysis import AnalysisOptions
+
+    fields = AnalysisOptions.__dataclass_fields__
+    return AnalysisOptions(**{k: v for k, v in kwargs.items() if k in fields})
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="jagged", prog_name="jagged")
+def main() -> None:
+    """How jagged is a model? Domain error dispersion and audit reports.
+
+    SCORES is a per-domain score table (CSV or Parquet, long: model, domain, score
+    [, n_items, category]; or wide: model plus one column per domain). Run
+    'jagged COMMAND --help' for each command's options.
+    """
+
+
+@main.command()
+@click.argument("scores", type=str)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the table to OUT.csv or OUT.json (default: CSV on stdout).")
+@input_options
+@analysis_options
+@guarded
+def metrics(scores: str, output: str | None, **kwargs: Any) -> None:
+    """Compute the per-model metrics table (macro_score, cv_error, ...) for SCORES."""
+    from jagged.analysis import metrics_table
+    from jagged.loaders import load
+
+    dataset = load(scores, **load_options(kwargs))
+    table = metrics_table(dataset, analysis_settings(kwargs))
+    write_table(table, output)
+
+
+def write_table(table: Any, output: str | None) -> None:
+    """Write a metrics table as CSV to stdout, or to a .csv / .json file atomically."""
+    from jagged.fileio import atomic_write_text
+
+    if output is None:
+        click.echo(table.to_csv(index=False), nl=False)
+        return
+    suffix = Path(output).suffix.lower()
+    if suffix == ".json":
+        text = table.to_json(orient="records", indent=2, force_ascii=False)
+    elif suffix == ".csv":
+        text = table.to_csv(index=False)
+    else:
+        raise JaggedInputError(f"{output}: output must end in .csv or .json")
+    atomic_write_text(output, text)
+    click.echo(f"wrote {output} ({len(table)} rows)", err=True)
+
+
+@main.command()
+@click.argument("scores", type=str)
+@input_options
+@guarded
+def validate(scores: str, **kwargs: Any) -> None:
+    """Check SCORES and print a one-paragraph summary of what was read."""
+    from jagged.loaders import load
+    from jagged.summary import describe
+
+    dataset = load(scores, **load_options(kwargs))
+    click.echo(describe(dataset))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,280 @@
+"""The canonical per-domain score table and its validation.
+
+Every input format converges to this one tidy table before anything else looks at it:
+
+========== ========== =====================================================
+column     dtype      meaning
+========== ========== =====================================================
+model      str        model name (non-empty)
+domain     str        domain name (non-empty)
+score      float64    s_d(m), a fraction in [0, 1]
+n_items    float64    items behind the score; NaN when unknown
+category   object     coarser group of the domain; None when unknown
+========== ========== =====================================================
+
+Validation happens once, in :func:`validate_scores`, and raises
+:class:`~jagged.errors.JaggedInputError` whose message names the source, the column and
+the value at fault.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from jagged.errors import JaggedInputError
+
+CANONICAL_COLUMNS: tuple[str, ...] = ("model", "domain", "score", "n_items", "category")
+SCORE_SCALES: tuple[str, ...] = ("fraction", "percent")
+
+
+def _line(index_label: object, line_offset: int | None) -> str:
+    """Describe where a row is: a file line when the offset is known, else a row label."""
+    if line_offset is not None and isinstance(index_label, (int, np.integer)):
+        return f"line {int(index_label) + line_offset}"
+    return f"row {index_label!r}"
+
+
+def _short(value: object, width: int = 60) -> str:
+    text = repr(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= width else text[: width - 3] + "...'"
+
+
+def _names(raw: pd.Series, column: str, source: str, line_offset: int | None) -> pd.Series:
+    """Return a column as stripped strings; empty or missing names are an error."""
+    missing = raw.isna()
+    text = raw.astype("string").str.strip()
+    empty = missing | (text == "")
+    if empty.any():
+        where = _line(empty.idxmax(), line_offset)
+        raise JaggedInputError(f"{source}: column '{column}' has an empty {column} name ({where})")
+    return text.astype(object)
+
+
+def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = "fraction",
+                line_offset: int | None = 2) -> pd.Series:
+    """Convert a score column to float fractions in [0, 1], or raise a one-line error.
+
+    Parameters
+    ----------
+    raw : pandas.Series
+        The column as read.
+    column : str
+        Its name, for messages.
+    source : str
+        The file (or table) name, for messages.
+    score_scale : {"fraction", "percent"}
+        ``"percent"`` divides by 100 before the range check.
+    line_offset : int or None
+        Added to an integer row label to give the file line (2 for a CSV with a header).
+
+    Returns
+    -------
+    pandas.Series
+        float64 scores in [0, 1].
+    """
+    if score_scale not in SCORE_SCALES:
+        raise JaggedInputError(f"score scale must be one of {', '.join(SCORE_SCALES)}, not {score_scale!r}")
+    if pd.api.types.is_bool_dtype(raw.dtype):
+        values = raw.astype("float64")
+    elif pd.api.types.is_numeric_dtype(raw.dtype):
+        values = raw.astype("float64")
+    else:
+        values = pd.to_numeric(raw, errors="coerce").astype("float64")
+        bad = values.isna() & raw.notna() & (raw.astype("string").str.strip() != "")
+        if bad.any():
+            first = bad.idxmax()
+            raise JaggedInputError(
+                f"{source}: column '{column}' has non-numeric value {_short(raw.loc[first])} "
+                f"({_line(first, line_offset)})")
+    arr = values.to_numpy()
+    nan = np.isnan(arr)
+    if nan.any():
+        first = values.index[int(np.argmax(nan))]
+        raise JaggedInputError(
+            f"{source}: column '{column}' has a missing or NaN value ({_line(first, line_offset)})")
+    inf = np.isinf(arr)
+    if inf.any():
+        first = values.index[int(np.argmax(inf))]
+        raise JaggedInputError(
+            f"{source}: column '{column}' has an infinite value {arr[inf][0]} ({_line(first, line_offset)})")
+    if score_scale == "percent":
+        arr = arr / 100.0
+        values = pd.Series(arr, index=values.index)
+    out = (arr < 0) | (arr > 1)
+    if out.any():
+        first = values.index[int(np.argmax(out))]
+        shown = raw.loc[first]
+        hint = ""
+        if score_scale == "fraction" and arr.min() >= 0 and arr.max() <= 100:
+            hint = "; scores look like percentages, use --score-scale percent"
+        scale = "[0, 100]" if score_scale == "percent" else "[0, 1]"
+        raise JaggedInputError(
+            f"{source}: column '{column}' has value {_short(shown)} outside {scale} "
+            f"({_line(first, line_offset)}){hint}")
+    return pd.Series(arr, index=values.index, name="score", dtype="float64")
+
+
+def _n_items(raw: pd.Series, source: str, line_offset: int | None) -> pd.Series:
+    values = pd.to_numeric(raw, errors="coerce").astype("float64")
+    bad = values.isna() & raw.notna() & (raw.astype("string").str.strip() != "")
+    arr = values.to_numpy()
+    bad_num = ~np.isnan(arr) & ((arr <= 0) | ~np.isfinite(arr) | (arr != np.round(arr)))
+    bad = bad.to_numpy() | bad_num
+    if bad.any():
+        first = values.index[int(np.argmax(bad))]
+        raise JaggedInputError(
+            f"{source}: column 'n_items' has value {_short(raw.loc[first])}, not a positive whole "
+            f"number ({_line(first, line_offset)})")
+    return pd.Series(arr, index=values.index, name="n_items", dtype="float64")
+
+
+def validate_scores(frame: pd.DataFrame, source: str = "<table>", *, score_scale: str = "fraction",
+                    line_offset: int | None = 2) -> pd.DataFrame:
+    """Check a long per-domain table and return it in canonical form.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Long table with columns ``model``, ``domain``, ``score`` and optionally
+        ``n_items`` and ``category``; other columns are ignored.
+    source : str
+        Name used in error messages (normally the file name).
+    score_scale : {"fraction", "percent"}
+        Scale of ``score``; percentages are divided by 100.
+    line_offset : int or None
+        Added to integer row labels to report file lines.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The canonical table (see module docstring). Exact duplicate (model, domain) rows
+        are collapsed to one.
+
+    Raises
+    ------
+    JaggedInputError
+        Empty table; missing column; empty model or domain name; non-numeric, NaN,
+        infinite or out-of-range score; invalid ``n_items``; a (model, domain) pair given
+        twice with different scores.
+    """
+    if len(frame.columns) == 0:
+        raise JaggedInputError(f"{source}: the table has no columns")
+    missing = [c for c in ("model", "domain", "score") if c not in frame.columns]
+    if missing:
+        have = ", ".join(map(str, frame.columns[:12]))
+        raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} (found: {have})")
+    if len(frame) == 0:
+        raise JaggedInputError(f"{source}: the table has a header but no rows")
+    model = _names(frame["model"], "model", source, line_offset)
+    domain = _names(frame["domain"], "domain", source, line_offset)
+    score = to_fraction(frame["score"], "score", source, score_scale=score_scale, line_offset=line_offset)
+    if "n_items" in frame.columns:
+        n_items = _n_items(frame["n_items"], source, line_offset)
+    else:
+        n_items = pd.Series(np.nan, index=frame.index, dtype="float64")
+    if "category" in frame.columns:
+        cat = frame["category"].astype("string").str.strip()
+        category = cat.where(cat.notna() & (cat != ""), None).astype(object)
+    else:
+        category = pd.Series(None, index=frame.index, dtype=object)
+    out = pd.DataFrame({"model": model.to_numpy(), "domain": domain.to_numpy(), "score": score.to_numpy(),
+                        "n_items": n_items.to_numpy(), "category": category.to_numpy()},
+                       index=frame.index)
+    return _deduplicate(out, source, line_offset)
+
+
+def _deduplicate(table: pd.DataFrame, source: str, line_offset: int | None) -> pd.DataFrame:
+    """Collapse exact duplicate (model, domain) rows; conflicting ones are an error."""
+    model_codes, models = pd.factorize(table["model"])
+    domain_codes, domains = pd.factorize(table["domain"])
+    key = model_codes.astype(np.int64) * len(domains) + domain_codes
+    dup = pd.Series(key).duplicated(keep=False).to_numpy() if len(key) else np.zeros(0, bool)
+    if dup.any():
+        sub = table[dup].assign(_key=key[dup])
+        spread = sub.groupby("_key")["score"].agg(["min", "max"])
+        conflict = spread[spread["max"] != spread["min"]]
+        if len(conflict):
+            k = conflict.index[0]
+            rows = sub[sub["_key"] == k]
+            where = ", ".join(_line(i, line_offset) for i in rows.index[:3])
+            raise JaggedInputError(
+                f"{source}: model {rows['model'].iloc[0]!r}, domain {rows['domain'].iloc[0]!r} is given "
+                f"twice with different scores {rows['score'].iloc[0]:g} and "
+                f"{rows['score'][rows['score'] != rows['score'].iloc[0]].iloc[0]:g} ({where})")
+        keep = ~pd.Series(key).duplicated(keep="first").to_numpy()
+        table = table[keep]
+    return table.reset_index(drop=True)
+
+
+def wide_to_long(frame: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
+    """Turn a wide table (``model`` plus one numeric column per domain) into a long one.
+
+    Empty cells mean the model has no score for that domain; they are dropped, which
+    makes that model incomplete. Values are left as read; :func:`validate_scores`
+    checks them.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Wide table with a ``model`` column.
+    source : str
+        Name used in error messages.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long table with ``model``, ``domain``, ``score`` and the source line in the index.
+    """
+    if "model" not in frame.columns:
+        have = ", ".join(map(str, frame.columns[:12]))
+        raise JaggedInputError(
+            f"{source}: no 'model' column; expected long (model, domain, score) or wide "
+            f"(model plus one column per domain) scores (found: {have})")
+    domain_cols = [c for c in frame.columns if c != "model"]
+    if not domain_cols:
+        raise JaggedInputError(f"{source}: wide table has a 'model' column but no domain columns")
+    if len(frame) == 0:
+        raise JaggedInputError(f"{source}: the table has a header but no rows")
+    for col in domain_cols:
+        if str(col).strip() == "" or str(col).startswith("Unnamed: "):
+            raise JaggedInputError(f"{source}: a domain column has an empty header")
+    long = frame.melt(id_vars="model", value_vars=domain_cols, var_name="domain",
+                      value_name="score", ignore_index=False)
+    blank = long["score"].isna() | (long["score"].astype("string").str.strip() == "")
+    long = long[~blank.fillna(True).to_numpy()]
+    if len(long) == 0:
+        raise JaggedInputError(f"{source}: wide table has no score values")
+    long["domain"] = long["domain"].astype(str)
+    return long
+
+
+def summarize(table: pd.DataFrame) -> dict[str, object]:
+    """Counts that describe a canonical table (used by ``jagged validate`` and reports).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Canonical table.
+
+    Returns
+    -------
+    dict
+        ``rows``, ``models``, ``domains``, ``complete_models``, ``incomplete`` (model
+        names), ``score_min``, ``score_max``, ``has_n_items``, ``categories``.
+    """
+    n_domains = table["domain"].nunique()
+    per_model = table.groupby("model", sort=True)["domain"].nunique()
+    incomplete = per_model[per_model < n_domains].index.tolist()
+    categories = table["category"].dropna().nunique() if "category" in table else 0
+    return {
+        "rows": int(len(table)),
+        "models": int(per_model.size),
+        "domains": int(n_domains),
+        "complete_models": int(per_model.size - len(incomplete)),
+        "incomplete": incomplete,
+        "score_min": float(table["score"].min()),
+        "score_max": float(table["score"].max()),
+        "has_n_items": bool(table["n_items"].notna().all()),
+        "categories": int(categories),
+    }
