@@ -174,8 +174,8 @@ def frame_to_dataset(frame: pd.DataFrame, *, source: str, paths: list[Path], sco
     if "model" in columns and ("domain" in columns or "score" in columns):
         missing = "score" if "domain" in columns else "domain"
         raise JaggedInputError(f"{source}: missing column '{missing}' (a long table needs model, domain, score)")
-    long = wide_to_long(frame, source)
-    scores = validate_scores(long, source, score_scale=score_scale, line_offset=line_offset)
+    long = wide_to_long(frame, source, score_scale=score_scale, line_offset=line_offset)
+    scores = validate_scores(long, source, line_offset=line_offset)
     return Dataset(scores=scores, source=source, paths=paths, format="wide")
 
 

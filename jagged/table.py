@@ -36,7 +36,10 @@ def _line(index_label: object, line_offset: int | None) -> str:
 
 
 def _short(value: object, width: int = 60) -> str:
-    text = repr(value) if not isinstance(value, str) else repr(value)
+    """Show a cell value for a message: strings quoted, numbers plain, long ones cut."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= width else text[: width - 3] + "...'"
 
 
@@ -81,12 +84,14 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
         values = raw.astype("float64")
     else:
         values = pd.to_numeric(raw, errors="coerce").astype("float64")
-        bad = values.isna() & raw.notna() & (raw.astype("string").str.strip() != "")
+        text = raw.astype("string").str.strip()
+        nan_literal = text.str.lower().isin(["nan", "+nan", "-nan"]).fillna(False)
+        bad = values.isna() & raw.notna() & (text != "") & ~nan_literal
         if bad.any():
-            first = bad.idxmax()
+            pos = int(np.argmax(bad.to_numpy()))
             raise JaggedInputError(
-                f"{source}: column '{column}' has non-numeric value {_short(raw.loc[first])} "
-                f"({_line(first, line_offset)})")
+                f"{source}: column '{column}' has non-numeric value {_short(raw.iloc[pos])} "
+                f"({_line(raw.index[pos], line_offset)})")
     arr = values.to_numpy()
     nan = np.isnan(arr)
     if nan.any():
@@ -104,7 +109,7 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
     out = (arr < 0) | (arr > 1)
     if out.any():
         first = values.index[int(np.argmax(out))]
-        shown = raw.loc[first]
+        shown = raw.iloc[int(np.argmax(out))]
         hint = ""
         if score_scale == "fraction" and arr.min() >= 0 and arr.max() <= 100:
             hint = "; scores look like percentages, use --score-scale percent"
@@ -124,7 +129,7 @@ def _n_items(raw: pd.Series, source: str, line_offset: int | None) -> pd.Series:
     if bad.any():
         first = values.index[int(np.argmax(bad))]
         raise JaggedInputError(
-            f"{source}: column 'n_items' has value {_short(raw.loc[first])}, not a positive whole "
+            f"{source}: column 'n_items' has value {_short(raw.iloc[int(np.argmax(bad))])}, not a positive whole "
             f"number ({_line(first, line_offset)})")
     return pd.Series(arr, index=values.index, name="n_items", dtype="float64")
 
@@ -207,7 +212,8 @@ def _deduplicate(table: pd.DataFrame, source: str, line_offset: int | None) -> p
     return table.reset_index(drop=True)
 
 
-def wide_to_long(frame: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
+def wide_to_long(frame: pd.DataFrame, source: str = "<table>", *, score_scale: str = "fraction",
+                 line_offset: int | None = 2) -> pd.DataFrame:
     """Turn a wide table (``model`` plus one numeric column per domain) into a long one.
 
     Empty cells mean the model has no score for that domain; they are dropped, which
@@ -220,11 +226,17 @@ def wide_to_long(frame: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
         Wide table with a ``model`` column.
     source : str
         Name used in error messages.
+    score_scale : {"fraction", "percent"}
+        Scale of the score cells; each column is checked and converted here so that
+        messages name the domain column.
+    line_offset : int or None
+        Added to row labels to give file lines in messages.
 
     Returns
     -------
     pandas.DataFrame
-        Long table with ``model``, ``domain``, ``score`` and the source line in the index.
+        Long table with ``model``, ``domain`` and ``score`` as fractions, the source row
+        label in the index.
     """
     if "model" not in frame.columns:
         have = ", ".join(map(str, frame.columns[:12]))
@@ -239,10 +251,15 @@ def wide_to_long(frame: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
     for col in domain_cols:
         if str(col).strip() == "" or str(col).startswith("Unnamed: "):
             raise JaggedInputError(f"{source}: a domain column has an empty header")
+    frame = frame.copy()
+    for col in domain_cols:
+        cells = frame[col]
+        present = cells.notna() & (cells.astype("string").str.strip() != "").fillna(False)
+        converted = to_fraction(cells[present], str(col), source, score_scale=score_scale, line_offset=line_offset)
+        frame[col] = converted.reindex(frame.index)
     long = frame.melt(id_vars="model", value_vars=domain_cols, var_name="domain",
                       value_name="score", ignore_index=False)
-    blank = long["score"].isna() | (long["score"].astype("string").str.strip() == "")
-    long = long[~blank.fillna(True).to_numpy()]
+    long = long[long["score"].notna().to_numpy()]
     if len(long) == 0:
         raise JaggedInputError(f"{source}: wide table has no score values")
     long["domain"] = long["domain"].astype(str)

@@ -1,0 +1,222 @@
+"""Reading score tables: formats that work, and every kind of bad input (exit 2, one line)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import jagged
+from jagged.cli import main
+
+from conftest import BUNDLED
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def assert_bad_input(path: Path, *fragments: str, extra: tuple[str, ...] = ()) -> str:
+    code, out, err = run_cli("metrics", str(path), *extra)
+    assert code == 2, (code, out, err)
+    assert "Traceback" not in err and "Traceback" not in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("jagged: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+# --- formats that work -------------------------------------------------------------
+
+def test_long_csv_round_trip(tmp_path):
+    path = write(tmp_path, "s.csv", "model,domain,score,extra\nA,x,0.9,foo\nA,y,0.8,\nA,z,0.5,bar\n")
+    code, out, err = run_cli("metrics", str(path))
+    assert code == 0, err
+    table = pd.read_csv(__import__("io").StringIO(out))
+    assert table.loc[0, "cv_error"] == pytest.approx(0.637377, abs=5e-7)
+
+
+def test_wide_csv_equals_long(tmp_path):
+    wide = write(tmp_path, "wide.csv", "model,law,math,bio\nA,0.9,0.8,0.5\nB,0.4,,0.6\n")
+    long = write(tmp_path, "long.csv", "model,domain,score\nA,law,0.9\nA,math,0.8\nA,bio,0.5\nB,law,0.4\nB,bio,0.6\n")
+    from_wide = jagged.jaggedness(jagged.load_scores(wide))
+    from_long = jagged.jaggedness(jagged.load_scores(long))
+    pd.testing.assert_frame_equal(from_wide, from_long)
+    assert from_wide.set_index("model").loc["B", "complete"] == False  # noqa: E712
+    assert jagged.load(wide).format == "wide"
+
+
+def test_parquet_long_and_wide(tmp_path):
+    frame = pd.DataFrame({"model": ["A"] * 3, "domain": ["x", "y", "z"], "score": [0.9, 0.8, 0.5],
+                          "n_items": [10, 20, 30]})
+    frame.to_parquet(tmp_path / "long.parquet")
+    frame.pivot(index="model", columns="domain", values="score").reset_index().to_parquet(tmp_path / "w.parquet")
+    a = jagged.jaggedness(jagged.load_scores(tmp_path / "long.parquet"))
+    b = jagged.jaggedness(jagged.load_scores(tmp_path / "w.parquet"))
+    pd.testing.assert_frame_equal(a, b)
+    assert jagged.load_scores(tmp_path / "long.parquet")["n_items"].tolist() == [10, 20, 30]
+
+
+def test_percent_scale(tmp_path):
+    path = write(tmp_path, "pct.csv", "model,domain,score\nA,x,90\nA,y,80\nA,z,50\n")
+    code, out, err = run_cli("metrics", str(path), "--score-scale", "percent")
+    assert code == 0, err
+    assert "0.63737" in out
+
+
+def test_percent_looking_scores_suggest_the_option(tmp_path):
+    path = write(tmp_path, "pct.csv", "model,domain,score\nA,x,90\nA,y,80\nA,z,50\n")
+    assert_bad_input(path, "pct.csv", "'score'", "90", "--score-scale percent")
+
+
+def test_identical_duplicates_collapse(tmp_path):
+    path = write(tmp_path, "d.csv", "model,domain,score\nA,x,0.5\nA,x,0.5\nA,y,0.7\n")
+    assert len(jagged.load_scores(path)) == 2
+
+
+def test_names_that_look_like_missing_values_are_kept(tmp_path):
+    path = write(tmp_path, "na.csv", "model,domain,score\nNA,None,0.5\nNA,null,0.7\n")
+    scores = jagged.load_scores(path)
+    assert set(scores["model"]) == {"NA"} and set(scores["domain"]) == {"None", "null"}
+
+
+def test_output_json_and_csv_files(tmp_path):
+    out_json = tmp_path / "m.json"
+    code, _, err = run_cli("metrics", str(BUNDLED), "-o", str(out_json))
+    assert code == 0, err
+    records = json.loads(out_json.read_text())
+    assert len(records) == 29 and {"model", "cv_error", "note"} <= set(records[0])
+    out_csv = tmp_path / "m.csv"
+    assert run_cli("metrics", str(BUNDLED), "-o", str(out_csv))[0] == 0
+    assert len(pd.read_csv(out_csv)) == 29
+
+
+def test_validate_prints_summary():
+    code, out, err = run_cli("validate", str(BUNDLED))
+    assert code == 0, err
+    assert "29 models" in out and "14 domains" in out and "every model has every domain" in out
+    assert "0.0836" in out and "0.8645" in out
+
+
+def test_bundled_default_has_29_models_and_14_domains():
+    facts = jagged.summarize(jagged.load_scores())
+    assert (facts["models"], facts["domains"], facts["rows"]) == (29, 14, 406)
+    assert facts["has_n_items"]
+
+
+# --- bad input: exit 2, one line naming file and column/value ------------------------
+
+def test_empty_file(tmp_path):
+    assert_bad_input(write(tmp_path, "empty.csv", ""), "empty.csv", "empty")
+
+
+def test_header_without_rows(tmp_path):
+    assert_bad_input(write(tmp_path, "h.csv", "model,domain,score\n"), "h.csv", "no rows")
+
+
+def test_missing_column(tmp_path):
+    assert_bad_input(write(tmp_path, "m.csv", "model,domain,value\nA,x,0.5\n"), "m.csv", "score")
+
+
+def test_missing_model_column(tmp_path):
+    assert_bad_input(write(tmp_path, "m.csv", "name,domain,score\nA,x,0.5\n"), "m.csv", "model")
+
+
+@pytest.mark.parametrize("value, fragment", [
+    ("abc", "non-numeric value 'abc'"),
+    ("nan", "NaN"),
+    ("inf", "infinite"),
+    ("-0.2", "outside [0, 1]"),
+    ("150", "outside [0, 1]"),
+])
+def test_bad_score_values(tmp_path, value, fragment):
+    path = write(tmp_path, "v.csv", f"model,domain,score\nA,x,0.5\nA,y,{value}\n")
+    line = assert_bad_input(path, "v.csv", "'score'", fragment, "line 3")
+    if value == "150":
+        assert "percent" not in line
+
+
+def test_missing_score_cell(tmp_path):
+    assert_bad_input(write(tmp_path, "c.csv", "model,domain,score\nA,x,0.5\nA,y,\n"), "c.csv", "'score'", "line 3")
+
+
+def test_conflicting_duplicate(tmp_path):
+    path = write(tmp_path, "dup.csv", "model,domain,score\nA,x,0.5\nA,y,0.6\nA,x,0.7\n")
+    assert_bad_input(path, "dup.csv", "'A'", "'x'", "0.5", "0.7", "line 2", "line 4")
+
+
+def test_empty_model_name(tmp_path):
+    assert_bad_input(write(tmp_path, "e.csv", "model,domain,score\nA,x,0.5\n  ,y,0.6\n"), "e.csv", "'model'", "line 3")
+
+
+def test_empty_domain_name(tmp_path):
+    assert_bad_input(write(tmp_path, "e.csv", "model,domain,score\nA,,0.5\n"), "e.csv", "'domain'", "line 2")
+
+
+def test_non_numeric_wide_cell(tmp_path):
+    assert_bad_input(write(tmp_path, "w.csv", "model,law,math\nA,0.5,high\n"), "w.csv", "'high'")
+
+
+def test_unreadable_bytes(tmp_path):
+    path = write(tmp_path, "latin.csv", "model,domain,score\nCaf\xe9,x,0.5\n".encode("latin-1"))
+    assert_bad_input(path, "latin.csv", "not UTF-8", "0xe9")
+
+
+def test_unknown_file_type(tmp_path):
+    path = write(tmp_path, "image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
+    assert_bad_input(path, "image.png", "unknown file type")
+
+
+def test_corrupt_parquet(tmp_path):
+    assert_bad_input(write(tmp_path, "bad.parquet", b"PAR1garbage"), "bad.parquet", "Parquet")
+
+
+def test_path_that_does_not_exist(tmp_path):
+    assert_bad_input(tmp_path / "nope.csv", "nope.csv", "no such file")
+
+
+def test_directory(tmp_path):
+    assert_bad_input(tmp_path, str(tmp_path), "directory")
+
+
+def test_ragged_csv(tmp_path):
+    assert_bad_input(write(tmp_path, "r.csv", "model,domain,score\nA,x,0.5,1,2\nA,y\n"), "r.csv")
+
+
+def test_bad_output_suffix(tmp_path):
+    code, _, err = run_cli("metrics", str(BUNDLED), "-o", str(tmp_path / "out.xlsx"))
+    assert code == 2 and "must end in .csv or .json" in err
+
+
+def test_real_process_exit_status_and_no_traceback(tmp_path):
+    """End to end through the installed console script, not the test runner."""
+    bad = write(tmp_path, "bad.csv", "model,domain,score\nA,x,oops\n")
+    proc = subprocess.run([sys.executable, "-m", "jagged.cli", "metrics", str(bad)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "jagged: error: bad.csv: column 'score' has non-numeric value 'oops' (line 2)"
+
+
+def test_help_explains_every_command():
+    code, out, _ = run_cli("--help")
+    assert code == 0
+    for command in ("metrics", "validate"):
+        assert command in out
+        sub_code, sub_out, _ = run_cli(command, "--help")
+        assert sub_code == 0 and "--score-scale" in sub_out and "SCORES" in sub_out
