@@ -23,7 +23,8 @@ class AnalysisOptions:
     weights : str or None
         Path of a weights file (CSV or YAML) with exposure profiles.
     profiles : tuple of str
-        Profile names to keep (empty: all, plus built-ins).
+        Profile names to compute, in order: names from the weights file or the
+        built-ins ``uniform`` and ``items`` (empty: every profile in the weights file).
     missing_weight : {"error", "zero"}
         What a score domain absent from a profile means.
     bootstrap : int
@@ -64,8 +65,79 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> p
     Returns
     -------
     pandas.DataFrame
-        The columns of :func:`jagged.jaggedness`, plus those the options add.
+        The columns of :func:`jagged.jaggedness`, plus those the options add. With
+        ``weights`` or ``profiles`` there is one row per profile × model, with a
+        ``profile`` column after ``model`` and the columns of
+        :func:`jagged.deployment.deployment_metrics` (``dep_score``, ``wedge``,
+        ``wedge_bound``, ``sigma_w``, ``exposure_error_corr``, ``rank_macro``,
+        ``rank_dep``) before ``note``; :func:`rank_table` gives the per-profile Kendall τ.
     """
     options = options or AnalysisOptions()
     table = jaggedness(dataset.scores)
+    weights = profile_weights(dataset, options)
+    if len(weights):
+        table = add_deployment(table, dataset.scores, weights)
     return add_notes(table, dataset.model_notes)
+
+
+def profile_weights(dataset: Dataset, options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """The profiles × domains weight matrix the options ask for (zero rows: none).
+
+    See :func:`jagged.weights.resolve_profiles`.
+    """
+    from jagged.weights import resolve_profiles
+
+    options = options or AnalysisOptions()
+    return resolve_profiles(dataset.scores, options.weights, options.profiles, options.missing_weight)
+
+
+def add_deployment(table: pd.DataFrame, scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFrame:
+    """Expand a per-model jaggedness table to profile × model rows with deployment metrics.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Output of :func:`jagged.jaggedness` (one row per model).
+    scores : pandas.DataFrame
+        The canonical per-domain table behind it.
+    weights : pandas.DataFrame
+        Profiles × domains weight matrix.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, ``profile``, the jaggedness columns, the deployment columns, ``note``
+        (both notes, "; "-separated); profiles in matrix order, models sorted.
+    """
+    from jagged.deployment import deployment_metrics
+    from jagged.weights import items_coverage
+
+    dep = deployment_metrics(scores, weights)
+    if "items" in set(weights.index) and scores["n_items"].notna().any():
+        coverage = dep["model"].map(items_coverage(scores)).to_numpy(dtype=float)
+        partial = (dep["profile"] == "items").to_numpy() & (coverage < 1)
+        extra = [f"items profile weights by full domain sizes; this model's n_items cover {c:.1%} of them"
+                 for c in coverage[partial]]
+        notes = dep["note"].to_numpy(dtype=object).copy()
+        notes[partial] = [e if not n else f"{n}; {e}" for n, e in zip(notes[partial], extra)]
+        dep = dep.assign(note=notes)
+    base = table.drop(columns="note")
+    merged = dep.drop(columns="note").merge(base, on="model", how="left", validate="many_to_one")
+    first = ["model", "profile"] + [c for c in base.columns if c != "model"]
+    merged = merged[first + [c for c in dep.columns if c not in first and c != "note"]]
+    own = table.set_index("model")["note"].reindex(dep["model"]).fillna("").to_numpy(dtype=object)
+    notes = [a if not b else (b if not a else f"{a}; {b}") for a, b in zip(own, dep["note"])]
+    return merged.assign(note=notes)
+
+
+def rank_table(dataset: Dataset, options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """Per-profile agreement of macro and deployment rankings (Kendall τ, rank changes).
+
+    See :func:`jagged.deployment.rank_agreement`; empty without weights or profiles.
+    """
+    from jagged.deployment import RANK_COLUMNS, rank_agreement
+
+    table = metrics_table(dataset, options)
+    if "profile" not in table.columns:
+        return pd.DataFrame(columns=list(RANK_COLUMNS))
+    return rank_agreement(table)

@@ -72,6 +72,16 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def analysis_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options that say what to compute beyond the jaggedness penalty."""
+    func = click.option("--missing-weight", "missing_weight", type=click.Choice(["error", "zero"]),
+                        default="error", show_default=True,
+                        help="A score domain absent from a weights profile: an error, or no exposure.")(func)
+    func = click.option("--profile", "profiles", multiple=True, metavar="NAME",
+                        help="Profile to compute (repeatable): a name in the weights file or the "
+                             "built-in 'uniform' (macro average) or 'items' (weights by n_items). "
+                             "Default: every profile in --weights.")(func)
+    func = click.option("--weights", "weights", type=str, default=None, metavar="FILE",
+                        help="Deployment weights (CSV or YAML: profile, domain, weight[, comment]); "
+                             "adds dep_score, wedge, wedge_bound, ranks, one row per model x profile.")(func)
     return func
 
 
@@ -115,6 +125,19 @@ def metrics(scores: str, output: str | None, **kwargs: Any) -> None:
     dataset = load(scores, **load_options(kwargs))
     table = metrics_table(dataset, analysis_settings(kwargs))
     write_table(table, output)
+    echo_rank_agreement(table)
+
+
+def echo_rank_agreement(table: Any) -> None:
+    """With profiles, say on stderr how each one reorders the models (Kendall tau)."""
+    if "profile" not in table.columns:
+        return
+    from jagged.deployment import rank_agreement
+
+    for row in rank_agreement(table).itertuples(index=False):
+        click.echo(f"profile {row.profile}: Kendall tau(macro rank, deployment rank) = {row.kendall_tau:.3f} "
+                   f"over {row.n_models} models; {row.n_rank_changes} change rank (at most "
+                   f"{row.max_rank_change} places)", err=True)
 
 
 def write_table(table: Any, output: str | None) -> None:

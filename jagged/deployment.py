@@ -1,0 +1,367 @@
+"""Deployment-weighted scores, the wedge, and what a task mix does to a ranking.
+
+Everything is vectorised over models and profiles: scores are a models × domains matrix
+S, profiles a profiles × domains weight matrix W (from
+:func:`jagged.weights.resolve_profiles`), and the deployment-weighted scores are
+``S @ W.T``. This module imports numpy and pandas only (no scipy), so the report kernel
+stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from jagged.errors import JaggedInputError
+
+DEPLOYMENT_COLUMNS: tuple[str, ...] = (
+    "model", "profile", "dep_score", "wedge", "wedge_bound", "sigma_w", "exposure_error_corr",
+    "rank_macro", "rank_dep", "note",
+)
+RANK_COLUMNS: tuple[str, ...] = (
+    "profile", "n_models", "kendall_tau", "n_rank_changes", "max_rank_change", "top_macro", "top_dep",
+)
+
+NOTE_EQUAL_WEIGHTS = "equal weights: exposure_error_corr undefined"
+NOTE_EQUAL_ERRORS = "equal errors across domains: exposure_error_corr undefined"
+ZERO_TOL = 1e-12  # a standard deviation of weights or errors below this counts as 0
+
+
+def score_matrix(scores: pd.DataFrame, domains: Sequence[str] | None = None) -> pd.DataFrame:
+    """The models × domains score matrix of a canonical table.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table (``model``, ``domain``, ``score``).
+    domains : sequence of str, optional
+        Column order (default: sorted domains of the table). Domains not in the table
+        become all-NaN columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``model`` (sorted), columns ``domain``; NaN where a model has no score.
+    """
+    wide = scores.pivot(index="model", columns="domain", values="score").sort_index()
+    if domains is not None:
+        wide = wide.reindex(columns=list(domains))
+    wide.columns = pd.Index(list(wide.columns), name="domain", dtype=object)
+    wide.index = pd.Index(list(wide.index), name="model", dtype=object)
+    return wide.astype("float64")
+
+
+def _listing(names: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(str(n) for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _competition_rank(values: np.ndarray) -> np.ndarray:
+    """Rank each row descending (1 = best, ties share the best rank); NaN stays NaN."""
+    frame = pd.DataFrame(values)
+    return frame.rank(axis=1, method="min", ascending=False, na_option="keep").to_numpy()
+
+
+def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFrame:
+    """Deployment-weighted score, wedge and rankings for every model × profile.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table (``model``, ``domain``, ``score``).
+    weights : pandas.DataFrame
+        Profiles × domains weight matrix, rows summing to 1 (see
+        :func:`jagged.weights.resolve_profiles`); its columns must include every score
+        domain.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per profile × model (profiles in matrix order, models sorted), columns
+
+        ``model``, ``profile``
+            identifiers;
+        ``dep_score``
+            S_dep = Σ_d w_d s_d; NaN when the model lacks a domain with w_d > 0;
+        ``wedge``
+            S_macro − S_dep, with S_macro the model's macro average;
+        ``wedge_bound``
+            D·σ_w·sd_error, the Cauchy–Schwarz bound on |wedge|;
+        ``sigma_w``
+            σ_w, the population sd of the weights over the model's domains;
+        ``exposure_error_corr``
+            Pearson correlation of w_d with e_d = 1 − s_d over the model's domains;
+        ``rank_macro``, ``rank_dep``
+            ranks by macro and by deployment-weighted score (1 = best, ties share the
+            best rank; nullable integers), among the models with a dep_score;
+        ``note``
+            empty unless something needs saying.
+
+    Raises
+    ------
+    JaggedInputError
+        When the weight matrix lacks score domains.
+
+    Notes
+    -----
+    For a model with scores on D domains, errors e_d = 1 − s_d, weights w_d (Σ w_d = 1)::
+
+        S_macro = (1/D) Σ_d s_d
+        S_dep   = Σ_d w_d s_d
+        wedge   = S_macro − S_dep = Σ_d (w_d − 1/D) e_d = D · Cov_pop(w, e)
+        |wedge| ≤ D · σ_w · σ_e = wedge_bound            (Cauchy–Schwarz)
+        exposure_error_corr = Cov_pop(w, e) / (σ_w σ_e) = wedge / wedge_bound
+
+    with population (ddof=0) moments over the domains. σ_e = sd_error = cv_error ·
+    mean_error, so the jaggedness penalty CV_d(e_d) limits how far any task mix as uneven
+    as w can drift from the macro average: |wedge| ≤ D·σ_w·CV·mean_error. A positive
+    wedge (and correlation) means the most-used domains are the worst-handled (the AJI
+    mechanism): the benchmark average overstates the reliability this organisation will
+    experience.
+
+    The wedge is computed as Σ_d (1/D − w_d) s_d, not as a difference of two rounded
+    averages, and σ_w from the deviations w_d − 1/D, so the ``uniform`` profile
+    (w_d = 1/D exactly) gives wedge, σ_w and wedge_bound exactly 0.
+
+    Edge-case policy:
+
+    * A model without a score for a domain the profile weights (w_d > 0): ``dep_score``,
+      ``wedge``, the bound, the correlation and the ranks are NaN, and the note names the
+      domains. Weights are never renormalised over the domains the model has.
+    * A model without a score for a zero-weight domain: the moments are taken over the
+      domains it has (its own D), where the weights still sum to 1, so the identity and
+      the bound hold exactly.
+    * σ_w = 0 (equal weights) or σ_e = 0 (equal errors), below 1e-12: the correlation is
+      NaN with a note; the wedge and its bound are 0 up to rounding.
+    * Ranks are computed per profile over the models with a dep_score, so the two
+      rankings of a profile always cover the same models.
+    """
+    if len(weights) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=object if c in ("model", "profile", "note") else float)
+                             for c in DEPLOYMENT_COLUMNS})
+    score_domains = pd.unique(scores["domain"]).tolist()
+    lacking = [d for d in score_domains if d not in set(weights.columns)]
+    if lacking:
+        raise JaggedInputError(f"weight matrix has no column for score domain(s) {_listing(lacking)}")
+    domains = list(weights.columns)
+    wide = score_matrix(scores, domains)
+    models = wide.index.to_numpy(dtype=object)
+    profiles = weights.index.to_numpy(dtype=object)
+    S = wide.to_numpy(dtype=float)                       # M × D
+    W = weights.to_numpy(dtype=float)                    # P × D
+    A = ~np.isnan(S)                                     # scores present
+    S0 = np.where(A, S, 0.0)
+    n_dom = A.sum(axis=1).astype(float)                  # D_m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        uniform = A / n_dom[:, None]                     # 1/D_m on the model's domains
+        mean_e = np.where(A, 1.0 - S0, 0.0).sum(axis=1) / n_dom
+        dev_e = np.where(A, 1.0 - S0 - mean_e[:, None], 0.0)
+        sd_e = np.sqrt((dev_e * dev_e).sum(axis=1) / n_dom)
+        missing_mass = W @ (~A).T                        # P × M, > 0: a weighted domain is absent
+        valid = missing_mass <= 0
+        Wm = W[:, None, :] * A[None, :, :]               # P × M × D, weights on the model's domains
+        dep = W @ S0.T
+        wedge = ((uniform[None, :, :] - Wm) * S0[None, :, :]).sum(axis=2)
+        dev_w = (Wm - uniform[None, :, :]) * A[None, :, :]  # mean weight is 1/D_m where defined
+        sigma_w = np.sqrt((dev_w * dev_w).sum(axis=2) / n_dom[None, :])
+        cov = (dev_w * dev_e[None, :, :]).sum(axis=2) / n_dom[None, :]
+        bound = n_dom[None, :] * sigma_w * sd_e[None, :]
+        flat_w = sigma_w < ZERO_TOL
+        flat_e = np.broadcast_to(sd_e[None, :] < ZERO_TOL, flat_w.shape)
+        corr = np.where(flat_w | flat_e, np.nan, cov / np.where(flat_w | flat_e, 1.0, sigma_w * sd_e[None, :]))
+    corr = np.clip(corr, -1.0, 1.0)
+    nan = np.nan
+    dep = np.where(valid, dep, nan)
+    wedge = np.where(valid, wedge, nan)
+    bound = np.where(valid, bound, nan)
+    sigma_w = np.where(valid, sigma_w, nan)
+    corr = np.where(valid, corr, nan)
+    macro = np.where(valid, (S0.sum(axis=1) / n_dom)[None, :], nan)
+    rank_macro = _competition_rank(macro)
+    rank_dep = _competition_rank(dep)
+
+    note = np.full(valid.shape, "", dtype=object)
+    note[valid & flat_e] = NOTE_EQUAL_ERRORS
+    note[valid & flat_w] = NOTE_EQUAL_WEIGHTS
+    absent = np.argwhere(~valid)
+    for p, m in absent:  # only the few undefined cells, to name their domains
+        names = [domains[d] for d in np.flatnonzero((W[p] > 0) & ~A[m])]
+        note[p, m] = f"no score for weighted domain(s) {_listing(names)}: dep_score undefined"
+
+    n_p, n_m = valid.shape
+    return pd.DataFrame({
+        "model": np.tile(models, n_p),
+        "profile": np.repeat(profiles, n_m),
+        "dep_score": dep.ravel(),
+        "wedge": wedge.ravel(),
+        "wedge_bound": bound.ravel(),
+        "sigma_w": sigma_w.ravel(),
+        "exposure_error_corr": corr.ravel(),
+        "rank_macro": pd.array(rank_macro.ravel(), dtype="Float64").astype("Int64"),
+        "rank_dep": pd.array(rank_dep.ravel(), dtype="Float64").astype("Int64"),
+        "note": note.ravel(),
+    })
+
+
+def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
+    """Kendall's τ-b between two rankings (or scores), in numpy.
+
+    Parameters
+    ----------
+    x, y : array_like
+        Paired values; pairs where either is NaN are dropped.
+
+    Returns
+    -------
+    float
+        τ-b in [-1, 1]; NaN with fewer than 2 pairs or when either side is all ties.
+
+    Notes
+    -----
+    τ_b = (C − D) / sqrt((n0 − n_x)(n0 − n_y)), with C and D the concordant and
+    discordant pairs, n0 = n(n−1)/2, and n_x, n_y the pairs tied in x, in y. This is
+    ``scipy.stats.kendalltau(x, y).statistic`` (its default ``variant="b"``), computed over
+    all pairs at once (O(n²) memory, fine for hundreds of models).
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError("kendall_tau needs two 1-d arrays of the same length")
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    n = x.size
+    if n < 2:
+        return float("nan")
+    upper = np.triu_indices(n, k=1)
+    sx = np.sign(x[:, None] - x[None, :])[upper]
+    sy = np.sign(y[:, None] - y[None, :])[upper]
+    n0 = n * (n - 1) / 2.0
+    tied_x = float(np.count_nonzero(sx == 0))
+    tied_y = float(np.count_nonzero(sy == 0))
+    denom = np.sqrt((n0 - tied_x) * (n0 - tied_y))
+    if denom == 0:
+        return float("nan")
+    return float(np.clip((sx * sy).sum() / denom, -1.0, 1.0))
+
+
+def rank_agreement(table: pd.DataFrame) -> pd.DataFrame:
+    """Per profile, how much the deployment ranking differs from the macro ranking.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A metrics table with ``profile``, ``model``, ``rank_macro`` and ``rank_dep``
+        (from :func:`deployment_metrics` or :func:`jagged.analysis.metrics_table`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per profile (table order): ``profile``, ``n_models`` (ranked models),
+        ``kendall_tau`` (τ-b between the two rankings), ``n_rank_changes`` (models whose
+        rank changes), ``max_rank_change`` (largest |rank_dep − rank_macro|),
+        ``top_macro`` and ``top_dep`` (rank-1 model(s), "; "-joined).
+    """
+    rows = []
+    for profile, group in table.groupby("profile", sort=False):
+        ranked = group[group["rank_dep"].notna() & group["rank_macro"].notna()]
+        rm = ranked["rank_macro"].to_numpy(dtype=float)
+        rd = ranked["rank_dep"].to_numpy(dtype=float)
+        shift = np.abs(rd - rm)
+        rows.append({
+            "profile": profile,
+            "n_models": int(len(ranked)),
+            "kendall_tau": kendall_tau(rm, rd),
+            "n_rank_changes": int(np.count_nonzero(shift)),
+            "max_rank_change": int(shift.max()) if shift.size else 0,
+            "top_macro": "; ".join(ranked.loc[rm == 1, "model"].astype(str)),
+            "top_dep": "; ".join(ranked.loc[rd == 1, "model"].astype(str)),
+        })
+    return pd.DataFrame(rows, columns=list(RANK_COLUMNS))
+
+
+def rank_changes(table: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """The rank-change table of one profile, best deployment rank first.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A metrics table with ``profile``, ``model``, ``macro_score``, ``dep_score``,
+        ``rank_macro``, ``rank_dep``.
+    profile : str
+        Profile name.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, ``rank_macro``, ``rank_dep``, ``rank_change`` (rank_macro − rank_dep:
+        positive = moves up under the profile), ``macro_score``, ``dep_score``, ``wedge``;
+        models without a dep_score last.
+    """
+    sub = table[table["profile"] == profile]
+    if sub.empty:
+        raise JaggedInputError(f"no rows for profile {profile!r}")
+    cols = [c for c in ("model", "rank_macro", "rank_dep", "macro_score", "dep_score", "wedge") if c in sub]
+    out = sub[cols].copy()
+    out.insert(3, "rank_change", out["rank_macro"] - out["rank_dep"])
+    return out.sort_values(["rank_dep", "model"], na_position="last").reset_index(drop=True)
+
+
+def exposure_profile(scores: pd.DataFrame, weights: pd.DataFrame, model: str) -> pd.DataFrame:
+    """Exposure against error per domain for one model, every profile.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table.
+    weights : pandas.DataFrame
+        Profiles × domains weight matrix.
+    model : str
+        Model name.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per profile × domain: ``profile``, ``domain``, ``weight`` (w_d),
+        ``uniform_weight`` (1/D), ``score`` (s_d, NaN when missing), ``error``
+        (e_d = 1 − s_d).
+    """
+    sub = scores[scores["model"] == model]
+    if sub.empty:
+        raise JaggedInputError(f"no scores for model {model!r}")
+    s = sub.set_index("domain")["score"].reindex(list(weights.columns)).to_numpy(dtype=float)
+    n_p, n_d = weights.shape
+    return pd.DataFrame({
+        "profile": np.repeat(weights.index.to_numpy(dtype=object), n_d),
+        "domain": np.tile(weights.columns.to_numpy(dtype=object), n_p),
+        "weight": weights.to_numpy(dtype=float).ravel(),
+        "uniform_weight": np.full(n_p * n_d, 1.0 / np.count_nonzero(~np.isnan(s))),
+        "score": np.tile(s, n_p),
+        "error": np.tile(1.0 - s, n_p),
+    })
+
+
+def drift_bound_curve(sd_error: float, n_domains: int, num: int = 101) -> pd.DataFrame:
+    """The largest possible |wedge| as a function of how uneven a task mix is.
+
+    Parameters
+    ----------
+    sd_error : float
+        The model's population sd of domain errors σ_e.
+    n_domains : int
+        D, the number of domains.
+    num : int
+        Points on the curve.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``sigma_w`` from 0 to sqrt(D − 1)/D (all weight on one domain, the most uneven
+        mix possible) and ``max_abs_wedge`` = D·σ_w·σ_e.
+    """
+    if n_domains < 1:
+        raise JaggedInputError("the drift-bound curve needs at least one domain")
+    top = np.sqrt(n_domains - 1.0) / n_domains
+    sigma = np.linspace(0.0, top, num)
+    return pd.DataFrame({"sigma_w": sigma, "max_abs_wedge": n_domains * sigma * float(sd_error)})

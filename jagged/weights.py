@@ -1,0 +1,420 @@
+"""Deployment profiles: exposure weights per domain, read from a file or built in.
+
+A *profile* says how often an organisation meets each domain of a benchmark. Profiles
+come from a weights file (``--weights FILE``) or are built in:
+
+``uniform``
+    w_d = 1/D for every score domain. Its deployment-weighted score is the macro
+    average, so its wedge is exactly 0.
+``items``
+    w_d proportional to the number of items of domain d. Its deployment-weighted score
+    is the item-level (micro) average Σ_d n_d s_d / Σ_d n_d that lm-evaluation-harness
+    reports for size-weighted groups such as MMLU.
+
+Weights file format
+-------------------
+CSV (comma, tab or semicolon separated) with columns ``domain`` and ``weight`` and
+optionally ``profile`` (several named profiles in one file; without it the whole file
+is one profile named after the file stem), ``comment`` (why this weight) and
+``description`` (one text per profile; the first non-empty value counts)::
+
+    profile,domain,weight,comment
+    law_office,law,50,"most questions are legal"
+    law_office,business,20,"contracts, clients"
+
+YAML, either a list of records with the same keys, or a mapping from profile name to
+``{domain: weight}`` (or to a list of records), or a single ``{domain: weight}``
+mapping::
+
+    law_office:
+      law: 50
+      business: 20
+
+Weights must be non-negative finite numbers; they are normalised to sum to 1 within
+each profile. All problems raise :class:`~jagged.errors.JaggedInputError` with one line
+that lists the offending names or values.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from jagged.errors import JaggedInputError
+
+BUILTIN_PROFILES: tuple[str, ...] = ("uniform", "items")
+MISSING_WEIGHT_POLICIES: tuple[str, ...] = ("error", "zero")
+BUNDLED_PROFILES = Path(__file__).parent / "data" / "profiles_mmlu_pro.csv"
+WEIGHT_COLUMNS: tuple[str, ...] = ("profile", "domain", "weight", "comment", "description")
+YAML_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
+
+
+def _listing(items: Sequence[str], limit: int = 12) -> str:
+    shown = ", ".join(str(i) for i in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _records_from_yaml(data: Any, source: str, stem: str) -> pd.DataFrame:
+    """Turn the supported YAML shapes into a long table with a ``_where`` column."""
+    rows: list[dict[str, Any]] = []
+
+    def record(entry: Any, where: str, profile: str | None) -> None:
+        if not isinstance(entry, dict):
+            raise JaggedInputError(f"{source}: {where} is not a mapping with keys domain, weight")
+        row = {str(k).strip(): v for k, v in entry.items()}
+        if profile is not None and "profile" not in row:
+            row["profile"] = profile
+        row["_where"] = where
+        rows.append(row)
+
+    def profile_body(body: Any, name: str) -> None:
+        if isinstance(body, list):
+            for i, entry in enumerate(body, 1):
+                record(entry, f"profile {name!r} entry {i}", name)
+        elif isinstance(body, dict) and "weights" in body and isinstance(body["weights"], (dict, list)):
+            before = len(rows)
+            profile_body(body["weights"], name)
+            if body.get("description") is not None and len(rows) > before:
+                rows[before]["description"] = body["description"]
+        elif isinstance(body, dict):
+            for domain, weight in body.items():
+                rows.append({"profile": name, "domain": domain, "weight": weight,
+                             "_where": f"profile {name!r} domain {domain!r}"})
+        else:
+            raise JaggedInputError(f"{source}: profile {name!r} must map domains to weights")
+
+    if isinstance(data, list):
+        for i, entry in enumerate(data, 1):
+            record(entry, f"entry {i}", None)
+    elif isinstance(data, dict):
+        if all(isinstance(v, (dict, list)) for v in data.values()):
+            for name, body in data.items():
+                profile_body(body, str(name).strip())
+        else:
+            profile_body(data, stem)
+    else:
+        raise JaggedInputError(
+            f"{source}: expected a list of (domain, weight) records or a mapping of profiles, "
+            f"not {type(data).__name__}")
+    if not rows:
+        raise JaggedInputError(f"{source}: no weights found")
+    return pd.DataFrame(rows)
+
+
+def _read_raw(path: Path) -> pd.DataFrame:
+    """Read a weights file into an unvalidated table with a ``_where`` column."""
+    source = path.name
+    if not path.exists():
+        raise JaggedInputError(f"{path}: no such weights file")
+    if path.is_dir():
+        raise JaggedInputError(f"{path}: is a directory, expected a weights file (CSV or YAML)")
+    if path.suffix.lower() in YAML_SUFFIXES:
+        import yaml
+
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+        except UnicodeDecodeError:
+            raise JaggedInputError(f"{source}: unreadable bytes, not UTF-8 text") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or type(exc).__name__
+            raise JaggedInputError(f"{source}: cannot parse as YAML: {problem}{where}") from None
+        if data is None:
+            raise JaggedInputError(f"{source}: the file is empty")
+        return _records_from_yaml(data, source, path.stem)
+    from jagged.loaders import read_csv
+
+    frame = read_csv(path)
+    frame["_where"] = [f"line {i + 2}" for i in range(len(frame))]
+    return frame
+
+
+def _weight_values(raw: pd.Series, domain: pd.Series, where: pd.Series, source: str) -> np.ndarray:
+    """Convert the weight column to floats, listing every bad value in one error line."""
+
+    def label(mask: np.ndarray, show_value: bool) -> str:
+        idx = raw.index[mask]
+        parts = []
+        for i in idx:
+            value = f"={raw.loc[i]!r}" if show_value else ""
+            parts.append(f"{domain.loc[i]}{value} ({where.loc[i]})")
+        return _listing(parts, 8)
+
+    is_bool = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+    text = raw.map(lambda v: v.strip() if isinstance(v, str) else v)
+    values = pd.to_numeric(text.where(~is_bool, None), errors="coerce").astype("float64").to_numpy()
+    blank = raw.isna().to_numpy() | (raw.astype("string").str.strip() == "").fillna(True).to_numpy()
+    literal_nan = text.map(lambda v: isinstance(v, str) and v.lower() in ("nan", "na", "n/a", "none", "null"))
+    literal_nan = literal_nan.to_numpy(dtype=bool)
+    non_numeric = np.isnan(values) & ~blank & ~literal_nan
+    non_numeric |= is_bool
+    if non_numeric.any():
+        raise JaggedInputError(
+            f"{source}: column 'weight' has non-numeric value(s) for domain(s) {label(non_numeric, True)}")
+    nan = np.isnan(values)
+    if nan.any():
+        raise JaggedInputError(
+            f"{source}: column 'weight' has missing or NaN value(s) for domain(s) {label(nan, False)}")
+    inf = np.isinf(values)
+    if inf.any():
+        raise JaggedInputError(f"{source}: column 'weight' has infinite value(s) for domain(s) {label(inf, True)}")
+    negative = values < 0
+    if negative.any():
+        raise JaggedInputError(
+            f"{source}: column 'weight' has negative value(s) {label(negative, True)}; weights must be >= 0")
+    return values
+
+
+def _text_column(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column not in frame.columns:
+        return pd.Series("", index=frame.index, dtype=object)
+    col = frame[column].astype("string").str.strip()
+    return col.fillna("").astype(object)
+
+
+def read_weights(path: str | Path) -> pd.DataFrame:
+    """Read and check a weights file; weights are *not* yet normalised.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        CSV or YAML weights file (format in the module docstring).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long table with columns ``profile``, ``domain``, ``weight`` (float64, as given,
+        >= 0), ``comment`` and ``description`` ("" when absent), in file order.
+
+    Raises
+    ------
+    JaggedInputError
+        Missing ``domain`` / ``weight`` column; empty domain or profile name; non-numeric,
+        NaN, infinite or negative weights (every offender listed); a domain given twice in
+        one profile; a file profile named like a built-in one.
+    """
+    path = Path(path)
+    source = path.name
+    raw = _read_raw(path)
+    missing = [c for c in ("domain", "weight") if c not in raw.columns]
+    if missing:
+        have = ", ".join(str(c) for c in raw.columns if c != "_where")
+        raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} (found: {have})")
+    if len(raw) == 0:
+        raise JaggedInputError(f"{source}: the weights table has a header but no rows")
+    raw = raw.reset_index(drop=True)
+    where = raw["_where"].astype(object)
+    domain = _text_column(raw, "domain")
+    empty = (domain == "").to_numpy()
+    if empty.any():
+        raise JaggedInputError(f"{source}: empty domain name ({where[int(np.argmax(empty))]})")
+    if "profile" in raw.columns:
+        profile = _text_column(raw, "profile")
+        empty = (profile == "").to_numpy()
+        if empty.any():
+            raise JaggedInputError(f"{source}: empty profile name ({where[int(np.argmax(empty))]})")
+    else:
+        profile = pd.Series(path.stem, index=raw.index, dtype=object)
+    reserved = sorted(set(profile) & set(BUILTIN_PROFILES))
+    if reserved:
+        raise JaggedInputError(
+            f"{source}: profile name(s) {', '.join(reserved)} are reserved for the built-in profiles; "
+            f"rename them")
+    weight = _weight_values(raw["weight"], domain, where, source)
+    out = pd.DataFrame({
+        "profile": profile.to_numpy(dtype=object),
+        "domain": domain.to_numpy(dtype=object),
+        "weight": weight,
+        "comment": _text_column(raw, "comment").to_numpy(dtype=object),
+        "description": _text_column(raw, "description").to_numpy(dtype=object),
+    })
+    dup = out.duplicated(["profile", "domain"], keep=False).to_numpy()
+    if dup.any():
+        pairs = sorted({f"{p}/{d}" for p, d in zip(out["profile"][dup], out["domain"][dup])})
+        raise JaggedInputError(f"{source}: domain(s) given twice in one profile: {_listing(pairs, 8)}")
+    return out
+
+
+def profile_descriptions(weights: pd.DataFrame) -> pd.Series:
+    """The description of each profile of a :func:`read_weights` table.
+
+    Returns
+    -------
+    pandas.Series
+        Indexed by profile name (file order); the first non-empty ``description`` of the
+        profile, "" when none.
+    """
+    order = pd.unique(weights["profile"])
+    desc = weights[weights["description"] != ""].groupby("profile", sort=False)["description"].first()
+    return desc.reindex(order).fillna("").rename("description").rename_axis("profile")
+
+
+# --------------------------------------------------------------------------- profiles
+
+
+def items_weights(scores: pd.DataFrame, domains: Sequence[str]) -> np.ndarray:
+    """Per-domain item counts for the ``items`` profile (not normalised).
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical table with ``n_items``.
+    domains : sequence of str
+        Domains in output order.
+
+    Returns
+    -------
+    numpy.ndarray
+        n_d for each domain: the largest ``n_items`` any model reports for it.
+
+    Raises
+    ------
+    JaggedInputError
+        When a domain has no ``n_items`` at all.
+
+    Notes
+    -----
+    A profile is one weight vector shared by every model, so it needs one item count per
+    domain. When models report different ``n_items`` for a domain (partial coverage:
+    some questions were not answered or not recorded), the count used is the largest,
+    i.e. the domain's size in the benchmark as the most complete model saw it; partial
+    coverage can only lose items. For a model that covers every item, the ``items``
+    dep_score then equals its item-level mean Σ_d n_d s_d / Σ_d n_d exactly. For a model
+    with partial coverage it is the composition-adjusted micro average: its per-domain
+    accuracies weighted by the full benchmark's domain sizes. That differs from the
+    model's own item-level mean, which over-weights the domains it happened to cover,
+    and it is the number that compares models on the same task mix.
+    """
+    n = scores.groupby("domain", sort=False)["n_items"].max().reindex(list(domains))
+    lacking = n.index[n.isna().to_numpy()].tolist()
+    if lacking:
+        raise JaggedInputError(
+            f"profile 'items' needs n_items for every domain; the scores have none for: "
+            f"{_listing(lacking)}")
+    return n.to_numpy(dtype=float)
+
+
+def items_coverage(scores: pd.DataFrame) -> pd.Series:
+    """Share of the ``items`` profile's item counts that each model's ``n_items`` cover.
+
+    Returns
+    -------
+    pandas.Series
+        Indexed by model: Σ_d n_d(m) / Σ_d n_d with n_d from :func:`items_weights`
+        (1.0 for full coverage, NaN where ``n_items`` is missing).
+    """
+    own = scores["n_items"].groupby(scores["model"]).sum(min_count=1)
+    full = scores.groupby("domain")["n_items"].max().sum()
+    return (own / full).rename("coverage")
+
+
+def _normalise(raw: np.ndarray, names: Sequence[str], source: str = "") -> np.ndarray:
+    totals = raw.sum(axis=1)
+    zero = totals <= 0
+    if zero.any():
+        bad = [str(n) for n, z in zip(names, zero) if z]
+        prefix = f"{source}: " if source else ""
+        raise JaggedInputError(f"{prefix}profile(s) with all weights zero: {_listing(bad)}; "
+                               f"give at least one domain a positive weight")
+    return raw / totals[:, None]
+
+
+def resolve_profiles(scores: pd.DataFrame, weights: str | Path | None = None,
+                     profiles: Sequence[str] = (), missing_weight: str = "error") -> pd.DataFrame:
+    """The normalised profiles × domains weight matrix for a score table.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table (``model``, ``domain``, ``score``, ``n_items``).
+    weights : str or pathlib.Path, optional
+        Weights file (CSV or YAML, see the module docstring).
+    profiles : sequence of str
+        Profile names to return, in this order: names from the weights file or the
+        built-ins ``uniform`` and ``items``. Empty: every profile in the weights file.
+    missing_weight : {"error", "zero"}
+        What a score domain absent from a file profile means: an error listing them, or
+        no exposure (weight 0).
+
+    Returns
+    -------
+    pandas.DataFrame
+        float64 weights, index ``profile`` (profile names), columns ``domain`` (the
+        scores' domains, sorted like ``scores.pivot``); every row is >= 0 and sums to 1.
+        No weights and no profiles give a matrix with zero rows.
+
+    Raises
+    ------
+    JaggedInputError
+        Any problem of :func:`read_weights`; weights for domains absent from the scores;
+        score domains missing from a profile (unless ``missing_weight="zero"``); a
+        profile whose weights are all zero; an unknown profile name; ``items`` without
+        ``n_items``; an unknown ``missing_weight``.
+
+    Notes
+    -----
+    Matrix products use it directly: ``S @ W.T`` (models × domains scores times the
+    transposed matrix) gives every deployment-weighted score, for instance per
+    bootstrap replicate. ``uniform`` is exactly 1/D per domain, so its wedge is exactly
+    0. See :func:`items_weights` for the item counts behind ``items`` when models
+    report different ``n_items``.
+    """
+    if missing_weight not in MISSING_WEIGHT_POLICIES:
+        raise JaggedInputError(
+            f"missing weight policy must be one of {', '.join(MISSING_WEIGHT_POLICIES)}, not {missing_weight!r}")
+    domains = sorted(pd.unique(scores["domain"]).tolist())
+    profiles = [str(p).strip() for p in profiles]
+    rows: dict[str, np.ndarray] = {}
+    file_names: list[str] = []
+    if weights is not None:
+        path = Path(weights)
+        table = read_weights(path)
+        source = path.name
+        known = set(domains)
+        unknown = [d for d in pd.unique(table["domain"]) if d not in known]
+        if unknown:
+            folded = {d.casefold(): d for d in domains}
+            hints = [f"{u} (did you mean {folded[u.casefold()]!r}?)" if u.casefold() in folded else u
+                     for u in unknown]
+            raise JaggedInputError(
+                f"{source}: weights for domain(s) absent from the scores: {_listing(hints)} "
+                f"(score domains: {_listing(domains, 20)})")
+        file_names = pd.unique(table["profile"]).tolist()
+        wide = table.pivot(index="profile", columns="domain", values="weight").reindex(
+            index=file_names, columns=domains)
+        wanted = [p for p in file_names if not profiles or p in profiles]
+        if missing_weight == "error":
+            for name in wanted:
+                lacking = [d for d, v in zip(domains, wide.loc[name].to_numpy()) if math.isnan(v)]
+                if lacking:
+                    raise JaggedInputError(
+                        f"{source}: profile {name!r} has no weight for score domain(s) {_listing(lacking)}; "
+                        f"add them or use --missing-weight zero to give them no exposure")
+        raw = wide.loc[wanted].fillna(0.0).to_numpy(dtype=float)
+        normalised = _normalise(raw, wanted, source)
+        rows.update(zip(wanted, normalised))
+    unknown_names = [p for p in profiles if p not in rows and p not in BUILTIN_PROFILES]
+    if unknown_names:
+        available = file_names + list(BUILTIN_PROFILES)
+        raise JaggedInputError(
+            f"unknown profile(s) {', '.join(unknown_names)} (available: {', '.join(available)})")
+    order = profiles if profiles else file_names
+    out = []
+    for name in dict.fromkeys(order):
+        if name in rows:
+            out.append(rows[name])
+        elif name == "uniform":
+            out.append(np.full(len(domains), 1.0 / len(domains)))
+        else:  # items
+            out.append(_normalise(items_weights(scores, domains)[None, :], ["items"])[0])
+    matrix = np.vstack(out) if out else np.zeros((0, len(domains)))
+    return pd.DataFrame(matrix, index=pd.Index(list(dict.fromkeys(order)), name="profile", dtype=object),
+                        columns=pd.Index(domains, name="domain", dtype=object))
