@@ -44,6 +44,51 @@ def cv_error(scores: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.where(mean > 0, sd / np.where(mean > 0, mean, 1.0), np.nan)
 
 
+def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes and sorted labels of a name column (Categorical: free; else factorize).
+
+    Unused categories are dropped so every label has at least one row.
+    """
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        labels = np.asarray(column.cat.categories, dtype=object)
+        text = labels.astype(str)
+        if len(text) > 1 and not (text[:-1] <= text[1:]).all():
+            order = np.argsort(text, kind="stable")
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            codes = rank[codes]
+            labels = labels[order]
+        used = np.bincount(codes, minlength=len(labels)) > 0
+        if not used.all():
+            shift = np.cumsum(~used)
+            codes = codes - shift[codes]
+            labels = labels[used]
+        return codes, labels
+    codes, labels = pd.factorize(column, sort=True)
+    return codes, np.asarray(labels, dtype=object)
+
+
+def _group_summer(codes: np.ndarray, n_groups: int):
+    """Return a function summing a per-row array within groups given by ``codes``.
+
+    When rows come grouped (codes non-decreasing, as in a table sorted by model) the sums
+    are contiguous segment sums (``numpy.add.reduceat``, several times faster than a
+    weighted ``bincount``); otherwise ``bincount`` with weights.
+    """
+    if len(codes) and (codes[1:] >= codes[:-1]).all():
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        present = codes[starts]
+
+        def segment_sum(values: np.ndarray) -> np.ndarray:
+            out = np.zeros(n_groups)
+            out[present] = np.add.reduceat(values, starts)
+            return out
+
+        return segment_sum
+    return lambda values: np.bincount(codes, weights=values, minlength=n_groups)
+
+
 def jaggedness(scores: pd.DataFrame) -> pd.DataFrame:
     """Per-model jaggedness table from a canonical per-domain score table.
 
@@ -98,16 +143,22 @@ def jaggedness(scores: pd.DataFrame) -> pd.DataFrame:
     stays accurate when errors are nearly equal. Everything is vectorised over models
     with ``numpy.bincount``; there is no per-model Python loop.
     """
-    model_codes, models = pd.factorize(scores["model"], sort=True)
-    domain_count = scores["domain"].nunique()
+    model_codes, models = _codes(scores["model"])
+    model_codes = model_codes.astype(np.intp, copy=False)  # bincount would convert on every call
+    if isinstance(scores["domain"].dtype, pd.CategoricalDtype):
+        domain_codes = scores["domain"].cat.codes.to_numpy()
+    else:
+        domain_codes = pd.factorize(scores["domain"])[0]
+    domain_count = int(np.count_nonzero(np.bincount(domain_codes.astype(np.intp, copy=False))))
     n_models = len(models)
     score = scores["score"].to_numpy(dtype=float)
     errors = 1.0 - score
+    group_sum = _group_summer(model_codes, n_models)
     n = np.bincount(model_codes, minlength=n_models).astype(float)
-    macro_score = np.bincount(model_codes, weights=score, minlength=n_models) / n
-    mean_error = np.bincount(model_codes, weights=errors, minlength=n_models) / n
+    macro_score = group_sum(score) / n
+    mean_error = group_sum(errors) / n
     deviation = errors - mean_error[model_codes]
-    var = np.bincount(model_codes, weights=deviation * deviation, minlength=n_models) / n
+    var = group_sum(deviation * deviation) / n
     sd_error = np.sqrt(var)
     few = n < 2
     no_errors = mean_error == 0

@@ -109,3 +109,18 @@ def test_nearly_equal_errors_stay_accurate():
     table = jagged.jaggedness(_long({"m": values}))
     expected = scipy.stats.variation(1 - np.asarray(values), ddof=0)
     assert table["cv_error"].iloc[0] == pytest.approx(expected, rel=1e-6)
+
+
+def test_row_order_does_not_change_the_numbers():
+    """Grouped rows take the segment-sum path, shuffled rows the bincount path."""
+    raw = pd.read_csv(BUNDLED)
+    grouped = jagged.jaggedness(jagged.validate_scores(raw))
+    shuffled = jagged.jaggedness(jagged.validate_scores(raw.sample(frac=1, random_state=3)))
+    pd.testing.assert_frame_equal(grouped, shuffled, check_exact=False, rtol=1e-12)
+
+
+def test_names_are_stripped_and_merged():
+    scores = jagged.validate_scores(pd.DataFrame(
+        {"model": [" a", "a ", "b"], "domain": ["x", "y ", "x"], "score": [0.5, 0.6, 0.7]}))
+    assert sorted(scores["model"].astype(str).unique()) == ["a", "b"]
+    assert jagged.jaggedness(scores).set_index("model").loc["a", "n_domains"] == 2
