@@ -1,10 +1,520 @@
-"""Item-level results: placeholder until implemented."""
+"""Item-level results: validate them and aggregate them to canonical per-domain scores.
+
+An item-level table has one row per (model, item) with the columns
+
+========== ===================================================================
+column     meaning
+========== ===================================================================
+model      model name
+domain     the domain the item belongs to (one domain per item)
+item       item identifier (``item_id`` is accepted as an alias)
+correct    1 / 0, or partial credit in [0, 1]
+category   optional coarser group of the domain (constant within a domain)
+========== ===================================================================
+
+Other columns (e.g. ``pred_missing``) are ignored. Aggregation gives the canonical table of
+:mod:`jagged.table` with ``score`` = mean of ``correct`` over the items the model has in the
+domain and ``n_items`` = the number of those items. Items a model lacks are counted per
+model (coverage) and never imputed.
+
+Small tables are validated and aggregated in memory (:func:`dataset_from_items`); a Parquet
+file with more than :data:`IN_MEMORY_MAX_ROWS` rows is aggregated out of core with DuckDB
+(:func:`dataset_from_parquet`), which reads the file in row groups and spills to disk, so
+peak memory stays bounded whatever the file size.
+"""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
 from jagged.errors import JaggedInputError
+from jagged.table import _line, _names, _short
+
+if TYPE_CHECKING:  # pragma: no cover
+    from jagged.loaders import Dataset
+
+ITEM_COLUMNS: tuple[str, ...] = ("model", "domain", "item", "correct")
+ITEM_ALIASES: dict[str, str] = {"item_id": "item"}
+#: Item-level Parquet files with more rows than this are aggregated out of core (DuckDB)
+#: and their item table is not kept in memory.
+IN_MEMORY_MAX_ROWS: int = 5_000_000
+#: DuckDB memory cap for out-of-core aggregation (it spills to a temporary folder beyond it).
+DUCKDB_MEMORY_LIMIT: str = "1GB"
 
 
-def dataset_from_items(frame, *, source, paths, line_offset=None):
-    """Aggregate an item-level table (model, domain, item, correct) into a Dataset."""
-    raise JaggedInputError(f"{source}: item-level input is not supported yet")
+def is_item_table(columns: Any) -> bool:
+    """True when a set of column names describes item-level results.
+
+    Parameters
+    ----------
+    columns : iterable of str
+        Column names as read.
+
+    Returns
+    -------
+    bool
+        ``correct`` plus ``item`` (or its alias ``item_id``) are present.
+    """
+    names = {str(c).strip() for c in columns}
+    return "correct" in names and ("item" in names or any(a in names for a in ITEM_ALIASES))
+
+
+def _rename_aliases(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    present = {alias: name for alias, name in ITEM_ALIASES.items() if alias in frame.columns}
+    for alias, name in present.items():
+        if name in frame.columns:
+            raise JaggedInputError(f"{source}: both '{name}' and its alias '{alias}' are columns; keep one")
+    return frame.rename(columns=present) if present else frame
+
+
+def _check_columns(columns: Any, source: str) -> None:
+    missing = [c for c in ITEM_COLUMNS if c not in columns]
+    if missing:
+        raise JaggedInputError(
+            f"{source}: missing column(s) {', '.join(missing)} (an item-level table needs "
+            f"{', '.join(ITEM_COLUMNS)})")
+
+
+def _correct(raw: pd.Series, source: str, line_offset: int | None) -> np.ndarray:
+    """``correct`` as float64 in [0, 1], or a one-line error naming the row and value."""
+    if pd.api.types.is_bool_dtype(raw.dtype) or pd.api.types.is_numeric_dtype(raw.dtype):
+        values = raw.astype("float64").to_numpy()
+        bad_text = np.zeros(len(values), dtype=bool)
+    else:
+        coerced = pd.to_numeric(raw, errors="coerce").astype("float64")
+        values = coerced.to_numpy()
+        bad_text = (coerced.isna() & raw.notna() & (raw.astype("string").str.strip() != "")).to_numpy()
+    if bad_text.any():
+        first = raw.index[int(np.argmax(bad_text))]
+        raise JaggedInputError(f"{source}: column 'correct' has non-numeric value {_short(raw.loc[first])} "
+                               f"({_line(first, line_offset)})")
+    nan = np.isnan(values)
+    if nan.any():
+        first = raw.index[int(np.argmax(nan))]
+        raise JaggedInputError(f"{source}: column 'correct' has a missing value ({_line(first, line_offset)})")
+    out = ~((values >= 0) & (values <= 1))
+    if out.any():
+        first = raw.index[int(np.argmax(out))]
+        raise JaggedInputError(f"{source}: column 'correct' has value {_short(raw.loc[first])} outside [0, 1] "
+                               f"({_line(first, line_offset)})")
+    return values
+
+
+def _item_ids(raw: pd.Series, source: str, line_offset: int | None) -> pd.Series:
+    """Item identifiers as strings; integral floats lose their ``.0``."""
+    if pd.api.types.is_float_dtype(raw.dtype):
+        values = raw.to_numpy()
+        finite = np.isfinite(values)
+        if finite.all() and np.all(values == np.round(values)):
+            raw = pd.Series(values.astype(np.int64), index=raw.index)
+    return _names(raw, "item", source, line_offset)
+
+
+def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset: int | None = 2) -> pd.DataFrame:
+    """Check an item-level table and return it in canonical form.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Table with ``model``, ``domain``, ``item`` (or ``item_id``) and ``correct``;
+        optional ``category``; other columns are ignored.
+    source : str
+        Name used in error messages (normally the file name).
+    line_offset : int or None
+        Added to integer row labels to report file lines (2 for a CSV with a header).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``model``, ``domain``, ``item`` (str), ``correct`` (float64) and
+        ``category`` (object, None when unknown), in input order.
+
+    Raises
+    ------
+    JaggedInputError
+        Missing column; empty table; empty model, domain or item name; ``correct``
+        missing, non-numeric or outside [0, 1]; the same (model, item) twice; an item
+        listed under two domains; a domain given two categories.
+    """
+    frame = _rename_aliases(frame, source)
+    _check_columns(frame.columns, source)
+    if len(frame) == 0:
+        raise JaggedInputError(f"{source}: the table has a header but no rows")
+    model = _names(frame["model"], "model", source, line_offset)
+    domain = _names(frame["domain"], "domain", source, line_offset)
+    item = _item_ids(frame["item"], source, line_offset)
+    correct = _correct(frame["correct"], source, line_offset)
+    if "category" in frame.columns:
+        cat = frame["category"].astype("string").str.strip()
+        category = cat.where(cat.notna() & (cat != ""), None).astype(object).to_numpy()
+    else:
+        category = np.full(len(frame), None, dtype=object)
+    table = pd.DataFrame({"model": model.to_numpy(), "domain": domain.to_numpy(), "item": item.to_numpy(),
+                          "correct": correct, "category": category}, index=frame.index)
+    _check_duplicates(table, source, line_offset)
+    _check_item_domains(table, source, line_offset)
+    _check_categories(table, source, line_offset)
+    return table.reset_index(drop=True)
+
+
+def _check_duplicates(table: pd.DataFrame, source: str, line_offset: int | None) -> None:
+    dup = table.duplicated(["model", "item"], keep=False).to_numpy()
+    if dup.any():
+        first = int(np.argmax(dup))
+        row = table.iloc[first]
+        same = np.flatnonzero(dup & (table["model"].to_numpy() == row["model"])
+                              & (table["item"].to_numpy() == row["item"]))
+        where = " and ".join(_line(table.index[i], line_offset) for i in same[:2])
+        raise JaggedInputError(f"{source}: model {row['model']!r} has item {row['item']!r} twice ({where})")
+
+
+def _check_item_domains(table: pd.DataFrame, source: str, line_offset: int | None) -> None:
+    per_item = table.groupby("item", sort=False)["domain"].nunique()
+    if (per_item > 1).any():
+        bad = per_item.index[np.argmax(per_item.to_numpy() > 1)]
+        rows = table[table["item"].to_numpy() == bad]
+        first = rows.iloc[0]
+        other = rows[rows["domain"] != first["domain"]].iloc[0]
+        raise JaggedInputError(
+            f"{source}: item {bad!r} is listed under two domains, {first['domain']!r} "
+            f"({_line(rows.index[0], line_offset)}) and {other['domain']!r} ({_line(other.name, line_offset)})")
+
+
+def _check_categories(table: pd.DataFrame, source: str, line_offset: int | None) -> None:
+    known = table[table["category"].notna()]
+    if len(known) == 0:
+        return
+    per_domain = known.groupby("domain", sort=False)["category"].nunique()
+    if (per_domain > 1).any():
+        bad = per_domain.index[np.argmax(per_domain.to_numpy() > 1)]
+        rows = known[known["domain"].to_numpy() == bad]
+        other = rows[rows["category"] != rows["category"].iloc[0]].iloc[0]
+        raise JaggedInputError(
+            f"{source}: domain {bad!r} has two categories, {rows['category'].iloc[0]!r} and "
+            f"{other['category']!r} ({_line(other.name, line_offset)})")
+
+
+def aggregate_items(items: pd.DataFrame) -> pd.DataFrame:
+    """Aggregate a validated item table to the canonical per-domain table.
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        Output of :func:`validate_items`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Canonical columns ``model, domain, score, n_items, category`` sorted by model and
+        domain, with ``score`` = sum(correct) / n_items over the items the model has in
+        the domain.
+
+    Notes
+    -----
+    The score is computed as a float64 sum divided by the count, so for 0/1 data it is the
+    correctly rounded fraction k/n (what ``k / n`` gives in Python).
+    """
+    grouped = items.groupby(["model", "domain"], sort=True)
+    out = grouped["correct"].agg(["sum", "size"]).reset_index()
+    categories = items.dropna(subset=["category"]).groupby("domain")["category"].first()
+    return pd.DataFrame({
+        "model": out["model"].astype(object).to_numpy(),
+        "domain": out["domain"].astype(object).to_numpy(),
+        "score": out["sum"].to_numpy(dtype=float) / out["size"].to_numpy(dtype=float),
+        "n_items": out["size"].to_numpy(dtype=float),
+        "category": out["domain"].map(categories).astype(object).where(
+            out["domain"].map(categories).notna(), None).to_numpy(),
+    })
+
+
+def coverage_from_counts(scores: pd.DataFrame, domain_items: pd.Series) -> pd.DataFrame:
+    """Per-model item coverage from per-domain item counts.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical table whose ``n_items`` are the items each model has per domain.
+    domain_items : pandas.Series
+        Number of distinct items per domain over all models (index: domain).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model (sorted): ``model``, ``n_items`` (items the model has),
+        ``n_items_total`` (items in the data), ``missing_items``, ``coverage``
+        (n_items / n_items_total) and ``domains_short`` (domains where the model lacks
+        items, including domains it has none of, as a ``", "``-joined string).
+    """
+    total = int(domain_items.sum())
+    n_total = domain_items.reindex(pd.Index(scores["domain"].to_numpy(dtype=object))).to_numpy(dtype=float)
+    have = pd.DataFrame({"model": scores["model"].to_numpy(dtype=object),
+                         "domain": scores["domain"].to_numpy(dtype=object),
+                         "n_items": scores["n_items"].to_numpy(dtype=float), "n_total": n_total})
+    short = have[have["n_items"] < have["n_total"]]
+    per_model = have.groupby("model", sort=True)["n_items"].sum()
+    rows = []
+    for model, n in per_model.items():
+        present = set(have.loc[have["model"] == model, "domain"])
+        lacking = sorted(set(short.loc[short["model"] == model, "domain"]) | (set(domain_items.index) - present))
+        rows.append({"model": model, "n_items": int(n), "n_items_total": total, "missing_items": total - int(n),
+                     "coverage": n / total, "domains_short": ", ".join(lacking)})
+    return pd.DataFrame(rows, columns=["model", "n_items", "n_items_total", "missing_items", "coverage",
+                                       "domains_short"])
+
+
+def coverage(items: pd.DataFrame) -> pd.DataFrame:
+    """Per-model item coverage of a validated item table (see :func:`coverage_from_counts`)."""
+    return coverage_from_counts(aggregate_items(items), items.groupby("domain")["item"].nunique())
+
+
+def _coverage_notes(cov: pd.DataFrame) -> tuple[dict[str, str], str]:
+    """Per-model notes for models that lack items, and a one-line summary."""
+    lacking = cov[cov["missing_items"] > 0]
+    notes = {row.model: (f"covers {row.n_items:,} of {row.n_items_total:,} items ({row.coverage:.1%}); "
+                         f"missing items are not imputed")
+             for row in lacking.itertuples()}
+    if len(lacking) == 0:
+        summary = f"every model has all {int(cov['n_items_total'].iloc[0]):,} items"
+    else:
+        shown = ", ".join(f"{row.model} {row.coverage:.1%}" for row in lacking.head(5).itertuples())
+        more = f" and {len(lacking) - 5} more" if len(lacking) > 5 else ""
+        summary = (f"{len(cov) - len(lacking)} of {len(cov)} models have all "
+                   f"{int(cov['n_items_total'].iloc[0]):,} items; lacking items: {shown}{more} (not imputed)")
+    return notes, summary
+
+
+def dataset_from_items(frame: pd.DataFrame, *, source: str, paths: list[Path],
+                       line_offset: int | None = None) -> "Dataset":
+    """Validate and aggregate an in-memory item-level table into a Dataset.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Item-level table as read (see the module docstring for its columns).
+    source : str
+        Name used in messages.
+    paths : list of pathlib.Path
+        Files behind the table.
+    line_offset : int or None
+        Added to row labels to give file lines in messages (2 for CSV).
+
+    Returns
+    -------
+    Dataset
+        ``format="items"``; ``scores`` aggregated per (model, domain); ``items`` the
+        validated item table; ``model_notes`` a coverage remark for every model that lacks
+        items; ``details`` with ``items`` and ``coverage`` summaries.
+    """
+    from jagged.loaders import Dataset
+    from jagged.table import validate_scores
+
+    items = validate_items(frame, source, line_offset=line_offset)
+    scores = validate_scores(aggregate_items(items), source, line_offset=None)
+    cov = coverage_from_counts(scores, items.groupby("domain")["item"].nunique())
+    notes, summary = _coverage_notes(cov)
+    partial = bool(((items["correct"] > 0) & (items["correct"] < 1)).any())
+    details = {
+        "items": (f"{len(items):,} item results, {items['item'].nunique():,} distinct items"
+                  + (", partial credit present" if partial else ", all 0/1")),
+        "coverage": summary,
+    }
+    return Dataset(scores=scores, source=source, paths=list(paths), format="items", items=items,
+                   model_notes=notes, details=details)
+
+
+# --- out of core ---------------------------------------------------------------------
+
+def parquet_item_layout(path: str | Path) -> tuple[bool, int]:
+    """Read only a Parquet file's footer: is it item-level, and how many rows has it?
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A Parquet file.
+
+    Returns
+    -------
+    (bool, int)
+        Whether the columns describe item-level results, and the row count.
+    """
+    import pyarrow.parquet as pq
+
+    meta = pq.read_metadata(path)
+    return is_item_table(meta.schema.names), int(meta.num_rows)
+
+
+def pa_is_text(dtype: Any) -> bool:
+    """True for pyarrow string-like types (plain or dictionary-encoded)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    return bool(pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype))
+
+
+def _sql_name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def dataset_from_parquet(path: str | Path, *, source: str | None = None,
+                         memory_limit: str = DUCKDB_MEMORY_LIMIT, threads: int | None = None) -> "Dataset":
+    """Validate and aggregate a large item-level Parquet file out of core with DuckDB.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        Item-level Parquet file (columns as in the module docstring).
+    source : str, optional
+        Name used in messages (default: the file name).
+    memory_limit : str
+        DuckDB ``memory_limit``; DuckDB spills hash tables to a temporary folder beyond it.
+    threads : int, optional
+        DuckDB threads (default: the CPU count, at most 4).
+
+    Returns
+    -------
+    Dataset
+        As :func:`dataset_from_items` but with ``items=None``: the item table is not
+        loaded, so intervals come from the parametric bootstrap on ``n_items``.
+
+    Raises
+    ------
+    JaggedInputError
+        The same checks as :func:`validate_items`, reported with the Parquet row number.
+
+    Notes
+    -----
+    Why DuckDB rather than a pyarrow-dataset batch loop: aggregation alone is easy either
+    way, but two checks need a hash over every (model, item) pair (duplicates) and every
+    item (one domain per item). DuckDB does these in C++ with a memory cap and spilling,
+    while a Python batch loop would have to keep its own global hash of item names.
+    """
+    import duckdb
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    source = source or path.name
+    names = [str(n).strip() for n in pq.read_schema(path).names]
+    raw_names = list(pq.read_schema(path).names)
+    col = {name: raw for name, raw in zip(names, raw_names)}
+    for alias, name in ITEM_ALIASES.items():
+        if alias in col and name not in col:
+            col[name] = col[alias]
+    _check_columns(col, source)
+    schema = pq.read_schema(path)
+    text = {name: pa_is_text(schema.field(raw).type) for name, raw in col.items()}
+    keys = {k: (f"trim({_sql_name(col[k])})" if text[k] else _sql_name(col[k])) for k in ("model", "domain", "item")}
+    c = _sql_name(col["correct"])
+    cat = _sql_name(col["category"]) if "category" in col else "NULL"
+    threads = threads or min(os.cpu_count() or 1, 4)
+    with tempfile.TemporaryDirectory(prefix="jagged-duckdb-") as spill:
+        con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": threads,
+                                                  "temp_directory": spill, "preserve_insertion_order": False})
+        try:
+            literal = "'" + str(path).replace("'", "''") + "'"
+            con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({literal}, file_row_number = true)")
+            scores, domain_items, partial, n_rows, n_distinct = _duckdb_checks_and_aggregate(
+                con, source, keys["model"], keys["domain"], keys["item"], c, cat)
+        except duckdb.Error as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise JaggedInputError(f"{source}: cannot aggregate item-level Parquet: {first}") from None
+        finally:
+            con.close()
+    from jagged.loaders import Dataset
+    from jagged.table import validate_scores
+
+    scores = validate_scores(scores, source, line_offset=None)
+    cov = coverage_from_counts(scores, domain_items)
+    notes, summary = _coverage_notes(cov)
+    details = {
+        "items": (f"{n_rows:,} item results, {n_distinct:,} distinct items"
+                  + (", partial credit present" if partial else ", all 0/1")
+                  + "; aggregated out of core (DuckDB), item table not kept"),
+        "coverage": summary,
+    }
+    return Dataset(scores=scores, source=source, paths=[path], format="items", items=None,
+                   model_notes=notes, details=details)
+
+
+def _row(value: Any) -> str:
+    return f"row {int(value) + 1}"
+
+
+def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, c: str,
+                                 cat: str) -> tuple[pd.DataFrame, pd.Series, bool, int, int]:
+    """Run the validation queries, then the aggregation, on view ``t``.
+
+    Four passes over the file: row checks (one scan, all conditions at once), the domain
+    of every item, distinct (model, item) pairs, and the (model, domain) aggregation.
+    """
+    def one(sql: str) -> Any:
+        return con.execute(sql).fetchone()
+
+    x = f"TRY_CAST({c} AS DOUBLE)"
+    conditions = {
+        "model": f"{m} IS NULL OR CAST({m} AS VARCHAR) = ''",
+        "domain": f"{d} IS NULL OR CAST({d} AS VARCHAR) = ''",
+        "item": f"{i} IS NULL OR CAST({i} AS VARCHAR) = ''",
+        "correct": f"{x} IS NULL OR isnan({x}) OR {x} < 0 OR {x} > 1",
+    }
+    firsts = ", ".join(f"min(file_row_number) FILTER (WHERE {cond})" for cond in conditions.values())
+    row = one(f"SELECT count(*), {firsts} FROM t")
+    n_rows = int(row[0])
+    if n_rows == 0:
+        raise JaggedInputError(f"{source}: the table has a header but no rows")
+    for name, first in zip(conditions, row[1:]):
+        if first is None:
+            continue
+        if name != "correct":
+            raise JaggedInputError(f"{source}: column '{name}' has an empty {name} name ({_row(first)})")
+        raw, value = one(f"SELECT CAST({c} AS VARCHAR), {x} FROM t WHERE file_row_number = {int(first)}")
+        if raw is None or raw.strip() == "" or raw.strip().lower() == "nan":
+            raise JaggedInputError(f"{source}: column 'correct' has a missing value ({_row(first)})")
+        if value is None:
+            raise JaggedInputError(f"{source}: column 'correct' has non-numeric value {_short(raw)} ({_row(first)})")
+        raise JaggedInputError(f"{source}: column 'correct' has value {_short(raw)} outside [0, 1] ({_row(first)})")
+    con.execute(f"CREATE TEMP TABLE item_domain AS SELECT {i} AS item, min({d}) AS dmin, max({d}) AS dmax "
+                "FROM t GROUP BY 1")
+    bad = one("SELECT item, dmin, dmax FROM item_domain WHERE dmin <> dmax LIMIT 1")
+    if bad:
+        raise JaggedInputError(f"{source}: item {_short(str(bad[0]))} is listed under two domains, "
+                               f"{bad[1]!r} and {bad[2]!r}")
+    domain_items = con.execute("SELECT dmin AS domain, count(*) AS n FROM item_domain GROUP BY 1"
+                               ).fetch_df().set_index("domain")["n"]
+    n_distinct = int(domain_items.sum())
+    n_pairs = one(f"SELECT count(*) FROM (SELECT DISTINCT {m}, {i} FROM t)")[0]
+    if n_pairs != n_rows:
+        bad = one(f"SELECT {m}, {i}, list(file_row_number ORDER BY file_row_number)[1:2] FROM t "
+                  f"GROUP BY 1, 2 HAVING count(*) > 1 LIMIT 1")
+        where = " and ".join(_row(r) for r in bad[2])
+        raise JaggedInputError(f"{source}: model {bad[0]!r} has item {_short(str(bad[1]))} twice ({where})")
+    if cat != "NULL":
+        key_c = f"NULLIF(trim(CAST({cat} AS VARCHAR)), '')"
+        bad = one(f"SELECT {d}, min({key_c}), max({key_c}) FROM t GROUP BY 1 "
+                  f"HAVING min({key_c}) <> max({key_c}) LIMIT 1")
+        if bad:
+            raise JaggedInputError(f"{source}: domain {bad[0]!r} has two categories, {bad[1]!r} and {bad[2]!r}")
+        cat_expr = f"min({key_c})"
+    else:
+        cat_expr = "NULL"
+    agg = con.execute(
+        f"SELECT {m} AS model, {d} AS domain, sum({x}) AS s, count(*) AS n, "
+        f"bool_or({x} > 0 AND {x} < 1) AS partial, {cat_expr} AS category "
+        "FROM t GROUP BY 1, 2 ORDER BY 1, 2").fetch_df()
+    categories = agg.dropna(subset=["category"]).groupby("domain")["category"].first()
+    scores = pd.DataFrame({
+        "model": agg["model"].astype(object).to_numpy(),
+        "domain": agg["domain"].astype(object).to_numpy(),
+        "score": agg["s"].to_numpy(dtype=float) / agg["n"].to_numpy(dtype=float),
+        "n_items": agg["n"].to_numpy(dtype=float),
+        "category": agg["domain"].map(categories).astype(object).where(
+            agg["domain"].map(categories).notna(), None).to_numpy(),
+    })
+    domain_items.index = domain_items.index.astype(str)
+    return scores, domain_items.astype(np.int64), bool(agg["partial"].any()), n_rows, n_distinct

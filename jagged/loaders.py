@@ -3,7 +3,9 @@
 Loaders know formats; nothing downstream does. Detection is by content: Parquet by its
 magic bytes, JSON by its first character, CSV tables by their columns:
 
-* item-level: ``model, domain, item, correct`` (aggregated, see :mod:`jagged.items`);
+* item-level: ``model, domain, item`` (or ``item_id``), ``correct`` (aggregated, see
+  :mod:`jagged.items`; item-level Parquet files too large for memory are aggregated out
+  of core after a look at their footer);
 * long: ``model, domain, score`` (+ optional ``n_items``, ``category``);
 * wide: ``model`` plus one numeric column per domain.
 """
@@ -164,7 +166,7 @@ def frame_to_dataset(frame: pd.DataFrame, *, source: str, paths: list[Path], sco
         Added to row labels to give file lines in messages (2 for CSV, None otherwise).
     """
     columns = set(frame.columns)
-    if {"item", "correct"} <= columns:
+    if "correct" in columns and ({"item", "item_id"} & columns):
         from jagged import items as items_module
 
         return items_module.dataset_from_items(frame, source=source, paths=paths, line_offset=line_offset)
@@ -215,6 +217,15 @@ def load(path: str | Path | None = None, *, score_scale: str = "fraction", **opt
         return evaluators.load_file(path, kind, **options)
     if kind == "binary":
         raise JaggedInputError(f"{path.name}: unknown file type (binary data; expected CSV, Parquet or JSON)")
+    if kind == "parquet":
+        from jagged import items as items_module
+
+        try:  # the footer only: a large item-level file is aggregated out of core
+            is_items, n_rows = items_module.parquet_item_layout(path)
+        except Exception:  # corrupt footer: read_parquet below gives the one-line error
+            is_items, n_rows = False, 0
+        if is_items and n_rows > items_module.IN_MEMORY_MAX_ROWS:
+            return items_module.dataset_from_parquet(path)
     frame = read_parquet(path) if kind == "parquet" else read_csv(path)
     return frame_to_dataset(frame, source=path.name, paths=[path], score_scale=score_scale,
                             line_offset=2 if kind == "text" else None)
