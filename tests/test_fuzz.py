@@ -1,0 +1,213 @@
+"""Fuzzing the loaders and the CLI with random malformed input (hypothesis, fixed seed).
+
+Every outcome is either a correct result or exit status 2 with a one-line error: never a
+traceback, never a hang (each case runs under a time limit). Each entry point gets at
+least 500 examples.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import signal
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, event, given, seed, settings
+from hypothesis import strategies as st
+
+import jagged
+from jagged.cli import main
+from jagged.errors import JaggedInputError
+
+EXAMPLES = 500
+CASE_SECONDS = 10
+FUZZ_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                HealthCheck.function_scoped_fixture])
+
+COLUMN_NAMES = ["model", "domain", "score", "n_items", "category", "item", "correct", "law", "math",
+                "", " model ", "Score", "\u00e9t\u00e9"]
+cells = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["", " ", "nan", "NaN", "inf", "-inf", "1e308", "1e400", "-0", "0.5", "50", "1,5",
+                     "NA", "null", "\x00", "\"", "'", "<b>x</b>", "../x", "0x10", "True"]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**30), max_value=10**30),
+)
+
+
+@st.composite
+def delimited_tables(draw) -> bytes:
+    """A random table written with a random delimiter, quoting and encoding."""
+    n_cols = draw(st.integers(1, 5))
+    header = draw(st.lists(st.sampled_from(COLUMN_NAMES), min_size=n_cols, max_size=n_cols))
+    if draw(st.booleans()):
+        header[:3] = ["model", "domain", "score"][: min(3, n_cols)]
+    rows = draw(st.lists(st.lists(cells, min_size=0, max_size=n_cols + 1), max_size=8))
+    delimiter = draw(st.sampled_from([",", ";", "\t", "|"]))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter=delimiter)
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(row)
+    encoding = draw(st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "latin-1", "cp1252"]))
+    return buffer.getvalue().encode(encoding, errors="replace")
+
+
+@st.composite
+def plausible_tables(draw) -> bytes:
+    """Mostly well-formed long tables with a few broken cells: exercises the checks."""
+    models = draw(st.lists(st.sampled_from(["a", "b", "c", "", " ", "<script>"]), min_size=1, max_size=4))
+    domains = draw(st.lists(st.sampled_from(["x", "y", "z", "", "w"]), min_size=1, max_size=4))
+    lines = ["model,domain,score,n_items"]
+    for m in models:
+        for d in domains:
+            score = draw(st.one_of(st.floats(0, 1), st.sampled_from(["", "nan", "2", "-1", "abc", "101"])))
+            n = draw(st.sampled_from(["", "10", "0", "-3", "2.5", "x", "100"]))
+            lines.append(f"{m},{d},{score},{n}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+any_file = st.one_of(st.binary(max_size=300), delimited_tables(), plausible_tables(),
+                     st.builds(lambda obj: json.dumps(obj).encode(),
+                               st.recursive(st.none() | st.booleans() | st.floats() | st.text(max_size=5),
+                                            lambda c: st.lists(c, max_size=3)
+                                            | st.dictionaries(st.text(max_size=5), c, max_size=3),
+                                            max_leaves=10)))
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int):
+    """Fail the case instead of hanging (SIGALRM; the suite runs on Linux)."""
+    def _raise(signum, frame):
+        raise TimeoutError(f"fuzz case ran over {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _write(data: bytes, suffix: str) -> Path:
+    handle = tempfile.NamedTemporaryFile(delete=False, suffix=suffix, dir=_FUZZ_DIR)
+    handle.write(data)
+    handle.close()
+    return Path(handle.name)
+
+
+_FUZZ_DIR = tempfile.mkdtemp(prefix="jagged-fuzz-")
+
+
+def check_result(table: pd.DataFrame, scores: pd.DataFrame) -> None:
+    """A successful load must be a correct result, checked independently."""
+    assert scores["score"].between(0, 1).all()
+    assert set(table["model"]) == set(scores["model"].astype(str))
+    for model, group in scores.groupby("model", observed=True):
+        errors = 1 - group["score"].to_numpy()
+        row = table[table["model"] == str(model)].iloc[0]
+        if len(errors) >= 2 and errors.mean() > 0:
+            assert row["cv_error"] == pytest.approx(errors.std() / errors.mean(), rel=1e-9, abs=1e-12)
+        else:
+            assert np.isnan(row["cv_error"])
+
+
+def assert_clean_cli(args: list[str]) -> None:
+    with time_limit(CASE_SECONDS):
+        result = CliRunner().invoke(main, args)
+    assert result.exit_code in (0, 2), (result.exit_code, result.stderr, result.exception)
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    if result.exit_code == 2:
+        lines = result.stderr.strip().splitlines()
+        errors = [ln for ln in lines if ln.startswith("jagged: error: ")]
+        assert len(errors) == 1 and lines[-1] == errors[0], result.stderr
+
+
+@seed(20261129)
+@FUZZ_SETTINGS
+@given(data=any_file, suffix=st.sampled_from([".csv", ".tsv", ".txt", ".parquet", ".json", ""]))
+def test_fuzz_load_api(data, suffix):
+    path = _write(data, suffix)
+    try:
+        with time_limit(CASE_SECONDS):
+            try:
+                dataset = jagged.load(path)
+            except JaggedInputError as exc:
+                message = str(exc)
+                assert message and "\n" not in message
+                event("bad input: one-line error")
+                return
+            try:
+                table = jagged.jaggedness(dataset.scores)
+            except JaggedInputError:
+                return  # e.g. no model with two domains
+        check_result(table, dataset.scores)
+        event(f"loaded ({dataset.format})")
+    finally:
+        path.unlink(missing_ok=True)
+
+
+@seed(20261130)
+@FUZZ_SETTINGS
+@given(data=any_file, suffix=st.sampled_from([".csv", ".parquet", ".json", ".dat"]),
+       scale=st.sampled_from(["fraction", "percent"]))
+def test_fuzz_cli_metrics(data, suffix, scale):
+    path = _write(data, suffix)
+    try:
+        assert_clean_cli(["metrics", str(path), "--score-scale", scale])
+    finally:
+        path.unlink(missing_ok=True)
+
+
+@seed(20261131)
+@FUZZ_SETTINGS
+@given(data=any_file)
+def test_fuzz_cli_validate(data):
+    path = _write(data, ".csv")
+    try:
+        assert_clean_cli(["validate", str(path)])
+    finally:
+        path.unlink(missing_ok=True)
+
+
+@st.composite
+def parquet_tables(draw) -> pd.DataFrame:
+    n = draw(st.integers(0, 6))
+    columns = draw(st.lists(st.sampled_from(["model", "domain", "score", "n_items", "item", "correct", "x"]),
+                            min_size=1, max_size=5, unique=True))
+    kinds = st.sampled_from(["float", "int", "str", "bool", "null"])
+    frame = {}
+    for col in columns:
+        kind = draw(kinds)
+        if kind == "float":
+            frame[col] = draw(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=n, max_size=n))
+        elif kind == "int":
+            frame[col] = draw(st.lists(st.integers(-(2**62), 2**62), min_size=n, max_size=n))
+        elif kind == "str":
+            frame[col] = draw(st.lists(st.text(max_size=6), min_size=n, max_size=n))
+        elif kind == "bool":
+            frame[col] = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+        else:
+            frame[col] = [None] * n
+    return pd.DataFrame(frame)
+
+
+@seed(20261132)
+@FUZZ_SETTINGS
+@given(frame=parquet_tables())
+def test_fuzz_parquet_tables(frame):
+    path = Path(_FUZZ_DIR) / "fuzz.parquet"
+    try:
+        frame.to_parquet(path)
+    except Exception:
+        return  # pyarrow cannot write this frame: nothing to read
+    assert_clean_cli(["metrics", str(path)])
