@@ -64,13 +64,18 @@ def delimited_tables(draw) -> bytes:
 @st.composite
 def plausible_tables(draw) -> bytes:
     """Mostly well-formed long tables with a few broken cells: exercises the checks."""
-    models = draw(st.lists(st.sampled_from(["a", "b", "c", "", " ", "<script>"]), min_size=1, max_size=4))
-    domains = draw(st.lists(st.sampled_from(["x", "y", "z", "", "w"]), min_size=1, max_size=4))
+    models = draw(st.lists(st.sampled_from(["a", "b", "c", "", " ", "<script>"]), min_size=1, max_size=4,
+                           unique=True))
+    domains = draw(st.lists(st.sampled_from(["x", "y", "z", "", "w", "\u00e9t\u00e9"]), min_size=1, max_size=4,
+                            unique=True))
     lines = ["model,domain,score,n_items"]
+    clean = draw(st.booleans())
+    bad_scores = st.sampled_from(["", "nan", "2", "-1", "abc", "101"])
+    bad_counts = st.sampled_from(["", "0", "-3", "2.5", "x"])
     for m in models:
         for d in domains:
-            score = draw(st.one_of(st.floats(0, 1), st.sampled_from(["", "nan", "2", "-1", "abc", "101"])))
-            n = draw(st.sampled_from(["", "10", "0", "-3", "2.5", "x", "100"]))
+            score = draw(st.floats(0, 1) if clean else st.one_of(st.floats(0, 1), bad_scores))
+            n = draw(st.sampled_from(["10", "100"]) if clean else st.one_of(st.sampled_from(["10"]), bad_counts))
             lines.append(f"{m},{d},{score},{n}")
     return ("\n".join(lines) + "\n").encode()
 
