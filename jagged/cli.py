@@ -67,6 +67,20 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--score-scale", type=click.Choice(["fraction", "percent"]), default="fraction",
                         show_default=True,
                         help="Scale of scores in CSV/Parquet tables; 'percent' divides by 100.")(func)
+    func = click.option("--allow-incomplete", "allow_incomplete", is_flag=True, default=False,
+                        help="Inspect: accept logs whose status is not 'success' (cancelled, error, "
+                             "started).")(func)
+    func = click.option("--domain-key", "domain_key", type=str, default=None, metavar="KEY",
+                        help="Item-level evaluator outputs: the sample field naming the domain (Inspect "
+                             "sample metadata, lm-eval doc; dotted for nested). Default: the task.")(func)
+    func = click.option("--model-name", "model_name", type=str, default=None, metavar="NAME",
+                        help="Evaluator outputs: model name to use instead of the one in the files.")(func)
+    func = click.option("--metric", "metric", type=str, default=None, metavar="NAME[,FILTER]",
+                        help="lm-eval: metric used as the score (default acc,none, else the only "
+                             "higher-is-better one); Inspect: SCORER[,KEY].")(func)
+    func = click.option("--task", "task", type=str, default=None, metavar="GROUP",
+                        help="lm-eval: the group (or comma-separated tasks) whose leaf tasks are the "
+                             "domains; required when a file holds several.")(func)
     return func
 
 
@@ -87,7 +101,7 @@ def analysis_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def load_options(kwargs: dict[str, Any]) -> dict[str, Any]:
     """Pick the loader's keyword arguments out of a command's options."""
-    keys = ("score_scale",)
+    keys = ("score_scale", "task", "metric", "model_name", "domain_key", "allow_incomplete")
     return {k: kwargs[k] for k in keys if k in kwargs}
 
 
