@@ -53,7 +53,7 @@ WEIGHT_COLUMNS: tuple[str, ...] = ("profile", "domain", "weight", "comment", "de
 YAML_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
 
 
-def _listing(items: Sequence[str], limit: int = 12) -> str:
+def _listing(items: Sequence[str], limit: int = 30) -> str:
     shown = ", ".join(str(i) for i in items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
@@ -137,6 +137,16 @@ def _read_raw(path: Path) -> pd.DataFrame:
     return frame
 
 
+def _shown(value: Any) -> str:
+    """A weight value as the user wrote it: text quoted, numbers plain."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return f"{float(value):g}"
+    text = str(value)
+    return repr(text if len(text) <= 30 else text[:27] + "...")
+
+
 def _weight_values(raw: pd.Series, domain: pd.Series, where: pd.Series, source: str) -> np.ndarray:
     """Convert the weight column to floats, listing every bad value in one error line."""
 
@@ -144,7 +154,7 @@ def _weight_values(raw: pd.Series, domain: pd.Series, where: pd.Series, source: 
         idx = raw.index[mask]
         parts = []
         for i in idx:
-            value = f"={raw.loc[i]!r}" if show_value else ""
+            value = f"={_shown(raw.loc[i])}" if show_value else ""
             parts.append(f"{domain.loc[i]}{value} ({where.loc[i]})")
         return _listing(parts, 8)
 

@@ -1,0 +1,325 @@
+"""What a task mix changes: macro vs deployment-weighted score, wedge, ranks, exposure, drift bound.
+
+Every function takes the data and keyword arguments, draws on ``ax`` (or a new figure sized
+for the data) and returns the Axes, like seaborn. The inputs are tables the library
+computes: the metrics table with profiles (:func:`jagged.analysis.metrics_table` with
+weights, or :func:`jagged.deployment.deployment_metrics`), the per-domain exposure table
+(:func:`jagged.deployment.exposure_profile`) and the drift-bound curve
+(:func:`jagged.deployment.drift_bound_curve`). The plots never compute a metric
+themselves.
+
+Interval columns: when the metrics table has ``<column>_lo`` and ``<column>_hi`` (e.g.
+``dep_score_lo`` / ``dep_score_hi`` from a bootstrap), the plots of that column draw them
+as error bars.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+PROFILE_COLORS: tuple[str, ...] = ("#3b6ea8", "#c0504d", "#4f9a5a", "#8064a2", "#d08a2c", "#4bacc6",
+                                   "#7f7f7f", "#b5739d")
+UP_COLOR = "#4f9a5a"
+DOWN_COLOR = "#c0504d"
+SAME_COLOR = "0.6"
+#: With ``label=True``, :func:`macro_vs_dep` labels this many models: those with the largest |wedge|.
+LABEL_DEFAULT = 8
+
+
+def _check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {', '.join(missing)}")
+
+
+def _new_axes(width: float, height: float) -> Axes:
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    return ax
+
+
+def _one_profile(table: pd.DataFrame, profile: str | None, what: str) -> tuple[pd.DataFrame, str]:
+    """Rows of one profile (the only one when ``profile`` is None)."""
+    _check_columns(table, ("profile",), what)
+    names = pd.unique(table["profile"]).tolist()
+    if profile is None:
+        if len(names) != 1:
+            raise ValueError(f"{what} has profiles {', '.join(map(str, names))}; pass profile=")
+        profile = names[0]
+    if profile not in names:
+        raise ValueError(f"{what} has no profile {profile!r}")
+    return table[table["profile"] == profile], str(profile)
+
+
+def _interval(frame: pd.DataFrame, column: str) -> np.ndarray | None:
+    """Error-bar half-widths (2 × n) from ``<column>_lo`` / ``_hi`` when both exist."""
+    lo, hi = f"{column}_lo", f"{column}_hi"
+    if lo not in frame.columns or hi not in frame.columns:
+        return None
+    value = frame[column].to_numpy(dtype=float)
+    lower = np.clip(value - frame[lo].to_numpy(dtype=float), 0, None)
+    upper = np.clip(frame[hi].to_numpy(dtype=float) - value, 0, None)
+    return np.nan_to_num(np.vstack([lower, upper]))
+
+
+def macro_vs_dep(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, label: bool | int = True,
+                 ax: Axes | None = None) -> Axes:
+    """Macro against deployment-weighted score, one point per model and profile, with y = x.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Metrics table with ``model``, ``profile``, ``macro_score``, ``dep_score``,
+        ``wedge`` (and optionally ``*_lo`` / ``*_hi`` interval columns).
+    profiles : sequence of str, optional
+        Profiles to draw (default: all), one colour each.
+    label : bool or int
+        Label models (only when one profile is drawn): True labels the 8 with the
+        largest |wedge|; an int labels that many; False none.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Notes
+    -----
+    Points below the line are models whose deployment-weighted score is lower than the
+    benchmark average (positive wedge): this task mix meets their weaker domains.
+    """
+    _check_columns(table, ("model", "profile", "macro_score", "dep_score", "wedge"), "metrics table")
+    names = list(profiles) if profiles is not None else pd.unique(table["profile"]).tolist()
+    if ax is None:
+        ax = _new_axes(6.4, 5.2)
+    data = table[table["profile"].isin(names)]
+    values = data[["macro_score", "dep_score"]].to_numpy(dtype=float)
+    finite = values[np.isfinite(values)]
+    low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
+    pad = 0.03 * max(high - low, 0.05)
+    ax.plot([low - pad, high + pad], [low - pad, high + pad], color="0.45", lw=1, ls="--", zorder=1,
+            label="y = x (no wedge)", gid="identity-line")
+    for i, name in enumerate(names):
+        sub = data[data["profile"] == name]
+        color = PROFILE_COLORS[i % len(PROFILE_COLORS)]
+        xerr, yerr = _interval(sub, "macro_score"), _interval(sub, "dep_score")
+        if xerr is not None or yerr is not None:
+            ax.errorbar(sub["macro_score"], sub["dep_score"], xerr=xerr, yerr=yerr, fmt="none",
+                        ecolor=color, elinewidth=0.8, alpha=0.5, zorder=2, gid="interval")
+        ax.scatter(sub["macro_score"], sub["dep_score"], s=22, color=color, edgecolor="white", lw=0.5,
+                   zorder=3, label=str(name))
+        count = LABEL_DEFAULT if label is True else int(label)
+        if count and len(names) == 1:
+            chosen = sub.assign(_abs=sub["wedge"].abs()).nlargest(count, "_abs")
+            middle = (low + high) / 2
+            for row in chosen.itertuples(index=False):
+                right = row.macro_score > middle
+                ax.annotate(str(row.model), (row.macro_score, row.dep_score), xytext=(-5 if right else 5, 0),
+                            textcoords="offset points", ha="right" if right else "left", va="center",
+                            fontsize=6.5, color="0.25", gid="model-label")
+    ax.set_xlim(low - pad, high + pad)
+    ax.set_ylim(low - pad, high + pad)
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_xlabel("macro score (every domain weighted equally)", fontsize=9)
+    ax.set_ylabel("deployment-weighted score", fontsize=9)
+    ax.set_title("Benchmark average vs what this task mix experiences\n(below the line: the average "
+                 "overstates it)", fontsize=10, loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    ax.grid(alpha=0.25)
+    return ax
+
+
+def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, ax: Axes | None = None) -> Axes:
+    """The wedge (macro − deployment-weighted score) per model, sorted, with its bound.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Metrics table with ``model``, ``profile``, ``wedge``, ``wedge_bound`` (and
+        optionally ``wedge_lo`` / ``wedge_hi``).
+    profile : str, optional
+        Profile to draw; required when the table has several.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Notes
+    -----
+    Bars to the right: the benchmark average overstates this organisation's experience.
+    The grey ticks at ±wedge_bound mark the most any task mix as uneven as this one could
+    move that model.
+    """
+    _check_columns(table, ("model", "profile", "wedge", "wedge_bound"), "metrics table")
+    sub, profile = _one_profile(table, profile, "metrics table")
+    sub = sub[sub["wedge"].notna()].sort_values(["wedge", "model"], kind="mergesort")
+    if ax is None:
+        ax = _new_axes(6.8, 1.0 + 0.24 * max(len(sub), 3))
+    y = np.arange(len(sub))
+    wedge = sub["wedge"].to_numpy(dtype=float)
+    colors = np.where(wedge > 0, DOWN_COLOR, UP_COLOR)
+    ax.barh(y, wedge, color=colors, height=0.7, zorder=2, gid="wedge-bar")
+    bound = sub["wedge_bound"].to_numpy(dtype=float)
+    ax.scatter(np.concatenate([bound, -bound]), np.concatenate([y, y]), marker="|", s=60, color="0.45",
+               zorder=3, label="± wedge_bound (largest possible |wedge|)", gid="wedge-bound")
+    err = _interval(sub, "wedge")
+    if err is not None:
+        ax.errorbar(wedge, y, xerr=err, fmt="none", ecolor="0.15", elinewidth=0.8, zorder=4, gid="interval")
+    ax.axvline(0, color="0.2", lw=0.8)
+    ax.set_yticks(y, labels=sub["model"].astype(str).tolist(), fontsize=7.5)
+    ax.set_xlabel("wedge = macro score − deployment-weighted score", fontsize=9)
+    ax.set_title(f"Wedge per model, profile {profile} (right: the average overstates it)", fontsize=10,
+                 loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    ax.grid(axis="x", alpha=0.25)
+    return ax
+
+
+def rank_slope(table: pd.DataFrame, *, profile: str | None = None, highlight: Sequence[str] = (),
+               ax: Axes | None = None) -> Axes:
+    """Slope chart from the macro ranking (left) to the deployment ranking (right).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Metrics table with ``model``, ``profile``, ``rank_macro``, ``rank_dep``.
+    profile : str, optional
+        Profile to draw; required when the table has several.
+    highlight : sequence of str
+        Models drawn thicker.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Rank 1 (best) at the top; green lines move up under the profile, red down.
+    """
+    _check_columns(table, ("model", "profile", "rank_macro", "rank_dep"), "metrics table")
+    sub, profile = _one_profile(table, profile, "metrics table")
+    sub = sub[sub["rank_macro"].notna() & sub["rank_dep"].notna()]
+    n = len(sub)
+    if ax is None:
+        ax = _new_axes(6.4, 1.2 + 0.22 * max(n, 4))
+    left = sub["rank_macro"].to_numpy(dtype=float)
+    right = sub["rank_dep"].to_numpy(dtype=float)
+    models = sub["model"].astype(str).to_numpy()
+    fontsize = 7 if n <= 40 else 5
+    for lm, rd, name in zip(left, right, models):
+        color = UP_COLOR if rd < lm else DOWN_COLOR if rd > lm else SAME_COLOR
+        width = 2.4 if name in highlight else 1.2
+        ax.plot([0, 1], [lm, rd], color=color, lw=width, marker="o", ms=3, gid="rank-line")
+        ax.text(-0.03, lm, f"{name}  {int(lm)}", ha="right", va="center", fontsize=fontsize, color="0.2")
+        ax.text(1.03, rd, f"{int(rd)}  {name}", ha="left", va="center", fontsize=fontsize, color="0.2")
+    ax.set_xlim(-0.9, 1.9)
+    ax.set_ylim(max(n, 1) + 0.7, 0.3)
+    ax.set_xticks([0, 1], labels=["macro rank", f"{profile} rank"], fontsize=9)
+    ax.set_yticks([])
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(f"How the ranking changes under profile {profile} (1 = best)", fontsize=10, loc="left")
+    return ax
+
+
+def exposure_vs_error(exposure: pd.DataFrame, *, profile: str | None = None, model: str = "",
+                      ax: Axes | None = None) -> Axes:
+    """For one model, each domain's exposure w_d against its error e_d.
+
+    Parameters
+    ----------
+    exposure : pandas.DataFrame
+        Output of :func:`jagged.deployment.exposure_profile` (``profile``, ``domain``,
+        ``weight``, ``uniform_weight``, ``error``).
+    profile : str, optional
+        Profile to draw; required when the table has several.
+    model : str
+        Model name, for the title.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Notes
+    -----
+    The dashed vertical line is the uniform weight 1/D. Domains to its right are used more
+    than the benchmark assumes; if they sit high (large error), the wedge is positive: the
+    AJI mechanism, the most-used domains are the worst-handled.
+    """
+    _check_columns(exposure, ("profile", "domain", "weight", "uniform_weight", "error"), "exposure table")
+    sub, profile = _one_profile(exposure, profile, "exposure table")
+    if ax is None:
+        ax = _new_axes(6.0, 4.6)
+    weight = sub["weight"].to_numpy(dtype=float)
+    error = sub["error"].to_numpy(dtype=float)
+    ax.scatter(weight, error, s=28, color=PROFILE_COLORS[0], edgecolor="white", lw=0.5, zorder=3,
+               gid="domain-point")
+    for w, e, name in zip(weight, error, sub["domain"].astype(str)):
+        if np.isfinite(e):
+            ax.annotate(name, (w, e), xytext=(4, 2), textcoords="offset points", fontsize=6.5, color="0.25")
+    uniform = float(sub["uniform_weight"].iloc[0])
+    ax.axvline(uniform, color="0.45", ls="--", lw=1, label=f"uniform weight 1/D = {uniform:.3f}")
+    ax.set_xlim(left=min(0.0, np.nanmin(weight)) - 0.01)
+    ax.set_xlabel(f"exposure w_d under {profile}", fontsize=9)
+    ax.set_ylabel("error rate e_d = 1 − score", fontsize=9)
+    ax.set_title(f"{model}: exposure vs error per domain ({profile})" if model else
+                 f"Exposure vs error per domain ({profile})", fontsize=10, loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="best")
+    ax.grid(alpha=0.25)
+    return ax
+
+
+def drift_bound(curve: pd.DataFrame, points: pd.DataFrame, *, model: str = "", ax: Axes | None = None) -> Axes:
+    """The largest possible |wedge| against how uneven the task mix is, profiles marked.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        ``sigma_w`` and ``max_abs_wedge`` (:func:`jagged.deployment.drift_bound_curve`).
+    points : pandas.DataFrame
+        One row per profile with ``profile``, ``sigma_w``, ``wedge``, ``wedge_bound``
+        (rows of the metrics table for one model).
+    model : str
+        Model name, for the title.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Notes
+    -----
+    The line is D·σ_w·sd_error: no task mix with weight spread σ_w can move the model's
+    score further from its macro average. Filled markers are each profile's actual |wedge|;
+    hollow ones its bound. A model with a small jaggedness penalty (small sd_error) has a
+    flat curve: no task mix can change its score much.
+    """
+    _check_columns(curve, ("sigma_w", "max_abs_wedge"), "curve")
+    _check_columns(points, ("profile", "sigma_w", "wedge", "wedge_bound"), "profile table")
+    if ax is None:
+        ax = _new_axes(6.4, 4.4)
+    x = curve["sigma_w"].to_numpy(dtype=float)
+    y = curve["max_abs_wedge"].to_numpy(dtype=float)
+    ax.plot(x, y, color="0.2", lw=1.5, label="max |wedge| = D·σ_w·sd_error", gid="bound-curve")
+    ax.fill_between(x, 0, y, color="0.85", alpha=0.6, zorder=0, label="reachable |wedge|")
+    for i, row in enumerate(points.itertuples(index=False)):
+        if not np.isfinite(row.wedge):
+            continue
+        color = PROFILE_COLORS[i % len(PROFILE_COLORS)]
+        ax.plot([row.sigma_w, row.sigma_w], [abs(row.wedge), row.wedge_bound], color=color, lw=1, ls=":")
+        ax.scatter([row.sigma_w], [abs(row.wedge)], color=color, s=34, zorder=3, label=f"{row.profile}",
+                   gid="profile-point")
+        ax.scatter([row.sigma_w], [row.wedge_bound], facecolor="white", edgecolor=color, s=30, zorder=3)
+    ax.set_xlim(0, x.max() if x.size else 1)
+    ax.set_ylim(0, None)
+    ax.set_xlabel("σ_w, spread of the task-mix weights (0 = uniform)", fontsize=9)
+    ax.set_ylabel("|wedge| (score points as a fraction)", fontsize=9)
+    title = "How far can a task mix move the average?"
+    ax.set_title(f"{title} ({model})" if model else title, fontsize=10, loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="upper left")
+    ax.grid(alpha=0.25)
+    return ax

@@ -1,0 +1,264 @@
+"""Weights files, built-in profiles and every weights error, via the library and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import jagged
+from jagged.cli import main
+from jagged.deployment import deployment_metrics
+from jagged.errors import JaggedInputError
+from jagged.weights import (BUNDLED_PROFILES, items_coverage, profile_descriptions, read_weights,
+                            resolve_profiles)
+
+from conftest import BUNDLED
+
+SCORES_CSV = """model,domain,score,n_items
+a,x,0.9,10
+a,y,0.8,30
+a,z,0.5,60
+b,x,0.6,10
+b,y,0.7,30
+b,z,0.4,60
+"""
+
+
+@pytest.fixture
+def scores_file(tmp_path: Path) -> Path:
+    path = tmp_path / "scores.csv"
+    path.write_text(SCORES_CSV)
+    return path
+
+
+@pytest.fixture
+def scores(scores_file: Path) -> pd.DataFrame:
+    return jagged.load_scores(scores_file)
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+# ------------------------------------------------------------------ reading and normalising
+
+
+def test_csv_profiles_are_normalised_within_each_profile(tmp_path, scores):
+    path = _write(tmp_path, "w.csv", "profile,domain,weight,comment\n"
+                  "p,x,2,two\np,y,3,\np,z,5,\nq,x,1,\nq,y,1,\nq,z,2,\n")
+    weights = resolve_profiles(scores, path)
+    assert weights.index.tolist() == ["p", "q"]
+    assert weights.columns.tolist() == ["x", "y", "z"]
+    np.testing.assert_allclose(weights.loc["p"], [0.2, 0.3, 0.5], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(weights.loc["q"], [0.25, 0.25, 0.5], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    assert read_weights(path)["comment"].tolist()[0] == "two"
+
+
+def test_csv_without_profile_column_is_named_after_the_file(tmp_path, scores):
+    path = _write(tmp_path, "my_mix.csv", "domain,weight\nz,1\ny,1\nx,2\n")
+    weights = resolve_profiles(scores, path)
+    assert weights.index.tolist() == ["my_mix"]
+    np.testing.assert_allclose(weights.loc["my_mix", ["x", "y", "z"]], [0.5, 0.25, 0.25])
+
+
+@pytest.mark.parametrize("text", [
+    "- {profile: p, domain: x, weight: 2, comment: two}\n- {profile: p, domain: y, weight: 3}\n"
+    "- {profile: p, domain: z, weight: 5}\n",
+    "p:\n  x: 2\n  y: 3\n  z: 5\n",
+    "p:\n  description: an example\n  weights: {x: 2, y: 3, z: 5}\n",
+    "p:\n  - {domain: x, weight: 2}\n  - {domain: y, weight: 3}\n  - {domain: z, weight: 5}\n",
+])
+def test_yaml_shapes(tmp_path, scores, text):
+    weights = resolve_profiles(scores, _write(tmp_path, "w.yaml", text))
+    assert weights.index.tolist() == ["p"]
+    np.testing.assert_allclose(weights.loc["p"], [0.2, 0.3, 0.5], atol=1e-15)
+
+
+def test_flat_yaml_mapping_is_one_profile_named_after_the_file(tmp_path, scores):
+    weights = resolve_profiles(scores, _write(tmp_path, "clinic.yml", "x: 1\ny: 1\nz: 2\n"))
+    assert weights.index.tolist() == ["clinic"]
+
+
+def test_missing_weight_zero_gives_absent_domains_no_exposure(tmp_path, scores):
+    path = _write(tmp_path, "w.csv", "domain,weight\nx,1\ny,3\n")
+    weights = resolve_profiles(scores, path, missing_weight="zero")
+    np.testing.assert_allclose(weights.iloc[0], [0.25, 0.75, 0.0])
+
+
+def test_profile_selection_order_and_builtins(tmp_path, scores):
+    path = _write(tmp_path, "w.csv", "profile,domain,weight\np,x,1\np,y,1\np,z,1\nq,x,1\nq,y,0\nq,z,0\n")
+    weights = resolve_profiles(scores, path, profiles=["items", "q", "uniform"])
+    assert weights.index.tolist() == ["items", "q", "uniform"]
+    np.testing.assert_allclose(weights.loc["items"], [0.1, 0.3, 0.6])
+    assert (weights.loc["uniform"].to_numpy() == 1.0 / 3).all()
+    assert resolve_profiles(scores).shape == (0, 3)
+
+
+def test_items_uses_largest_item_count_per_domain(tmp_path):
+    """With per-model n_items differences the shared count is the largest (full coverage)."""
+    path = _write(tmp_path, "s.csv", "model,domain,score,n_items\na,x,0.5,10\na,y,0.5,30\n"
+                  "b,x,0.5,5\nb,y,0.5,30\n")
+    scores = jagged.load_scores(path)
+    np.testing.assert_allclose(resolve_profiles(scores, profiles=["items"]).loc["items"], [0.25, 0.75])
+    coverage = items_coverage(scores)
+    assert coverage["a"] == 1.0 and coverage["b"] == pytest.approx(35 / 40)
+
+
+def test_bundled_profiles_are_illustrative_and_complete():
+    table = read_weights(BUNDLED_PROFILES)
+    scores = jagged.load_scores(BUNDLED)
+    weights = resolve_profiles(scores, BUNDLED_PROFILES)
+    assert len(weights) >= 3
+    assert {"law_office", "health_clinic", "engineering_team"} <= set(weights.index)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-12)
+    assert (table["comment"].str.len() > 10).all()
+    assert table["comment"].str.startswith("Illustrative").all()
+    descriptions = profile_descriptions(table)
+    assert descriptions.str.contains("ILLUSTRATIVE").all() and len(descriptions) == len(weights)
+
+
+def test_bundled_profiles_ship_as_package_data():
+    import tomllib
+
+    from conftest import ROOT
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "*.csv" in data["jagged.data"]
+    assert "written by us" in (ROOT / "jagged" / "data" / "PROVENANCE.md").read_text()
+
+
+# ------------------------------------------------------------------ items profile = item-level mean
+
+
+def test_items_profile_equals_item_level_mean(shared_data):
+    """The ``items`` dep_score against the item-level file, recomputed with pandas.
+
+    For the 26 models that answered all 12,032 questions, Σ_d n_d s_d / Σ n_d is the mean of
+    ``correct`` over all items (1e-12). DeepSeek-Coder-V2 (10,351 items: only 143 of 969
+    engineering and 344 of 1,132 chemistry questions) and the two gemini models (12,012 and
+    12,020 items) have partial coverage, so one shared weight vector cannot reproduce their
+    own item-level means. The ``items`` profile weights every model by the full benchmark's
+    domain sizes; their dep_score equals that composition-adjusted mean (1e-12), and differs
+    from their own item-level mean by -0.0061 (DeepSeek: its missing items are mostly in hard
+    domains, so its own mean flatters it) and +0.00004 / +0.00006 (gemini flash / pro).
+    """
+    items = pd.read_csv(shared_data / "mmlu_pro_item_level.csv", usecols=["model", "domain", "correct"])
+    micro = items.groupby("model")["correct"].mean()
+    counts = items.groupby(["model", "domain"]).size().unstack()
+    per_domain = items.groupby(["model", "domain"])["correct"].mean().unstack()
+    full = counts.max()
+    adjusted = (per_domain * full).sum(axis=1) / full.sum()
+
+    scores = jagged.load_scores(BUNDLED)
+    table = deployment_metrics(scores, resolve_profiles(scores, profiles=["items"])).set_index("model")
+    assert set(table.index) == set(micro.index) and len(table) == 29
+    complete = counts.index[(counts == full).all(axis=1)]
+    partial = sorted(set(micro.index) - set(complete))
+    assert partial == ["DeepSeek-Coder-V2", "gemini-1.5-flash-002", "gemini-1.5-pro-002"]
+    assert len(complete) == 26
+    for model in complete:
+        assert abs(table.loc[model, "dep_score"] - micro[model]) <= 1e-12, model
+    for model in partial:
+        assert abs(table.loc[model, "dep_score"] - adjusted[model]) <= 1e-12, model
+    gap = (table.loc[partial, "dep_score"] - micro[partial]).round(5)
+    assert gap.to_dict() == {"DeepSeek-Coder-V2": -0.00611, "gemini-1.5-flash-002": 0.00004,
+                             "gemini-1.5-pro-002": 0.00006}
+    assert items_coverage(scores)["DeepSeek-Coder-V2"] == pytest.approx(10351 / 12032)
+
+
+def test_items_note_in_metrics_table_for_partial_coverage():
+    from jagged.analysis import AnalysisOptions, metrics_table
+
+    table = metrics_table(jagged.load(BUNDLED), AnalysisOptions(profiles=("items",)))
+    note = table.set_index("model")["note"]
+    assert "cover 86.0%" in note["DeepSeek-Coder-V2"]
+    assert note["Meta-Llama-3-70B"] == ""
+
+
+# ------------------------------------------------------------------ every error, via the CLI
+
+BAD_WEIGHTS = [
+    ("negative", "w.csv", "domain,weight\nx,1\ny,-0.5\nz,-2\n",
+     ["negative", "y=-0.5 (line 3)", "z=-2 (line 4)"]),
+    ("nan", "w.csv", "domain,weight\nx,1\ny,nan\nz,1\n", ["missing or NaN", "y (line 3)"]),
+    ("empty cell", "w.csv", "domain,weight\nx,1\ny,\nz,1\n", ["missing or NaN", "y (line 3)"]),
+    ("non-numeric", "w.csv", "domain,weight\nx,lots\ny,1\nz,some\n",
+     ["non-numeric", "x='lots' (line 2)", "z='some' (line 4)"]),
+    ("infinite", "w.csv", "domain,weight\nx,inf\ny,1\nz,1\n", ["infinite", "x"]),
+    ("yaml nan", "w.yaml", "x: .nan\ny: 1\nz: 1\n", ["missing or NaN", "x"]),
+    ("yaml bool", "w.yaml", "x: yes\ny: 1\nz: 1\n", ["non-numeric", "x=True"]),
+    ("all zero", "w.csv", "profile,domain,weight\np,x,1\np,y,1\np,z,1\nq,x,0\nq,y,0\nq,z,0\n",
+     ["all weights zero", "q"]),
+    ("unknown domain", "w.csv", "domain,weight\nx,1\ny,1\nz,1\nlaw,2\nX,1\n",
+     ["absent from the scores", "law", "X (did you mean 'x'?)"]),
+    ("missing domain", "w.csv", "domain,weight\nx,1\n",
+     ["profile 'w' has no weight for score domain(s) y, z", "--missing-weight zero"]),
+    ("duplicate", "w.csv", "domain,weight\nx,1\nx,2\ny,1\nz,1\n", ["given twice", "w/x"]),
+    ("no weight column", "w.csv", "domain,share\nx,1\n", ["missing column(s) weight"]),
+    ("reserved name", "w.csv", "profile,domain,weight\nuniform,x,1\nuniform,y,1\nuniform,z,1\n",
+     ["reserved"]),
+    ("empty profile name", "w.csv", "profile,domain,weight\np,x,1\n,y,1\n", ["empty profile name (line 3)"]),
+    ("bad yaml", "w.yaml", "x: [1, 2\n", ["cannot parse as YAML"]),
+    ("yaml scalar", "w.yaml", "just text\n", ["expected a list"]),
+]
+
+
+def _assert_one_line_error(result, fragments):
+    assert result.exit_code == 2, (result.exit_code, result.stderr, result.exception)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("jagged: error: "), result.stderr
+    assert "Traceback" not in result.output + result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+@pytest.mark.parametrize("case, name, text, fragments", BAD_WEIGHTS, ids=[c[0] for c in BAD_WEIGHTS])
+def test_weights_errors_exit_2_with_one_line(tmp_path, scores_file, case, name, text, fragments):
+    path = _write(tmp_path, name, text)
+    result = _cli("metrics", str(scores_file), "--weights", str(path))
+    _assert_one_line_error(result, fragments)
+    with pytest.raises(JaggedInputError):
+        resolve_profiles(jagged.load_scores(scores_file), path)
+
+
+def test_missing_domain_is_fine_with_missing_weight_zero(tmp_path, scores_file):
+    path = _write(tmp_path, "w.csv", "domain,weight\nx,1\n")
+    result = _cli("metrics", str(scores_file), "--weights", str(path), "--missing-weight", "zero")
+    assert result.exit_code == 0, result.stderr
+    assert "Kendall tau" in result.stderr
+
+
+def test_missing_weights_file(tmp_path, scores_file):
+    result = _cli("metrics", str(scores_file), "--weights", str(tmp_path / "nope.csv"))
+    _assert_one_line_error(result, ["nope.csv", "no such weights file"])
+
+
+def test_unknown_profile_name(tmp_path, scores_file):
+    path = _write(tmp_path, "w.csv", "profile,domain,weight\np,x,1\np,y,1\np,z,1\n")
+    result = _cli("metrics", str(scores_file), "--weights", str(path), "--profile", "clinic")
+    _assert_one_line_error(result, ["unknown profile(s) clinic", "available: p, uniform, items"])
+
+
+def test_items_profile_without_n_items(tmp_path):
+    path = _write(tmp_path, "s.csv", "model,domain,score\na,x,0.5\na,y,0.6\n")
+    result = _cli("metrics", str(path), "--profile", "items")
+    _assert_one_line_error(result, ["profile 'items' needs n_items", "x, y"])
+
+
+def test_bad_missing_weight_choice(scores_file):
+    result = _cli("metrics", str(scores_file), "--profile", "uniform", "--missing-weight", "maybe")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    with pytest.raises(JaggedInputError, match="missing weight policy"):
+        resolve_profiles(jagged.load_scores(scores_file), profiles=["uniform"], missing_weight="maybe")
