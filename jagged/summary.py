@@ -37,5 +37,47 @@ def describe(dataset: Dataset) -> str:
     parts.append(f"scores range {facts['score_min']:.4f} to {facts['score_max']:.4f}")
     parts.append("item counts (n_items) present" if facts["has_n_items"] else "no item counts (n_items)")
     for key, value in dataset.details.items():
-        parts.append(f"{key}: {value}")
+        shown = detail_text(key, value)
+        if shown:
+            parts.append(f"{key}: {shown}")
     return "; ".join(parts) + ". OK"
+
+
+def _hierarchy_text(paths: dict[str, str]) -> str:
+    """``mmlu > 4 groups > 57 leaves`` from leaf -> ``root/group/leaf`` paths."""
+    split = [p.split("/") for p in paths.values()]
+    depth = max(len(p) for p in split)
+    if depth < 2:
+        return ""
+    levels = []
+    for level in range(depth - 1):
+        names = sorted({p[level] for p in split if len(p) > level + 1})
+        levels.append(names[0] if len(names) == 1 else f"{len(names)} groups")
+    return " > ".join([*levels, f"{len(paths)} {'leaf' if len(paths) == 1 else 'leaves'}"])
+
+
+def detail_text(key: str, value: object, limit: int = 5) -> str:
+    """One ``Dataset.details`` entry as short text for ``jagged validate``.
+
+    Strings and numbers are shown as they are; lists of names as a count and the first
+    few; lists of sentences (limit flags, superseded files) up to ``limit`` of them;
+    the ``group paths`` map as its levels. Other objects are left to the report (empty
+    string).
+    """
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    if isinstance(value, dict):
+        if key == "group paths" and value:
+            return _hierarchy_text({str(k): str(v) for k, v in value.items()})
+        return ""
+    if isinstance(value, (list, tuple)):
+        items = [str(v) for v in value]
+        if not items:
+            return "none"
+        if all(len(v) <= 60 and " " not in v for v in items) and len(items) > 1:
+            shown = ", ".join(items[:limit])
+            more = f" and {len(items) - limit} more" if len(items) > limit else ""
+            return f"{len(items)} ({shown}{more})"
+        shown = " | ".join(items[:limit])
+        return shown + (f" | and {len(items) - limit} more" if len(items) > limit else "")
+    return ""

@@ -1,0 +1,427 @@
+"""Inspect (UK AISI ``inspect_ai``) evaluation logs: ``.json`` files and ``.eval`` archives.
+
+Both are read without importing ``inspect_ai``. A ``.json`` log is one object with
+``version``, ``status``, ``eval`` (task, model, created ...), ``results`` and
+``samples``. An ``.eval`` log is a zip archive holding ``header.json`` (the same object
+without samples; absent while the run is unfinished, when ``_journal/start.json``
+stands in and the status is ``started``) and one ``samples/<id>_epoch_<n>.json`` per
+sample and epoch.
+
+Each sample becomes one item: its ``id`` is the item, the value of one scorer is
+``correct``, and the domain is the task name, or the sample-metadata field named by
+``domain_key``. Score values map as Inspect's own ``value_to_float`` does: numbers as
+they are, ``C``/``I``/``P``/``N`` (correct / incorrect / partial / no answer) as
+1/0/0.5/0, ``yes``/``true`` as 1 and ``no``/``false`` as 0; anything else is an error
+rather than a silent 0. Several epochs of a sample are reduced by their mean (whatever
+reducer the task used). A log whose ``status`` is not ``success`` is refused unless
+``allow_incomplete`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from jagged.errors import JaggedInputError, JaggedWarning
+
+#: Inspect's letter grades (``inspect_ai.scorer`` CORRECT, INCORRECT, PARTIAL, NOANSWER).
+LETTER_VALUES: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+WORD_VALUES: dict[str, float] = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _listing(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _zip_json(archive: zipfile.ZipFile, name: str, path: Path) -> Any:
+    try:
+        with archive.open(name) as handle:
+            return json.loads(handle.read().decode("utf-8-sig"))
+    except NotImplementedError as exc:
+        raise JaggedInputError(f"{path.name}: member {name} uses a zip compression Python cannot read "
+                               f"({exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise JaggedInputError(f"{path.name}: member {name} is not valid JSON ({exc})") from None
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise JaggedInputError(f"{path.name}: member {name} cannot be read ({exc})") from None
+
+
+def read_eval_archive(path: Path) -> dict[str, Any]:
+    """Read an Inspect ``.eval`` zip archive into the shape of a ``.json`` log.
+
+    Returns
+    -------
+    dict
+        ``version``, ``status``, ``eval``, ``results``, ``samples`` (and ``error`` when
+        present). ``status`` is ``started`` when the archive has no header yet.
+
+    Raises
+    ------
+    JaggedInputError
+        Not a zip archive, not an Inspect log, or unreadable members.
+    """
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise JaggedInputError(f"{path.name}: not a readable zip archive ({exc})") from None
+    with archive:
+        names = archive.namelist()
+        if "header.json" in names:
+            log = _zip_json(archive, "header.json", path)
+        elif "_journal/start.json" in names:
+            log = dict(_zip_json(archive, "_journal/start.json", path), status="started")
+        elif "start.json" in names:  # archives written by inspect_ai before 0.3.40 or so
+            log = dict(_zip_json(archive, "start.json", path), status="started")
+            if "results.json" in names:
+                log.update(_zip_json(archive, "results.json", path))
+        else:
+            raise JaggedInputError(f"{path.name}: zip archive but not an Inspect .eval log (no header.json or "
+                                   "_journal/start.json)")
+        if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
+            raise JaggedInputError(f"{path.name}: Inspect .eval header has no 'eval' object")
+        samples = [_zip_json(archive, name, path) for name in names
+                   if name.startswith("samples/") and name.endswith(".json")]
+    log["samples"] = [_slim(s) for s in samples if isinstance(s, dict)]
+    return log
+
+
+def _slim(sample: dict[str, Any]) -> dict[str, Any]:
+    """Keep only what jagged reads of a sample (logs can be large)."""
+    keep = ("id", "epoch", "scores", "score", "metadata", "error")
+    return {k: sample[k] for k in keep if k in sample}
+
+
+def score_to_float(value: Any) -> float | None:
+    """One Inspect score value as a number, like ``inspect_ai.scorer.value_to_float``.
+
+    Returns None for values that are not a score (lists, objects, other text).
+    """
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(float(value)) else None
+    if isinstance(value, str):
+        text = value.strip()
+        if text in LETTER_VALUES:
+            return LETTER_VALUES[text]
+        if text.lower() in WORD_VALUES:
+            return WORD_VALUES[text.lower()]
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+def _metadata_keys(samples: list[dict[str, Any]]) -> list[str]:
+    keys: dict[str, None] = {}
+    for sample in samples:
+        meta = sample.get("metadata")
+        if not isinstance(meta, dict):
+            continue
+        for key, value in meta.items():
+            keys[str(key)] = None
+            if isinstance(value, dict):
+                for sub in value:
+                    keys[f"{key}.{sub}"] = None
+    return list(keys)
+
+
+def _metadata_value(sample: dict[str, Any], key: str) -> Any:
+    meta = sample.get("metadata")
+    if isinstance(meta, dict) and key in meta:
+        return meta[key]
+    node: Any = meta
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(key)
+        node = node[part]
+    return node
+
+
+def _created(log: dict[str, Any], path: Path) -> float:
+    text = log["eval"].get("created")
+    if isinstance(text, str):
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return path.stat().st_mtime
+
+
+def _sample_scores(sample: dict[str, Any]) -> dict[str, Any]:
+    scores = sample.get("scores")
+    if isinstance(scores, dict):
+        return scores
+    if isinstance(sample.get("score"), dict):  # version 1 logs: a single score
+        return {"score": sample["score"]}
+    return {}
+
+
+@dataclass(eq=False)
+class InspectRun:
+    """One Inspect log, reduced to what jagged needs.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The log file.
+    task : str
+        ``eval.task``.
+    model : str
+        ``eval.model`` or the ``model_name`` override.
+    status : str
+        ``success``, ``cancelled``, ``error`` or ``started``.
+    created : float
+        Start of the run, seconds since the epoch.
+    samples : list of dict
+        ``id``, ``epoch``, ``scores``, ``metadata`` (and ``error``) of each sample.
+    """
+
+    path: Path
+    task: str
+    model: str
+    status: str
+    created: float
+    samples: list[dict[str, Any]]
+
+
+def read_log(content: dict[str, Any], path: Path, *, model_name: str | None = None,
+             allow_incomplete: bool = False) -> InspectRun:
+    """Check an Inspect log's status and keep its samples.
+
+    Raises
+    ------
+    JaggedInputError
+        The status is not ``success`` (unless ``allow_incomplete``), or the log holds
+        no samples.
+    """
+    spec = content.get("eval") or {}
+    status = str(content.get("status") or "unknown")
+    if status != "success" and not allow_incomplete:
+        raise JaggedInputError(f"{path.name}: Inspect log status is {status!r}, not 'success'; pass "
+                               "--allow-incomplete to use the samples it has")
+    samples = content.get("samples")
+    if not isinstance(samples, list) or not samples:
+        raise JaggedInputError(f"{path.name}: the Inspect log holds no samples (written with log_samples off?); "
+                               "jagged needs per-sample scores")
+    task = spec.get("task")
+    model = model_name or spec.get("model")
+    if not isinstance(task, str) or not task.strip():
+        raise JaggedInputError(f"{path.name}: the Inspect log has no eval.task")
+    if not isinstance(model, str) or not model.strip():
+        raise JaggedInputError(f"{path.name}: the Inspect log has no eval.model; pass --model-name")
+    return InspectRun(path=path, task=task.strip(), model=model.strip(), status=status,
+                      created=_created(content, path), samples=[_slim(s) for s in samples if isinstance(s, dict)])
+
+
+def _choose_scorer(run: InspectRun, metric: str | None) -> tuple[str, str | None]:
+    """(scorer, key) for one log: the ``metric`` option ``SCORER[,KEY]``, or its only scorer."""
+    found: dict[str, None] = {}
+    for sample in run.samples:
+        for name in _sample_scores(sample):
+            found[str(name)] = None
+    if not found:
+        raise JaggedInputError(f"{run.path.name}: no sample of the Inspect log has a score")
+    if metric:
+        scorer, _, key = str(metric).partition(",")
+        scorer, key = scorer.strip(), key.strip() or None
+        if scorer not in found:
+            raise JaggedInputError(f"{run.path.name}: no scorer {scorer!r} in the samples; scorers: "
+                                   f"{_listing(list(found))}")
+        return scorer, key
+    if len(found) > 1:
+        raise JaggedInputError(f"{run.path.name}: samples are scored by several scorers ({_listing(list(found))}); "
+                               "choose one with --metric SCORER")
+    return next(iter(found)), None
+
+
+def _value(score: Any, scorer: str, key: str | None, where: str) -> float | None:
+    """The number behind one sample's score; None when the sample has no value."""
+    raw = score.get("value") if isinstance(score, dict) else score
+    if isinstance(raw, dict):
+        if key is None:
+            if len(raw) != 1:
+                raise JaggedInputError(f"{where}: scorer {scorer!r} gives several values ({_listing(list(raw))}); "
+                                       f"choose one with --metric {scorer},KEY")
+            key = next(iter(raw))
+        if key not in raw:
+            raise JaggedInputError(f"{where}: scorer {scorer!r} has no value {key!r}; it has {_listing(list(raw))}")
+        raw = raw[key]
+    if raw is None:
+        return None
+    value = score_to_float(raw)
+    if value is None:
+        raise JaggedInputError(f"{where}: score {str(raw)[:40]!r} of scorer {scorer!r} is not a number nor one of "
+                               "C, I, P, N")
+    if not 0.0 <= value <= 1.0:
+        raise JaggedInputError(f"{where}: score {value:g} of scorer {scorer!r} is outside [0, 1]")
+    return value
+
+
+@dataclass
+class InspectRead:
+    """Item-level rows read from Inspect logs, before aggregation.
+
+    Attributes
+    ----------
+    items : pandas.DataFrame
+        ``model, domain, item, correct, category`` with epochs already averaged; item
+        ids are ``task:id`` when several tasks are read.
+    categories : dict
+        Domain to category (the task, when a ``domain_key`` splits several tasks).
+    paths : list of pathlib.Path
+        Logs used.
+    model_notes : dict
+        Per-model remarks (incomplete logs).
+    details : dict
+        Facts for ``jagged validate`` and the report.
+    """
+
+    items: pd.DataFrame
+    categories: dict[str, str | None]
+    paths: list[Path]
+    model_notes: dict[str, str]
+    details: dict[str, Any]
+
+
+def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
+              domain_key: str | None = None, allow_incomplete: bool = False) -> InspectRead:
+    """Read Inspect logs into an item-level table (``model, domain, item, correct``).
+
+    Parameters
+    ----------
+    parsed : list of jagged.evaluators.Parsed
+        Inspect logs, already parsed.
+    source : str
+        Name used in messages.
+    metric : str, optional
+        ``SCORER[,KEY]``: which scorer (and which value of a scorer giving several);
+        default: the only scorer.
+    model_name : str, optional
+        Replaces ``eval.model``.
+    domain_key : str, optional
+        Sample-metadata field (dotted for nested) naming the domain; default: the task.
+    allow_incomplete : bool
+        Accept logs whose status is not ``success``.
+
+    Returns
+    -------
+    InspectRead
+    """
+    runs = [read_log(p.content, p.path, model_name=model_name, allow_incomplete=allow_incomplete) for p in parsed]
+    label = runs[0].path.name if len(runs) == 1 else source
+    best: dict[tuple[str, str], InspectRun] = {}
+    superseded = []
+    for run in sorted(runs, key=lambda r: (r.created, r.path.name)):
+        key = (run.model, run.task)
+        if key in best:
+            old = best[key]
+            superseded.append(f"{old.path.name} ({run.model}, task {run.task}) superseded by {run.path.name}")
+        best[key] = run
+    runs = list(best.values())
+    scorers = {id(run): _choose_scorer(run, metric) for run in runs}
+    several_tasks = len({run.task for run in runs}) > 1
+    rows, categories, unscored, notes, statuses, epochs = [], {}, [], {}, [], set()
+    for run in runs:
+        scorer, value_key = scorers[id(run)]
+        if domain_key:
+            available = _metadata_keys(run.samples)
+        for sample in run.samples:
+            sid, epoch = sample.get("id"), sample.get("epoch", 1)
+            where = f"{run.path.name}: sample {sid!r} (epoch {epoch})"
+            score = _sample_scores(sample).get(scorer)
+            value = None if score is None or sample.get("error") else _value(score, scorer, value_key, where)
+            if value is None:
+                unscored.append(f"{sid}" + (f" ({run.task})" if several_tasks else ""))
+                continue
+            if domain_key:
+                try:
+                    domain = _metadata_value(sample, domain_key)
+                except KeyError:
+                    raise JaggedInputError(f"{where}: no metadata key {domain_key!r}; available keys: "
+                                           f"{_listing(available, 12) or 'none'}") from None
+                if isinstance(domain, (dict, list)) or domain is None or str(domain).strip() == "":
+                    raise JaggedInputError(f"{where}: metadata {domain_key!r} is {str(domain)[:40]!r}, not a domain name")
+                domain = str(domain).strip()
+                if several_tasks:
+                    if categories.get(domain, run.task) != run.task:
+                        raise JaggedInputError(f"{source}: domain {domain!r} ({domain_key}) occurs in tasks "
+                                               f"{categories[domain]} and {run.task}")
+                    categories[domain] = run.task
+            else:
+                domain = run.task
+            item = f"{run.task}:{sid}" if several_tasks else str(sid)
+            rows.append((run.model, domain, item, epoch, value))
+            epochs.add(epoch)
+        if run.status != "success":
+            note = f"incomplete Inspect log (status {run.status})"
+            notes[run.model] = note if run.model not in notes else f"{notes[run.model]}; {note}"
+            statuses.append(run.status if len(runs) == 1 else f"{run.path.name} ({run.model}, task {run.task}): "
+                            f"{run.status}")
+    labels = [name + (f",{key}" if key else "") for name, key in scorers.values()]
+    shown = labels[0] if len(set(labels)) == 1 else ", ".join(f"{lab} ({run.task})" for lab, run in zip(labels, runs))
+    if unscored:
+        warnings.warn(f"{label}: {_plural(len(unscored), 'sample')} without a {shown} score (unscored or errored) "
+                      f"left out: {_listing(unscored)}", JaggedWarning, stacklevel=3)
+    if not rows:
+        raise JaggedInputError(f"{label}: no sample has a {shown} score")
+    frame = pd.DataFrame(rows, columns=["model", "domain", "item", "epoch", "correct"])
+    items = frame.groupby(["model", "domain", "item"], sort=False, as_index=False)["correct"].mean()
+    category = items["domain"].map(categories) if categories else pd.Series(None, index=items.index)
+    items["category"] = category.astype(object).where(category.notna(), None)
+    details: dict[str, Any] = {
+        "detected": f"Inspect log ({_plural(len(runs), 'file')})",
+        "task": ", ".join(dict.fromkeys(run.task for run in runs)),
+        "metric": shown,
+        "models": sorted({run.model for run in runs}),
+        "leaves": sorted(items["domain"].unique().tolist()),
+        "status": statuses or "success",
+    }
+    if len(epochs) > 1:
+        details["epochs"] = f"{len(epochs)} epochs per sample, reduced by their mean"
+    if domain_key:
+        details["domain key"] = domain_key
+    if superseded:
+        details["superseded"] = superseded
+    if unscored:
+        details["left out"] = unscored
+    if len(runs) > 1:
+        details["files"] = [run.path.name for run in runs]
+    return InspectRead(items=items, categories=categories, paths=[run.path for run in runs], model_notes=notes,
+                       details=details)
+
+
+def load_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
+              domain_key: str | None = None, allow_incomplete: bool = False, **_: Any):
+    """Read Inspect logs into an item-level :class:`~jagged.loaders.Dataset`.
+
+    The items are aggregated by :func:`jagged.items.dataset_from_items`, which keeps the
+    item table for the bootstrap. See :func:`read_logs` for the parameters.
+    """
+    from jagged import items as items_module
+
+    read = read_logs(parsed, source=source, metric=metric, model_name=model_name, domain_key=domain_key,
+                     allow_incomplete=allow_incomplete)
+    dataset = items_module.dataset_from_items(read.items, source=source, paths=read.paths, line_offset=None)
+    dataset.format = "Inspect log"
+    dataset.model_notes = {**dataset.model_notes, **read.model_notes}
+    dataset.details = {**read.details, **dataset.details}
+    return dataset
+
+
+__all__ = ["InspectRead", "InspectRun", "load_logs", "read_eval_archive", "read_log", "read_logs", "score_to_float"]

@@ -1,0 +1,901 @@
+"""lm-evaluation-harness outputs: ``results*.json`` and ``samples_<task>_<ts>.jsonl``.
+
+Results files
+-------------
+A results file holds one row per task *and per group* in ``results`` (group rows again
+in ``groups``), and the group structure in ``group_subtasks``. jagged's domains are the
+**leaf** tasks reached by walking ``group_subtasks`` down from the chosen task; group
+rows are never used as domains nor averaged with leaves. The group path gives each
+leaf its ``category``: the leaf's immediate parent group, unless that parent is the one
+task chosen (then the task has no sub-groups and leaves get no category). When some
+leaves sit in sub-groups and others directly under the chosen task, the latter form a
+category of their own (named after the leaf). The full path of every leaf is kept in
+``Dataset.details["group paths"]``. Files without ``group_subtasks`` (early 0.4.x) have
+their structure read from the indentation of the ``alias`` fields.
+
+The score of a leaf is one metric, ``NAME,FILTER`` as lm-eval keys it (``acc,none``,
+``exact_match,get-answer``); its item count is ``n-samples[leaf].effective``. Runs made
+with ``--limit`` (``effective < original``, or ``config.limit`` set) are flagged.
+
+Samples files
+-------------
+Each line of ``samples_<task>_<timestamp>.jsonl`` is one document of one leaf task:
+``doc_id`` is the item, the metric field (``acc``, ``exact_match`` ...) is ``correct``,
+and the task, read from the file name, is the domain (or a field of ``doc`` named by
+``domain_key``). The model name and group structure come from the ``results_<ts>.json``
+written beside it by the same run.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.table import validate_scores
+
+DEFAULT_METRICS: tuple[str, ...] = ("acc,none", "acc")
+_TIMESTAMP = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
+SAMPLES_NAME = re.compile(rf"(?:^|_)samples_(?P<task>.+)_(?P<ts>{_TIMESTAMP})\.jsonl?$")
+RESULTS_NAME = re.compile(rf"results_(?P<ts>{_TIMESTAMP})\.json$")
+#: Keys of a samples record that are never a metric.
+SAMPLE_RESERVED: frozenset[str] = frozenset({
+    "doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "doc_hash", "prompt_hash",
+    "target_hash", "filter", "metrics",
+})
+
+
+# --------------------------------------------------------------------------------------
+# small helpers
+
+
+def _plural(n: int, word: str) -> str:
+    if word == "leaf":
+        return f"{n} {'leaf' if n == 1 else 'leaves'}"
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _listing(names: Iterable[str], limit: int = 8) -> str:
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _number(value: Any) -> float | None:
+    """A finite real number, or None (``"N/A"``, NaN, None, bool, lists ...)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def split_metric(spec: str) -> tuple[str, str | None]:
+    """Split ``NAME[,FILTER]`` into its parts (FILTER is None when absent)."""
+    name, sep, filt = str(spec).partition(",")
+    name, filt = name.strip(), filt.strip()
+    if not name:
+        raise JaggedInputError(f"metric {spec!r}: expected NAME or NAME,FILTER (e.g. acc,none)")
+    return name, (filt if sep and filt else None)
+
+
+def metric_name(key: str) -> str:
+    """The metric part of a results key such as ``acc,none``."""
+    return key.partition(",")[0]
+
+
+def metric_keys(row: dict[str, Any]) -> list[str]:
+    """Metric keys of one ``results`` row: everything but ``alias``, blanks and stderr."""
+    out = []
+    for key in row:
+        if not isinstance(key, str) or key.strip() in ("", "alias"):
+            continue
+        name = metric_name(key).strip()
+        if not name or name.endswith("_stderr") or name == "samples":
+            continue
+        out.append(key)
+    return out
+
+
+def parse_timestamp(text: str) -> float | None:
+    """Seconds since the epoch of an lm-eval file-name timestamp (``2024-11-21T16-28-31.022190``)."""
+    stamp, _, fraction = text.partition(".")
+    try:
+        moment = datetime.strptime(stamp, "%Y-%m-%dT%H-%M-%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return moment.timestamp() + (float("0." + fraction) if fraction.isdigit() else 0.0)
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def model_from_args(model_args: Any) -> str | None:
+    """The model named in ``config.model_args`` (``pretrained=...`` or ``model=...``)."""
+    if isinstance(model_args, dict):
+        pairs = {str(k): v for k, v in model_args.items()}
+    elif isinstance(model_args, str):
+        pairs = {}
+        for part in model_args.split(","):
+            key, sep, value = part.partition("=")
+            if sep:
+                pairs[key.strip()] = value.strip()
+    else:
+        return None
+    for key in ("pretrained", "model", "engine", "path"):
+        value = pairs.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# results files
+
+
+@dataclass(eq=False)
+class ResultsRun:
+    """One lm-eval results file, with what jagged needs from it.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The file.
+    model : str
+        Model name (after any ``model_name`` override).
+    found_model : str
+        The name the file itself gives.
+    timestamp : float
+        When the run was made (seconds since the epoch).
+    timestamp_source : str
+        Where ``timestamp`` came from: ``date``, ``file name`` or ``file time``.
+    rows : dict
+        ``results`` (task and group rows).
+    children : dict
+        Group name to its sub-tasks, from ``group_subtasks`` (or the aliases).
+    groups : set of str
+        Names that are groups, never leaves.
+    higher_is_better : dict
+        Task to {metric name: bool}.
+    n_samples : dict
+        Task to {"original": int, "effective": int}.
+    limit : float or None
+        ``config.limit``.
+    structure : str
+        ``"group_subtasks"``, ``"aliases"`` or ``"flat"``.
+    """
+
+    path: Path
+    model: str
+    found_model: str
+    timestamp: float
+    timestamp_source: str
+    rows: dict[str, dict[str, Any]]
+    children: dict[str, list[str]]
+    groups: set[str]
+    higher_is_better: dict[str, dict[str, Any]]
+    n_samples: dict[str, Any]
+    limit: float | None
+    structure: str
+    roots: list[str] = field(default_factory=list)
+
+    def holds(self, task: str) -> bool:
+        """True when the task or group appears in this file."""
+        return task in self.children or task in self.rows
+
+    def leaves(self, task: str) -> list[tuple[str, tuple[str, ...]]]:
+        """Leaf tasks below ``task`` with their paths (``task, ..., leaf``), in file order."""
+        out: list[tuple[str, tuple[str, ...]]] = []
+
+        def walk(node: str, path: tuple[str, ...]) -> None:
+            if node in path:
+                raise JaggedInputError(f"{self.path.name}: group_subtasks has a cycle through {node!r}")
+            path = path + (node,)
+            kids = self.children.get(node) or []
+            if not kids:
+                if node not in self.groups or node in self.rows and metric_keys(self.rows[node]):
+                    out.append((node, path))
+                return
+            for kid in kids:
+                walk(str(kid), path)
+
+        walk(task, ())
+        return out
+
+    def hib(self, task: str, name: str) -> bool | None:
+        """``higher_is_better`` of a metric for a task, None when the file does not say."""
+        value = (self.higher_is_better.get(task) or {}).get(name)
+        return value if isinstance(value, bool) else None
+
+    def effective(self, task: str) -> tuple[float, float]:
+        """(effective, original) item counts of a task; NaN when unknown."""
+        entry = self.n_samples.get(task)
+        if not isinstance(entry, dict):
+            return math.nan, math.nan
+        eff, orig = _number(entry.get("effective")), _number(entry.get("original"))
+        eff = eff if eff is not None and eff > 0 and eff == round(eff) else math.nan
+        orig = orig if orig is not None and orig > 0 else math.nan
+        return eff, orig
+
+
+def _structure_from_aliases(rows: dict[str, dict[str, Any]]) -> tuple[dict[str, list[str]], str]:
+    """Rebuild the group tree from alias indentation (``" - humanities"``, ``"  - formal_logic"``)."""
+    levels = []
+    for name, row in rows.items():
+        alias = row.get("alias") if isinstance(row, dict) else None
+        alias = alias if isinstance(alias, str) else name
+        stripped = alias.lstrip(" ")
+        levels.append((name, len(alias) - len(stripped) if stripped.startswith("- ") else 0))
+    if not any(level for _, level in levels):
+        return {}, "flat"
+    children: dict[str, list[str]] = {}
+    stack: list[tuple[str, int]] = []
+    for name, level in levels:
+        while stack and stack[-1][1] >= level:
+            stack.pop()
+        if stack:
+            children.setdefault(stack[-1][0], []).append(name)
+        stack.append((name, level))
+    return children, "aliases"
+
+
+def _roots(children: dict[str, list[str]], rows: dict[str, Any]) -> list[str]:
+    below = {str(k) for kids in children.values() for k in kids}
+    ordered = list(dict.fromkeys([*children, *rows]))
+    return [name for name in ordered if name not in below]
+
+
+def read_results(content: dict[str, Any], path: Path, *, model_name: str | None = None) -> ResultsRun:
+    """Turn a parsed results file into a :class:`ResultsRun`.
+
+    Parameters
+    ----------
+    content : dict
+        The parsed JSON.
+    path : pathlib.Path
+        Where it came from (for messages and the fallback timestamp).
+    model_name : str, optional
+        Overrides the model name in the file.
+    """
+    rows = content.get("results")
+    if not isinstance(rows, dict) or not rows:
+        raise JaggedInputError(f"{path.name}: lm-eval results file has an empty 'results'")
+    rows = {str(k): (v if isinstance(v, dict) else {}) for k, v in rows.items()}
+    gs = content.get("group_subtasks")
+    if isinstance(gs, dict) and gs:
+        children = {str(k): [str(x) for x in (v or [])] for k, v in gs.items() if isinstance(v, (list, tuple))}
+        structure = "group_subtasks"
+    else:
+        children, structure = _structure_from_aliases(rows)
+    group_rows = content.get("groups") if isinstance(content.get("groups"), dict) else {}
+    groups = {str(g) for g in group_rows} | {g for g, kids in children.items() if kids}
+    config = content.get("config") if isinstance(content.get("config"), dict) else {}
+    found = content.get("model_name")
+    found = found.strip() if isinstance(found, str) and found.strip() else None
+    found = found or model_from_args(config.get("model_args"))
+    if not found and not model_name:
+        raise JaggedInputError(
+            f"{path.name}: no model name (neither 'model_name' nor config.model_args pretrained=...); "
+            "pass --model-name")
+    date = _number(content.get("date"))
+    match = RESULTS_NAME.search(path.name)
+    if date is not None and date > 0:
+        stamp, stamp_source = date, "date"
+    elif match and parse_timestamp(match["ts"]) is not None:
+        stamp, stamp_source = parse_timestamp(match["ts"]), "file name"
+    else:
+        stamp, stamp_source = path.stat().st_mtime, "file time"
+    limit = _number(config.get("limit"))
+    hib = content.get("higher_is_better") if isinstance(content.get("higher_is_better"), dict) else {}
+    n_samples = content.get("n-samples") if isinstance(content.get("n-samples"), dict) else {}
+    run = ResultsRun(path=path, model=model_name or found, found_model=found or model_name, timestamp=stamp,
+                     timestamp_source=stamp_source, rows=rows, children=children, groups=groups,
+                     higher_is_better=hib, n_samples=n_samples, limit=limit if limit else None,
+                     structure=structure)
+    run.roots = _roots(children, rows)
+    return run
+
+
+def _root_label(run: ResultsRun, root: str) -> str:
+    n = len(run.leaves(root))
+    return root if n <= 1 and not run.children.get(root) else f"{root} ({n} {'leaf' if n == 1 else 'leaves'})"
+
+
+def _root_labels(runs: list[ResultsRun]) -> list[str]:
+    """Top-level tasks of all runs, groups first, each labelled with its number of leaves."""
+    roots: dict[str, ResultsRun] = {}
+    for run in runs:
+        for root in run.roots:
+            roots.setdefault(root, run)
+    ordered = sorted(roots, key=lambda root: not any(r.children.get(root) for r in runs))
+    return [_root_label(roots[root], root) for root in ordered]
+
+
+def _select_tasks(runs: list[ResultsRun], task: str | None, source: str) -> list[str]:
+    """The tasks whose leaves are analysed: ``task`` (comma-separated) or the one top-level task."""
+    if task:
+        tasks = [t.strip() for t in str(task).split(",") if t.strip()]
+        if not tasks:
+            raise JaggedInputError(f"--task {task!r}: no task name given")
+        for name in tasks:
+            if not any(run.holds(name) for run in runs):
+                where = runs[0].path.name if len(runs) == 1 else source
+                raise JaggedInputError(f"{where}: no task or group {name!r}; it holds "
+                                       f"{_listing(_root_labels(runs), 20)}")
+        return tasks
+    labels = _root_labels(runs)
+    if len(labels) == 1:
+        return [runs[0].roots[0]]
+    where = runs[0].path.name if len(runs) == 1 else source
+    raise JaggedInputError(
+        f"{where}: holds {len(labels)} top-level tasks/groups: {_listing(labels, 20)}; "
+        "choose one with --task (comma-separated for several)")
+
+
+def _category_map(paths: dict[str, tuple[str, ...]], tasks: list[str]) -> dict[str, str | None]:
+    """Leaf to category: its immediate parent group (see the module docstring)."""
+    single = tasks[0] if len(tasks) == 1 else None
+    cats: dict[str, str | None] = {}
+    for leaf, path in paths.items():
+        parent = path[-2] if len(path) >= 2 else None
+        cats[leaf] = None if parent == single else parent
+    if any(c is not None for c in cats.values()):
+        cats = {leaf: (leaf if c is None else c) for leaf, c in cats.items()}
+    return cats
+
+
+def _filter_of(key: str) -> str:
+    return key.partition(",")[2]
+
+
+def _choose_metric(pairs: list[tuple[ResultsRun, str]], metric: str | None, source: str) -> tuple[str, str | None]:
+    """Pick the metric (name, and filter when fixed) used as the score of every leaf.
+
+    Default: ``acc`` (filter ``none`` where a leaf has several) when present, else the
+    only higher-is-better metric. The filter is then resolved leaf by leaf, as
+    lm-eval's leaderboard tasks use different filters for different leaves. A metric
+    the file marks ``higher_is_better: false`` is refused.
+    """
+    counts: dict[str, int] = {}
+    numeric: set[str] = set()
+    for run, leaf in pairs:
+        row = run.rows.get(leaf, {})
+        for key in metric_keys(row):
+            counts[key] = counts.get(key, 0) + 1
+            if _number(row[key]) is not None:
+                numeric.add(metric_name(key))
+    if not counts:
+        raise JaggedInputError(f"{source}: the selected leaves have no metric values in 'results'")
+    names = list(dict.fromkeys(metric_name(k) for k in counts))
+    hib_known = any(run.hib(leaf, name) is not None for run, leaf in pairs for name in names)
+
+    def marked_false(name: str) -> ResultsRun | None:
+        return next((run for run, leaf in pairs if run.hib(leaf, name) is False), None)
+
+    if metric:
+        name, filt = split_metric(metric)
+        if not any(metric_name(k) == name and (filt is None or _filter_of(k) == filt) for k in counts):
+            raise JaggedInputError(
+                f"{source}: metric {metric!r} not found for the selected leaves; available: "
+                f"{_listing(sorted(counts), 12)}")
+    elif "acc" in numeric:
+        name, filt = "acc", None
+    else:
+        candidates = [n for n in names if n in numeric and marked_false(n) is None]
+        if hib_known:
+            candidates = [n for n in candidates if any(run.hib(leaf, n) is True for run, leaf in pairs)]
+        if len(candidates) == 1:
+            name, filt = candidates[0], None
+        elif not candidates:
+            raise JaggedInputError(
+                f"{source}: no higher-is-better metric among {_listing(sorted(counts), 12)}; "
+                "jaggedness needs a score in [0, 1]")
+        else:
+            raise JaggedInputError(
+                f"{source}: several metrics ({_listing(candidates, 12)}); choose one with --metric NAME[,FILTER]")
+    bad = marked_false(name)
+    if bad is not None:
+        raise JaggedInputError(
+            f"{bad.path.name}: metric {name!r} is marked higher_is_better: false; 1 - value is not an error "
+            "rate, choose a score with --metric")
+    return name, filt
+
+
+def _leaf_key(run: ResultsRun, leaf: str, name: str, filt: str | None) -> str | None:
+    """The results key of ``name`` (and ``filt``) in one leaf's row; None when absent."""
+    keys = [k for k in metric_keys(run.rows.get(leaf, {}))
+            if metric_name(k) == name and (filt is None or _filter_of(k) == filt)]
+    if len(keys) <= 1:
+        return keys[0] if keys else None
+    preferred = [k for k in keys if _filter_of(k) == "none"]
+    if len(preferred) == 1:
+        return preferred[0]
+    raise JaggedInputError(f"{run.path.name}: leaf {leaf!r} has metric {name!r} under several filters "
+                           f"({', '.join(_filter_of(k) for k in keys)}); choose one with --metric NAME,FILTER")
+
+
+def _metric_label(keys: list[str]) -> str:
+    """``acc,none``, or ``exact_match (filter none for 7 leaves, get-answer for 17)``."""
+    distinct = list(dict.fromkeys(keys))
+    if len(distinct) == 1:
+        return distinct[0]
+    names = list(dict.fromkeys(metric_name(k) for k in keys))
+    parts = [f"{_filter_of(k) or 'no filter'} for {_plural(keys.count(k), 'leaf')}" for k in distinct]
+    return f"{'/'.join(names)} (filter {', '.join(parts)})"
+
+
+def _supersede(runs: list[ResultsRun], tasks: list[str]) -> tuple[dict[tuple[str, str], ResultsRun], list[str]]:
+    """Newest run per (model, task); describe the runs it replaces."""
+    winners: dict[tuple[str, str], ResultsRun] = {}
+    losers: dict[tuple[str, str], list[ResultsRun]] = {}
+    for task in tasks:
+        for run in runs:
+            if not run.holds(task):
+                continue
+            key = (run.model, task)
+            best = winners.get(key)
+            if best is None:
+                winners[key] = run
+                continue
+            newer = (run.timestamp, run.path.name) > (best.timestamp, best.path.name)
+            losers.setdefault(key, []).append(best if newer else run)
+            if newer:
+                winners[key] = run
+    notes = []
+    for key, old_runs in losers.items():
+        new = winners[key]
+        for old in sorted(old_runs, key=lambda r: r.timestamp):
+            notes.append(f"{old.path.name} ({key[0]}, task {key[1]}, {_iso(old.timestamp)}) superseded by "
+                         f"{new.path.name} ({_iso(new.timestamp)})")
+    return winners, notes
+
+
+def _limit_note(run: ResultsRun, leaves: list[str]) -> str | None:
+    """Describe a ``--limit`` run, or None when every item was scored."""
+    counts = [run.effective(leaf) for leaf in leaves]
+    known = [(e, o) for e, o in counts if not (math.isnan(e) or math.isnan(o))]
+    eff = sum(e for e, _ in known)
+    orig = sum(o for _, o in known)
+    reduced = any(e < o for e, o in known)
+    if not reduced and not (run.limit and not known):
+        return None
+    flag = f"lm-eval --limit {run.limit:g}" if run.limit else "lm-eval run on a subset"
+    if known:
+        return f"{flag}: {eff:.0f} of {orig:.0f} items scored"
+    return f"{flag} (item counts unknown)"
+
+
+def load_results(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
+                 model_name: str | None = None, **_: Any):
+    """Read lm-eval results files into a :class:`~jagged.loaders.Dataset`.
+
+    Parameters
+    ----------
+    parsed : list of jagged.evaluators.Parsed
+        Results files, already parsed.
+    source : str
+        Name used in messages (file or folder).
+    task : str, optional
+        Group (or comma-separated tasks) whose leaves are the domains; required when
+        the files hold several top-level tasks.
+    metric : str, optional
+        ``NAME[,FILTER]``; default ``acc,none`` when present, else the only
+        higher-is-better metric.
+    model_name : str, optional
+        Replaces the model name of every file.
+
+    Returns
+    -------
+    jagged.loaders.Dataset
+        ``format="lm-eval results"``; ``details`` holds task, metric, models, leaves,
+        limit flags, superseded files and group paths; ``model_notes`` the limit flags.
+
+    Warns
+    -----
+    JaggedWarning
+        Leaves with no usable value for the metric (``"N/A"``, NaN, missing); they are
+        left out and listed.
+    """
+    from jagged.loaders import Dataset
+
+    runs = [read_results(p.content, p.path, model_name=model_name) for p in parsed]
+    names = sorted({r.found_model for r in runs})
+    if model_name and len(names) > 1:
+        warnings.warn(f"--model-name {model_name!r} merges runs of {len(names)} models ({_listing(names)})",
+                      JaggedWarning, stacklevel=3)
+    label = runs[0].path.name if len(runs) == 1 else source
+    tasks = _select_tasks(runs, task, label)
+    winners, superseded = _supersede(runs, tasks)
+    # leaves of every (model, task), from the run that wins it
+    pairs: list[tuple[ResultsRun, str]] = []
+    paths: dict[str, tuple[str, ...]] = {}
+    for (model, name), run in winners.items():
+        for leaf, path in run.leaves(name):
+            if (run, leaf) not in pairs:
+                pairs.append((run, leaf))
+                paths.setdefault(leaf, path)
+    if not pairs:
+        raise JaggedInputError(f"{label}: task {', '.join(tasks)} has no leaf tasks")
+    name, filt = _choose_metric(pairs, metric, label)
+    shown_metric = name if filt is None else f"{name},{filt}"
+    categories = _category_map(paths, tasks)
+    records, unusable, used_keys = [], [], []
+    several_models = len({run.model for run, _ in pairs}) > 1
+    for run, leaf in pairs:
+        key = _leaf_key(run, leaf, name, filt)
+        raw = run.rows.get(leaf, {}).get(key) if key else None
+        value = _number(raw)
+        if value is None:
+            shown = "missing" if key is None else repr(raw)
+            unusable.append(f"{leaf} ({shown}{', ' + run.model if several_models else ''})")
+            continue
+        if not 0.0 <= value <= 1.0:
+            raise JaggedInputError(
+                f"{run.path.name}: metric {key!r} of {leaf!r} is {value:g}, outside [0, 1]; jaggedness needs "
+                "a score in [0, 1] (choose another with --metric)")
+        used_keys.append(key)
+        records.append({"model": run.model, "domain": leaf, "score": value,
+                        "n_items": run.effective(leaf)[0], "category": categories.get(leaf)})
+    if unusable:
+        warnings.warn(f"{label}: {_plural(len(unusable), 'leaf')} without a usable {shown_metric!r} value left "
+                      f"out: {_listing(unusable)}", JaggedWarning, stacklevel=3)
+    if not records:
+        raise JaggedInputError(f"{label}: no leaf of {', '.join(tasks)} has a usable {shown_metric!r} value")
+    scores = validate_scores(pd.DataFrame(records), label, line_offset=None)
+    used = list(dict.fromkeys(run for run, _ in pairs))
+    notes: dict[str, str] = {}
+    limits: list[str] = []
+    for run in used:
+        note = _limit_note(run, [leaf for r, leaf in pairs if r is run])
+        if note:
+            notes[run.model] = note if run.model not in notes else f"{notes[run.model]}; {note}"
+            limits.append(note if len(used) == 1 else f"{run.path.name} ({run.model}): {note}")
+    details: dict[str, Any] = {
+        "detected": f"lm-evaluation-harness results ({_plural(len(used), 'file')})",
+        "task": ", ".join(tasks),
+        "metric": _metric_label(used_keys),
+        "models": sorted({run.model for run in used}),
+        "leaves": list(paths),
+        "limit": limits or ("none" if any(run.n_samples for run in used) else "unknown (no n-samples)"),
+    }
+    if superseded:
+        details["superseded"] = superseded
+    if unusable:
+        details["left out"] = unusable
+    if len(used) > 1:
+        details["files"] = [run.path.name for run in used]
+    unused = [f"{run.path.name} (no task {', '.join(tasks)})" for run in runs
+              if not any(run.holds(t) for t in tasks)]
+    if unused:
+        details["not used"] = unused
+    details["group paths"] = {leaf: "/".join(path) for leaf, path in paths.items()}
+    structures = sorted({run.structure for run in used})
+    if structures != ["group_subtasks"]:
+        details["structure"] = ", ".join(s if s != "aliases" else "inferred from alias indentation"
+                                         for s in structures)
+    return Dataset(scores=scores, source=source, paths=[run.path for run in used], format="lm-eval results",
+                   model_notes=notes, details=details)
+
+
+# --------------------------------------------------------------------------------------
+# samples files
+
+
+@dataclass
+class SamplesRead:
+    """Item-level rows read from lm-eval samples files, before aggregation.
+
+    Attributes
+    ----------
+    items : pandas.DataFrame
+        ``model, domain, item, correct, category`` (item ids are ``task:doc_id`` when
+        several tasks are read, as doc ids restart in every task).
+    categories : dict
+        Domain to category (None when unknown).
+    paths : list of pathlib.Path
+        Samples files used.
+    model_notes : dict
+        Limit flags per model.
+    details : dict
+        Facts for ``jagged validate`` and the report.
+    """
+
+    items: pd.DataFrame
+    categories: dict[str, str | None]
+    paths: list[Path]
+    model_notes: dict[str, str]
+    details: dict[str, Any]
+
+
+def _field(record: Any, key: str) -> Any:
+    """``record[key]``, following dots into nested objects; raises KeyError when absent."""
+    if isinstance(record, dict) and key in record:
+        return record[key]
+    node = record
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(key)
+        node = node[part]
+    return node
+
+
+def _sibling_results(path: Path, stamp: str | None, cache: dict[Path, ResultsRun | None],
+                     model_name: str | None) -> ResultsRun | None:
+    """The results file written by the same run (same folder, same timestamp)."""
+    if not stamp:
+        return None
+    from jagged.evaluators import LMEVAL_RESULTS, parse_file
+
+    found = []
+    for candidate in sorted(path.parent.glob(f"*results_{stamp}.json")):
+        if candidate not in cache:
+            try:
+                parsed = parse_file(candidate, "json")
+                cache[candidate] = (read_results(parsed.content, candidate, model_name=model_name)
+                                    if parsed.kind == LMEVAL_RESULTS else None)
+            except JaggedInputError:
+                cache[candidate] = None
+        if cache[candidate] is not None:
+            found.append(cache[candidate])
+    models = {run.model for run in found}
+    return found[0] if len(models) == 1 else None
+
+
+def _samples_metric(records: list[dict[str, Any]], metric: str | None, sibling: ResultsRun | None,
+                    task: str, name: str) -> tuple[str, str | None]:
+    """(field, filter) of the samples metric: option, ``acc``, the results' metric, or the only one."""
+    present: dict[str, int] = {}
+    for record in records[:200]:
+        for key, value in record.items():
+            if key not in SAMPLE_RESERVED and not key.endswith("_stderr"):
+                present[key] = present.get(key, 0) + (_number(value) is not None)
+    if metric:
+        field_name, filt = split_metric(metric)
+        if field_name not in present:
+            raise JaggedInputError(f"{name}: no metric field {field_name!r} in the samples; found "
+                                   f"{_listing(sorted(present)) or 'none'}")
+        return field_name, filt
+    if "acc" in present and present["acc"]:
+        return "acc", None
+    if sibling is not None and sibling.rows.get(task):
+        keys = [k for k in metric_keys(sibling.rows[task]) if _number(sibling.rows[task][k]) is not None]
+        default = next((k for k in DEFAULT_METRICS if k in keys), None)
+        keys = [default] if default else [k for k in keys if sibling.hib(task, metric_name(k)) is not False]
+        if len(keys) == 1 and metric_name(keys[0]) in present:
+            field_name, filt = split_metric(keys[0])
+            return field_name, filt
+    numeric = [k for k, n in present.items() if n]
+    if len(numeric) == 1:
+        return numeric[0], None
+    raise JaggedInputError(f"{name}: cannot tell which field is the score ({_listing(numeric) or 'none'}); "
+                           "choose one with --metric NAME[,FILTER]")
+
+
+def _select_filter(records: list[dict[str, Any]], filt: str | None, name: str) -> list[dict[str, Any]]:
+    """Keep the records of one lm-eval filter (newer samples files have one line per filter)."""
+    if not any("filter" in r for r in records):
+        return records
+    filters = list(dict.fromkeys(str(r.get("filter")) for r in records))
+    if filt is None:
+        if len(filters) == 1:
+            return records
+        if "none" not in filters:
+            raise JaggedInputError(f"{name}: samples for several filters ({', '.join(filters)}); choose one with "
+                                   "--metric NAME,FILTER")
+        filt = "none"
+    kept = [r for r in records if str(r.get("filter")) == filt]
+    if not kept:
+        raise JaggedInputError(f"{name}: no samples for filter {filt!r}; found {', '.join(filters)}")
+    return kept
+
+
+def _sample_values(records: list[dict[str, Any]], field_name: str, name: str) -> list[float]:
+    values = []
+    for number, record in enumerate(records, start=1):
+        raw = record.get(field_name)
+        if isinstance(raw, bool):
+            raw = float(raw)
+        value = _number(raw)
+        if value is None:
+            if isinstance(raw, float) or raw is None:
+                values.append(math.nan)
+                continue
+            raise JaggedInputError(
+                f"{name}: metric {field_name!r} of doc_id {record.get('doc_id')!r} is {str(raw)[:40]!r}, not a "
+                "per-item score (corpus-level metrics such as f1 or bleu cannot be used item by item)")
+        if not 0.0 <= value <= 1.0:
+            raise JaggedInputError(f"{name}: metric {field_name!r} of doc_id {record.get('doc_id')!r} is {value:g}, "
+                                   "outside [0, 1]")
+        values.append(value)
+    return values
+
+
+def read_samples(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
+                 model_name: str | None = None, domain_key: str | None = None) -> SamplesRead:
+    """Read lm-eval samples files into an item-level table (``model, domain, item, correct``).
+
+    Parameters
+    ----------
+    parsed : list of jagged.evaluators.Parsed
+        Samples files, already parsed (a list of records each).
+    source : str
+        Name used in messages.
+    task : str, optional
+        Keep only samples of these tasks (comma-separated) or of the leaves of these
+        groups (known from the results file beside the samples).
+    metric : str, optional
+        ``NAME[,FILTER]``: the record field used as ``correct`` and, when records carry
+        a ``filter``, which filter's lines to keep. Default: ``acc``, else the metric the
+        results file beside it uses by default, else the only numeric field.
+    model_name : str, optional
+        Model name; by default the ``model_name`` of the results file with the same
+        timestamp in the same folder.
+    domain_key : str, optional
+        A field of ``doc`` (dotted for nested) whose value is the domain; default: the task.
+
+    Returns
+    -------
+    SamplesRead
+    """
+    cache: dict[Path, ResultsRun | None] = {}
+    wanted = [t.strip() for t in str(task).split(",") if t.strip()] if task else []
+    entries = []
+    for item in parsed:
+        path = item.path
+        match = SAMPLES_NAME.search(path.name)
+        name_task, stamp = (match["task"], match["ts"]) if match else (None, None)
+        sibling = _sibling_results(path, stamp, cache, model_name)
+        model = model_name or (sibling.model if sibling else None)
+        if not model:
+            raise JaggedInputError(f"{path.name}: cannot tell which model wrote these samples (no results_"
+                                   f"<timestamp>.json from the same run beside it); pass --model-name")
+        if name_task is None:
+            name_task = wanted[0] if len(wanted) == 1 else path.stem
+        stamp_value = parse_timestamp(stamp) if stamp else None
+        entries.append({"path": path, "records": item.content, "task": name_task, "model": model,
+                        "sibling": sibling, "stamp": stamp_value if stamp_value is not None else path.stat().st_mtime})
+    if wanted:
+        keep = set(wanted)
+        for entry in entries:
+            sib = entry["sibling"]
+            if sib is not None:
+                for name in wanted:
+                    if sib.holds(name):
+                        keep.update(leaf for leaf, _ in sib.leaves(name))
+        chosen = [e for e in entries if e["task"] in keep]
+        if not chosen:
+            found = sorted({e["task"] for e in entries})
+            raise JaggedInputError(f"{source}: no samples for task {task!r}; found samples of {_listing(found)}")
+        entries = chosen
+    # newest run per (model, task)
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    superseded = []
+    for entry in sorted(entries, key=lambda e: (e["stamp"], e["path"].name)):
+        key = (entry["model"], entry["task"])
+        if key in best:
+            old = best[key]
+            superseded.append(f"{old['path'].name} ({key[0]}, task {key[1]}, {_iso(old['stamp'])}) superseded by "
+                              f"{entry['path'].name} ({_iso(entry['stamp'])})")
+        best[key] = entry
+    frames, categories, metrics_used, notes, limits, paths = [], {}, {}, {}, [], []
+    several_tasks = len({t for _, t in best}) > 1
+    for (model, task_name), entry in best.items():
+        name = entry["path"].name
+        records = [r for r in entry["records"] if isinstance(r, dict)]
+        sibling = entry["sibling"]
+        field_name, filt = _samples_metric(records, metric, sibling, task_name, name)
+        if sibling is not None and sibling.hib(task_name, field_name) is False:
+            raise JaggedInputError(f"{sibling.path.name}: metric {field_name!r} is marked higher_is_better: false; "
+                                   "1 - value is not an error rate, choose a score with --metric")
+        records = _select_filter(records, filt, name)
+        metrics_used[field_name if not any("filter" in r for r in records)
+                     else f"{field_name},{records[0].get('filter')}"] = True
+        values = _sample_values(records, field_name, name)
+        ids = [r.get("doc_id") for r in records]
+        if len(set(map(str, ids))) != len(ids):
+            dup = pd.Series(list(map(str, ids))).duplicated()
+            raise JaggedInputError(f"{name}: doc_id {ids[int(dup.idxmax())]!r} appears twice")
+        if domain_key:
+            domains = []
+            for record in records:
+                try:
+                    value = _field(record.get("doc"), domain_key)
+                except KeyError:
+                    doc = record.get("doc")
+                    keys = _listing(sorted(map(str, doc)), 12) if isinstance(doc, dict) else "none"
+                    raise JaggedInputError(f"{name}: doc of doc_id {record.get('doc_id')!r} has no key "
+                                           f"{domain_key!r}; available keys: {keys}") from None
+                if isinstance(value, (dict, list)) or value is None or str(value).strip() == "":
+                    raise JaggedInputError(f"{name}: doc key {domain_key!r} of doc_id {record.get('doc_id')!r} is "
+                                           f"{str(value)[:40]!r}, not a domain name")
+                domains.append(str(value).strip())
+            for domain in set(domains):
+                if categories.get(domain, task_name) != task_name:
+                    raise JaggedInputError(f"{source}: domain {domain!r} ({domain_key}) occurs in tasks "
+                                           f"{categories[domain]} and {task_name}; choose one with --task")
+                categories[domain] = task_name
+        else:
+            domains = [task_name] * len(records)
+        # item ids must be unique across domains: doc_id restarts at 0 in every task
+        item_ids = [f"{task_name}:{i}" for i in ids] if several_tasks else [str(i) for i in ids]
+        frame = pd.DataFrame({"model": model, "domain": domains, "item": item_ids, "correct": values})
+        missing = frame["correct"].isna()
+        if missing.any():
+            warnings.warn(f"{name}: {_plural(int(missing.sum()), 'sample')} without a {field_name!r} value left out",
+                          JaggedWarning, stacklevel=3)
+            frame = frame[~missing.to_numpy()]
+        frames.append(frame)
+        paths.append(entry["path"])
+        if sibling is not None:
+            note = _limit_note(sibling, [task_name])
+            if note:
+                notes[model] = note
+                limits.append(note if len(best) == 1 else f"{name} ({model}): {note}")
+    if not domain_key:
+        paths_by_leaf: dict[str, tuple[str, ...]] = {}
+        for (model, task_name), entry in best.items():
+            sibling = entry["sibling"]
+            found_path = None
+            if sibling is not None:
+                for root in (wanted or sibling.roots):
+                    if sibling.holds(root):
+                        found_path = next((p for leaf, p in sibling.leaves(root) if leaf == task_name), None)
+                        if found_path:
+                            break
+            paths_by_leaf.setdefault(task_name, found_path or (task_name,))
+        roots = wanted or list(dict.fromkeys(p[0] for p in paths_by_leaf.values()))
+        categories = _category_map(paths_by_leaf, roots)
+    items = pd.concat(frames, ignore_index=True)
+    items["category"] = items["domain"].map(categories).astype(object)
+    items["category"] = items["category"].where(items["category"].notna(), None)
+    if items.empty:
+        raise JaggedInputError(f"{source}: the samples hold no scored items")
+    details: dict[str, Any] = {
+        "detected": f"lm-evaluation-harness samples ({_plural(len(paths), 'file')})",
+        "task": ", ".join(wanted) if wanted else ", ".join(dict.fromkeys(t for _, t in best)),
+        "metric": ", ".join(metrics_used),
+        "models": sorted({m for m, _ in best}),
+        "leaves": sorted(items["domain"].unique().tolist()),
+        "limit": limits or ("none" if any(e["sibling"] is not None for e in best.values())
+                            else "unknown (no results file beside the samples)"),
+    }
+    if superseded:
+        details["superseded"] = superseded
+    if domain_key:
+        details["domain key"] = domain_key
+    if len(paths) > 1:
+        details["files"] = [p.name for p in paths]
+    return SamplesRead(items=items.reset_index(drop=True), categories=categories, paths=paths,
+                       model_notes=notes, details=details)
+
+
+def load_samples(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
+                 model_name: str | None = None, domain_key: str | None = None, **_: Any):
+    """Read lm-eval samples files into an item-level :class:`~jagged.loaders.Dataset`.
+
+    The items are aggregated by :func:`jagged.items.dataset_from_items` (per-domain
+    score = mean of ``correct``, ``n_items`` = number of items), which keeps the item
+    table for the bootstrap. See :func:`read_samples` for the parameters.
+    """
+    from jagged import items as items_module
+
+    read = read_samples(parsed, source=source, task=task, metric=metric, model_name=model_name,
+                        domain_key=domain_key)
+    dataset = items_module.dataset_from_items(read.items, source=source, paths=read.paths, line_offset=None)
+    dataset.format = "lm-eval samples"
+    dataset.model_notes = {**dataset.model_notes, **read.model_notes}
+    dataset.details = {**read.details, **dataset.details}
+    return dataset
+
+
+__all__ = [
+    "ResultsRun", "SamplesRead", "load_results", "load_samples", "metric_keys",
+    "model_from_args", "parse_timestamp", "read_results", "read_samples", "split_metric",
+]

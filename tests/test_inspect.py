@@ -1,0 +1,260 @@
+"""Inspect logs: the two real .json logs in ../shared/data/inspect, .eval archives, variants."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import jagged
+from jagged.cli import main
+from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.inspect_logs import score_to_float
+
+
+def run_cli(*args: object) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def assert_bad_input(*args: object, fragments: tuple[str, ...] = ()) -> str:
+    code, out, err = run_cli(*args)
+    assert code == 2, (code, out, err)
+    assert "Traceback" not in err and "Traceback" not in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("jagged: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def real_log(shared_data: Path, fragment: str) -> Path:
+    found = [p for p in (shared_data / "inspect").glob("*.json") if fragment in p.name]
+    assert len(found) == 1
+    return found[0]
+
+
+LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+
+
+def independent_score(log: dict) -> float:
+    values = [LETTERS[next(iter(s["scores"].values()))["value"]] for s in log["samples"]]
+    return sum(values) / len(values)
+
+
+def test_security_guide_log_loads(shared_data):
+    path = real_log(shared_data, "security-guide")
+    log = json.loads(path.read_text())
+    dataset = jagged.load(path)
+    assert dataset.format == "Inspect log"
+    row = dataset.scores.iloc[0]
+    assert (str(row["model"]), str(row["domain"])) == ("openai/gpt-4o-mini", "security_guide")
+    assert row["score"] == pytest.approx(independent_score(log)) and row["score"] == 1.0
+    # the log's own accuracy agrees
+    assert row["score"] == pytest.approx(log["results"]["scores"][0]["metrics"]["accuracy"]["value"])
+    assert row["n_items"] == 3
+    assert dataset.items is not None and sorted(dataset.items["item"]) == ["1", "2", "3"]
+    assert dataset.details["metric"] == "model_graded_fact"
+    assert dataset.details["status"] == "success"
+
+
+def test_cancelled_log_is_refused_without_the_flag(shared_data):
+    path = real_log(shared_data, "popularity")
+    with pytest.raises(JaggedInputError, match="status is 'cancelled'"):
+        jagged.load(path)
+    assert_bad_input("validate", path, fragments=("status is 'cancelled'", "--allow-incomplete", path.name))
+
+
+def test_cancelled_log_loads_with_the_flag_and_is_noted(shared_data):
+    path = real_log(shared_data, "popularity")
+    log = json.loads(path.read_text())
+    dataset = jagged.load(path, allow_incomplete=True)
+    row = dataset.scores.iloc[0]
+    assert row["score"] == pytest.approx(independent_score(log)) and row["score"] == pytest.approx(2 / 3)
+    assert row["score"] == pytest.approx(log["results"]["scores"][0]["metrics"]["accuracy"]["value"])
+    assert dataset.model_notes["openai/gpt-4o-mini"] == "incomplete Inspect log (status cancelled)"
+    code, out, err = run_cli("validate", path, "--allow-incomplete")
+    assert code == 0 and "Inspect log format" in out and "status: cancelled" in out
+
+
+def test_folder_of_both_logs_gives_two_domains(shared_data):
+    dataset = jagged.load(shared_data / "inspect", allow_incomplete=True)
+    got = dict(zip(dataset.scores["domain"].astype(str), dataset.scores["score"]))
+    assert got == pytest.approx({"popularity": 2 / 3, "security_guide": 1.0})
+    # items are prefixed by their task: sample ids repeat across tasks
+    assert set(dataset.items["item"]) == {f"{t}:{i}" for t in ("popularity", "security_guide") for i in (1, 2, 3)}
+    code, out, err = run_cli("metrics", shared_data / "inspect", "--allow-incomplete")
+    table = pd.read_csv(io.StringIO(out))
+    assert table.loc[0, "macro_score"] == pytest.approx((2 / 3 + 1) / 2)
+    assert table.loc[0, "cv_error"] == pytest.approx(1.0)  # errors 1/3 and 0: sd 1/6, mean 1/6
+    assert "status cancelled" in table.loc[0, "note"]
+
+
+def test_domain_key_missing_lists_available_keys(shared_data):
+    path = real_log(shared_data, "popularity")
+    assert_bad_input("metrics", path, "--allow-incomplete", "--domain-key", "topic",
+                     fragments=("no metadata key 'topic'", "label_confidence", "nested.foo"))
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("C", 1.0), ("I", 0.0), ("P", 0.5), ("N", 0.0), (1, 1.0), (0.25, 0.25), (True, 1.0), ("yes", 1.0),
+    ("false", 0.0), ("0.75", 0.75), ("maybe", None), ([1], None), ({"a": 1}, None), (float("nan"), None),
+])
+def test_score_values(value, expected):
+    assert score_to_float(value) == expected
+
+
+# --- synthetic logs -----------------------------------------------------------------------
+
+
+def make_log(samples: list[dict], *, task: str = "quiz", model: str = "prov/model-x", status: str = "success",
+             created: str = "2025-05-12T20:28:26-04:00") -> dict:
+    return {"version": 2, "status": status,
+            "eval": {"task": task, "model": model, "created": created, "dataset": {"name": task}},
+            "plan": {}, "results": {"scores": []}, "stats": {}, "samples": samples}
+
+
+def sample(sid, value, *, epoch: int = 1, scorer: str = "match", metadata: dict | None = None, **extra) -> dict:
+    return {"id": sid, "epoch": epoch, "input": "q", "target": "a", "scores": {scorer: {"value": value}},
+            "metadata": metadata or {}, **extra}
+
+
+def write_json(path: Path, doc: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_epochs_are_averaged_and_letters_mapped(tmp_path):
+    samples = [sample(1, "C", epoch=1), sample(1, "I", epoch=2), sample(2, "P", epoch=1), sample(2, "P", epoch=2),
+               sample(3, "N", epoch=1), sample(3, 1, epoch=2)]
+    path = write_json(tmp_path / "log.json", make_log(samples))
+    dataset = jagged.load(path)
+    items = dict(zip(dataset.items["item"], dataset.items["correct"]))
+    assert items == {"1": 0.5, "2": 0.5, "3": 0.5}
+    assert dataset.scores.iloc[0]["score"] == pytest.approx(0.5)
+    assert dataset.scores.iloc[0]["n_items"] == 3
+    assert "2 epochs" in dataset.details["epochs"]
+
+
+def test_domain_key_from_metadata(tmp_path):
+    samples = [sample(1, "C", metadata={"subject": "law"}), sample(2, "I", metadata={"subject": "law"}),
+               sample(3, "C", metadata={"subject": "bio"}), sample(4, "C", metadata={"subject": "bio"}),
+               sample(5, "I", metadata={"subject": "art"})]
+    path = write_json(tmp_path / "log.json", make_log(samples))
+    dataset = jagged.load(path, domain_key="subject")
+    got = dict(zip(dataset.scores["domain"].astype(str), dataset.scores["score"]))
+    assert got == {"law": 0.5, "bio": 1.0, "art": 0.0}
+    samples[4]["metadata"] = {"topic": "art"}
+    path = write_json(tmp_path / "log2.json", make_log(samples))
+    assert_bad_input("metrics", path, "--domain-key", "subject",
+                     fragments=("sample 5", "no metadata key 'subject'", "subject, topic"))
+
+
+def test_several_scorers_need_a_choice(tmp_path):
+    samples = [sample(i, v) for i, v in enumerate("CIC")]
+    for s, extra in zip(samples, ["I", "I", "C"]):
+        s["scores"]["judge"] = {"value": extra}
+    path = write_json(tmp_path / "log.json", make_log(samples))
+    assert_bad_input("metrics", path, fragments=("several scorers (match, judge)", "--metric"))
+    assert jagged.load(path, metric="judge").scores.iloc[0]["score"] == pytest.approx(1 / 3)
+    assert jagged.load(path, metric="match").scores.iloc[0]["score"] == pytest.approx(2 / 3)
+    assert_bad_input("metrics", path, "--metric", "nope", fragments=("no scorer 'nope'",))
+
+
+def test_dict_valued_scores_need_a_key(tmp_path):
+    samples = [sample(i, {"accuracy": a, "style": st}) for i, (a, st) in enumerate([("C", 0.2), ("I", 0.4)])]
+    path = write_json(tmp_path / "log.json", make_log(samples))
+    assert_bad_input("metrics", path, fragments=("several values (accuracy, style)", "--metric match,KEY"))
+    assert jagged.load(path, metric="match,style").scores.iloc[0]["score"] == pytest.approx(0.3)
+
+
+def test_bad_values_are_errors_not_zeros(tmp_path):
+    path = write_json(tmp_path / "log.json", make_log([sample(1, "C"), sample(2, "excellent")]))
+    assert_bad_input("metrics", path, fragments=("sample 2", "'excellent'", "not a number"))
+    path = write_json(tmp_path / "log2.json", make_log([sample(1, "C"), sample(2, 7)]))
+    assert_bad_input("metrics", path, fragments=("score 7", "outside [0, 1]"))
+
+
+def test_unscored_and_errored_samples_are_left_out_with_a_warning(tmp_path):
+    samples = [sample(1, "C"), sample(2, "I"), {"id": 3, "epoch": 1, "scores": None, "error": {"message": "x"}}]
+    path = write_json(tmp_path / "log.json", make_log(samples))
+    with pytest.warns(JaggedWarning, match="1 sample without a match score"):
+        dataset = jagged.load(path)
+    assert dataset.scores.iloc[0]["n_items"] == 2
+
+
+def test_log_without_samples(tmp_path):
+    doc = make_log([])
+    path = write_json(tmp_path / "log.json", doc)
+    assert_bad_input("metrics", path, fragments=("holds no samples",))
+
+
+def test_newest_log_of_a_task_wins(tmp_path):
+    old = make_log([sample(1, "I"), sample(2, "I")], created="2025-01-01T00:00:00+00:00")
+    new = make_log([sample(1, "C"), sample(2, "I")], created="2025-02-01T00:00:00+00:00")
+    other = make_log([sample(1, "C"), sample(2, "C")], task="other", created="2024-01-01T00:00:00+00:00")
+    write_json(tmp_path / "logs" / "z_old.json", old)
+    write_json(tmp_path / "logs" / "a_new.json", new)
+    write_json(tmp_path / "logs" / "other.json", other)
+    dataset = jagged.load(tmp_path / "logs")
+    got = dict(zip(dataset.scores["domain"].astype(str), dataset.scores["score"]))
+    assert got == {"quiz": 0.5, "other": 1.0}
+    assert dataset.details["superseded"] == ["z_old.json (prov/model-x, task quiz) superseded by a_new.json"]
+
+
+def test_lmeval_and_inspect_in_one_folder_are_refused(tmp_path, shared_data):
+    write_json(tmp_path / "log.json", make_log([sample(1, "C")]))
+    lm = next((shared_data / "lmeval").glob("*Llama-3.1-8B*.json"))
+    (tmp_path / "results.json").write_bytes(lm.read_bytes())
+    assert_bad_input("metrics", tmp_path, fragments=("mixes lm-eval outputs", "Inspect logs"))
+
+
+# --- .eval archives ------------------------------------------------------------------------
+
+
+def write_eval(path: Path, log: dict, *, header: bool = True) -> Path:
+    """An Inspect .eval archive in the layout of inspect_ai's EvalRecorder."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        start = {"version": log["version"], "eval": log["eval"], "plan": log["plan"]}
+        archive.writestr("_journal/start.json", json.dumps(start))
+        for s in log["samples"]:
+            archive.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
+        if header:
+            archive.writestr("header.json", json.dumps({k: v for k, v in log.items() if k != "samples"}))
+    return path
+
+
+def test_eval_archive_reads_like_the_json_log(tmp_path, shared_data):
+    for fragment in ("security-guide", "popularity"):
+        log = json.loads(real_log(shared_data, fragment).read_text())
+        path = write_eval(tmp_path / f"{fragment}.eval", log)
+        from_json = jagged.load(real_log(shared_data, fragment), allow_incomplete=True)
+        from_eval = jagged.load(path, allow_incomplete=True)
+        pd.testing.assert_frame_equal(from_eval.scores, from_json.scores)
+        assert from_eval.format == "Inspect log"
+    log = json.loads(real_log(shared_data, "popularity").read_text())
+    assert_bad_input("metrics", tmp_path / "popularity.eval", fragments=("status is 'cancelled'",))
+
+
+def test_unfinished_eval_archive_has_status_started(tmp_path, shared_data):
+    log = copy.deepcopy(json.loads(real_log(shared_data, "security-guide").read_text()))
+    path = write_eval(tmp_path / "running.eval", log, header=False)
+    assert_bad_input("metrics", path, fragments=("status is 'started'",))
+    assert jagged.load(path, allow_incomplete=True).scores.iloc[0]["score"] == 1.0
+
+
+def test_zip_that_is_not_an_eval_log(tmp_path):
+    path = tmp_path / "other.eval"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("readme.txt", "hello")
+    assert_bad_input("metrics", path, fragments=("not an Inspect .eval log",))
+    (tmp_path / "broken.eval").write_bytes(b"PK\x03\x04garbage")
+    assert_bad_input("metrics", tmp_path / "broken.eval", fragments=("not a readable zip archive",))
