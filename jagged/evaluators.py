@@ -262,7 +262,8 @@ def load_directory(path: Path, **options: Any):
 
     Every ``.json``, ``.jsonl`` and ``.eval`` file below ``path`` is read and classified
     by content; JSON files that are no evaluator output are listed in
-    ``details["not used"]``.
+    ``details["not used"]``, and damaged ones (invalid JSON, e.g. a truncated results
+    file) are also named in a warning.
 
     Raises
     ------
@@ -273,13 +274,20 @@ def load_directory(path: Path, **options: Any):
     path = Path(path)
     parsed: list[Parsed] = []
     ignored: list[str] = []
+    damaged: list[str] = []
     for file in _candidates(path):
         try:
             parsed.append(parse_file(file))
         except JaggedInputError as exc:
             if file.suffix.lower() == ".eval":
                 raise
-            ignored.append(f"{file.relative_to(path)} ({str(exc).split(': ', 1)[-1]})")
+            reason = str(exc).split(": ", 1)[-1]
+            ignored.append(f"{file.relative_to(path)} ({reason})")
+            if "not valid JSON" in reason or "not UTF-8" in reason or "empty" in reason:
+                damaged.append(f"{file.relative_to(path)} ({reason})")
+    if damaged:
+        warnings.warn(f"{path.name}: {len(damaged)} damaged file(s) skipped: {'; '.join(damaged[:3])}"
+                      + (f" and {len(damaged) - 3} more" if len(damaged) > 3 else ""), JaggedWarning, stacklevel=2)
     if not parsed:
         shown = "; ".join(ignored[:3]) if ignored else "no .json, .jsonl or .eval files"
         raise JaggedInputError(f"{path}: no lm-eval or Inspect output found ({shown})")

@@ -81,3 +81,38 @@ def detail_text(key: str, value: object, limit: int = 5) -> str:
         shown = " | ".join(items[:limit])
         return shown + (f" | and {len(items) - limit} more" if len(items) > limit else "")
     return ""
+
+
+#: ``Dataset.details`` keys that record something the reader of a report should check.
+NOTE_KEYS: dict[str, str] = {
+    "limit": "limited run (--limit)",
+    "status": "incomplete log",
+    "superseded": "superseded by a newer run",
+    "left out": "leaf left out (no usable value)",
+    "not used": "file not used",
+}
+
+
+def evaluator_notes(dataset: Dataset) -> "pd.DataFrame":
+    """What an evaluator loader flagged, one row per remark (for the report).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        A loaded dataset.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``kind`` and ``detail``: ``--limit`` runs, incomplete Inspect logs,
+        superseded files, leaves left out and files not used, as listed in
+        ``dataset.details``. Empty when there is nothing to say (always for CSV input).
+    """
+    import pandas as pd
+
+    rows = []
+    for key, kind in NOTE_KEYS.items():
+        value = dataset.details.get(key)
+        if isinstance(value, (list, tuple)):
+            rows.extend((kind, str(v)) for v in value)
+    return pd.DataFrame(rows, columns=["kind", "detail"])

@@ -567,3 +567,30 @@ def test_python_api_errors_are_jagged_input_errors(tmp_path):
     path = write_json(tmp_path / "r.json", results_doc(GROUPS))
     with pytest.raises(JaggedInputError, match="no task or group 'nope'"):
         jagged.load(path, task="nope")
+
+
+def test_damaged_file_in_a_folder_is_skipped_with_a_warning(tmp_path):
+    write_json(tmp_path / "results_2025-01-01T00-00-00.000001.json", results_doc(GROUPS))
+    (tmp_path / "results_2024-01-01T00-00-00.000001.json").write_text('{"results": {"t_a": {"acc,none": 0.5')
+    with pytest.warns(JaggedWarning, match=r"1 damaged file\(s\) skipped: results_2024-01-01T00-00-00.000001.json"):
+        dataset = jagged.load(tmp_path)
+    assert len(dataset.scores) == 5
+    assert any("not valid JSON" in entry for entry in dataset.details["not used"])
+
+
+def test_limit_note_and_item_coverage_note_are_joined(shared_data):
+    from jagged.lmeval import merge_notes
+
+    assert merge_notes({"m": "a", "n": ""}, {"m": "b", "n": "c", "o": "d"}) == {"m": "a; b", "n": "c", "o": "d"}
+
+
+def test_evaluator_notes_for_the_report(shared_data, tmp_path):
+    from jagged.summary import evaluator_notes
+
+    notes = evaluator_notes(jagged.load(real_file(shared_data, "deprecated__results")))
+    assert notes.to_dict("records") == [{"kind": "limited run (--limit)",
+                                         "detail": "lm-eval --limit 10: 240 of 5761 items scored"}]
+    assert evaluator_notes(jagged.load(real_file(shared_data, "Llama-3.1-8B__results"))).empty
+    csv = tmp_path / "s.csv"
+    csv.write_text("model,domain,score\nA,x,0.5\nA,y,0.6\n")
+    assert evaluator_notes(jagged.load(csv)).empty
