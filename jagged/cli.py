@@ -185,5 +185,33 @@ def validate(scores: str, **kwargs: Any) -> None:
     click.echo(describe(dataset))
 
 
+@main.command()
+@click.argument("scores", type=str, required=False, default=None)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="reports/jaggedness_report.html",
+              show_default=True, help="The HTML report; the executed notebook is kept beside it as .ipynb.")
+@click.option("--title", type=str, default="Jaggedness report", show_default=True, help="Report title.")
+@click.option("--show-code", is_flag=True, help="Show the notebook's code cells (hidden by default).")
+@input_options
+@analysis_options
+@guarded
+def report(scores: str | None, output: str, title: str, show_code: bool, **kwargs: Any) -> None:
+    """Run the report notebook on SCORES (default: the bundled MMLU-Pro data) and write HTML.
+
+    Every input and analysis option reaches the notebook parameter of the same name. The
+    input is checked before the notebook runs. A failing run leaves an earlier report
+    untouched and keeps the failed notebook as OUTPUT.failed.ipynb (exit 1).
+    """
+    from jagged.report import ReportError, jaggedness_report
+
+    try:
+        path = jaggedness_report(scores, output, title=title, show_code=show_code, **kwargs)
+    except ReportError as exc:
+        if exc.ename == "JaggedInputError":
+            raise JaggedInputError(exc.evalue or str(exc)) from None
+        click.echo(f"jagged: report failed: {_one_line(str(exc))}", err=True)
+        sys.exit(EXIT_INTERNAL)
+    click.echo(f"wrote {path} (executed notebook: {path.with_suffix('.ipynb')})", err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

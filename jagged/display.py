@@ -1,0 +1,284 @@
+"""Show figures and tables in a notebook: PNG with alt text, escaped HTML tables.
+
+The report notebook calls these instead of relying on the inline backend, so that
+
+* every figure is one embedded PNG at a modest resolution, with its alt text in the
+  output metadata (``{"image/png": {"alt": ...}}``), where nbconvert's HTML templates
+  (and jagged's) read it for the ``<img alt>`` attribute;
+* every table is HTML with header cells (``<th>``) whose text, model and domain names
+  included, is always HTML-escaped, plus a plain-text twin for terminals and nbval.
+
+The output of these functions is deterministic (no random ids), so nbval can compare a
+table exactly.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+#: Resolution of embedded figures; with the plot sizes in :mod:`jagged.plots` a report
+#: of 30 models stays far below 2 MB.
+DEFAULT_DPI = 90
+NA_TEXT = "—"
+
+
+def _figure_of(obj: Any) -> Any:
+    """The matplotlib Figure behind an Axes or a Figure."""
+    figure = getattr(obj, "figure", None)
+    if figure is not None and hasattr(figure, "savefig"):
+        return figure
+    if hasattr(obj, "savefig"):
+        return obj
+    raise TypeError(f"expected a matplotlib Axes or Figure, not {type(obj).__name__}")
+
+
+def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI) -> bytes:
+    """Render an Axes' (or Figure's) figure to PNG bytes.
+
+    Parameters
+    ----------
+    obj : matplotlib.axes.Axes or matplotlib.figure.Figure
+        What to render.
+    dpi : int
+        Resolution.
+
+    Returns
+    -------
+    bytes
+        The PNG file.
+    """
+    buffer = io.BytesIO()
+    _figure_of(obj).savefig(buffer, format="png", dpi=dpi, facecolor="white",
+                            metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def figure_bundle(obj: Any, alt: str, *, dpi: int = DEFAULT_DPI) -> tuple[dict[str, str], dict[str, Any]]:
+    """The (data, metadata) pair of a figure's display output.
+
+    Parameters
+    ----------
+    obj : matplotlib.axes.Axes or matplotlib.figure.Figure
+        What to show.
+    alt : str
+        Text alternative: what the figure shows, for readers who cannot see it.
+    dpi : int
+        Resolution.
+
+    Returns
+    -------
+    data : dict
+        ``image/png`` (base64) and ``text/plain`` (the alt text).
+    metadata : dict
+        ``{"image/png": {"alt": alt, "width": ..., "height": ...}}``; width and height are
+        in CSS pixels, so the image keeps its size on high-density screens.
+    """
+    if not str(alt).strip():
+        raise ValueError("a figure needs alt text")
+    png = figure_png(obj, dpi=dpi)
+    width = int.from_bytes(png[16:20], "big")
+    height = int.from_bytes(png[20:24], "big")
+    data = {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": f"[figure: {alt}]"}
+    metadata = {"image/png": {"alt": str(alt), "width": width, "height": height}}
+    return data, metadata
+
+
+def show_figure(obj: Any, alt: str, *, dpi: int = DEFAULT_DPI, close: bool = True) -> None:
+    """Display a figure as an embedded PNG with alt text, then close it.
+
+    Parameters
+    ----------
+    obj : matplotlib.axes.Axes or matplotlib.figure.Figure
+        What to show (what the plot functions of :mod:`jagged.plots` return).
+    alt : str
+        Text alternative, stored in the output metadata for the HTML ``alt`` attribute.
+    dpi : int
+        Resolution.
+    close : bool
+        Close the figure afterwards, so the inline backend does not show it twice.
+    """
+    from IPython.display import display
+
+    figure = _figure_of(obj)
+    data, metadata = figure_bundle(figure, alt, dpi=dpi)
+    display(data, raw=True, metadata=metadata)
+    if close:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and bool(np.isnan(value)))
+
+
+def _cell_text(value: Any, spec: str | Callable[[Any], str] | None) -> str:
+    if callable(spec):
+        return spec(value)
+    if _is_missing(value):
+        return NA_TEXT
+    if spec:
+        return spec.format(value)
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.4f}"
+    return str(value)
+
+
+Format = str | Callable[[Any], str]
+
+
+def format_table(frame: pd.DataFrame, formats: Mapping[str, Format] | None = None) -> pd.DataFrame:
+    """Turn every cell into display text.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table.
+    formats : mapping, optional
+        Column → format spec (``"{:.3f}"``, applied to non-missing values) or callable
+        (applied to every value). Other columns: floats with 4 decimals, booleans as
+        yes/no. Missing values show as an em dash.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Same shape and column names (as strings), every cell a string.
+    """
+    formats = dict(formats or {})
+    out = {str(c): [_cell_text(v, formats.get(c)) for v in frame[c].tolist()] for c in frame.columns}
+    return pd.DataFrame(out, index=frame.index, columns=[str(c) for c in frame.columns])
+
+
+def table_html(frame: pd.DataFrame, *, caption: str | None = None,
+               formats: Mapping[str, Format] | None = None,
+               numeric: tuple[str, ...] | None = None, row_header: bool = True) -> str:
+    """An escaped HTML table with a header row of ``<th scope="col">`` cells.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table; its index is not shown.
+    caption : str, optional
+        Caption (escaped).
+    formats : mapping, optional
+        See :func:`format_table`.
+    numeric : tuple of str, optional
+        Columns to right-align; by default the numeric columns of ``frame``.
+    row_header : bool
+        Make each row's first cell a ``<th scope="row">`` (the model, domain, ... it is about).
+
+    Returns
+    -------
+    str
+        ``<table class="jagged-table">…</table>``; every header and cell text is escaped.
+    """
+    text = format_table(frame, formats)
+    if numeric is None:
+        numeric = tuple(str(c) for c in frame.columns
+                        if pd.api.types.is_numeric_dtype(frame[c].dtype)
+                        and not pd.api.types.is_bool_dtype(frame[c].dtype))
+    esc = html.escape
+    parts = ['<table class="jagged-table">']
+    if caption:
+        parts.append(f"<caption>{esc(caption)}</caption>")
+    parts.append("<thead><tr>")
+    parts.extend(f'<th scope="col">{esc(str(c))}</th>' for c in text.columns)
+    parts.append("</tr></thead><tbody>")
+    align = [' class="num"' if c in numeric else "" for c in text.columns]
+    for row in text.itertuples(index=False, name=None):
+        cells = [f"<td{a}>{esc(v)}</td>" for a, v in zip(align, row)]
+        if row_header and cells:
+            cells[0] = f'<th scope="row">{esc(row[0])}</th>'
+        parts.append(f"<tr>{''.join(cells)}</tr>")
+    parts.append("</tbody></table>")
+    return "\n".join(parts)
+
+
+def table_text(frame: pd.DataFrame, formats: Mapping[str, Format] | None = None) -> str:
+    """The plain-text twin of :func:`table_html` (same cell texts, aligned columns)."""
+    return format_table(frame, formats).to_string(index=False)
+
+
+def show_table(frame: pd.DataFrame, *, caption: str | None = None,
+               formats: Mapping[str, Format] | None = None) -> None:
+    """Display a table as escaped HTML with a plain-text twin (see :func:`table_html`)."""
+    from IPython.display import display
+
+    display({"text/html": table_html(frame, caption=caption, formats=formats),
+             "text/plain": table_text(frame, formats)}, raw=True)
+
+
+def show_text(text: str) -> None:
+    """Display a short paragraph of plain text (escaped) as HTML."""
+    from IPython.display import display
+
+    display({"text/html": f"<p>{html.escape(text)}</p>", "text/plain": text}, raw=True)
+
+
+# ---------------------------------------------------------------------------------------
+# The report's building blocks
+
+
+def show_dataset(dataset: Any) -> None:
+    """Show what was read: a facts table and a per-domain table.
+
+    Parameters
+    ----------
+    dataset : jagged.Dataset
+        A loaded dataset.
+    """
+    from jagged.overview import dataset_facts, domain_table
+
+    show_table(dataset_facts(dataset), caption="What was read")
+    show_table(domain_table(dataset.scores), caption="Domains", formats={"n_items": "{:.0f}"})
+
+
+#: Column formats of the per-model summary table.
+METRIC_FORMATS: dict[str, str] = {
+    "macro_score": "{:.4f}", "mean_error": "{:.4f}", "sd_error": "{:.4f}", "cv_error": "{:.4f}",
+}
+
+
+def show_metrics(table: pd.DataFrame, *, by: str = "cv_error") -> None:
+    """Show the per-model jaggedness table, most jagged first.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Output of :func:`jagged.analysis.metrics_table` (profile rows are reduced to one
+        row per model, see :func:`jagged.overview.per_model`).
+    by : str
+        Sort column (highest first; undefined values last).
+    """
+    from jagged.overview import ranked
+
+    rows = ranked(table, by)
+    show_table(rows, caption=f"Per-model jaggedness, sorted by {by} (highest first)", formats=METRIC_FORMATS)
+
+
+def show_extremes(table: pd.DataFrame) -> None:
+    """One sentence naming the most and the least jagged model.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A metrics table.
+    """
+    from jagged.overview import ranked
+
+    rows = ranked(table)
+    rows = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
+    if len(rows) < 2:
+        return
+    top, low = rows.iloc[0], rows.iloc[-1]
+    show_text(f"Most jagged: {top['model']} (cv_error {top['cv_error']:.3f}, macro score "
+              f"{top['macro_score']:.3f}). Least jagged: {low['model']} (cv_error {low['cv_error']:.3f}, "
+              f"macro score {low['macro_score']:.3f}).")
