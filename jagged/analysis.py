@@ -28,11 +28,14 @@ class AnalysisOptions:
     missing_weight : {"error", "zero"}
         What a score domain absent from a profile means.
     bootstrap : int
-        Bootstrap replicates for intervals (0: none).
+        Bootstrap replicates for intervals (0: none). The Python default is 0, so a
+        library call is fast, deterministic and adds no columns unless asked; the CLI
+        (``--bootstrap``) and the report notebook default to 2000.
     seed : int
-        Random seed for the bootstrap.
+        Random seed for the bootstrap (``numpy.random.default_rng(seed)``).
     ci : float
-        Interval level.
+        Interval level; 1 − ci is also the level of the equal-error test behind
+        ``noise_flag`` (see :func:`jagged.uncertainty.sampling_noise`).
     """
 
     weights: str | None = None
@@ -71,12 +74,22 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> p
         :func:`jagged.deployment.deployment_metrics` (``dep_score``, ``wedge``,
         ``wedge_bound``, ``sigma_w``, ``exposure_error_corr``, ``rank_macro``,
         ``rank_dep``) before ``note``; :func:`rank_table` gives the per-profile Kendall τ.
+        Always after ``cv_error``: ``cv_error_corrected``, ``noise_share``,
+        ``p_equal_error``, ``noise_flag`` (:func:`jagged.uncertainty.add_noise`; flagged
+        models say so in ``note``). With ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
+        after ``cv_error``, ``macro_score``, ``dep_score`` and ``wedge``, plus
+        ``interval_method`` and ``interval_note`` (:func:`jagged.uncertainty.add_intervals`).
     """
+    from jagged.uncertainty import add_intervals, add_noise
+
     options = options or AnalysisOptions()
-    table = jaggedness(dataset.scores)
+    table = add_noise(jaggedness(dataset.scores), dataset.scores, dataset.items, alpha=1.0 - options.ci)
     weights = profile_weights(dataset, options)
     if len(weights):
         table = add_deployment(table, dataset.scores, weights)
+    if options.bootstrap > 0:
+        table = add_intervals(table, dataset.scores, dataset.items, weights=weights, n_boot=options.bootstrap,
+                              seed=options.seed, ci=options.ci)
     return add_notes(table, dataset.model_notes)
 
 

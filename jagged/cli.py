@@ -86,6 +86,15 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def analysis_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options that say what to compute beyond the jaggedness penalty."""
+    func = click.option("--ci", "ci", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+                        show_default=True, metavar="LEVEL", help="Bootstrap interval level.")(func)
+    func = click.option("--seed", "seed", type=int, default=0, show_default=True, metavar="S",
+                        help="Random seed of the bootstrap (same seed, same intervals).")(func)
+    func = click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=2000, show_default=True,
+                        metavar="B",
+                        help="Bootstrap replicates for <stat>_lo/_hi intervals of cv_error, macro_score, "
+                             "dep_score, wedge (items resampled per domain, paired across models; "
+                             "binomial from n_items otherwise); 0: no intervals.")(func)
     func = click.option("--missing-weight", "missing_weight", type=click.Choice(["error", "zero"]),
                         default="error", show_default=True,
                         help="A score domain absent from a weights profile: an error, or no exposure.")(func)

@@ -1,0 +1,88 @@
+"""How sure are the jaggedness figures: a forest plot of cv_error with intervals.
+
+The input is the metrics table (:func:`jagged.analysis.metrics_table`), which carries
+``cv_error``, ``cv_error_corrected``, ``noise_flag`` and, with a bootstrap,
+``cv_error_lo`` / ``cv_error_hi``. The plot never computes a metric itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+RAW_COLOR = "#3b6ea8"
+CORRECTED_COLOR = "#c0504d"
+FLAGGED_COLOR = "0.55"
+
+
+def cv_forest(table: pd.DataFrame, *, sort: bool = True, ax: Axes | None = None) -> Axes:
+    """Forest plot: per model, the interval for the noise-free CV, the raw and the corrected CV.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Metrics table with ``model``, ``cv_error`` and ``cv_error_corrected``; optional
+        ``cv_error_lo`` / ``cv_error_hi`` (drawn as a line) and ``noise_flag`` (flagged
+        models drawn in grey, their names marked with "*"). Profile rows of the same
+        model are collapsed.
+    sort : bool
+        Sort models by corrected CV (largest at the top); else keep table order.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw (default: a new figure sized for the number of models).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Notes
+    -----
+    The interval is for the noise-free CV, so it is centred on the corrected value (the
+    diamond) and can lie left of the raw value (the circle) when sampling noise inflates
+    the raw CV. An interval reaching 0 means equal error in every domain cannot be
+    excluded.
+    """
+    needed = ("model", "cv_error", "cv_error_corrected")
+    missing = [c for c in needed if c not in table.columns]
+    if missing:
+        raise ValueError(f"metrics table lacks column(s) {', '.join(missing)}")
+    data = table.drop_duplicates("model")
+    if sort:
+        data = data.sort_values(["cv_error_corrected", "cv_error"], ascending=True, na_position="first")
+    n = len(data)
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(6.8, max(2.2, 0.26 * n + 1.3)), layout="constrained")
+    y = np.arange(n)
+    flagged = (data["noise_flag"].fillna(False).astype(bool).to_numpy() if "noise_flag" in data.columns
+               else np.zeros(n, dtype=bool))
+    has_interval = {"cv_error_lo", "cv_error_hi"} <= set(data.columns)
+    if has_interval:
+        lo = data["cv_error_lo"].to_numpy(dtype=float)
+        hi = data["cv_error_hi"].to_numpy(dtype=float)
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        colors = np.where(flagged, FLAGGED_COLOR, RAW_COLOR)
+        ax.hlines(y[ok], lo[ok], hi[ok], colors=colors[ok], lw=2.2, alpha=0.55, zorder=2,
+                  label="interval for the noise-free CV", gid="interval")
+    raw = data["cv_error"].to_numpy(dtype=float)
+    corrected = data["cv_error_corrected"].to_numpy(dtype=float)
+    ax.scatter(raw, y, s=26, facecolor="white", edgecolor=np.where(flagged, FLAGGED_COLOR, RAW_COLOR), lw=1.2,
+               zorder=3, label="cv_error (raw)", gid="raw")
+    ax.scatter(corrected, y, s=30, marker="D", color=np.where(flagged, FLAGGED_COLOR, CORRECTED_COLOR),
+               zorder=4, label="cv_error_corrected (noise removed)", gid="corrected")
+    names = [f"{m} *" if f else str(m) for m, f in zip(data["model"], flagged)]
+    ax.set_yticks(y, names, fontsize=7.5)
+    for tick, f in zip(ax.get_yticklabels(), flagged):
+        if f:
+            tick.set_color(FLAGGED_COLOR)
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.set_xlim(left=0)
+    ax.set_xlabel("jaggedness CV of domain error rates", fontsize=9)
+    title = "Jaggedness with sampling noise removed"
+    if flagged.any():
+        title += "\n(* grey: indistinguishable from sampling noise)"
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    ax.grid(axis="x", alpha=0.25)
+    return ax
