@@ -802,3 +802,74 @@ def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame
     out["interval_note"] = out["interval_note"].fillna("")
     rest = [c for c in out.columns if c not in ("interval_method", "interval_note", "note")]
     return out[rest + ["interval_method", "interval_note"] + (["note"] if "note" in out.columns else [])]
+
+
+# --------------------------------------------------------------------------- report text
+
+def noise_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-model noise and interval columns of a metrics table, for a report.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Output of :func:`jagged.analysis.metrics_table` (profile rows are collapsed).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model, highest ``cv_error_corrected`` first (undefined last):
+        ``model``, ``cv_error``, ``cv_error_corrected``, ``cv_error_lo``,
+        ``cv_error_hi`` (when present), ``noise_share``, ``p_equal_error`` and
+        ``noise_flag`` as ``"noise"`` or ``""``.
+    """
+    columns = ["model", "cv_error", "cv_error_corrected", "cv_error_lo", "cv_error_hi", "noise_share",
+               "p_equal_error", "noise_flag"]
+    rows = table.drop_duplicates("model").loc[:, [c for c in columns if c in table.columns]]
+    rows = rows.sort_values(["cv_error_corrected", "model"], ascending=[False, True], na_position="last",
+                            kind="mergesort").reset_index(drop=True)
+    if "noise_flag" in rows.columns:
+        rows["noise_flag"] = np.where(rows["noise_flag"].fillna(False).astype(bool), "noise", "")
+    return rows
+
+
+def uncertainty_statement(table: pd.DataFrame, *, n_boot: int, ci: float) -> str:
+    """One paragraph on where the intervals come from, or why there are none.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Output of :func:`jagged.analysis.metrics_table`.
+    n_boot : int
+        The bootstrap replicates asked for (0: none).
+    ci : float
+        The interval level.
+
+    Returns
+    -------
+    str
+    """
+    rows = table.drop_duplicates("model")
+    flagged = int(rows["noise_flag"].fillna(False).astype(bool).sum()) if "noise_flag" in rows else 0
+    unknown = int(rows["noise_share"].isna().sum()) if "noise_share" in rows else len(rows)
+    parts = []
+    if unknown == len(rows):
+        parts.append("Sampling noise cannot be assessed: the scores carry no n_items (items per domain), "
+                     "so neither noise_share nor the corrected CV can be computed.")
+    else:
+        parts.append(f"{flagged} of {len(rows)} models have jaggedness indistinguishable from sampling noise"
+                     + (f"; for {unknown} the noise is unknown (no n_items)" if unknown else "") + ".")
+    if n_boot <= 0 or "cv_error_lo" not in rows.columns:
+        parts.append("No intervals were computed (bootstrap = 0).")
+    else:
+        methods = sorted({m for m in rows["interval_method"] if m})
+        none = rows[rows["interval_note"] != ""]
+        if methods:
+            parts.append(f"Intervals: {ci:.0%} percentile intervals from {n_boot} replicates of a "
+                         f"{' and a '.join(methods)}.")
+        if len(none) == len(rows):
+            parts.append("No interval could be computed: the scores carry no n_items, so their sampling "
+                         "noise is unknown; give item counts or item-level results to get intervals.")
+        elif len(none):
+            parts.append(f"No interval for {len(none)} models without n_items: "
+                         f"{', '.join(map(str, none['model'].head(5)))}{' ...' if len(none) > 5 else ''}.")
+    return " ".join(parts)

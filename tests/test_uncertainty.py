@@ -269,6 +269,25 @@ def test_forest_plot(tmp_path):
     assert {a.get_gid() for a in ax.collections} >= {"interval", "raw", "corrected"}
     with pytest.raises(ValueError, match="cv_error_corrected"):
         cv_forest(table.drop(columns="cv_error_corrected"))
+    many = pd.DataFrame({"model": list("abcde"), "cv_error": [0.1, 0.2, 0.3, 0.4, 0.5],
+                         "cv_error_corrected": [0.1, 0.2, 0.3, 0.4, 0.5]})
+    ax = cv_forest(many, limit=3)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "d", "e"]
+    assert "2 middle models not shown" in ax.get_title(loc="left")
+
+
+def test_report_summary_and_statement(shared_data):
+    ds = jagged.load(shared_data / "mmlu_per_subject_lmeval_5shot.csv")
+    table = metrics_table(ds, AnalysisOptions(bootstrap=100))
+    summary = u.noise_summary(table)
+    assert summary["model"].iloc[0] == "llama-30B" and (summary["noise_flag"] == "noise").sum() == 16
+    assert summary["cv_error_corrected"].is_monotonic_decreasing
+    text = u.uncertainty_statement(table, n_boot=100, ci=0.95)
+    assert text.startswith("16 of 20 models have jaggedness indistinguishable from sampling noise.")
+    assert "95% percentile intervals from 100 replicates of a parametric binomial bootstrap" in text
+    bare = jagged.load(shared_data / "mmlu_hendrycks_readme_4categories.csv")
+    text = u.uncertainty_statement(metrics_table(bare, AnalysisOptions(bootstrap=100)), n_boot=100, ci=0.95)
+    assert "no n_items" in text and "No interval could be computed" in text
 
 
 # --- the simulation ---------------------------------------------------------------------------

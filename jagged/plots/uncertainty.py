@@ -16,7 +16,8 @@ CORRECTED_COLOR = "#c0504d"
 FLAGGED_COLOR = "0.55"
 
 
-def cv_forest(table: pd.DataFrame, *, sort: bool = True, ax: Axes | None = None) -> Axes:
+def cv_forest(table: pd.DataFrame, *, sort: bool = True, limit: int | None = None,
+              ax: Axes | None = None) -> Axes:
     """Forest plot: per model, the interval for the noise-free CV, the raw and the corrected CV.
 
     Parameters
@@ -28,6 +29,9 @@ def cv_forest(table: pd.DataFrame, *, sort: bool = True, ax: Axes | None = None)
         model are collapsed.
     sort : bool
         Sort models by corrected CV (largest at the top); else keep table order.
+    limit : int, optional
+        With more models than this, draw only the ``ceil(limit / 2)`` highest and
+        ``floor(limit / 2)`` lowest by corrected CV (the title says so).
     ax : matplotlib.axes.Axes, optional
         Where to draw (default: a new figure sized for the number of models).
 
@@ -47,6 +51,12 @@ def cv_forest(table: pd.DataFrame, *, sort: bool = True, ax: Axes | None = None)
     if missing:
         raise ValueError(f"metrics table lacks column(s) {', '.join(missing)}")
     data = table.drop_duplicates("model")
+    left_out = 0
+    if limit is not None and len(data) > limit:
+        by = data.sort_values(["cv_error_corrected", "cv_error"], ascending=False, na_position="last")
+        keep = by.index[:(limit + 1) // 2].append(by.index[len(by) - limit // 2:] if limit // 2 else by.index[:0])
+        left_out = len(data) - len(keep)
+        data = data.loc[data.index.isin(keep)]
     if sort:
         data = data.sort_values(["cv_error_corrected", "cv_error"], ascending=True, na_position="first")
     n = len(data)
@@ -80,6 +90,8 @@ def cv_forest(table: pd.DataFrame, *, sort: bool = True, ax: Axes | None = None)
     ax.set_xlim(left=0)
     ax.set_xlabel("jaggedness CV of domain error rates", fontsize=9)
     title = "Jaggedness with sampling noise removed"
+    if left_out:
+        title += f" ({left_out} middle models not shown)"
     if flagged.any():
         title += "\n(* grey: indistinguishable from sampling noise)"
     ax.set_title(title, fontsize=10, loc="left")
