@@ -141,7 +141,7 @@ def classify(path: Path, content: Any) -> str | None:
 
 def _describe_unknown(content: Any) -> str:
     if isinstance(content, dict):
-        keys = ", ".join(list(map(str, content))[:8])
+        keys = ", ".join(repr(k) for k in list(content)[:8])
         return f"a JSON object with keys {keys}" if keys else "an empty JSON object"
     if isinstance(content, list):
         return f"a JSON list of {len(content)} values"
@@ -220,6 +220,24 @@ def _dispatch(parsed: list[Parsed], *, source: str, options: dict[str, Any], ign
     return dataset
 
 
+def _one_line(func):
+    """Make sure every error message is one line, whatever names the files hold."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except JaggedInputError as exc:
+            text = str(exc)
+            if any(ch in text for ch in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+                raise JaggedInputError(" ".join(text.split())) from None
+            raise
+
+    return wrapper
+
+
+@_one_line
 def load_file(path: Path, kind: str, **options: Any):
     """Load one evaluator output file into a :class:`~jagged.loaders.Dataset`.
 
@@ -257,6 +275,7 @@ def handles_directory(path: Path) -> bool:
     return any(True for _ in _candidates(Path(path)))
 
 
+@_one_line
 def load_directory(path: Path, **options: Any):
     """Load a folder of evaluator outputs into a :class:`~jagged.loaders.Dataset`.
 

@@ -201,8 +201,10 @@ class InspectRun:
 
 
 def read_log(content: dict[str, Any], path: Path, *, model_name: str | None = None,
-             allow_incomplete: bool = False) -> InspectRun:
-    """Check an Inspect log's status and keep its samples.
+             allow_incomplete: bool = False, check: bool = True) -> InspectRun:
+    """Keep what jagged needs of an Inspect log and (unless ``check`` is False) check it.
+
+    See :func:`check_run` for the checks.
 
     Raises
     ------
@@ -212,21 +214,35 @@ def read_log(content: dict[str, Any], path: Path, *, model_name: str | None = No
     """
     spec = content.get("eval") or {}
     status = str(content.get("status") or "unknown")
-    if status != "success" and not allow_incomplete:
-        raise JaggedInputError(f"{path.name}: Inspect log status is {status!r}, not 'success'; pass "
-                               "--allow-incomplete to use the samples it has")
     samples = content.get("samples")
-    if not isinstance(samples, list) or not samples:
-        raise JaggedInputError(f"{path.name}: the Inspect log holds no samples (written with log_samples off?); "
-                               "jagged needs per-sample scores")
+    samples = samples if isinstance(samples, list) else []
     task = spec.get("task")
     model = model_name or spec.get("model")
     if not isinstance(task, str) or not task.strip():
         raise JaggedInputError(f"{path.name}: the Inspect log has no eval.task")
     if not isinstance(model, str) or not model.strip():
         raise JaggedInputError(f"{path.name}: the Inspect log has no eval.model; pass --model-name")
-    return InspectRun(path=path, task=task.strip(), model=model.strip(), status=status,
-                      created=_created(content, path), samples=[_slim(s) for s in samples if isinstance(s, dict)])
+    run = InspectRun(path=path, task=task.strip(), model=model.strip(), status=status,
+                     created=_created(content, path), samples=[_slim(s) for s in samples if isinstance(s, dict)])
+    if check:
+        check_run(run, allow_incomplete=allow_incomplete)
+    return run
+
+
+def check_run(run: InspectRun, *, allow_incomplete: bool = False) -> None:
+    """Refuse a log that did not finish (unless ``allow_incomplete``) or holds no samples.
+
+    Raises
+    ------
+    JaggedInputError
+        The message names the file and the status.
+    """
+    if run.status != "success" and not allow_incomplete:
+        raise JaggedInputError(f"{run.path.name}: Inspect log status is {run.status!r}, not 'success'; pass "
+                               "--allow-incomplete to use the samples it has")
+    if not run.samples:
+        raise JaggedInputError(f"{run.path.name}: the Inspect log holds no samples (written with log_samples "
+                               "off?); jagged needs per-sample scores")
 
 
 def _choose_scorer(run: InspectRun, metric: str | None) -> tuple[str, str | None]:
@@ -323,7 +339,7 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
     -------
     InspectRead
     """
-    runs = [read_log(p.content, p.path, model_name=model_name, allow_incomplete=allow_incomplete) for p in parsed]
+    runs = [read_log(p.content, p.path, model_name=model_name, check=False) for p in parsed]
     label = runs[0].path.name if len(runs) == 1 else source
     best: dict[tuple[str, str], InspectRun] = {}
     superseded = []
@@ -334,6 +350,8 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
             superseded.append(f"{old.path.name} ({run.model}, task {run.task}) superseded by {run.path.name}")
         best[key] = run
     runs = list(best.values())
+    for run in runs:  # superseded logs are not checked: a newer run replaces them
+        check_run(run, allow_incomplete=allow_incomplete)
     scorers = {id(run): _choose_scorer(run, metric) for run in runs}
     several_tasks = len({run.task for run in runs}) > 1
     rows, categories, unscored, notes, statuses, epochs = [], {}, [], {}, [], set()
@@ -425,4 +443,4 @@ def load_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
     return dataset
 
 
-__all__ = ["InspectRead", "InspectRun", "load_logs", "read_eval_archive", "read_log", "read_logs", "score_to_float"]
+__all__ = ["InspectRead", "InspectRun", "check_run", "load_logs", "read_eval_archive", "read_log", "read_logs", "score_to_float"]

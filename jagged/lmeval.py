@@ -211,7 +211,8 @@ class ResultsRun:
 
     def hib(self, task: str, name: str) -> bool | None:
         """``higher_is_better`` of a metric for a task, None when the file does not say."""
-        value = (self.higher_is_better.get(task) or {}).get(name)
+        entry = self.higher_is_better.get(task)
+        value = entry.get(name) if isinstance(entry, dict) else None
         return value if isinstance(value, bool) else None
 
     def effective(self, task: str) -> tuple[float, float]:
@@ -789,6 +790,9 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
     for (model, task_name), entry in best.items():
         name = entry["path"].name
         records = [r for r in entry["records"] if isinstance(r, dict)]
+        lacking = next((n for n, r in enumerate(records, start=1) if "doc_id" not in r), None)
+        if lacking is not None:
+            raise JaggedInputError(f"{name}: line {lacking} has no doc_id")
         sibling = entry["sibling"]
         field_name, filt = _samples_metric(records, metric, sibling, task_name, name)
         if sibling is not None and sibling.hib(task_name, field_name) is False:

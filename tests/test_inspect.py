@@ -258,3 +258,15 @@ def test_zip_that_is_not_an_eval_log(tmp_path):
     assert_bad_input("metrics", path, fragments=("not an Inspect .eval log",))
     (tmp_path / "broken.eval").write_bytes(b"PK\x03\x04garbage")
     assert_bad_input("metrics", tmp_path / "broken.eval", fragments=("not a readable zip archive",))
+
+
+def test_a_cancelled_run_superseded_by_a_finished_one_is_not_refused(tmp_path):
+    old = make_log([sample(1, "I")], status="cancelled", created="2025-01-01T00:00:00+00:00")
+    new = make_log([sample(1, "C"), sample(2, "C")], created="2025-02-01T00:00:00+00:00")
+    write_json(tmp_path / "old.json", old)
+    write_json(tmp_path / "new.json", new)
+    dataset = jagged.load(tmp_path)
+    assert dataset.scores.iloc[0]["score"] == 1.0 and not dataset.model_notes
+    # the other way round, the newest is the cancelled one and is refused
+    write_json(tmp_path / "old.json", dict(old, eval=dict(old["eval"], created="2025-03-01T00:00:00+00:00")))
+    assert_bad_input("metrics", tmp_path, fragments=("old.json", "status is 'cancelled'"))

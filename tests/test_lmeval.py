@@ -475,7 +475,7 @@ def test_file_name_timestamp_when_date_is_missing(tmp_path):
 
 def test_json_that_is_no_evaluator_output(tmp_path):
     path = write_json(tmp_path / "x.json", {"hello": 1, "world": [1, 2]})
-    assert_bad_input("metrics", path, fragments=("not an evaluator output", "hello"))
+    assert_bad_input("metrics", path, fragments=("not an evaluator output", "'hello'"))
     broken = tmp_path / "results_truncated.json"
     broken.write_text('{"results": {"a": {"acc,none": 0.5}')
     assert_bad_input("metrics", broken, fragments=("not valid JSON", "line 1"))
@@ -594,3 +594,51 @@ def test_evaluator_notes_for_the_report(shared_data, tmp_path):
     csv = tmp_path / "s.csv"
     csv.write_text("model,domain,score\nA,x,0.5\nA,y,0.6\n")
     assert evaluator_notes(jagged.load(csv)).empty
+
+
+def _paths(obj, prefix=()):
+    yield prefix
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from _paths(value, prefix + (key,))
+    elif isinstance(obj, list):
+        for index, value in enumerate(obj[:3]):
+            yield from _paths(value, prefix + (index,))
+
+
+def test_corrupted_real_files_give_one_line_errors_or_valid_scores(shared_data, tmp_path):
+    """Seeded structural corruption of the real files: never anything but JaggedInputError."""
+    import copy
+    import random
+
+    sources = [json.loads(p.read_text()) for p in sorted((shared_data / "lmeval").glob("*.json"))]
+    sources += [json.loads(p.read_text()) for p in sorted((shared_data / "inspect").glob("*.json"))]
+    junk = [None, 1, -1, 2.5, "x", "N/A", [], {}, [1, 2], {"a\nb": 1}, True, float("nan"), " "]
+    options = [{}, {"task": "mmlu"}, {"allow_incomplete": True}, {"metric": "acc"},
+               {"domain_key": "label_confidence", "allow_incomplete": True}]
+    rng = random.Random(20261129)
+    for case in range(300):
+        doc = copy.deepcopy(rng.choice(sources))
+        spots = [p for p in _paths(doc) if p]
+        for _ in range(rng.randint(1, 3)):
+            spot = rng.choice(spots)
+            try:
+                parent = doc
+                for key in spot[:-1]:
+                    parent = parent[key]
+                if rng.random() < 0.3 and isinstance(parent, dict):
+                    del parent[spot[-1]]
+                else:
+                    parent[spot[-1]] = rng.choice(junk)
+            except (KeyError, IndexError, TypeError):
+                pass
+        path = tmp_path / f"case{case % 7}.json"
+        path.write_text(json.dumps(doc))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                dataset = jagged.load(path, **rng.choice(options))
+        except JaggedInputError as exc:
+            assert str(exc) and "\n" not in str(exc)
+        else:
+            assert dataset.scores["score"].between(0, 1).all()
