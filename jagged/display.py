@@ -208,12 +208,26 @@ def table_text(frame: pd.DataFrame, formats: Mapping[str, Format] | None = None)
 
 
 def show_table(frame: pd.DataFrame, *, caption: str | None = None,
-               formats: Mapping[str, Format] | None = None) -> None:
-    """Display a table as escaped HTML with a plain-text twin (see :func:`table_html`)."""
+               formats: Mapping[str, Format] | None = None, collapsed: str | None = None) -> None:
+    """Display a table as escaped HTML with a plain-text twin (see :func:`table_html`).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table.
+    caption : str, optional
+        Caption.
+    formats : mapping, optional
+        See :func:`format_table`.
+    collapsed : str, optional
+        Put the table in a closed ``<details>`` element with this summary line.
+    """
     from IPython.display import display
 
-    display({"text/html": table_html(frame, caption=caption, formats=formats),
-             "text/plain": table_text(frame, formats)}, raw=True)
+    markup = table_html(frame, caption=caption, formats=formats)
+    if collapsed:
+        markup = f"<details><summary>{html.escape(collapsed)}</summary>\n{markup}\n</details>"
+    display({"text/html": markup, "text/plain": table_text(frame, formats)}, raw=True)
 
 
 def show_text(text: str) -> None:
@@ -282,3 +296,23 @@ def show_extremes(table: pd.DataFrame) -> None:
     show_text(f"Most jagged: {top['model']} (cv_error {top['cv_error']:.3f}, macro score "
               f"{top['macro_score']:.3f}). Least jagged: {low['model']} (cv_error {low['cv_error']:.3f}, "
               f"macro score {low['macro_score']:.3f}).")
+
+
+def show_error_matrix(scores: pd.DataFrame, table: pd.DataFrame, *, limit: int | None = None) -> None:
+    """The heatmap's numbers as a table (collapsed): error rate per model and domain.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table.
+    table : pandas.DataFrame
+        Metrics table, for the row order.
+    limit : int, optional
+        Keep only the most and least jagged models, as the heatmap does.
+    """
+    from jagged.overview import error_matrix
+
+    matrix = error_matrix(scores, table, limit=limit)
+    formats = {c: "{:.2f}" for c in matrix.columns if c != "model"}
+    show_table(matrix, caption="Error rate (1 − score) by model and domain", formats=formats,
+               collapsed="The heatmap's numbers as a table")

@@ -6,6 +6,8 @@ These only reshape and count; the metrics come from :mod:`jagged.metrics` and
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import pandas as pd
 
 from jagged.loaders import Dataset
@@ -54,6 +56,104 @@ def ranked(table: pd.DataFrame, by: str = "cv_error") -> pd.DataFrame:
     rows = per_model(table)
     return rows.sort_values([by, "model"], ascending=[False, True], na_position="last",
                             kind="mergesort").reset_index(drop=True)
+
+
+def model_order(metrics: pd.DataFrame, *, limit: int | None = None) -> tuple[list[str], int]:
+    """Models from most to least jagged, cut to a top/bottom form when there are many.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        Per-model table with ``model`` and ``cv_error``.
+    limit : int, optional
+        Keep at most this many models: the ``ceil(limit / 2)`` most and the
+        ``floor(limit / 2)`` least jagged. ``None`` keeps all.
+
+    Returns
+    -------
+    models : list of str
+        Model names, highest ``cv_error`` first; models whose ``cv_error`` is undefined
+        come last, by name.
+    cut : int
+        Position in ``models`` after which models were left out (0 when none were).
+
+    Notes
+    -----
+    Ties are broken by model name, so the order is deterministic.
+    """
+    if not {"model", "cv_error"} <= set(metrics.columns):
+        raise ValueError("metrics table needs columns model and cv_error")
+    ranked = per_model(metrics).sort_values(["cv_error", "model"], ascending=[False, True], na_position="last",
+                                 kind="mergesort")
+    models = ranked["model"].astype(str).tolist()
+    if limit is None or len(models) <= limit:
+        return models, 0
+    if limit < 2:
+        raise ValueError(f"limit must be at least 2, not {limit}")
+    head = (limit + 1) // 2
+    tail = limit - head
+    return models[:head] + models[len(models) - tail:], head
+
+
+def domain_order(errors: pd.DataFrame, order: str | Sequence[str] = "error") -> list[str]:
+    """Column order of the heatmap.
+
+    Parameters
+    ----------
+    errors : pandas.DataFrame
+        Models × domains error rates.
+    order : {"error", "name"} or sequence of str
+        ``"error"`` puts the domains with the lowest median error on the left, ``"name"``
+        sorts by name; a sequence is used as given.
+
+    Returns
+    -------
+    list of str
+    """
+    if not isinstance(order, str):
+        return [str(d) for d in order]
+    if order == "name":
+        return sorted(errors.columns.astype(str))
+    if order == "error":
+        median = errors.median(axis=0, skipna=True)
+        ranked = pd.DataFrame({"domain": errors.columns.astype(str), "median": median.to_numpy()})
+        return ranked.sort_values(["median", "domain"], kind="mergesort")["domain"].tolist()
+    raise ValueError(f"order must be 'error', 'name' or a list of domains, not {order!r}")
+
+
+def error_matrix(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, limit: int | None = None,
+                 order: str | Sequence[str] = "error") -> pd.DataFrame:
+    """Error rates ``1 - score`` as a models × domains table, in the heatmap's order.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table.
+    metrics : pandas.DataFrame, optional
+        Per-model table for the row order (most jagged first, see :func:`model_order`);
+        rows by name without it.
+    limit : int, optional
+        Keep only the most and least jagged models (see :func:`model_order`).
+    order : {"error", "name"} or sequence of str
+        Column order (see :func:`domain_order`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A ``model`` column, then one float column per domain; NaN where a model has no
+        score.
+    """
+    errors = 1.0 - scores.pivot_table(index="model", columns="domain", values="score", aggfunc="first",
+                                      observed=True)
+    errors.index = errors.index.astype(str)
+    errors.columns = errors.columns.astype(str)
+    if metrics is not None:
+        models = [m for m in model_order(metrics, limit=limit)[0] if m in errors.index]
+    else:
+        models = sorted(errors.index)
+    grid = errors.reindex(index=models, columns=domain_order(errors, order))
+    grid.columns.name = None
+    return grid.rename_axis("model").reset_index()
 
 
 def dataset_facts(dataset: Dataset) -> pd.DataFrame:

@@ -11,7 +11,8 @@ Large tables
 With many models a row per model stops being readable. ``limit`` switches the dispersion
 plot and the heatmap to a top/bottom form: the ``ceil(limit / 2)`` most jagged and the
 ``floor(limit / 2)`` least jagged models (by ``cv_error``), with a dashed rule where the
-others were left out. :func:`model_order` is the one place that choice is made.
+others were left out. :func:`jagged.overview.model_order` is the one place that choice is
+made (the report's error table uses it too).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.overview import per_model
+from jagged.overview import domain_order, error_matrix, model_order, per_model
 
 #: Colour of the per-domain points and of the heatmap's scale.
 POINT_COLOR = "#3b6ea8"
@@ -47,42 +48,6 @@ def _new_axes(width: float, height: float) -> Axes:
     return ax
 
 
-def model_order(metrics: pd.DataFrame, *, limit: int | None = None) -> tuple[list[str], int]:
-    """Models from most to least jagged, cut to a top/bottom form when there are many.
-
-    Parameters
-    ----------
-    metrics : pandas.DataFrame
-        Per-model table with ``model`` and ``cv_error``.
-    limit : int, optional
-        Keep at most this many models: the ``ceil(limit / 2)`` most and the
-        ``floor(limit / 2)`` least jagged. ``None`` keeps all.
-
-    Returns
-    -------
-    models : list of str
-        Model names, highest ``cv_error`` first; models whose ``cv_error`` is undefined
-        come last, by name.
-    cut : int
-        Position in ``models`` after which models were left out (0 when none were).
-
-    Notes
-    -----
-    Ties are broken by model name, so the order is deterministic.
-    """
-    _check_columns(metrics, ("model", "cv_error"), "metrics table")
-    ranked = per_model(metrics).sort_values(["cv_error", "model"], ascending=[False, True], na_position="last",
-                                 kind="mergesort")
-    models = ranked["model"].astype(str).tolist()
-    if limit is None or len(models) <= limit:
-        return models, 0
-    if limit < 2:
-        raise ValueError(f"limit must be at least 2, not {limit}")
-    head = (limit + 1) // 2
-    tail = limit - head
-    return models[:head] + models[len(models) - tail:], head
-
-
 def _separator(ax: Axes, cut: int, hidden: int) -> None:
     """Dashed rule between the most and least jagged models, with the count left out."""
     ax.axhline(cut - 0.5, color="0.4", linestyle="--", linewidth=0.8, gid="cut")
@@ -101,7 +66,7 @@ def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int 
     metrics : pandas.DataFrame
         Per-model table with ``model``, ``mean_error`` and ``cv_error``.
     limit : int, optional
-        Show only the most and least jagged models (see :func:`model_order`).
+        Show only the most and least jagged models (see :func:`jagged.overview.model_order`).
     jitter : float
         Vertical spread of a row's points, in row heights; deterministic (by domain), so
         a domain sits at the same height in every row.
@@ -150,32 +115,6 @@ def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int 
     return ax
 
 
-def domain_order(errors: pd.DataFrame, order: str | Sequence[str] = "error") -> list[str]:
-    """Column order of the heatmap.
-
-    Parameters
-    ----------
-    errors : pandas.DataFrame
-        Models × domains error rates.
-    order : {"error", "name"} or sequence of str
-        ``"error"`` puts the domains with the lowest median error on the left, ``"name"``
-        sorts by name; a sequence is used as given.
-
-    Returns
-    -------
-    list of str
-    """
-    if not isinstance(order, str):
-        return [str(d) for d in order]
-    if order == "name":
-        return sorted(errors.columns.astype(str))
-    if order == "error":
-        median = errors.median(axis=0, skipna=True)
-        ranked = pd.DataFrame({"domain": errors.columns.astype(str), "median": median.to_numpy()})
-        return ranked.sort_values(["median", "domain"], kind="mergesort")["domain"].tolist()
-    raise ValueError(f"order must be 'error', 'name' or a list of domains, not {order!r}")
-
-
 def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, limit: int | None = None,
                   order: str | Sequence[str] = "error", annotate: bool | None = None,
                   ax: Axes | None = None) -> Axes:
@@ -189,9 +128,9 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
         Per-model table with ``model`` and ``cv_error``, for the row order (and ``limit``);
         without it rows are sorted by name.
     limit : int, optional
-        Show only the most and least jagged models (see :func:`model_order`).
+        Show only the most and least jagged models (see :func:`jagged.overview.model_order`).
     order : {"error", "name"} or sequence of str
-        Column order (see :func:`domain_order`).
+        Column order (see :func:`jagged.overview.domain_order`).
     annotate : bool, optional
         Write each cell's error rate in it; by default when the grid has at most
         ``ANNOTATE_MAX_CELLS`` cells.
@@ -202,20 +141,14 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
     -------
     matplotlib.axes.Axes
         The grid is the Axes' only image (``ax.images[0]``, gid ``"errors"``); its array
-        holds ``1 - score`` with missing (model, domain) pairs masked and drawn grey.
+        holds ``1 - score`` with missing (model, domain) pairs masked and drawn grey, in
+        the rows and columns of :func:`jagged.overview.error_matrix`.
     """
     _check_columns(scores, ("model", "domain", "score"), "score table")
-    errors = (1.0 - scores.pivot_table(index="model", columns="domain", values="score", aggfunc="first",
-                                       observed=True))
-    errors.index = errors.index.astype(str)
-    errors.columns = errors.columns.astype(str)
-    if metrics is not None:
-        models, cut = model_order(metrics, limit=limit)
-        models = [m for m in models if m in errors.index]
-    else:
-        models, cut = sorted(errors.index), 0
-    columns = domain_order(errors, order)
-    grid = errors.reindex(index=models, columns=columns)
+    table = error_matrix(scores, metrics, limit=limit, order=order)
+    grid = table.set_index("model")
+    models, columns = grid.index.tolist(), grid.columns.tolist()
+    cut = model_order(metrics, limit=limit)[1] if metrics is not None else 0
     n_rows, n_cols = grid.shape
     if ax is None:
         ax = _new_axes(min(2.4 + 0.42 * n_cols, 16.0), 1.2 + 0.24 * n_rows)
@@ -261,7 +194,8 @@ def _label_positions(points: np.ndarray, labels: Sequence[str], fontsize: float,
     height_px = 1.15 * fontsize * pt
     candidates = [(4, 0, "left"), (-4, 0, "right"), (3, 7, "left"), (-3, 7, "right"), (3, -7, "left"),
                   (-3, -7, "right"), (0, 9, "center"), (0, -9, "center"), (4, 14, "left"), (-4, 14, "right"),
-                  (4, -14, "left"), (-4, -14, "right")]
+                  (4, -14, "left"), (-4, -14, "right"), (8, 21, "left"), (-8, 21, "right"), (8, -21, "left"),
+                  (-8, -21, "right")]
     radius = 2.5 * pt
     boxes = np.empty((0, 4))
     dots = np.column_stack([points[:, 0] - radius, points[:, 1] - radius,
@@ -346,8 +280,11 @@ def cv_vs_macro(metrics: pd.DataFrame, *, label: bool | int = True, ax: Axes | N
         offsets = _label_positions(display, [names[i] for i in chosen], fontsize, ax.figure.dpi,
                                    tuple(ax.bbox.extents))
         for i, (dx, dy, ha) in zip(chosen, offsets):
+            far = abs(dy) > 10  # a leader line tells which point a distant label belongs to
             ax.annotate(names[i], (x[i], y[i]), xytext=(dx, dy), textcoords="offset points", ha=ha,
-                        va="center", fontsize=fontsize, color="0.2", gid="model-label")
+                        va="center", fontsize=fontsize, color="0.2", gid="model-label",
+                        arrowprops={"arrowstyle": "-", "color": "0.6", "linewidth": 0.5,
+                                    "shrinkA": 0, "shrinkB": 2} if far else None)
     dropped = len(metrics) - len(defined)
     title = "Jaggedness against overall level"
     if dropped:

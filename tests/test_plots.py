@@ -1,0 +1,201 @@
+"""Dispersion plots: assert on the drawn artists (points, labels, order), not on pixels.
+
+Expected values are computed here independently of jagged (numpy on the raw CSV).
+"""
+
+from __future__ import annotations
+
+import csv
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.text import Text
+
+import jagged
+from jagged.plots import dispersion
+from conftest import BUNDLED
+
+
+@pytest.fixture(scope="module")
+def raw() -> dict[str, dict[str, float]]:
+    """model -> domain -> score, read with the csv module."""
+    out: dict[str, dict[str, float]] = {}
+    with open(BUNDLED, newline="") as handle:
+        for row in csv.DictReader(handle):
+            out.setdefault(row["model"], {})[row["domain"]] = float(row["score"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def expected_cv(raw) -> dict[str, float]:
+    cv = {}
+    for model, by_domain in raw.items():
+        e = 1.0 - np.array(list(by_domain.values()))
+        cv[model] = float(np.sqrt(((e - e.mean()) ** 2).mean()) / e.mean())
+    return cv
+
+
+@pytest.fixture(scope="module")
+def data():
+    dataset = jagged.load()
+    return dataset.scores, jagged.jaggedness(dataset.scores)
+
+
+def _collection(ax, gid):
+    found = [c for c in ax.collections if c.get_gid() == gid]
+    assert len(found) == 1, f"expected one collection with gid {gid}"
+    return found[0]
+
+
+def _tick_labels(ax, axis="y"):
+    ticks = ax.get_yticklabels() if axis == "y" else ax.get_xticklabels()
+    return [t.get_text() for t in ticks]
+
+
+def test_dispersion_rows_are_models_most_jagged_first(data, expected_cv):
+    scores, metrics = data
+    ax = dispersion.error_dispersion(scores, metrics)
+    labels = _tick_labels(ax)
+    assert labels == sorted(expected_cv, key=lambda m: -expected_cv[m])
+    assert ax.yaxis_inverted()  # first label at the top
+
+
+def test_dispersion_draws_one_point_per_domain_score(data, raw):
+    scores, metrics = data
+    ax = dispersion.error_dispersion(scores, metrics)
+    points = _collection(ax, "domain-errors").get_offsets()
+    assert len(points) == sum(len(v) for v in raw.values()) == 406
+    labels = _tick_labels(ax)
+    # each point's row (nearest integer y) is its model; its x the error 1 - score
+    for model_index, model in enumerate(labels):
+        in_row = np.sort(points[np.abs(points[:, 1] - model_index) < 0.5, 0])
+        expected = np.sort(1.0 - np.array(list(raw[model].values())))
+        np.testing.assert_allclose(in_row, expected, rtol=0, atol=1e-12)
+
+
+def test_dispersion_marks_each_models_mean_error(data, raw):
+    scores, metrics = data
+    ax = dispersion.error_dispersion(scores, metrics)
+    means = _collection(ax, "mean-error").get_offsets()
+    labels = _tick_labels(ax)
+    assert len(means) == len(labels) == 29
+    expected = [1.0 - np.mean(list(raw[m].values())) for m in labels]
+    np.testing.assert_allclose(means[:, 0], expected, atol=1e-12)
+    np.testing.assert_allclose(means[:, 1], np.arange(29))
+    cv_texts = [t.get_text() for t in ax.texts if t.get_gid() == "cv-label"]
+    assert len(cv_texts) == 29 and cv_texts[0].startswith("CV ")
+
+
+def test_dispersion_limit_keeps_most_and_least_jagged(data, expected_cv):
+    scores, metrics = data
+    ax = dispersion.error_dispersion(scores, metrics, limit=7)
+    ranked = sorted(expected_cv, key=lambda m: -expected_cv[m])
+    assert _tick_labels(ax) == ranked[:4] + ranked[-3:]
+    assert len(_collection(ax, "domain-errors").get_offsets()) == 7 * 14
+    cut = [line for line in ax.lines if line.get_gid() == "cut"]
+    assert len(cut) == 1 and cut[0].get_ydata()[0] == pytest.approx(3.5)
+    assert any("22 models not shown" in t.get_text() for t in ax.texts)
+
+
+def test_dispersion_undefined_cv_last_and_profile_rows_collapsed(data):
+    scores, _ = data
+    perfect = pd.DataFrame({"model": "perfect", "domain": ["biology", "law"], "score": [1.0, 1.0],
+                            "n_items": np.nan, "category": None})
+    table = pd.concat([scores.astype({"model": str, "domain": str, "category": object}), perfect],
+                      ignore_index=True)
+    metrics = jagged.jaggedness(table)
+    # a metrics table with one row per profile x model (as with --weights) gives each model once
+    doubled = pd.concat([metrics.assign(profile="a"), metrics.assign(profile="b")], ignore_index=True)
+    ax = dispersion.error_dispersion(table, doubled)
+    labels = _tick_labels(ax)
+    assert len(labels) == 30 == len(set(labels))
+    assert labels[-1] == "perfect"
+
+
+def test_dispersion_draws_on_given_axes(data):
+    scores, metrics = data
+    fig, ax = plt.subplots()
+    assert dispersion.error_dispersion(scores, metrics, ax=ax) is ax
+    assert dispersion.error_heatmap(scores, metrics, ax=fig.add_subplot(2, 1, 2)) is not ax
+
+
+def test_heatmap_array_is_error_in_label_order(data, raw, expected_cv):
+    scores, metrics = data
+    ax = dispersion.error_heatmap(scores, metrics)
+    (image,) = ax.images
+    assert image.get_gid() == "errors"
+    rows, cols = _tick_labels(ax), _tick_labels(ax, "x")
+    assert rows == sorted(expected_cv, key=lambda m: -expected_cv[m])
+    grid = np.ma.getdata(image.get_array())
+    expected = np.array([[1.0 - raw[m][d] for d in cols] for m in rows])
+    np.testing.assert_allclose(grid, expected, atol=1e-12)
+    medians = np.median(expected, axis=0)
+    assert np.all(np.diff(medians) >= 0)  # easiest domains on the left
+    assert image.get_clim() == (0.0, 1.0)
+
+
+def test_heatmap_masks_missing_pairs_and_annotates_small_grids(data):
+    scores, _ = data
+    small = scores[scores["model"].astype(str).isin(["Yi-6B", "gemma-7b", "Llama-2-7b-hf"])]
+    small = small[~((small["model"] == "Yi-6B") & (small["domain"] == "law"))]
+    ax = dispersion.error_heatmap(small, jagged.jaggedness(small), order="name")
+    grid = ax.images[0].get_array()
+    rows, cols = _tick_labels(ax), _tick_labels(ax, "x")
+    assert cols == sorted(cols)
+    mask = np.ma.getmaskarray(grid)
+    assert mask.sum() == 1 and mask[rows.index("Yi-6B"), cols.index("law")]
+    labels = [t for t in ax.texts if t.get_gid() == "cell-label"]
+    assert len(labels) == 3 * 14 - 1
+    big = dispersion.error_heatmap(scores, None)
+    assert not [t for t in big.texts if t.get_gid() == "cell-label"]  # 406 cells > ANNOTATE_MAX_CELLS
+    assert _tick_labels(big) == sorted(_tick_labels(big))  # no metrics: rows by name
+
+
+def test_cv_vs_macro_points_and_labels(data, raw, expected_cv):
+    _, metrics = data
+    ax = dispersion.cv_vs_macro(metrics)
+    points = _collection(ax, "models").get_offsets()
+    labels = [t for t in ax.texts if t.get_gid() == "model-label"]
+    assert sorted(t.get_text() for t in labels) == sorted(raw)
+    by_label = {t.get_text(): t.xy for t in labels}
+    for model, (x, y) in by_label.items():
+        assert x == pytest.approx(np.mean(list(raw[model].values())), abs=1e-12)
+        assert y == pytest.approx(expected_cv[model], abs=1e-12)
+    assert len(points) == 29
+
+
+def test_cv_vs_macro_labels_do_not_overlap(data):
+    _, metrics = data
+    ax = dispersion.cv_vs_macro(metrics)
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [Text.get_window_extent(t, renderer) for t in ax.texts if t.get_gid() == "model-label"]
+    overlapping = [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+                   if boxes[i].overlaps(boxes[j])]
+    assert len(overlapping) <= 1
+
+
+def test_cv_vs_macro_leaves_out_undefined_cv_and_labels_extremes_when_many():
+    rng = np.random.default_rng(1)
+    metrics = pd.DataFrame({"model": [f"m{i:02d}" for i in range(60)],
+                            "macro_score": rng.uniform(0.2, 0.8, 60),
+                            "cv_error": rng.uniform(0.1, 0.4, 60)})
+    metrics.loc[0, "cv_error"] = np.nan
+    ax = dispersion.cv_vs_macro(metrics)
+    assert len(_collection(ax, "models").get_offsets()) == 59
+    labelled = {t.get_text() for t in ax.texts if t.get_gid() == "model-label"}
+    ranked = metrics.dropna().sort_values("cv_error", ascending=False)["model"].tolist()
+    assert labelled == set(ranked[:5] + ranked[-5:])
+    assert "1 model without a defined CV" in ax.get_title(loc="left")
+    assert not [t for t in dispersion.cv_vs_macro(metrics, label=False).texts if t.get_gid() == "model-label"]
+
+
+def test_plots_reject_tables_without_needed_columns(data):
+    scores, metrics = data
+    with pytest.raises(ValueError, match="mean_error"):
+        dispersion.error_dispersion(scores, metrics.drop(columns="mean_error"))
+    with pytest.raises(ValueError, match="limit must be at least 2"):
+        dispersion.error_dispersion(scores, metrics, limit=1)
