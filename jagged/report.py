@@ -368,7 +368,10 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
     ipynb_path = html_path.with_suffix(".ipynb")
     failed_path = _failed_path(html_path)
     workdir = Path(tempfile.mkdtemp(prefix=f".{html_path.stem[:40]}.", dir=html_path.parent))
-    # The kernel runs in another process; prepare the renderer meanwhile.
+    # The kernel runs in another process; prepare the renderer meanwhile. papermill is
+    # imported first so the two threads do not import the same modules at once.
+    import papermill  # noqa: F401
+
     warm = threading.Thread(target=_warm_exporter, args=(show_code,), daemon=True)
     warm.start()
     try:

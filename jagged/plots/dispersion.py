@@ -52,7 +52,8 @@ def _separator(ax: Axes, cut: int, hidden: int) -> None:
     """Dashed rule between the most and least jagged models, with the count left out."""
     ax.axhline(cut - 0.5, color="0.4", linestyle="--", linewidth=0.8, gid="cut")
     ax.text(0.99, cut - 0.5, f"{hidden} models not shown", transform=ax.get_yaxis_transform(),
-            ha="right", va="bottom", fontsize=7, color="0.3")
+            ha="right", va="bottom", fontsize=7, color="0.3",
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0, "alpha": 0.85})
 
 
 def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | None = None,
