@@ -200,6 +200,9 @@ def validate(scores: str, **kwargs: Any) -> None:
               show_default=True, help="The HTML report; the executed notebook is kept beside it as .ipynb.")
 @click.option("--title", type=str, default="Jaggedness report", show_default=True, help="Report title.")
 @click.option("--show-code", is_flag=True, help="Show the notebook's code cells (hidden by default).")
+@click.option("--focus-model", "focus_model", type=str, default="", metavar="MODEL",
+              help="Model for the exposure and drift-bound plots of the task-mix section "
+                   "(default: the top-ranked by macro score).")
 @input_options
 @analysis_options
 @guarded

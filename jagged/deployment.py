@@ -365,3 +365,96 @@ def drift_bound_curve(sd_error: float, n_domains: int, num: int = 101) -> pd.Dat
     top = np.sqrt(n_domains - 1.0) / n_domains
     sigma = np.linspace(0.0, top, num)
     return pd.DataFrame({"sigma_w": sigma, "max_abs_wedge": n_domains * sigma * float(sd_error)})
+
+
+def focus_model(table: pd.DataFrame, model: str = "") -> str:
+    """The model a report looks at closely: ``model`` if given, else the top-ranked one.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A metrics table with ``model`` and ``macro_score``.
+    model : str
+        A model name, or "" for the model with the highest macro score (ties: first by
+        name).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    JaggedInputError
+        When ``model`` is not in the table.
+    """
+    names = pd.unique(table["model"]).tolist()
+    if model:
+        if model not in names:
+            raise JaggedInputError(f"focus model {model!r} is not in the scores (models: {_listing(names, 8)})")
+        return model
+    rows = table.drop_duplicates("model").sort_values(["macro_score", "model"], ascending=[False, True],
+                                                      na_position="last", kind="mergesort")
+    return str(rows["model"].iloc[0])
+
+
+def rank_change_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Macro rank and, per profile, deployment rank and its change, one row per model.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A metrics table with ``model``, ``profile``, ``macro_score``, ``rank_macro``,
+        ``rank_dep``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, ``macro_score``, ``macro rank`` (over every model with a macro score),
+        then for each profile ``<profile> rank`` (its ``rank_dep``) and ``<profile> change``
+        (``rank_macro − rank_dep`` within that profile: positive = moves up). Sorted by
+        macro rank, then name. Nullable integers; missing where a model has no dep_score.
+    """
+    per_model = table.drop_duplicates("model")[["model", "macro_score"]]
+    macro_rank = per_model["macro_score"].rank(method="min", ascending=False).astype("Int64")
+    out = per_model.assign(**{"macro rank": macro_rank.to_numpy()}).set_index("model")
+    for profile, group in table.groupby("profile", sort=False):
+        group = group.set_index("model")
+        out[f"{profile} rank"] = group["rank_dep"].reindex(out.index)
+        out[f"{profile} change"] = (group["rank_macro"] - group["rank_dep"]).reindex(out.index)
+    return out.reset_index().sort_values(["macro rank", "model"], kind="mergesort").reset_index(drop=True)
+
+
+def profile_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per profile: typical and extreme wedges, exposure–error correlation, rank agreement.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A metrics table with profiles (see :func:`deployment_metrics`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``profile``, ``n_models`` (with a dep_score), ``median_wedge``, ``largest_wedge``
+        and ``largest_wedge_model``, ``smallest_wedge`` and ``smallest_wedge_model``,
+        ``share_positive`` (share of models whose wedge is > 0: the average overstates
+        their experience), ``median_corr`` (median exposure_error_corr), ``kendall_tau``.
+    """
+    agreement = rank_agreement(table).set_index("profile")
+    rows = []
+    for profile, group in table.groupby("profile", sort=False):
+        ok = group[group["wedge"].notna()].sort_values(["wedge", "model"], kind="mergesort")
+        wedge = ok["wedge"].to_numpy(dtype=float)
+        rows.append({
+            "profile": profile,
+            "n_models": int(len(ok)),
+            "median_wedge": float(np.median(wedge)) if wedge.size else np.nan,
+            "largest_wedge": float(wedge[-1]) if wedge.size else np.nan,
+            "largest_wedge_model": str(ok["model"].iloc[-1]) if wedge.size else "",
+            "smallest_wedge": float(wedge[0]) if wedge.size else np.nan,
+            "smallest_wedge_model": str(ok["model"].iloc[0]) if wedge.size else "",
+            "share_positive": float(np.mean(wedge > 0)) if wedge.size else np.nan,
+            "median_corr": float(ok["exposure_error_corr"].median()) if wedge.size else np.nan,
+            "kendall_tau": float(agreement.loc[profile, "kendall_tau"]),
+        })
+    return pd.DataFrame(rows)

@@ -428,3 +428,45 @@ def resolve_profiles(scores: pd.DataFrame, weights: str | Path | None = None,
     matrix = np.vstack(out) if out else np.zeros((0, len(domains)))
     return pd.DataFrame(matrix, index=pd.Index(list(dict.fromkeys(order)), name="profile", dtype=object),
                         columns=pd.Index(domains, name="domain", dtype=object))
+
+
+BUILTIN_DESCRIPTIONS: dict[str, str] = {
+    "uniform": "every domain weighted equally: the macro average (wedge 0 by construction)",
+    "items": "weights proportional to each domain's item count: the item-level (micro) average",
+}
+
+
+def describe_profiles(weights: pd.DataFrame, path: str | Path | None = None, *, top: int = 3) -> pd.DataFrame:
+    """A readable summary of each profile: description and heaviest domains.
+
+    Parameters
+    ----------
+    weights : pandas.DataFrame
+        Profiles × domains matrix from :func:`resolve_profiles`.
+    path : str or pathlib.Path, optional
+        The weights file behind it, for descriptions and comments.
+    top : int
+        How many of the heaviest domains to list.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``profile``, ``description``, ``heaviest`` (e.g. ``"law 40% (reason); ..."``),
+        ``sigma_w`` (population sd of the weights over all domains).
+    """
+    comments: dict[tuple[str, str], str] = {}
+    descriptions: dict[str, str] = dict(BUILTIN_DESCRIPTIONS)
+    if path is not None:
+        table = read_weights(path)
+        comments = {(p, d): c for p, d, c in zip(table["profile"], table["domain"], table["comment"]) if c}
+        descriptions.update({k: v for k, v in profile_descriptions(table).items() if v})
+    rows = []
+    for profile, row in weights.iterrows():
+        heavy = row.sort_values(ascending=False, kind="mergesort").head(top)
+        parts = []
+        for domain, w in heavy.items():
+            note = comments.get((profile, domain), "")
+            parts.append(f"{domain} {w:.0%}" + (f" ({note})" if note else ""))
+        rows.append({"profile": profile, "description": descriptions.get(profile, ""),
+                     "heaviest": "; ".join(parts), "sigma_w": float(np.std(row.to_numpy(dtype=float)))})
+    return pd.DataFrame(rows, columns=["profile", "description", "heaviest", "sigma_w"])

@@ -182,7 +182,8 @@ def test_deployment_module_does_not_import_scipy():
 def test_metrics_table_with_and_without_profiles():
     dataset = jagged.load(BUNDLED)
     plain = metrics_table(dataset)
-    assert tuple(plain.columns) == METRIC_COLUMNS and len(plain) == 29
+    assert "profile" not in plain.columns and len(plain) == 29
+    assert set(METRIC_COLUMNS) <= set(plain.columns) and not set(DEPLOYMENT_COLUMNS[2:-1]) & set(plain.columns)
     table = metrics_table(dataset, AnalysisOptions(weights=str(BUNDLED_PROFILES), profiles=()))
     assert len(table) == 4 * 29
     assert table.columns[:2].tolist() == ["model", "profile"] and table.columns[-1] == "note"
@@ -266,3 +267,63 @@ def test_plots_draw_interval_columns_when_present(bundled_tables):
                          wedge_lo=law["wedge"] - 0.01, wedge_hi=law["wedge"] + 0.01)
     assert any(c.get_gid() == "interval" for c in plots.macro_vs_dep(with_ci).collections)
     assert any(c.get_gid() == "interval" for c in plots.wedge_bars(with_ci).collections)
+
+
+# ------------------------------------------------------------------ the report section
+
+SECTION_ALTS = (
+    "Scatter plot of deployment-weighted score against macro score",
+    "Bar charts of the wedge (macro score minus deployment-weighted score) per model",
+    "Slope charts of rank change from the macro ranking to the deployment ranking",
+    "Scatter plots of exposure weight against error rate per domain for gemini-1.5-pro-002",
+    "Line chart of the largest possible |wedge| against the spread of the weights for gemini-1.5-pro-002",
+)
+
+
+def _section_cells(notebook_path):
+    import nbformat
+
+    nb = nbformat.read(notebook_path, as_version=4)
+    start = next(i for i, c in enumerate(nb.cells) if c.source.startswith("# section: what your task mix changes"))
+    cells = [nb.cells[start]]
+    cells += [c for c in nb.cells[start + 1:] if c.source.startswith("if has_profiles:")]
+    return cells
+
+
+def test_report_with_bundled_profiles_has_every_deployment_plot_and_the_rank_table(tmp_path):
+    import html
+
+    from jagged.report import jaggedness_report
+
+    out = jaggedness_report(None, tmp_path / "r.html")
+    page = html.unescape(out.read_text())
+    assert 'id="What-your-task-mix-changes"' in out.read_text()
+    for alt in SECTION_ALTS:
+        assert f'alt="{alt}' in page, alt
+    assert "Rank change: macro rank and, per profile, deployment rank and change" in page
+    assert "law_office change" in page and "engineering_team rank" in page
+    assert "These profiles are illustrative." in page and "Deployment profiles (illustrative)" in page
+    assert "ILLUSTRATIVE, not measured" in page
+    assert "Kendall τ" in page
+
+
+def test_report_without_weights_prints_no_deployment_section(tmp_path):
+    from jagged.report import jaggedness_report
+
+    scores = tmp_path / "scores.csv"
+    scores.write_text(pd.read_csv(BUNDLED).head(60).to_csv(index=False))
+    out = jaggedness_report(str(scores), tmp_path / "r.html")
+    assert "What your task mix changes" not in out.read_text()
+    cells = _section_cells(out.with_suffix(".ipynb"))
+    assert len(cells) >= 8 and all(c.outputs == [] for c in cells)
+
+
+def test_report_bad_focus_model_exits_2(tmp_path):
+    from click.testing import CliRunner
+
+    from jagged.cli import main
+
+    result = CliRunner().invoke(main, ["report", "--profile", "uniform", "--focus-model", "nobody",
+                                       "--bootstrap", "0", "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 2, result.stderr
+    assert "focus model 'nobody' is not in the scores" in result.stderr and "Traceback" not in result.stderr

@@ -43,6 +43,35 @@ def _new_axes(width: float, height: float) -> Axes:
     return ax
 
 
+def panels(n: int, *, width: float = 6.4, height: float = 4.6, ncols: int = 2) -> list[Axes]:
+    """A grid of ``n`` panels (one per profile), ``ncols`` wide; unused cells are hidden.
+
+    Parameters
+    ----------
+    n : int
+        Number of panels.
+    width, height : float
+        Size of one panel in inches.
+    ncols : int
+        Panels per row.
+
+    Returns
+    -------
+    list of matplotlib.axes.Axes
+        ``n`` axes in reading order, all on one figure.
+    """
+    import matplotlib.pyplot as plt
+
+    ncols = max(1, min(ncols, n))
+    nrows = max(1, -(-n // ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), layout="constrained",
+                             squeeze=False)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return flat[:n]
+
+
 def _one_profile(table: pd.DataFrame, profile: str | None, what: str) -> tuple[pd.DataFrame, str]:
     """Rows of one profile (the only one when ``profile`` is None)."""
     _check_columns(table, ("profile",), what)
@@ -133,7 +162,8 @@ def macro_vs_dep(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, 
     return ax
 
 
-def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, ax: Axes | None = None) -> Axes:
+def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, limit: int | None = None,
+               ax: Axes | None = None) -> Axes:
     """The wedge (macro − deployment-weighted score) per model, sorted, with its bound.
 
     Parameters
@@ -143,6 +173,9 @@ def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, ax: Axes | No
         optionally ``wedge_lo`` / ``wedge_hi``).
     profile : str, optional
         Profile to draw; required when the table has several.
+    limit : int, optional
+        With more models, keep the ``ceil(limit / 2)`` largest and ``floor(limit / 2)``
+        smallest wedges, with a dashed rule where the others were left out.
     ax : matplotlib.axes.Axes, optional
 
     Returns
@@ -158,6 +191,10 @@ def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, ax: Axes | No
     _check_columns(table, ("model", "profile", "wedge", "wedge_bound"), "metrics table")
     sub, profile = _one_profile(table, profile, "metrics table")
     sub = sub[sub["wedge"].notna()].sort_values(["wedge", "model"], kind="mergesort")
+    hidden = 0
+    if limit is not None and len(sub) > limit:
+        hidden = len(sub) - limit
+        sub = pd.concat([sub.head(limit // 2), sub.tail(limit - limit // 2)])
     if ax is None:
         ax = _new_axes(6.8, 1.0 + 0.24 * max(len(sub), 3))
     y = np.arange(len(sub))
@@ -171,17 +208,21 @@ def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, ax: Axes | No
     if err is not None:
         ax.errorbar(wedge, y, xerr=err, fmt="none", ecolor="0.15", elinewidth=0.8, zorder=4, gid="interval")
     ax.axvline(0, color="0.2", lw=0.8)
+    if hidden:
+        ax.axhline(limit // 2 - 0.5, color="0.4", ls="--", lw=0.8)
+        ax.text(1.0, limit // 2 - 0.5, f"{hidden} models not shown ", transform=ax.get_yaxis_transform(),
+                ha="right", va="bottom", fontsize=7, color="0.3")
     ax.set_yticks(y, labels=sub["model"].astype(str).tolist(), fontsize=7.5)
     ax.set_xlabel("wedge = macro score − deployment-weighted score", fontsize=9)
-    ax.set_title(f"Wedge per model, profile {profile} (right: the average overstates it)", fontsize=10,
+    ax.set_title(f"Wedge per model: {profile}\n(right: the average overstates this mix's score)", fontsize=10,
                  loc="left")
-    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    ax.legend(fontsize=6.5, frameon=True, framealpha=0.9, loc="best")
     ax.grid(axis="x", alpha=0.25)
     return ax
 
 
 def rank_slope(table: pd.DataFrame, *, profile: str | None = None, highlight: Sequence[str] = (),
-               ax: Axes | None = None) -> Axes:
+               limit: int | None = None, ax: Axes | None = None) -> Axes:
     """Slope chart from the macro ranking (left) to the deployment ranking (right).
 
     Parameters
@@ -192,6 +233,8 @@ def rank_slope(table: pd.DataFrame, *, profile: str | None = None, highlight: Se
         Profile to draw; required when the table has several.
     highlight : sequence of str
         Models drawn thicker.
+    limit : int, optional
+        Draw only the models ranked within the top ``limit`` on either side.
     ax : matplotlib.axes.Axes, optional
 
     Returns
@@ -202,7 +245,9 @@ def rank_slope(table: pd.DataFrame, *, profile: str | None = None, highlight: Se
     _check_columns(table, ("model", "profile", "rank_macro", "rank_dep"), "metrics table")
     sub, profile = _one_profile(table, profile, "metrics table")
     sub = sub[sub["rank_macro"].notna() & sub["rank_dep"].notna()]
-    n = len(sub)
+    if limit is not None:
+        sub = sub[(sub["rank_macro"] <= limit) | (sub["rank_dep"] <= limit)]
+    n = int(max(sub["rank_macro"].max(), sub["rank_dep"].max())) if len(sub) else 0
     if ax is None:
         ax = _new_axes(6.4, 1.2 + 0.22 * max(n, 4))
     left = sub["rank_macro"].to_numpy(dtype=float)
@@ -263,7 +308,8 @@ def exposure_vs_error(exposure: pd.DataFrame, *, profile: str | None = None, mod
             ax.annotate(name, (w, e), xytext=(4, 2), textcoords="offset points", fontsize=6.5, color="0.25")
     uniform = float(sub["uniform_weight"].iloc[0])
     ax.axvline(uniform, color="0.45", ls="--", lw=1, label=f"uniform weight 1/D = {uniform:.3f}")
-    ax.set_xlim(left=min(0.0, np.nanmin(weight)) - 0.01)
+    top = float(np.nanmax(weight)) if weight.size else 1.0
+    ax.set_xlim(min(0.0, float(np.nanmin(weight))) - 0.01, top * 1.18 + 0.01)  # room for the labels
     ax.set_xlabel(f"exposure w_d under {profile}", fontsize=9)
     ax.set_ylabel("error rate e_d = 1 − score", fontsize=9)
     ax.set_title(f"{model}: exposure vs error per domain ({profile})" if model else
