@@ -90,7 +90,11 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 def find_notebook(name: str | Path) -> Path:
-    """Resolve a notebook name (``"model_report"``, ``"x.ipynb"``) in ``notebooks/``, or a path.
+    """Resolve a notebook: a bare name (``"model_report"``, ``"x.ipynb"``) in ``notebooks/``.
+
+    A bare name always means the packaged notebook, never a file of that name in the
+    current folder (e.g. an executed copy in ``reports/``); anything with a folder part is
+    a path.
 
     Raises
     ------
@@ -100,7 +104,7 @@ def find_notebook(name: str | Path) -> Path:
     path = Path(name)
     if path.suffix != ".ipynb":
         path = path.with_suffix(".ipynb")
-    if not path.is_absolute() and not path.exists():
+    if not path.is_absolute() and path.parent == Path("."):
         path = NOTEBOOKS_DIR / path
     if not path.is_file():
         raise FileNotFoundError(f"no notebook {path}")

@@ -213,7 +213,9 @@ def test_bad_input_exits_2_before_any_kernel(tmp_path, monkeypatch, args, fragme
     assert not list(tmp_path.glob("*.html")) and not list(tmp_path.glob("*.ipynb"))
 
 
-def test_find_notebook_is_relative_to_the_package():
+def test_find_notebook_is_relative_to_the_package(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "jaggedness_report.ipynb").write_text("{}")  # e.g. an executed copy in reports/
     path = report.find_notebook("jaggedness_report")
     assert path == report.NOTEBOOKS_DIR / "jaggedness_report.ipynb" and path.is_file()
     assert (report.TEMPLATES_DIR / report.TEMPLATE_NAME / "index.html.j2").is_file()
