@@ -200,13 +200,20 @@ def validate(scores: str, **kwargs: Any) -> None:
               show_default=True, help="The HTML report; the executed notebook is kept beside it as .ipynb.")
 @click.option("--title", type=str, default="Jaggedness report", show_default=True, help="Report title.")
 @click.option("--show-code", is_flag=True, help="Show the notebook's code cells (hidden by default).")
+@click.option("--params", "params_file", type=str, default=None, metavar="FILE",
+              help="Rerun from a parameter set: papermill-style YAML, or a jagged report (.html/.ipynb) "
+                   "whose stored parameters and notebook are reused. Options given here override it.")
+@click.option("--notebook", type=str, default=None, metavar="NAME",
+              help="Notebook in notebooks/ to run with --params (default: the one stored in FILE, else "
+                   "jaggedness_report); e.g. model_report.")
 @click.option("--focus-model", "focus_model", type=str, default="", metavar="MODEL",
               help="Model for the exposure and drift-bound plots of the task-mix section "
                    "(default: the top-ranked by macro score).")
 @input_options
 @analysis_options
 @guarded
-def report(scores: str | None, output: str, title: str, show_code: bool, **kwargs: Any) -> None:
+def report(scores: str | None, output: str, title: str, show_code: bool, params_file: str | None,
+           notebook: str | None, **kwargs: Any) -> None:
     """Run the report notebook on SCORES (default: the bundled MMLU-Pro data) and write HTML.
 
     Every input and analysis option reaches the notebook parameter of the same name. The
@@ -216,13 +223,30 @@ def report(scores: str | None, output: str, title: str, show_code: bool, **kwarg
     from jagged.report import ReportError, jaggedness_report
 
     try:
-        path = jaggedness_report(scores, output, title=title, show_code=show_code, **kwargs)
+        if params_file is not None or notebook is not None:
+            path = _report_from_parameters(params_file, notebook, scores, output, title, show_code, kwargs)
+        else:
+            path = jaggedness_report(scores, output, title=title, show_code=show_code, **kwargs)
     except ReportError as exc:
         if exc.ename == "JaggedInputError":
             raise JaggedInputError(exc.evalue or str(exc)) from None
         click.echo(f"jagged: report failed: {_one_line(str(exc))}", err=True)
         sys.exit(EXIT_INTERNAL)
     click.echo(f"wrote {path} (executed notebook: {path.with_suffix('.ipynb')})", err=True)
+
+
+def _report_from_parameters(params_file: str | None, notebook: str | None, scores: str | None, output: str,
+                            title: str, show_code: bool, kwargs: dict[str, Any]) -> Any:
+    """``jagged report --params``: stored parameters, overridden by options typed on the command line."""
+    from jagged.rerun import report_from_parameters
+
+    context = click.get_current_context()
+    typed = {name for name in ("scores", "title", *kwargs)
+             if context.get_parameter_source(name) in (click.core.ParameterSource.COMMANDLINE,
+                                                       click.core.ParameterSource.ENVIRONMENT)}
+    overrides = {k: ("" if v is None else v) for k, v in {"scores": scores, **kwargs}.items() if k in typed}
+    return report_from_parameters(params_file, output, notebook=notebook, overrides=overrides,
+                                  title=title if "title" in typed else None, show_code=show_code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -290,7 +290,7 @@ def parameter_rows(notebook: str | Path, parameters: Mapping[str, Any]) -> list[
 
 def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequence[str]] = (),
            parameters: Iterable[Sequence[str]] = (), subtitle: str | None = None,
-           footer: str | None = None) -> str:
+           footer: str | None = None, meta: Mapping[str, str] | None = None) -> str:
     """Render an executed notebook to a self-contained HTML page.
 
     Parameters
@@ -308,6 +308,10 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
         Parameter rows (see :func:`parameter_rows`).
     subtitle, footer : str, optional
         A line under the title; a line at the end.
+    meta : mapping, optional
+        Report metadata (see :mod:`jagged.rerun`): each entry becomes
+        ``<meta name="jagged-KEY" content="VALUE">`` in the head; ``parameters`` (YAML)
+        is also shown in the provenance block.
 
     Returns
     -------
@@ -315,8 +319,10 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
         The HTML. Every title, fact and parameter is autoescaped by the template.
     """
     rows = [tuple(f) + ("",) * (3 - len(f)) for f in facts] + run_facts(nb)
+    meta = dict(meta or {})
     resources = {"jagged": {"title": title, "subtitle": subtitle, "facts": rows,
-                            "parameters": [tuple(p) for p in parameters], "footer": footer}}
+                            "parameters": [tuple(p) for p in parameters], "footer": footer,
+                            "meta": list(meta.items()), "parameters_yaml": meta.get("parameters")}}
     body, _ = _exporter(bool(show_code)).from_notebook_node(nb, resources=resources)
     return body
 
@@ -327,7 +333,8 @@ def _failed_path(html_path: Path) -> Path:
 
 def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[str, Any] | None = None, *,
                title: str = DEFAULT_TITLE, show_code: bool = False, facts: Iterable[Sequence[str]] = (),
-               subtitle: str | None = None, **execute_kwargs: Any) -> Path:
+               subtitle: str | None = None, metadata: Mapping[str, str] | None = None,
+               **execute_kwargs: Any) -> Path:
     """Execute a notebook and render it to ``html_path``, atomically; keep the executed notebook.
 
     Parameters
@@ -341,6 +348,11 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
         Notebook parameters (see :func:`execute`).
     title, show_code, facts, subtitle
         See :func:`render`.
+    metadata : mapping, optional
+        Extra report metadata (e.g. the batch's ``input-hash``). The notebook name, the
+        title and the full parameter set (YAML) are always stored, in the HTML head and in
+        the kept notebook's ``metadata.jagged``, and the provenance block shows the
+        command that reruns the report (see :mod:`jagged.rerun`).
     **execute_kwargs
         Passed to :func:`execute` (``cwd``, ``timeout``, ``km``, ...).
 
@@ -402,8 +414,17 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
         warm.join()
         footer = (f"Made with jagged {jagged.__version__} from notebooks/{find_notebook(notebook).name}. "
                   f"The executed notebook is kept beside this file as {ipynb_path.name}.")
+        import nbformat
+
+        from jagged.rerun import full_parameters, report_metadata, rerun_command
+
+        full = full_parameters(notebook, parameters)
+        meta = report_metadata(notebook, full, {"title": title, **(metadata or {})})
+        nb.metadata["jagged"] = {**meta, "parameters": full}
+        nbformat.write(nb, str(executed))
+        facts = [*facts, ("rerun this report", rerun_command(html_path), "command")]
         page = render(nb, title=title, show_code=show_code, facts=facts,
-                      parameters=parameter_rows(notebook, parameters), subtitle=subtitle, footer=footer)
+                      parameters=parameter_rows(notebook, parameters), subtitle=subtitle, footer=footer, meta=meta)
         rendered = workdir / "report.html"
         rendered.write_text(page, encoding="utf-8")
         os.replace(executed, ipynb_path)

@@ -20,7 +20,7 @@ from jagged import report
 from jagged.cli import main
 from conftest import BUNDLED
 
-OWN_OPTIONS = {"scores", "output", "title", "show_code"}
+OWN_OPTIONS = {"scores", "output", "title", "show_code", "params_file", "notebook"}
 
 
 @pytest.fixture(scope="module")
