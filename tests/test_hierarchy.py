@@ -137,3 +137,28 @@ def test_category_strip_draws_every_leaf_and_category():
     with pytest.raises(ValueError, match="no model 'zz'"):
         category_strip(leaves, model="zz")
     assert isinstance(category_strip(leaves[leaves["model"] == "m0"]), Axes)
+
+
+def test_report_from_a_folder_of_lmeval_files_has_the_hierarchy_section(shared_data, tmp_path):
+    import re
+
+    from jagged.report import jaggedness_report
+
+    html_path = jaggedness_report(shared_data / "lmeval", tmp_path / "report.html", task="mmlu")
+    html = html_path.read_text()
+    headings = re.findall(r'<h2 id="[^"]*">(.*?)<', html)
+    assert "Two levels: categories and their domains" in headings
+    assert "Jaggedness at both levels, per model" in html
+    for category in ("mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mmlu_stem"):
+        assert category in html
+    assert "Evaluator runs: what to check before trusting the numbers" in html
+
+
+def test_report_without_categories_has_no_hierarchy_section(shared_data, tmp_path):
+    from jagged.report import jaggedness_report
+
+    path = next((shared_data / "lmeval").glob("*deprecated__results*.json"))
+    html = jaggedness_report(path, tmp_path / "report.html").read_text()
+    assert "Two levels" not in html
+    # the --limit run is listed for the reader
+    assert "lm-eval --limit 10: 240 of 5761 items scored" in html
