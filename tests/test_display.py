@@ -59,6 +59,18 @@ def test_figure_bundle_is_png_with_alt_text_and_css_size():
         display.figure_png("not a figure")
 
 
+def test_palette_png_is_indexed_and_smaller():
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.scatter(np.linspace(0, 1, 200), np.sin(np.linspace(0, 9, 200)), alpha=0.5)
+    full = display.figure_png(ax, dpi=80)
+    small = display.figure_png(ax, dpi=80, colors=64)
+    assert full[25] == 6 and small[25] == 3  # IHDR colour type: RGBA vs indexed
+    assert len(small) < len(full)
+    assert small[16:24] == full[16:24]  # same width and height
+    with pytest.raises(ValueError, match="between 2 and 256"):
+        display.figure_png(ax, colors=1000)
+
+
 def test_show_figure_publishes_alt_metadata_and_closes(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append((a, k)))
