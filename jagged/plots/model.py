@@ -1,0 +1,93 @@
+"""One model's domain errors against the field (the per-model report's figure).
+
+Like every plot of :mod:`jagged.plots`: takes the data and keyword arguments, draws on
+``ax`` (or a new figure sized for the data) and returns the Axes. The input is the table
+of :func:`jagged.model_view.domain_errors`; nothing is computed here.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+MODEL_COLOR = "#c0504d"
+FIELD_COLOR = "#8fa9c8"
+MEDIAN_COLOR = "#1d232b"
+#: Longest domain label before it is shortened with an ellipsis.
+LABEL_MAX = 40
+
+
+def _check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {', '.join(missing)}")
+
+
+def _short(text: str, limit: int = LABEL_MAX) -> str:
+    """A label drawn as plain text: shortened, and ``$`` escaped so mathtext never parses a name."""
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.replace("$", r"\$")
+
+
+def domain_errors_vs_field(data: pd.DataFrame, *, model: str = "", intervals: bool = True,
+                           ax: Axes | None = None) -> Axes:
+    """A model's error rate in each domain, drawn over the other models' range.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        Output of :func:`jagged.model_view.domain_errors`: ``domain``, ``error``,
+        ``field_min``, ``field_q25``, ``field_median``, ``field_q75``, ``field_max``
+        (``error_lo`` / ``error_hi`` optional). Rows are drawn top to bottom in order.
+    model : str
+        Model name for the legend and title (drawn as text, never interpreted).
+    intervals : bool
+        Draw ``error_lo`` … ``error_hi`` as a horizontal bar when present.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure sized for the domains otherwise.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Artists carry gids: ``"field-range"`` (min–max lines), ``"field-iqr"`` (quartile
+        bars), ``"field-median"``, ``"model-error"`` (the model's points) and
+        ``"model-interval"`` (its intervals, when drawn). Y tick labels are the domains.
+    """
+    _check_columns(data, ("domain", "error", "field_min", "field_q25", "field_median", "field_q75",
+                          "field_max"), "domain error table")
+    n = len(data)
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(7.0, 1.3 + 0.3 * max(n, 1)), layout="constrained")
+    y = np.arange(n, dtype=float)
+    col = {c: data[c].to_numpy(dtype=float) for c in ("error", "field_min", "field_q25", "field_median",
+                                                      "field_q75", "field_max")}
+    ax.hlines(y, col["field_min"], col["field_max"], color=FIELD_COLOR, linewidth=1.2,
+              label="other models: range", gid="field-range", zorder=1)
+    ax.hlines(y, col["field_q25"], col["field_q75"], color=FIELD_COLOR, linewidth=6.0,
+              label="other models: middle half", gid="field-iqr", zorder=1)
+    ax.scatter(col["field_median"], y, marker="|", s=140, linewidths=2.0, color=MEDIAN_COLOR,
+               label="other models: median", gid="field-median", zorder=2)
+    if intervals and {"error_lo", "error_hi"} <= set(data.columns):
+        lo = data["error_lo"].to_numpy(dtype=float)
+        hi = data["error_hi"].to_numpy(dtype=float)
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        if ok.any():
+            ax.hlines(y[ok], lo[ok], hi[ok], color=MODEL_COLOR, linewidth=2.0, alpha=0.6,
+                      label="interval", gid="model-interval", zorder=3)
+    who = str(model) if model else "this model"
+    ax.scatter(col["error"], y, s=36, color=MODEL_COLOR, zorder=4, label=_short(who), gid="model-error")
+    ax.set_yticks(y, labels=[_short(str(d)) for d in data["domain"]], fontsize=8)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_xlim(0.0, 1.0)
+    ax.grid(axis="x", color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.set_xlabel("error rate in the domain (1 − score)")
+    ax.set_title("Error rate per domain against the other models", fontsize=10, loc="left")
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.06), ncols=3, fontsize=7, frameon=False,
+              borderaxespad=0.0)
+    return ax
