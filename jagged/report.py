@@ -187,7 +187,7 @@ def execute(notebook: str | Path, output: str | Path, parameters: Mapping[str, A
     # ipykernel's debugger prints a frozen-modules warning to the kernel's stderr otherwise.
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     engine_kwargs.setdefault("shutdown_kernel", "immediate")
-    if "km" not in engine_kwargs and "config" not in engine_kwargs:
+    if "km" not in engine_kwargs and "config" not in engine_kwargs and os.name == "posix":
         engine_kwargs["config"] = _client_config()
     try:
         return papermill.execute_notebook(
@@ -209,6 +209,7 @@ def _client_config() -> Any:
 
     IPC keeps the traffic off the network stack (ipykernel warns about unencrypted TCP);
     its socket files live beside the kernel's connection file and are removed on shutdown.
+    ZeroMQ has no IPC transport on Windows, where the default (TCP) is kept.
     """
     from traitlets.config import Config
 
