@@ -76,7 +76,8 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> p
         ``rank_dep``) before ``note``; :func:`rank_table` gives the per-profile Kendall τ.
         Always after ``cv_error``: ``cv_error_corrected``, ``noise_share``,
         ``p_equal_error``, ``noise_flag`` (:func:`jagged.uncertainty.add_noise`; flagged
-        models say so in ``note``). With ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
+        models say so in ``note``). With at least two domain categories:
+        ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
         after ``cv_error``, ``macro_score``, ``dep_score`` and ``wedge``, plus
         ``interval_method`` and ``interval_note`` (:func:`jagged.uncertainty.add_intervals`).
     """
@@ -84,6 +85,7 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> p
 
     options = options or AnalysisOptions()
     table = add_noise(jaggedness(dataset.scores), dataset.scores, dataset.items, alpha=1.0 - options.ci)
+    table = add_hierarchy(table, dataset.scores)
     weights = profile_weights(dataset, options)
     if len(weights):
         table = add_deployment(table, dataset.scores, weights)
@@ -91,6 +93,24 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> p
         table = add_intervals(table, dataset.scores, dataset.items, weights=weights, n_boot=options.bootstrap,
                               seed=options.seed, ci=options.ci)
     return add_notes(table, dataset.model_notes)
+
+
+def add_hierarchy(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """Add the category level when the domains have at least two categories.
+
+    Adds ``cv_error_categories`` (CV of the category error rates, each category the plain
+    mean of its domains) and ``share_between`` (the share of the variance of e_d that
+    lies between categories; see :func:`jagged.hierarchy.variance_decomposition`)
+    before ``note``. Without categories the table is returned unchanged.
+    """
+    from jagged.hierarchy import has_categories, hierarchy_metrics
+
+    if not has_categories(scores):
+        return table
+    levels = hierarchy_metrics(scores)[["model", "cv_categories", "share_between"]].rename(
+        columns={"cv_categories": "cv_error_categories"})
+    merged = table.merge(levels, on="model", how="left", validate="one_to_one")
+    return merged[[c for c in merged.columns if c != "note"] + ["note"]]
 
 
 def profile_weights(dataset: Dataset, options: AnalysisOptions | None = None) -> pd.DataFrame:

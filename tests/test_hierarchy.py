@@ -162,3 +162,27 @@ def test_report_without_categories_has_no_hierarchy_section(shared_data, tmp_pat
     assert "Two levels" not in html
     # the --limit run is listed for the reader
     assert "lm-eval --limit 10: 240 of 5761 items scored" in html
+
+
+def test_metrics_cli_adds_the_category_level(tmp_path):
+    """Errors: math (0.1, 0.5) mean 0.3; lang (0.4, 0.3) mean 0.35.
+
+    Category CV: errors (0.3, 0.35), mean 0.325, population sd 0.025, CV 0.076923.
+    Leaf variance: mean 0.325; squared deviations 0.050625, 0.030625, 0.005625, 0.000625,
+    total 0.0875 / 4 = 0.021875. Between: (2/4)(0.3-0.325)^2 + (2/4)(0.35-0.325)^2 = 0.000625,
+    share 0.000625 / 0.021875 = 0.028571.
+    """
+    import io
+
+    from click.testing import CliRunner
+
+    from jagged.cli import main
+
+    path = tmp_path / "s.csv"
+    path.write_text("model,domain,score,category\nA,alg,0.9,math\nA,geo,0.5,math\nA,fr,0.6,lang\nA,de,0.7,lang\n")
+    result = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "0"])
+    assert result.exit_code == 0, result.stderr
+    row = pd.read_csv(io.StringIO(result.stdout)).iloc[0]
+    assert row["cv_error_categories"] == pytest.approx(0.076923, abs=5e-7)
+    assert row["share_between"] == pytest.approx(0.028571, abs=5e-7)
+    assert list(pd.read_csv(io.StringIO(result.stdout)).columns)[-1] == "note"
