@@ -268,9 +268,10 @@ def jaggedness_rank(table: pd.DataFrame, model: str) -> pd.DataFrame:
         ``macro_rank`` (1 = highest macro score), ``mean_error``, ``sd_error``,
         ``cv_error``, ``cv_rank`` (1 = most jagged), ``ranked`` (models with a defined
         ``cv_error``), ``field_median_cv`` (median ``cv_error`` of the other models),
-        the :data:`NOISE_COLUMNS` the table has, then any ``*_lo`` / ``*_hi`` interval columns the table carries next to their
-        metric. Ranks are competition ranks (ties share the best place); a model whose
-        ``cv_error`` is undefined has ``cv_rank`` missing.
+        the :data:`NOISE_COLUMNS` the table has, then any ``*_lo`` / ``*_hi`` interval
+        columns the table carries next to their metric. Ranks are competition ranks
+        (ties share the best place); a model whose ``cv_error`` is undefined has
+        ``cv_rank`` missing.
     """
     keep = [c for c in table.columns if c not in ("profile",)]
     rows = table[keep].drop_duplicates("model", keep="first").reset_index(drop=True) \

@@ -16,7 +16,8 @@ SAFE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 HOSTILE = [
     "../../x", "/abs/path", "<b>", "CON", "con", "NUL", "com1", "LPT9", ".", "..", "", " ", "🤖", "😀😀",
     "<script>alert(1)</script>", '"><svg onload=alert(1)>', "a/../../b", "C:\\Windows\\system32", "x" * 300,
-    "Ünïcödé", "日本語モデル", "Привет мир", "it's \"quoted\"", "tab\tand\nnewline", "\x00nul", "-.-",
+    "Ünïcödé", "日本語モデル", "Привет мир", "it's \"quoted\"", "tab\tand\nnewline", "\x00nul",
+    "-.-",
 ]
 
 

@@ -1,0 +1,273 @@
+"""A warm Jupyter kernel reused for many report notebooks, reset to a clean state between them.
+
+Starting a kernel and importing pandas, matplotlib and jagged costs a small report notebook
+more than running it. :class:`WarmKernel` starts one kernel, imports the libraries once,
+records the kernel's clean state, and before every notebook puts that state back:
+
+* the user namespace, the input/output history and the execution counter, as a new
+  IPython session (``get_ipython().reset(new_session=True)``, so ``In [1]`` is the
+  first cell again; the kernel keeps its history in memory, like nbclient's kernels);
+* matplotlib: every figure closed, ``rcParams`` restored to the recorded values;
+* the ``random`` and ``numpy.random`` global generators restored to the recorded state
+  (so every notebook sees the same stream, as from a just-started kernel);
+* numpy's floating-point error and print options, pandas' options (back to defaults);
+* the warnings filters (and every module's "already warned" registry, so a warning shown
+  by one report is shown again by the next);
+* the working directory, ``sys.path`` and ``os.environ``.
+
+Imported modules stay imported (that is the point), so a notebook that mutates a
+module's globals could still leak; jagged's notebooks do not, and
+``tests/test_batch.py`` checks both the reset itself (a notebook that pollutes each item
+above, then a probe) and that a report's numbers are identical alone and in a batch.
+
+The notebooks still run through :func:`jagged.report.execute` (papermill): the kernel
+manager and this module's kernel client are passed as ``km`` and ``kc`` to the
+``jagged-warm`` papermill engine, papermill's nbclient engine for a kernel it does not own
+(it reuses the client instead of making one per notebook, and never shuts the kernel down).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any
+
+#: papermill engine name for runs in a warm kernel (see :class:`WarmKernelEngine`).
+ENGINE_NAME = "jagged-warm"
+#: Libraries imported once when the kernel starts.
+PRELOAD = ("numpy", "pandas", "matplotlib.pyplot", "seaborn", "jagged", "jagged.analysis", "jagged.display",
+           "jagged.model_view", "jagged.plots.model", "jagged.plots.dispersion")
+
+_SETUP_CODE = "import jagged.kernel as _jk\n_jk.preload()\n_jk.capture_state()\ndel _jk\n"
+_RESET_CODE = ("get_ipython().reset(new_session=True)\n"
+               "import jagged.kernel as _jk\n_jk.restore_state()\ndel _jk\n")
+#: Like nbclient: an in-memory history, so kernels never share (and clash in) the history file.
+KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
+
+# ---------------------------------------------------------------------------------------
+# Inside the kernel
+
+
+_STATE: dict[str, Any] = {}
+
+
+def preload() -> None:
+    """Import :data:`PRELOAD` (runs inside the kernel)."""
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+
+
+def capture_state() -> None:
+    """Record the kernel's clean state (runs inside the kernel, once, after :func:`preload`)."""
+    import random
+    import sys
+    import warnings
+
+    import matplotlib
+    import numpy as np
+
+    _STATE.update(
+        rc=dict(matplotlib.rcParams), random=random.getstate(), np_random=np.random.get_state(),
+        np_err=np.geterr(), np_print=np.get_printoptions(), warnings=list(warnings.filters),
+        cwd=os.getcwd(), path=list(sys.path), environ=dict(os.environ),
+    )
+
+
+def restore_state() -> None:
+    """Put back what :func:`capture_state` recorded (runs inside the kernel before each notebook)."""
+    import random
+    import sys
+    import warnings
+
+    import matplotlib
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    if not _STATE:
+        raise RuntimeError("restore_state() before capture_state()")
+    plt.close("all")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        matplotlib.rcParams.update(_STATE["rc"])
+        pd.reset_option("all")
+    random.setstate(_STATE["random"])
+    np.random.set_state(_STATE["np_random"])
+    np.seterr(**_STATE["np_err"])
+    np.set_printoptions(**_STATE["np_print"])
+    warnings.filters[:] = _STATE["warnings"]
+    warnings._filters_mutated()  # invalidates every __warningregistry__ ("once"/"default" show again)
+    os.chdir(_STATE["cwd"])
+    sys.path[:] = _STATE["path"]
+    os.environ.clear()
+    os.environ.update(_STATE["environ"])
+
+
+# ---------------------------------------------------------------------------------------
+# In the process that drives the kernel
+
+
+def _register_engine() -> None:
+    from papermill.clientwrap import PapermillNotebookClient
+    from papermill.engines import NBClientEngine, papermill_engines
+    from papermill.utils import merge_kwargs, remove_args
+
+    class ClosingClient(PapermillNotebookClient):
+        """papermill's client for a kernel it does not own.
+
+        With a kernel client given (``kc``), it uses it and leaves it open; otherwise it
+        closes the one it made, which papermill would leave open.
+        """
+
+        def execute(self, **kwargs: Any) -> Any:
+            made_kc = self.kc is None
+            try:
+                return super().execute(**kwargs)
+            finally:
+                if made_kc and self.kc is not None and not self.owns_km:
+                    self.kc.stop_channels()
+                    self.kc = None
+
+    class WarmKernelEngine(NBClientEngine):
+        """papermill's nbclient engine for a kernel it does not own (``km`` and optionally ``kc`` given)."""
+
+        @classmethod
+        def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, log_output: bool = False,
+                                     stdout_file: Any = None, stderr_file: Any = None, start_timeout: int = 60,
+                                     execution_timeout: float | None = None, **kwargs: Any) -> Any:
+            from papermill.engines import logger
+
+            kc = kwargs.pop("kc", None)
+            kwargs = remove_args(["input_path"], **kwargs)
+            safe_kwargs = remove_args(["timeout", "startup_timeout"], **kwargs)
+            final_kwargs = merge_kwargs(
+                safe_kwargs, timeout=execution_timeout if execution_timeout else kwargs.get("timeout"),
+                startup_timeout=start_timeout, kernel_name=kernel_name, log=logger, log_output=log_output,
+                stdout_file=stdout_file, stderr_file=stderr_file)
+            client = ClosingClient(nb_man, **final_kwargs)
+            client.kc = kc
+            return client.execute()
+
+    if ENGINE_NAME not in papermill_engines._engines:
+        papermill_engines.register(ENGINE_NAME, WarmKernelEngine)
+
+
+class KernelStateError(RuntimeError):
+    """The warm kernel could not be set up or reset."""
+
+
+class WarmKernel:
+    """One Jupyter kernel, started once and reset before each notebook.
+
+    Parameters
+    ----------
+    kernel_name : str
+        Kernel spec to start.
+    startup_timeout : float
+        Seconds to wait for the kernel to answer.
+    cwd : str, optional
+        Working directory of the kernel (default: this process's).
+
+    Examples
+    --------
+    >>> kernel = WarmKernel()                                          # doctest: +SKIP
+    >>> kernel.reset()                                                 # doctest: +SKIP
+    >>> jagged.report.run_report(nb, out, params, **kernel.engine_kwargs())  # doctest: +SKIP
+    >>> kernel.shutdown()                                              # doctest: +SKIP
+    """
+
+    def __init__(self, kernel_name: str = "python3", *, startup_timeout: float = 60,
+                 cwd: str | None = None) -> None:
+        self.kernel_name = kernel_name
+        self.startup_timeout = startup_timeout
+        self.cwd = cwd or os.getcwd()
+        self.km: Any = None
+        self._kc: Any = None
+        self.runs = 0
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> "WarmKernel":
+        """Start the kernel, preload the libraries and record its clean state."""
+        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_client.session import Session
+        from jupyter_core.utils import run_sync
+
+        _register_engine()
+        os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+        self.km = AsyncKernelManager(kernel_name=self.kernel_name)
+        # The kernel's own stdout/stderr (not cell output, which travels over ZMQ) would
+        # scribble over the progress bar.
+        run_sync(self.km.start_kernel)(cwd=self.cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        extra_arguments=list(KERNEL_ARGUMENTS))
+        # One client for the resets and every notebook (a new client costs a readiness
+        # handshake per notebook). It has a session of its own: clients made from the
+        # manager share the manager's session, whose id is the ZMQ identity the kernel
+        # routes replies to, and the kernel hands that identity over to the newest client.
+        session = Session(key=self.km.session.key, signature_scheme=self.km.session.signature_scheme)
+        self._kc = self.km.client(session=session)
+        self._kc.allow_stdin = False
+        self._kc.start_channels()
+        try:
+            run_sync(self._kc.wait_for_ready)(timeout=self.startup_timeout)
+            self._run(_SETUP_CODE)
+        except BaseException:
+            self.shutdown()
+            raise
+        return self
+
+    def alive(self) -> bool:
+        """Whether the kernel process is running."""
+        from jupyter_core.utils import run_sync
+
+        return self.km is not None and bool(run_sync(self.km.is_alive)())
+
+    def shutdown(self) -> None:
+        """Stop the kernel at once (no grace period) and close the channels."""
+        from jupyter_core.utils import run_sync
+
+        if self._kc is not None:
+            self._kc.stop_channels()
+            self._kc = None
+        if self.km is not None:
+            try:
+                run_sync(self.km.shutdown_kernel)(now=True)
+            except Exception:  # already dead: nothing left to stop
+                pass
+            self.km = None
+
+    def pid(self) -> int | None:
+        """The kernel's process id, when it runs."""
+        provisioner = getattr(self.km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        return getattr(process, "pid", None)
+
+    def __enter__(self) -> "WarmKernel":
+        return self.start() if self.km is None else self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
+    # -- use --------------------------------------------------------------------------
+
+    def _run(self, code: str, timeout: float = 60) -> None:
+        from jupyter_core.utils import run_sync
+
+        reply = run_sync(self._kc.execute_interactive)(code, store_history=False, allow_stdin=False,
+                                                       timeout=timeout, output_hook=lambda msg: None)
+        content = reply.get("content", {})
+        if content.get("status") != "ok":
+            raise KernelStateError(f"warm kernel code failed: {content.get('ename')}: {content.get('evalue')}")
+
+    def reset(self) -> None:
+        """Restore the recorded clean state (see the module notes); raises KernelStateError."""
+        if self.km is None:
+            raise KernelStateError("the warm kernel is not running")
+        self._run(_RESET_CODE)
+        self.runs += 1
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`jagged.report.execute` / ``run_report`` to use this kernel."""
+        return {"km": self.km, "kc": self._kc, "engine_name": ENGINE_NAME}
