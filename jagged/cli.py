@@ -249,5 +249,41 @@ def _report_from_parameters(params_file: str | None, notebook: str | None, score
                                   title=title if "title" in typed else None, show_code=show_code)
 
 
+@main.command()
+@click.argument("scores", type=str)
+@click.option("--out-dir", "out_dir", type=click.Path(file_okay=False), default="reports/batch", show_default=True,
+              help="Output folder: index.html, the cross-model report and models/<slug>.html.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Worker processes, each with one warm kernel (default: the number of CPUs).")
+@click.option("--models", "--model", "models", multiple=True, metavar="M",
+              help="Report on this model only (repeatable; default: every model).")
+@click.option("--force", is_flag=True, help="Rebuild reports that are up to date.")
+@input_options
+@analysis_options
+@guarded
+def batch(scores: str, out_dir: str, jobs: int | None, models: tuple[str, ...], force: bool, **kwargs: Any) -> None:
+    """Write one HTML report per model of SCORES, the cross-model report and an index.
+
+    Reports whose inputs, parameters, notebook and code are unchanged are skipped (their
+    content hash is stored in each report); a failing model is listed as failed in the
+    index and the others are still written (exit 1). Ctrl-C keeps every finished report;
+    run the same command again to resume.
+    """
+    from jagged.analysis import AnalysisOptions
+    from jagged.batch import run_batch
+
+    analysis = {k: v for k, v in kwargs.items() if k in AnalysisOptions.__dataclass_fields__}
+    try:
+        result = run_batch(scores, out_dir, jobs=jobs, models=models, force=force, load=load_options(kwargs),
+                           analysis=analysis)
+    except KeyboardInterrupt:
+        click.echo("jagged: interrupted; finished reports are kept, run the same command again to resume",
+                   err=True)
+        sys.exit(130)
+    click.echo(result.summary(), err=True)
+    if result.failed:
+        sys.exit(EXIT_INTERNAL)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
