@@ -17,6 +17,8 @@ from __future__ import annotations
 import base64
 import html
 import io
+import warnings
+from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -26,6 +28,11 @@ import pandas as pd
 #: of 30 models stays far below 2 MB.
 DEFAULT_DPI = 90
 NA_TEXT = "—"
+#: Tables with more rows scroll inside a box of their own (the header row stays in view).
+SCROLL_ROWS = 40
+#: Fonts tried, in order, for characters DejaVu Sans lacks (CJK, emoji), when installed.
+FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "WenQuanYi Zen Hei", "Droid Sans Fallback",
+                  "Noto Color Emoji", "Noto Emoji")
 
 
 def _figure_of(obj: Any) -> Any:
@@ -57,9 +64,17 @@ def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI, colors: int | None = None) -
     bytes
         The PNG file.
     """
+    import matplotlib as mpl
+
     buffer = io.BytesIO()
-    _figure_of(obj).savefig(buffer, format="png", dpi=dpi, facecolor="white",
-                            metadata={"Software": None})
+    families = list(dict.fromkeys([*mpl.rcParams["font.sans-serif"][:1], *_installed_fallbacks(),
+                                   *mpl.rcParams["font.sans-serif"]]))
+    with warnings.catch_warnings(), mpl.rc_context({"font.sans-serif": families}):
+        # A name in a script no installed font covers draws as boxes; the tables beside the
+        # figure show it as text, so the warning would only clutter the report.
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        _figure_of(obj).savefig(buffer, format="png", dpi=dpi, facecolor="white",
+                                metadata={"Software": None})
     if colors is None:
         return buffer.getvalue()
     if not 2 <= int(colors) <= 256:
@@ -71,6 +86,15 @@ def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI, colors: int | None = None) -
     out = io.BytesIO()
     palette.save(out, format="PNG")
     return out.getvalue()
+
+
+@lru_cache(maxsize=1)
+def _installed_fallbacks() -> tuple[str, ...]:
+    """The :data:`FALLBACK_FONTS` matplotlib can find on this machine."""
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return tuple(name for name in FALLBACK_FONTS if name in installed)
 
 
 def figure_bundle(obj: Any, alt: str, *, dpi: int = DEFAULT_DPI,
@@ -242,13 +266,54 @@ def show_table(frame: pd.DataFrame, *, caption: str | None = None,
         See :func:`format_table`.
     collapsed : str, optional
         Put the table in a closed ``<details>`` element with this summary line.
+
+    Notes
+    -----
+    A table of more than :data:`SCROLL_ROWS` rows is wrapped in a keyboard-focusable
+    scrolling region (``<div class="table-scroll" role="region">``) so that a report of
+    hundreds of models stays navigable; printed, it unrolls in full.
     """
     from IPython.display import display
 
     markup = table_html(frame, caption=caption, formats=formats)
+    if len(frame) > SCROLL_ROWS:
+        label = html.escape(caption or collapsed or "table", quote=True)
+        markup = f'<div class="table-scroll" role="region" tabindex="0" aria-label="{label}">\n{markup}\n</div>'
     if collapsed:
         markup = f"<details><summary>{html.escape(collapsed)}</summary>\n{markup}\n</details>"
     display({"text/html": markup, "text/plain": table_text(frame, formats)}, raw=True)
+
+
+#: Characters that mean something in Markdown (CommonMark lets any ASCII punctuation be escaped).
+_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~$:")
+
+
+def markdown_text(value: Any) -> str:
+    """A name to put inside Markdown, so that it shows as typed and is never markup.
+
+    HTML-significant characters become entities (``<`` → ``&lt;``), so raw HTML cannot
+    pass through the Markdown renderer (nbconvert's lets raw HTML through); Markdown
+    punctuation is backslash-escaped, so ``*x*`` stays ``*x*`` rather than becoming
+    emphasis and ``$x$`` never becomes math. Runs of white space become one space.
+
+    Parameters
+    ----------
+    value : object
+        A model, domain or profile name (anything; converted with ``str``).
+
+    Returns
+    -------
+    str
+    """
+    out = []
+    for char in " ".join(str(value).split()):
+        if char in "<>&\"'":
+            out.append(html.escape(char, quote=True))
+        elif char in _MARKDOWN_SPECIAL:
+            out.append("\\" + char)
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def show_text(text: str) -> None:
@@ -329,11 +394,18 @@ def show_error_matrix(scores: pd.DataFrame, table: pd.DataFrame, *, limit: int |
     table : pandas.DataFrame
         Metrics table, for the row order.
     limit : int, optional
-        Keep only the most and least jagged models, as the heatmap does.
+        Keep only the most and least jagged models, as the heatmap does, with the same
+        summary row (the median error per domain of the models left out) between them.
     """
-    from jagged.overview import error_matrix
+    from jagged.overview import error_matrix, left_out, median_errors, model_order, others_label
 
     matrix = error_matrix(scores, table, limit=limit)
+    cut = model_order(table, limit=limit)[1]
+    if cut:  # the heatmap's summary row of the models left out, in the same place
+        hidden = left_out(table, limit=limit)
+        summary = median_errors(scores, hidden).reindex(matrix.columns[1:])
+        row = pd.DataFrame([[others_label(len(hidden)), *summary.tolist()]], columns=matrix.columns)
+        matrix = pd.concat([matrix.iloc[:cut], row, matrix.iloc[cut:]], ignore_index=True)
     formats = {c: "{:.2f}" for c in matrix.columns if c != "model"}
     show_table(matrix, caption="Error rate (1 − score) by model and domain", formats=formats,
                collapsed="The heatmap's numbers as a table")

@@ -95,6 +95,51 @@ def model_order(metrics: pd.DataFrame, *, limit: int | None = None) -> tuple[lis
     return models[:head] + models[len(models) - tail:], head
 
 
+def left_out(metrics: pd.DataFrame, *, limit: int | None = None) -> list[str]:
+    """The models :func:`model_order` leaves out of a top/bottom cut, most jagged first.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        Per-model table with ``model`` and ``cv_error``.
+    limit : int, optional
+        As in :func:`model_order`; ``None`` leaves out nobody.
+
+    Returns
+    -------
+    list of str
+    """
+    shown, cut = model_order(metrics, limit=limit)
+    if not cut:
+        return []
+    everyone = model_order(metrics)[0]
+    kept = set(shown)
+    return [m for m in everyone if m not in kept]
+
+
+def median_errors(scores: pd.DataFrame, models: Sequence[str]) -> pd.Series:
+    """Per-domain median error rate ``1 - score`` over some models (the summary row of a cut).
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table.
+    models : sequence of str
+        The models to summarise.
+
+    Returns
+    -------
+    pandas.Series
+        Indexed by domain name (str), sorted by name; a domain none of the models has a
+        score in is absent. Empty when ``models`` is.
+    """
+    chosen = scores[scores["model"].astype(str).isin([str(m) for m in models])]
+    errors = 1.0 - chosen["score"].astype(float)
+    out = errors.groupby(chosen["domain"].astype(str)).median().sort_index()
+    out.index.name = "domain"
+    return out.rename("median_error")
+
+
 def domain_order(errors: pd.DataFrame, order: str | Sequence[str] = "error") -> list[str]:
     """Column order of the heatmap.
 
@@ -154,6 +199,11 @@ def error_matrix(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, l
     grid = errors.reindex(index=models, columns=domain_order(errors, order))
     grid.columns.name = None
     return grid.rename_axis("model").reset_index()
+
+
+def others_label(n: int) -> str:
+    """The row label of the summary of ``n`` left-out models (heatmap, dispersion, table)."""
+    return f"median of {n} other model{'s' if n != 1 else ''}"
 
 
 def dataset_facts(dataset: Dataset) -> pd.DataFrame:

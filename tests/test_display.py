@@ -133,3 +133,62 @@ def test_dataset_facts_and_domain_table(dataset):
     assert len(domains) == 14 and set(domains["models"]) == {29}
     law = [float(r["n_items"]) for r in rows if r["domain"] == "law"]
     assert domains.set_index("domain").loc["law", "n_items"] == round(statistics.median(law))
+
+
+def test_left_out_and_median_errors_summarise_the_cut():
+    metrics = pd.DataFrame({"model": list("abcdef"), "cv_error": [0.6, 0.5, 0.4, 0.3, 0.2, np.nan]})
+    assert overview.left_out(metrics, limit=4) == ["c", "d"]  # shown: a, b (top) and e, f (bottom)
+    assert overview.left_out(metrics) == [] and overview.left_out(metrics, limit=6) == []
+    scores = pd.DataFrame({"model": ["c", "c", "d", "d", "a"], "domain": ["x", "y", "x", "y", "x"],
+                           "score": [0.9, 0.2, 0.7, 0.6, 0.0]})
+    summary = overview.median_errors(scores, ["c", "d"])
+    assert summary.index.tolist() == ["x", "y"]
+    np.testing.assert_allclose(summary.to_numpy(), [0.2, 0.6])  # medians of (0.1, 0.3) and (0.8, 0.4)
+    assert overview.median_errors(scores, []).empty
+    assert overview.others_label(1) == "median of 1 other model"
+
+
+def test_error_matrix_table_has_the_heatmaps_summary_row(monkeypatch, dataset):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append(a[0]))
+    metrics = jagged.jaggedness(dataset.scores)
+    display.show_error_matrix(dataset.scores, metrics, limit=6)
+    text = shown[0]["text/plain"].splitlines()
+    assert len(text) == 1 + 6 + 1 and text[4].lstrip().startswith("median of 23 other models")
+
+
+def test_long_tables_scroll_in_a_labelled_region(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append(a[0]))
+    display.show_table(pd.DataFrame({"model": range(display.SCROLL_ROWS)}), caption="short")
+    display.show_table(pd.DataFrame({"model": range(display.SCROLL_ROWS + 1)}), caption='long "<x>"')
+    assert shown[0]["text/html"].startswith("<table")
+    assert shown[1]["text/html"].startswith(
+        '<div class="table-scroll" role="region" tabindex="0" aria-label="long &quot;&lt;x&gt;&quot;">')
+
+
+@pytest.mark.parametrize("name", ["<script>alert(1)</script>", '"><svg onload=alert(1)>', "*b* _c_ `d` [l](x)",
+                                  "$x^2$ & &amp; \\ # 1. - + !", "模型-Ü 🚀"])
+def test_markdown_text_renders_a_name_as_exactly_that_text(name):
+    from html.parser import HTMLParser
+
+    from nbconvert.filters import markdown2html
+
+    rendered = markdown2html(f"### About {display.markdown_text(name)}\n\nText {display.markdown_text(name)}.")
+
+    class Collect(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.tags, self.text = [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+
+        def handle_data(self, data):
+            self.text.append(data)
+
+    parsed = Collect()
+    parsed.feed(rendered)
+    assert set(parsed.tags) <= {"h3", "a", "p"}, parsed.tags  # no markup from the name, not even emphasis
+    text = "".join(parsed.text)
+    assert f"About {name}" in text and f"Text {name}." in text

@@ -88,15 +88,66 @@ def test_dispersion_marks_each_models_mean_error(data, raw):
     assert len(cv_texts) == 29 and cv_texts[0].startswith("CV ")
 
 
-def test_dispersion_limit_keeps_most_and_least_jagged(data, expected_cv):
+def test_dispersion_limit_keeps_most_and_least_jagged(data, raw, expected_cv):
     scores, metrics = data
     ax = dispersion.error_dispersion(scores, metrics, limit=7)
     ranked = sorted(expected_cv, key=lambda m: -expected_cv[m])
-    assert _tick_labels(ax) == ranked[:4] + ranked[-3:]
-    assert len(_collection(ax, "domain-errors").get_offsets()) == 7 * 14
-    cut = [line for line in ax.lines if line.get_gid() == "cut"]
-    assert len(cut) == 1 and cut[0].get_ydata()[0] == pytest.approx(3.5)
-    assert any("22 models not shown" in t.get_text() for t in ax.texts)
+    assert _tick_labels(ax) == ranked[:4] + ["median of 22 other models"] + ranked[-3:]
+    assert ax.get_yticklabels()[4].get_fontstyle() == "italic"
+    points = _collection(ax, "domain-errors").get_offsets()
+    assert len(points) == 7 * 14 and not np.any(np.abs(points[:, 1] - 4) < 0.5)  # row 4 is the summary
+    # the summary row: per-domain median error of the 22 models left out, computed here from the CSV
+    others = ranked[4:-3]
+    expected = sorted(np.median([1.0 - raw[m][d] for m in others]) for d in raw[others[0]])
+    summary = _collection(ax, "others-median").get_offsets()
+    np.testing.assert_allclose(np.sort(summary[:, 0]), expected, atol=1e-12)
+    assert np.all(np.abs(summary[:, 1] - 4) < 0.5)
+    cvs = [expected_cv[m] for m in others]
+    (range_text,) = [t.get_text() for t in ax.texts if t.get_gid() == "others-cv"]
+    assert range_text == f"CV {min(cvs):.2f}–{max(cvs):.2f}"
+    assert "(7 of 29 models)" in ax.get_title(loc="left")
+
+
+def test_heatmap_limit_adds_summary_row_and_fits_a_page_with_many_domains():
+    rng = np.random.default_rng(5)
+    models = [f"model-{i:03d}" for i in range(120)]
+    domains = [f"domain number {j:02d}" for j in range(60)]
+    table = pd.DataFrame([(m, d, rng.uniform(0.2, 0.9)) for m in models for d in domains],
+                         columns=["model", "domain", "score"])
+    metrics = jagged.jaggedness(table)
+    ax = dispersion.error_heatmap(table, metrics, limit=10)
+    rows = _tick_labels(ax)
+    assert len(rows) == 11 and rows[5] == "median of 110 other models"
+    grid = np.ma.getdata(ax.images[0].get_array())
+    order = metrics.sort_values("cv_error", ascending=False)["model"].tolist()
+    others = table[table["model"].isin(order[5:-5])]
+    expected = (1.0 - others.groupby("domain")["score"].median())
+    cols = _tick_labels(ax, "x")
+    np.testing.assert_allclose(grid[5], expected.loc[cols].to_numpy(), atol=1e-12)
+    width, height = ax.figure.get_size_inches()
+    assert width <= dispersion.PAGE_WIDTH + 1e-9 and len(cols) == 60  # every domain labelled
+    size = ax.get_xticklabels()[0].get_fontsize()
+    assert dispersion.MIN_LABEL_PT <= size <= 8
+    ax.figure.canvas.draw()  # labels fit their columns: no two neighbouring domain labels overlap
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
+    assert not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+
+
+def test_plots_draw_names_as_plain_shortened_text(data):
+    scores, _ = data
+    table = scores.astype({"model": str, "domain": str, "category": object}).copy()
+    hostile = {"Yi-6B": r"a$\frac{$b", "gemma-7b": "m" * 300}
+    table["model"] = table["model"].replace(hostile)
+    table["domain"] = table["domain"].replace({"law": "$x^2$"})
+    metrics = jagged.jaggedness(table)
+    for ax in (dispersion.error_dispersion(table, metrics), dispersion.error_heatmap(table, metrics),
+               dispersion.cv_vs_macro(metrics)):
+        ax.figure.canvas.draw()  # mathtext would fail on the first name
+        texts = [t.get_text() for t in ax.get_yticklabels() + ax.get_xticklabels() + ax.texts]
+        assert r"a\$\frac{\$b" in texts
+        assert all(len(t) <= 32 for t in texts)
+        assert "m" * 300 not in texts
 
 
 def test_dispersion_undefined_cv_last_and_profile_rows_collapsed(data):

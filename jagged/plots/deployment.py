@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from jagged.plots.labels import plain
+
 PROFILE_COLORS: tuple[str, ...] = ("#3b6ea8", "#c0504d", "#4f9a5a", "#8064a2", "#d08a2c", "#4bacc6",
                                    "#7f7f7f", "#b5739d")
 UP_COLOR = "#4f9a5a"
@@ -140,14 +142,14 @@ def macro_vs_dep(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, 
             ax.errorbar(sub["macro_score"], sub["dep_score"], xerr=xerr, yerr=yerr, fmt="none",
                         ecolor=color, elinewidth=0.8, alpha=0.5, zorder=2, gid="interval")
         ax.scatter(sub["macro_score"], sub["dep_score"], s=22, color=color, edgecolor="white", lw=0.5,
-                   zorder=3, label=str(name))
+                   zorder=3, label=plain(name))
         count = LABEL_DEFAULT if label is True else int(label)
         if count and len(names) == 1:
             chosen = sub.assign(_abs=sub["wedge"].abs()).nlargest(count, "_abs")
             middle = (low + high) / 2
             for row in chosen.itertuples(index=False):
                 right = row.macro_score > middle
-                ax.annotate(str(row.model), (row.macro_score, row.dep_score), xytext=(-5 if right else 5, 0),
+                ax.annotate(plain(row.model), (row.macro_score, row.dep_score), xytext=(-5 if right else 5, 0),
                             textcoords="offset points", ha="right" if right else "left", va="center",
                             fontsize=6.5, color="0.25", gid="model-label")
     ax.set_xlim(low - pad, high + pad)
@@ -212,9 +214,9 @@ def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, limit: int | 
         ax.axhline(limit // 2 - 0.5, color="0.4", ls="--", lw=0.8)
         ax.text(1.0, limit // 2 - 0.5, f"{hidden} models not shown ", transform=ax.get_yaxis_transform(),
                 ha="right", va="bottom", fontsize=7, color="0.3")
-    ax.set_yticks(y, labels=sub["model"].astype(str).tolist(), fontsize=7.5)
+    ax.set_yticks(y, labels=[plain(m) for m in sub["model"].astype(str)], fontsize=7.5)
     ax.set_xlabel("wedge = macro score − deployment-weighted score", fontsize=9)
-    ax.set_title(f"Wedge per model: {profile}\n(right: the average overstates this mix's score)", fontsize=10,
+    ax.set_title(f"Wedge per model: {plain(profile)}\n(right: the average overstates this mix's score)", fontsize=10,
                  loc="left")
     ax.legend(fontsize=6.5, frameon=True, framealpha=0.9, loc="best")
     ax.grid(axis="x", alpha=0.25)
@@ -258,15 +260,15 @@ def rank_slope(table: pd.DataFrame, *, profile: str | None = None, highlight: Se
         color = UP_COLOR if rd < lm else DOWN_COLOR if rd > lm else SAME_COLOR
         width = 2.4 if name in highlight else 1.2
         ax.plot([0, 1], [lm, rd], color=color, lw=width, marker="o", ms=3, gid="rank-line")
-        ax.text(-0.03, lm, f"{name}  {int(lm)}", ha="right", va="center", fontsize=fontsize, color="0.2")
-        ax.text(1.03, rd, f"{int(rd)}  {name}", ha="left", va="center", fontsize=fontsize, color="0.2")
+        ax.text(-0.03, lm, f"{plain(name)}  {int(lm)}", ha="right", va="center", fontsize=fontsize, color="0.2")
+        ax.text(1.03, rd, f"{int(rd)}  {plain(name)}", ha="left", va="center", fontsize=fontsize, color="0.2")
     ax.set_xlim(-0.9, 1.9)
     ax.set_ylim(max(n, 1) + 0.7, 0.3)
-    ax.set_xticks([0, 1], labels=["macro rank", f"{profile} rank"], fontsize=9)
+    ax.set_xticks([0, 1], labels=["macro rank", f"{plain(profile)} rank"], fontsize=9)
     ax.set_yticks([])
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
-    ax.set_title(f"How the ranking changes under profile {profile} (1 = best)", fontsize=10, loc="left")
+    ax.set_title(f"How the ranking changes under profile {plain(profile)} (1 = best)", fontsize=10, loc="left")
     return ax
 
 
@@ -305,15 +307,15 @@ def exposure_vs_error(exposure: pd.DataFrame, *, profile: str | None = None, mod
                gid="domain-point")
     for w, e, name in zip(weight, error, sub["domain"].astype(str)):
         if np.isfinite(e):
-            ax.annotate(name, (w, e), xytext=(4, 2), textcoords="offset points", fontsize=6.5, color="0.25")
+            ax.annotate(plain(name), (w, e), xytext=(4, 2), textcoords="offset points", fontsize=6.5, color="0.25")
     uniform = float(sub["uniform_weight"].iloc[0])
     ax.axvline(uniform, color="0.45", ls="--", lw=1, label=f"uniform weight 1/D = {uniform:.3f}")
     top = float(np.nanmax(weight)) if weight.size else 1.0
     ax.set_xlim(min(0.0, float(np.nanmin(weight))) - 0.01, top * 1.18 + 0.01)  # room for the labels
-    ax.set_xlabel(f"exposure w_d under {profile}", fontsize=9)
+    ax.set_xlabel(f"exposure w_d under {plain(profile)}", fontsize=9)
     ax.set_ylabel("error rate e_d = 1 − score", fontsize=9)
-    ax.set_title(f"{model}: exposure vs error per domain ({profile})" if model else
-                 f"Exposure vs error per domain ({profile})", fontsize=10, loc="left")
+    ax.set_title(f"{plain(model)}: exposure vs error per domain ({plain(profile)})" if model else
+                 f"Exposure vs error per domain ({plain(profile)})", fontsize=10, loc="left")
     ax.legend(fontsize=7, frameon=False, loc="best")
     ax.grid(alpha=0.25)
     return ax
@@ -357,7 +359,7 @@ def drift_bound(curve: pd.DataFrame, points: pd.DataFrame, *, model: str = "", a
             continue
         color = PROFILE_COLORS[i % len(PROFILE_COLORS)]
         ax.plot([row.sigma_w, row.sigma_w], [abs(row.wedge), row.wedge_bound], color=color, lw=1, ls=":")
-        ax.scatter([row.sigma_w], [abs(row.wedge)], color=color, s=34, zorder=3, label=f"{row.profile}",
+        ax.scatter([row.sigma_w], [abs(row.wedge)], color=color, s=34, zorder=3, label=plain(row.profile),
                    gid="profile-point")
         ax.scatter([row.sigma_w], [row.wedge_bound], facecolor="white", edgecolor=color, s=30, zorder=3)
     ax.set_xlim(0, x.max() if x.size else 1)
@@ -365,7 +367,7 @@ def drift_bound(curve: pd.DataFrame, points: pd.DataFrame, *, model: str = "", a
     ax.set_xlabel("σ_w, spread of the task-mix weights (0 = uniform)", fontsize=9)
     ax.set_ylabel("|wedge| (score points as a fraction)", fontsize=9)
     title = "How far can a task mix move the average?"
-    ax.set_title(f"{title} ({model})" if model else title, fontsize=10, loc="left")
+    ax.set_title(f"{title} ({plain(model)})" if model else title, fontsize=10, loc="left")
     ax.legend(fontsize=7, frameon=False, loc="upper left")
     ax.grid(alpha=0.25)
     return ax

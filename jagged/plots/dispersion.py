@@ -10,20 +10,29 @@ Large tables
 ------------
 With many models a row per model stops being readable. ``limit`` switches the dispersion
 plot and the heatmap to a top/bottom form: the ``ceil(limit / 2)`` most jagged and the
-``floor(limit / 2)`` least jagged models (by ``cv_error``), with a dashed rule where the
-others were left out. :func:`jagged.overview.model_order` is the one place that choice is
-made (the report's error table uses it too).
+``floor(limit / 2)`` least jagged models (by ``cv_error``), and between them one shaded
+summary row, "median of N other models", with the per-domain median error of the models
+left out (:func:`jagged.overview.median_errors`). :func:`jagged.overview.model_order` is
+the one place the cut is made (the report's error table uses it too).
+
+With many domains the heatmap keeps to the width of a report page (``PAGE_WIDTH``
+inches, shown at its natural size there): the columns narrow, the domain labels turn
+upright and shrink to fit the column pitch (never below ``MIN_LABEL_PT``; beyond that
+only every k-th domain is labelled). Names are drawn as plain text and shortened to
+:data:`jagged.plots.labels.LABEL_MAX` characters (:func:`jagged.plots.labels.plain`).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.overview import domain_order, error_matrix, model_order, per_model
+from jagged.overview import (domain_order, error_matrix, left_out, median_errors, model_order, others_label,
+                             per_model)
+from jagged.plots.labels import plain
 
 #: Colour of the per-domain points and of the heatmap's scale.
 POINT_COLOR = "#3b6ea8"
@@ -33,6 +42,12 @@ HEATMAP_CMAP = "YlOrRd"
 ANNOTATE_MAX_CELLS = 300
 #: Above this many models, :func:`cv_vs_macro` labels only the extremes.
 LABEL_ALL_MAX = 40
+#: Widest figure, in inches, that a report page shows at its natural size (at 90 dpi).
+PAGE_WIDTH = 10.4
+#: Smallest font size of the heatmap's domain labels, in points.
+MIN_LABEL_PT = 6.0
+#: Background of the summary row of the left-out models.
+OTHERS_COLOR = "#e8ecf1"
 
 
 def _check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:
@@ -48,12 +63,30 @@ def _new_axes(width: float, height: float) -> Axes:
     return ax
 
 
-def _separator(ax: Axes, cut: int, hidden: int) -> None:
-    """Dashed rule between the most and least jagged models, with the count left out."""
-    ax.axhline(cut - 0.5, color="0.4", linestyle="--", linewidth=0.8, gid="cut")
-    ax.text(0.99, cut - 0.5, f"{hidden} models not shown", transform=ax.get_yaxis_transform(),
-            ha="right", va="bottom", fontsize=7, color="0.3",
-            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0, "alpha": 0.85})
+def _rows(n_shown: int, cut: int) -> np.ndarray:
+    """Row positions of the shown models: a gap at ``cut`` for the summary row, if any."""
+    rows = np.arange(n_shown, dtype=float)
+    if cut:
+        rows[cut:] += 1.0
+    return rows
+
+
+def _tick_labels(models: Sequence[str], cut: int, hidden: int) -> tuple[np.ndarray, list[str]]:
+    """Positions and texts of the row labels, the summary row included."""
+    rows = _rows(len(models), cut)
+    labels = [plain(m) for m in models]
+    if cut:
+        rows = np.insert(rows, cut, float(cut))
+        labels.insert(cut, others_label(hidden))
+    return rows, labels
+
+
+def _mark_summary_label(ax: Axes, cut: int) -> None:
+    """Set the summary row's y label in italics, so it does not read as a model name."""
+    if cut:
+        label = ax.get_yticklabels()[cut]
+        label.set_fontstyle("italic")
+        label.set_color("0.3")
 
 
 def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | None = None,
@@ -79,27 +112,43 @@ def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int 
     matplotlib.axes.Axes
         The per-domain points are one collection with gid ``"domain-errors"``; the means
         (``mean_error`` from ``metrics``) another with gid ``"mean-error"``. The y tick
-        labels are the model names top to bottom; the right margin gives each ``cv_error``.
+        labels are the model names top to bottom (shortened, see
+        :func:`jagged.plots.labels.plain`); the right margin gives each ``cv_error``. With
+        a cut, the summary row sits between the two groups: its label is
+        :func:`jagged.overview.others_label`, its points (the left-out models' median
+        error per domain) the collection ``"others-median"``, its band gid ``"others"``.
     """
     _check_columns(scores, ("model", "domain", "score"), "score table")
     _check_columns(metrics, ("model", "mean_error", "cv_error"), "metrics table")
     models, cut = model_order(metrics, limit=limit)
+    hidden = left_out(metrics, limit=limit)
+    n_rows = len(models) + (1 if cut else 0)
     if ax is None:
-        ax = _new_axes(7.0, 1.0 + 0.26 * len(models))
-    row = pd.Series(np.arange(len(models)), index=models)
+        ax = _new_axes(7.0, 1.0 + 0.26 * n_rows)
+    row = pd.Series(_rows(len(models), cut), index=models)
     shown = scores[scores["model"].astype(str).isin(row.index)]
-    domain_codes, _ = pd.factorize(shown["domain"], sort=True)
-    n_domains = max(int(domain_codes.max()) + 1 if len(domain_codes) else 1, 1)
-    offset = (domain_codes / max(n_domains - 1, 1) - 0.5) * jitter if n_domains > 1 else 0.0
-    y = row.loc[shown["model"].astype(str)].to_numpy() + offset
+    domain_names = sorted(scores["domain"].astype(str).unique())
+    n_domains = max(len(domain_names), 1)
+    code = pd.Series(np.arange(len(domain_names)), index=domain_names)
+
+    def offsets(domains: pd.Series) -> np.ndarray | float:
+        if n_domains < 2:
+            return 0.0
+        return (code.loc[domains.astype(str)].to_numpy() / (n_domains - 1) - 0.5) * jitter
+
+    y = row.loc[shown["model"].astype(str)].to_numpy() + offsets(shown["domain"])
     ax.scatter(1.0 - shown["score"].to_numpy(dtype=float), y, s=14, color=POINT_COLOR, alpha=0.55,
                linewidths=0, label="error in one domain", gid="domain-errors", zorder=2)
     rows = per_model(metrics)
-    rows = rows.assign(model=rows["model"].astype(str)).set_index("model").loc[models]
+    rows = rows.assign(model=rows["model"].astype(str)).set_index("model")
+    hidden_rows = rows.loc[hidden]
+    rows = rows.loc[models]
     ax.scatter(rows["mean_error"].to_numpy(dtype=float), row.to_numpy(), marker="|", s=160,
                linewidths=2.0, color=MEAN_COLOR, label="mean error", gid="mean-error", zorder=3)
-    ax.set_yticks(row.to_numpy(), labels=models, fontsize=8)
-    ax.set_ylim(len(models) - 0.5, -0.5)
+    ticks, labels = _tick_labels(models, cut, len(hidden))
+    ax.set_yticks(ticks, labels=labels, fontsize=8)
+    _mark_summary_label(ax, cut)
+    ax.set_ylim(n_rows - 0.5, -0.5)
     ax.set_xlim(0.0, 1.0)
     ax.grid(axis="x", color="0.9", linewidth=0.6)
     ax.set_axisbelow(True)
@@ -108,10 +157,22 @@ def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int 
         ax.text(1.01, y_pos, text, transform=ax.get_yaxis_transform(), va="center", ha="left", fontsize=7,
                 color="0.25", gid="cv-label")
     if cut:
-        _separator(ax, cut, metrics["model"].nunique() - len(models))
+        summary = median_errors(scores, hidden)
+        ax.axhspan(cut - 0.5, cut + 0.5, color=OTHERS_COLOR, zorder=0, gid="others")
+        ax.scatter(summary.to_numpy(dtype=float), cut + offsets(pd.Series(summary.index)), s=14, marker="D",
+                   color="0.45", alpha=0.7, linewidths=0, label=f"median over the {len(hidden)} models left out",
+                   gid="others-median", zorder=2)
+        finite = hidden_rows["cv_error"].to_numpy(dtype=float)
+        finite = finite[np.isfinite(finite)]
+        if len(finite):
+            ax.text(1.01, cut, f"CV {finite.min():.2f}–{finite.max():.2f}", transform=ax.get_yaxis_transform(),
+                    va="center", ha="left", fontsize=7, color="0.25", fontstyle="italic", gid="others-cv")
     ax.set_xlabel("error rate in a domain (1 − score)")
-    ax.set_title("Error rate per domain, most jagged model first", fontsize=10, loc="left")
-    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.04), ncols=2, fontsize=7, frameon=False,
+    title = "Error rate per domain, most jagged model first"
+    if cut:
+        title += f" ({len(models)} of {len(models) + len(hidden)} models)"
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.04), ncols=3, fontsize=7, frameon=False,
               borderaxespad=0.0)
     return ax
 
@@ -143,25 +204,40 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
     matplotlib.axes.Axes
         The grid is the Axes' only image (``ax.images[0]``, gid ``"errors"``); its array
         holds ``1 - score`` with missing (model, domain) pairs masked and drawn grey, in
-        the rows and columns of :func:`jagged.overview.error_matrix`.
+        the rows and columns of :func:`jagged.overview.error_matrix`. With a cut, the row
+        at the cut is the summary of the models left out (their median error per domain,
+        labelled :func:`jagged.overview.others_label`). The figure is sized by
+        :func:`heatmap_layout`.
     """
     _check_columns(scores, ("model", "domain", "score"), "score table")
     table = error_matrix(scores, metrics, limit=limit, order=order)
     grid = table.set_index("model")
     models, columns = grid.index.tolist(), grid.columns.tolist()
     cut = model_order(metrics, limit=limit)[1] if metrics is not None else 0
-    n_rows, n_cols = grid.shape
+    values = grid.to_numpy(dtype=float)
+    hidden: list[str] = []
+    if cut:
+        hidden = left_out(metrics, limit=limit)
+        summary = median_errors(scores, hidden).reindex(columns).to_numpy(dtype=float)
+        values = np.insert(values, cut, summary, axis=0)
+    ticks, row_labels = _tick_labels(models, cut, len(hidden))
+    col_labels = [plain(c) for c in columns]
+    layout = heatmap_layout(row_labels, col_labels)
+    n_rows, n_cols = values.shape
     if ax is None:
-        ax = _new_axes(min(2.4 + 0.42 * n_cols, 16.0), 1.2 + 0.24 * n_rows)
+        ax = _new_axes(layout.width, layout.height)
     import matplotlib as mpl
 
     cmap = mpl.colormaps[HEATMAP_CMAP].with_extremes(bad="0.85")
-    values = np.ma.masked_invalid(grid.to_numpy(dtype=float))
+    values = np.ma.masked_invalid(values)
     image = ax.imshow(values, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
     image.set_gid("errors")
-    ax.set_yticks(np.arange(n_rows), labels=models, fontsize=8)
-    ax.set_xticks(np.arange(n_cols), labels=columns, fontsize=8, rotation=45, ha="right",
-                  rotation_mode="anchor")
+    ax.set_yticks(ticks, labels=row_labels, fontsize=layout.row_pt)
+    _mark_summary_label(ax, cut)
+    shown_cols = np.arange(0, n_cols, layout.col_step)
+    ax.set_xticks(shown_cols, labels=[col_labels[i] for i in shown_cols], fontsize=layout.col_pt,
+                  rotation=layout.rotation, ha="right" if layout.rotation < 90 else "center",
+                  rotation_mode="anchor" if layout.rotation < 90 else "default")
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
@@ -174,12 +250,72 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
             ax.text(c, r, f"{value:.2f}", ha="center", va="center",
                     fontsize=6, color="white" if value > 0.6 else "black", gid="cell-label", in_layout=False)
     if cut:
-        _separator(ax, cut, metrics["model"].nunique() - len(models))
-    colorbar = ax.figure.colorbar(image, ax=ax, shrink=0.6, pad=0.01, aspect=30)
+        for edge in (cut - 0.5, cut + 0.5):
+            ax.axhline(edge, color="white", linewidth=2.5, gid="others")
+    colorbar = ax.figure.colorbar(image, ax=ax, shrink=0.6 if n_rows > 8 else 0.9, pad=0.01, aspect=30)
     colorbar.set_label("error rate (1 − score)", fontsize=8)
     colorbar.ax.tick_params(labelsize=7)
-    ax.set_title("Error rate by model and domain (grey: no score)", fontsize=10, loc="left")
+    title = "Error rate by model and domain (grey: no score)"
+    if cut:
+        title += f"; {len(models)} of {len(models) + len(hidden)} models"
+    if layout.col_step > 1:
+        title += f"; every {layout.col_step}th domain labelled"
+    ax.set_title(title, fontsize=10, loc="left")
     return ax
+
+
+class HeatmapLayout(NamedTuple):
+    """Figure size (inches), label sizes (points), and which domain labels to draw."""
+
+    width: float
+    height: float
+    row_pt: float
+    col_pt: float
+    rotation: float
+    col_step: int
+
+
+def heatmap_layout(row_labels: Sequence[str], col_labels: Sequence[str]) -> HeatmapLayout:
+    """Size a heatmap so that it fits a report page and its labels stay legible.
+
+    Parameters
+    ----------
+    row_labels, col_labels : sequence of str
+        The labels as drawn (already shortened).
+
+    Returns
+    -------
+    HeatmapLayout
+        Up to about 15 domains: 0.42 in per column and labels at 8 pt, slanted. Beyond,
+        the figure is :data:`PAGE_WIDTH` wide, the column pitch is what remains after
+        the row labels and the colour bar, and the domain labels stand upright at the
+        largest size (up to 8 pt) the pitch allows; below :data:`MIN_LABEL_PT` only
+        every ``col_step``-th domain is labelled. Rows are 0.2 in apart at 8 pt.
+
+    Notes
+    -----
+    Text widths are estimated at 0.6 em per character (DejaVu Sans averages about
+    0.55), so labels rather get a little too much room than too little.
+    """
+    n_rows, n_cols = max(len(row_labels), 1), max(len(col_labels), 1)
+    row_pt = 8.0
+    label_in = max((len(t) for t in row_labels), default=0) * 0.6 * row_pt / 72
+    chrome_in = label_in + 1.1  # row labels, colour bar with its labels, margins
+    height_base = 1.2
+    natural = chrome_in + 0.42 * n_cols
+    if natural <= PAGE_WIDTH:
+        longest = max((len(t) for t in col_labels), default=0) * 0.6 * 8.0 / 72 * 0.71
+        return HeatmapLayout(width=max(natural, 4.0), height=height_base + longest + 0.2 * n_rows, row_pt=row_pt,
+                             col_pt=8.0, rotation=45.0, col_step=1)
+    pitch_pt = (PAGE_WIDTH - chrome_in) / n_cols * 72
+    col_pt = min(8.0, pitch_pt / 1.3)
+    step = 1
+    if col_pt < MIN_LABEL_PT:
+        step = int(np.ceil(MIN_LABEL_PT / col_pt))
+        col_pt = MIN_LABEL_PT
+    longest = max((len(t) for t in col_labels), default=0) * 0.6 * col_pt / 72
+    return HeatmapLayout(width=PAGE_WIDTH, height=height_base + longest + 0.2 * n_rows, row_pt=row_pt,
+                         col_pt=round(col_pt, 1), rotation=90.0, col_step=step)
 
 
 def _label_positions(points: np.ndarray, labels: Sequence[str], fontsize: float, dpi: float,
@@ -263,7 +399,7 @@ def cv_vs_macro(metrics: pd.DataFrame, *, label: bool | int = True, ax: Axes | N
         pad_y = max(0.02, 0.08 * float(np.ptp(y)))
         ax.set_xlim(max(0.0, x.min() - pad_x), min(1.0, x.max() + pad_x))
         ax.set_ylim(max(0.0, y.min() - pad_y), y.max() + pad_y)
-    names = defined["model"].astype(str).tolist()
+    names = [plain(m) for m in defined["model"].astype(str)]
     if label is True and len(names) > LABEL_ALL_MAX:
         label = 5
     if label is not False and len(names):

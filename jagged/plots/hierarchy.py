@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from jagged.plots.labels import plain
+
 LEAF_COLOR = "#3b6ea8"
 CATEGORY_COLOR = "#111111"
 OVERALL_COLOR = "#b03a2e"
@@ -99,13 +101,13 @@ def category_strip(leaves: pd.DataFrame, *, categories: pd.DataFrame | None = No
     if label_leaves > 0:
         top = data.assign(ypos=y + offset).sort_values("error", ascending=False).groupby("category").head(label_leaves)
         for row in top.itertuples():
-            ax.annotate(str(row.domain), (row.error, row.ypos), xytext=(4, 0), textcoords="offset points",
+            ax.annotate(plain(row.domain), (row.error, row.ypos), xytext=(4, 0), textcoords="offset points",
                         fontsize=7, va="center")
-    ax.set_yticks(range(len(order)), order)
+    ax.set_yticks(range(len(order)), [plain(c) for c in order])
     ax.set_ylim(-0.6, len(order) - 0.4)
     ax.set_xlim(0, 1)
     ax.set_xlabel("error rate (1 - score)")
-    ax.set_title(str(name))
+    ax.set_title(plain(name))
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.1 / max(len(order), 1)), ncol=3, fontsize=8,
               frameon=False)

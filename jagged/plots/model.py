@@ -80,14 +80,16 @@ def domain_errors_vs_field(data: pd.DataFrame, *, model: str = "", intervals: bo
             ax.hlines(y[ok], lo[ok], hi[ok], color=MODEL_COLOR, linewidth=2.0, alpha=0.6,
                       label="interval", gid="model-interval", zorder=3)
     who = str(model) if model else "this model"
-    ax.scatter(col["error"], y, s=36, color=MODEL_COLOR, zorder=4, label=_short(who), gid="model-error")
-    ax.set_yticks(y, labels=[_short(str(d)) for d in data["domain"]], fontsize=8)
+    ax.scatter(col["error"], y, s=36, color=MODEL_COLOR, zorder=4, label=_short(who, 24), gid="model-error")
+    labels = [_short(str(d)) for d in data["domain"]]
+    ax.set_yticks(y, labels=labels, fontsize=8)
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_xlim(0.0, 1.0)
     ax.grid(axis="x", color="0.9", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.set_xlabel("error rate in the domain (1 − score)")
     ax.set_title("Error rate per domain against the other models", fontsize=10, loc="left")
-    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.06), ncols=3, fontsize=7, frameon=False,
-              borderaxespad=0.0)
+    # Above the plot across the whole figure, so long domain labels on the left cannot push
+    # the legend out of the figure (constrained layout reserves its room).
+    ax.figure.legend(*ax.get_legend_handles_labels(), loc="outside upper left", ncols=3, fontsize=7, frameon=False)
     return ax

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from jagged.plots.labels import plain
+
 RAW_COLOR = "#3b6ea8"
 CORRECTED_COLOR = "#c0504d"
 FLAGGED_COLOR = "0.55"
@@ -81,7 +83,7 @@ def cv_forest(table: pd.DataFrame, *, sort: bool = True, limit: int | None = Non
                zorder=3, label="cv_error (raw)", gid="raw")
     ax.scatter(corrected, y, s=30, marker="D", color=np.where(flagged, FLAGGED_COLOR, CORRECTED_COLOR),
                zorder=4, label="cv_error_corrected (noise removed)", gid="corrected")
-    names = [f"{m} *" if f else str(m) for m, f in zip(data["model"], flagged)]
+    names = [f"{plain(m)} *" if f else plain(m) for m, f in zip(data["model"], flagged)]
     ax.set_yticks(y, names, fontsize=7.5)
     for tick, f in zip(ax.get_yticklabels(), flagged):
         if f:

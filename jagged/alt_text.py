@@ -1,0 +1,169 @@
+"""Text alternatives for the report's figures: what each figure shows, for this data.
+
+A screen-reader user (or anyone whose images do not load) reads the ``alt`` text instead of
+the figure, so it says what kind of chart it is, what its rows and axes are, which models it
+leaves out, and the extremes a sighted reader would see first. Names go in as they are; the
+report template escapes the attribute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from jagged.overview import domain_order, left_out, model_order, per_model
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.2f}" if np.isfinite(value) else "undefined"
+
+
+def cut_note(metrics: pd.DataFrame, limit: int | None) -> str:
+    """How many models a top/bottom cut shows, as a clause ("" when it shows them all).
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        Per-model table with ``model`` and ``cv_error``.
+    limit : int, optional
+        The plots' ``limit`` (see :func:`jagged.overview.model_order`).
+
+    Returns
+    -------
+    str
+        E.g. ``"40 of 300 models are shown: the 20 most and the 20 least jagged; the
+        other 260 are summarised in one shaded row (their median error per domain)"``.
+    """
+    shown, cut = model_order(metrics, limit=limit)
+    if not cut:
+        return ""
+    hidden = len(left_out(metrics, limit=limit))
+    return (f"{len(shown)} of {len(shown) + hidden} models are shown: the {cut} most and the "
+            f"{len(shown) - cut} least jagged; the other {hidden} are summarised in one shaded row "
+            "(their median error per domain)")
+
+
+def _extremes(metrics: pd.DataFrame) -> str:
+    rows = per_model(metrics)
+    rows = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
+    if rows.empty:
+        return ""
+    rows = rows.sort_values(["cv_error", "model"], ascending=[False, True], kind="mergesort")
+    top, low = rows.iloc[0], rows.iloc[-1]
+    if len(rows) == 1:
+        return f" The only model with a defined cv_error is {top['model']} ({_fmt(top['cv_error'])})."
+    return (f" Most jagged: {top['model']} (cv_error {_fmt(top['cv_error'])}); least jagged: "
+            f"{low['model']} (cv_error {_fmt(low['cv_error'])}).")
+
+
+def dispersion_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | None = None) -> str:
+    """Alt text of :func:`jagged.plots.dispersion.error_dispersion`.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table.
+    metrics : pandas.DataFrame
+        Per-model metrics table.
+    limit : int, optional
+        The plot's ``limit``.
+
+    Returns
+    -------
+    str
+    """
+    n_models = per_model(metrics)["model"].nunique()
+    n_domains = scores["domain"].nunique()
+    note = cut_note(metrics, limit)
+    text = (f"Dot plot of error rates (1 − score), one row per model ({_count(n_models, 'model')}), most "
+            f"jagged at the top; each row has one dot per domain ({_count(n_domains, 'domain')}) at its "
+            "error rate, a bar at the model's mean error, and its cv_error at the right.")
+    if note:
+        text += f" {note[0].upper()}{note[1:]}."
+    return text + _extremes(metrics)
+
+
+def heatmap_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | None = None) -> str:
+    """Alt text of :func:`jagged.plots.dispersion.error_heatmap` (domains ordered by median error).
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table.
+    metrics : pandas.DataFrame
+        Per-model metrics table.
+    limit : int, optional
+        The plot's ``limit``.
+
+    Returns
+    -------
+    str
+    """
+    errors = 1.0 - scores.pivot_table(index="model", columns="domain", values="score", aggfunc="first",
+                                      observed=True)
+    errors.columns = errors.columns.astype(str)
+    order = domain_order(errors, "error")
+    n_models = per_model(metrics)["model"].nunique()
+    text = (f"Heatmap of error rates (1 − score): {_count(n_models, 'model')} in rows, most jagged at the "
+            f"top; {_count(len(order), 'domain')} in columns")
+    if len(order) > 1:
+        text += f", from the lowest median error ({order[0]}) on the left to the highest ({order[-1]}) on the right"
+    text += "; darker cells are more errors, grey cells have no score."
+    note = cut_note(metrics, limit)
+    if note:
+        text += f" {note[0].upper()}{note[1:]}."
+    return text + " The numbers are in the table below the figure."
+
+
+def scatter_alt(metrics: pd.DataFrame) -> str:
+    """Alt text of :func:`jagged.plots.dispersion.cv_vs_macro` with its default labels.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        Per-model metrics table.
+
+    Returns
+    -------
+    str
+    """
+    from jagged.plots.dispersion import LABEL_ALL_MAX
+
+    rows = per_model(metrics)
+    defined = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
+    text = (f"Scatter plot of cv_error (up) against macro score (across), one point per model "
+            f"({_count(len(defined), 'model')} with a defined cv_error")
+    text += ", each labelled)." if len(defined) <= LABEL_ALL_MAX else "; the 5 most and 5 least jagged labelled)."
+    if len(defined):
+        best = defined.sort_values(["macro_score", "model"], ascending=[False, True], kind="mergesort").iloc[0]
+        text += f" Highest macro score: {best['model']} ({_fmt(best['macro_score'])})."
+    return text + _extremes(metrics)
+
+
+def subset_note(metrics: pd.DataFrame, limit: int | None, which: str) -> str:
+    """A sentence for plots that draw only some models when there are many (forest, wedge, rank).
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        Metrics table (one row per model, or per model and profile).
+    limit : int, optional
+        The plot's ``limit``.
+    which : str
+        Which models the plot keeps, with ``{limit}`` for the number, e.g.
+        ``"the {limit} at either end by wedge"``.
+
+    Returns
+    -------
+    str
+        ``""`` when every model is drawn, else e.g. ``" Of the 300 models, only the 40 at
+        either end by wedge are drawn."`` (with a leading space, to append).
+    """
+    n_models = per_model(metrics)["model"].nunique()
+    if limit is None or n_models <= limit:
+        return ""
+    return f" Of the {n_models} models, only {which.format(limit=limit)} are drawn."

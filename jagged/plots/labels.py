@@ -1,0 +1,57 @@
+"""Names drawn as plain text: shortened to fit, never interpreted as mathtext.
+
+Model, domain and profile names are data. Matplotlib reads ``$...$`` in any text as
+mathtext, so a name such as ``a$\\frac{$b`` would fail to draw, and ``$x^2$`` would draw
+as a formula; a 300-character name would squeeze the plot to nothing. Every plot label
+made from a name goes through :func:`plain`.
+"""
+
+from __future__ import annotations
+
+#: Longest label, in characters, before it is shortened with an ellipsis.
+LABEL_MAX = 32
+
+
+def shorten(text: str, limit: int = LABEL_MAX) -> str:
+    """Shorten ``text`` to at most ``limit`` characters, keeping its start and its end.
+
+    Parameters
+    ----------
+    text : str
+        Any text.
+    limit : int
+        Maximum length (at least 3).
+
+    Returns
+    -------
+    str
+        ``text`` itself when short enough; otherwise its first and last characters with
+        ``…`` between them (the end often tells versions apart: ``…-v2.3``).
+    """
+    text = str(text)
+    if limit < 3:
+        raise ValueError(f"limit must be at least 3, not {limit}")
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 3
+    head = limit - 1 - tail
+    return text[:head] + "…" + text[len(text) - tail:]
+
+
+def plain(text: str, limit: int | None = LABEL_MAX) -> str:
+    """A name as a matplotlib label: shortened (unless ``limit`` is None), ``$`` escaped.
+
+    Parameters
+    ----------
+    text : str
+        A model, domain or profile name.
+    limit : int or None
+        See :func:`shorten`; None keeps the whole name.
+
+    Returns
+    -------
+    str
+        Text that matplotlib draws character for character (``\\$`` draws as ``$``).
+    """
+    text = str(text) if limit is None else shorten(text, limit)
+    return text.replace("$", r"\$")
