@@ -19,6 +19,8 @@ from jagged.errors import JaggedInputError
 
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
+#: Report page themes (the same as :data:`jagged.report.THEMES`, which imports more).
+THEMES = ("light", "dark", "auto")
 
 
 def _one_line(text: str) -> str:
@@ -200,6 +202,8 @@ def validate(scores: str, **kwargs: Any) -> None:
               show_default=True, help="The HTML report; the executed notebook is kept beside it as .ipynb.")
 @click.option("--title", type=str, default="Jaggedness report", show_default=True, help="Report title.")
 @click.option("--show-code", is_flag=True, help="Show the notebook's code cells (hidden by default).")
+@click.option("--theme", type=click.Choice(THEMES), default="light", show_default=True,
+              help="Page colours: light, dark, or auto (follows the reader's system setting).")
 @click.option("--params", "params_file", type=str, default=None, metavar="FILE",
               help="Rerun from a parameter set: papermill-style YAML, or a jagged report (.html/.ipynb) "
                    "whose stored parameters and notebook are reused. Options given here override it.")

@@ -51,6 +51,8 @@ SKIP_TAG = "report-skip"
 KERNEL_NAME = "python3"
 #: Versions shown in the provenance block.
 VERSIONED = ("pandas", "numpy", "matplotlib", "papermill", "nbconvert")
+#: Page themes of the template: light, dark, or the reader's system setting ("auto").
+THEMES = ("light", "dark", "auto")
 
 
 class ReportError(RuntimeError):
@@ -291,7 +293,7 @@ def parameter_rows(notebook: str | Path, parameters: Mapping[str, Any]) -> list[
 
 def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequence[str]] = (),
            parameters: Iterable[Sequence[str]] = (), subtitle: str | None = None,
-           footer: str | None = None, meta: Mapping[str, str] | None = None) -> str:
+           footer: str | None = None, meta: Mapping[str, str] | None = None, theme: str = "light") -> str:
     """Render an executed notebook to a self-contained HTML page.
 
     Parameters
@@ -313,17 +315,28 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
         Report metadata (see :mod:`jagged.rerun`): each entry becomes
         ``<meta name="jagged-KEY" content="VALUE">`` in the head; ``parameters`` (YAML)
         is also shown in the provenance block.
+    theme : {"light", "dark", "auto"}
+        Page colours; ``"auto"`` follows the reader's system setting
+        (``prefers-color-scheme``). Figures keep their white background in every theme.
 
     Returns
     -------
     str
         The HTML. Every title, fact and parameter is autoescaped by the template.
+
+    Raises
+    ------
+    ValueError
+        An unknown theme.
     """
+    if theme not in THEMES:
+        raise ValueError(f"theme must be one of {', '.join(THEMES)}, not {theme!r}")
     rows = [tuple(f) + ("",) * (3 - len(f)) for f in facts] + run_facts(nb)
     meta = dict(meta or {})
     resources = {"jagged": {"title": title, "subtitle": subtitle, "facts": rows,
                             "parameters": [tuple(p) for p in parameters], "footer": footer,
-                            "meta": list(meta.items()), "parameters_yaml": meta.get("parameters")}}
+                            "meta": list(meta.items()), "parameters_yaml": meta.get("parameters"),
+                            "theme": theme}}
     body, _ = _exporter(bool(show_code)).from_notebook_node(nb, resources=resources)
     return body
 
@@ -335,7 +348,7 @@ def _failed_path(html_path: Path) -> Path:
 def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[str, Any] | None = None, *,
                title: str = DEFAULT_TITLE, show_code: bool = False, facts: Iterable[Sequence[str]] = (),
                subtitle: str | None = None, metadata: Mapping[str, str] | None = None,
-               **execute_kwargs: Any) -> Path:
+               theme: str | None = None, **execute_kwargs: Any) -> Path:
     """Execute a notebook and render it to ``html_path``, atomically; keep the executed notebook.
 
     Parameters
@@ -354,6 +367,9 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
         title and the full parameter set (YAML) are always stored, in the HTML head and in
         the kept notebook's ``metadata.jagged``, and the provenance block shows the
         command that reruns the report (see :mod:`jagged.rerun`).
+    theme : {"light", "dark", "auto"}, optional
+        Page theme (see :func:`render`); by default the notebook's ``theme`` parameter
+        when it declares one (so a rerun from stored parameters keeps it), else light.
     **execute_kwargs
         Passed to :func:`execute` (``cwd``, ``timeout``, ``km``, ...).
 
@@ -425,7 +441,8 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
         nbformat.write(nb, str(executed))
         facts = [*facts, ("rerun this report", rerun_command(html_path), "command")]
         page = render(nb, title=title, show_code=show_code, facts=facts,
-                      parameters=parameter_rows(notebook, parameters), subtitle=subtitle, footer=footer, meta=meta)
+                      parameters=parameter_rows(notebook, parameters), subtitle=subtitle, footer=footer, meta=meta,
+                      theme=theme or str(full.get("theme") or "light"))
         rendered = workdir / "report.html"
         rendered.write_text(page, encoding="utf-8")
         os.replace(executed, ipynb_path)
@@ -528,7 +545,7 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     **options
         Notebook parameters of the same name: loader options (``score_scale``, ...),
         analysis options (``weights``, ``profiles``, ``missing_weight``, ...) and display
-        options (``max_models``).
+        options (``max_models``, ``theme``: ``"light"``, ``"dark"`` or ``"auto"``).
 
     Returns
     -------
@@ -545,6 +562,8 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     output = Path(output)
     if output.suffix.lower() not in (".html", ".htm"):
         raise JaggedInputError(f"{output}: the report file must end in .html")
+    if options.get("theme", "light") not in THEMES:
+        raise JaggedInputError(f"theme must be one of {', '.join(THEMES)}, not {options['theme']!r}")
     bundled = scores in (None, "")
     source = None if bundled else Path(scores)
     dataset = validate_input(source, options)

@@ -114,6 +114,28 @@ def test_show_code_renders_code_cells(rendered):
     assert "Jaggedness report</h1>" not in html.split("<main>")[1]  # the report-skip cell stays out
 
 
+def test_theme_and_content_security_policy(rendered):
+    out, html = rendered
+    assert '<html data-theme="light" lang="en">' in html
+    csp = re.search(r'<meta content="([^"]*)" http-equiv="Content-Security-Policy"/>', html).group(1)
+    assert "default-src 'none'" in csp and "script-src" not in csp and "img-src data:" in csp
+    nb = nbformat.read(out.with_suffix(".ipynb"), as_version=4)
+    dark = report.render(nb, title="t", theme="dark")
+    assert '<html data-theme="dark" lang="en">' in dark and '<meta content="dark" name="color-scheme"/>' in dark
+    auto = report.render(nb, title="t", theme="auto")
+    assert '<meta content="light dark" name="color-scheme"/>' in auto
+    with pytest.raises(ValueError, match="theme must be one of light, dark, auto"):
+        report.render(nb, title="t", theme="neon")
+    assert report.THEMES == tuple(main.commands["report"].params[[p.name for p in main.commands["report"].params]
+                                                                 .index("theme")].type.choices)
+
+
+def test_bad_theme_exits_2_before_any_kernel(tmp_path):
+    with pytest.raises(report.JaggedInputError, match="theme must be one of"):
+        report.jaggedness_report(None, tmp_path / "r.html", theme="neon")
+    assert not list(tmp_path.iterdir())
+
+
 def test_every_report_option_is_a_notebook_parameter():
     declared = {p.name for p in report.notebook_parameters(report.REPORT_NOTEBOOK)}
     options = {p.name for p in main.commands["report"].params} - OWN_OPTIONS
