@@ -1,0 +1,253 @@
+"""Every kind of report, opened in a real (headless) Chromium as a reader would open it.
+
+For the cross-model report, the per-model report and the batch index: no console error, no
+request leaving the file, every image decoded, every table-of-contents link landing on an
+element, a screenshot in ``tests/artifacts/``. Then the index's sorting, the themes, the
+print layout, and a 300 × 60 report's size and render time.
+
+Skipped, with the install command, when no Chromium is found (see ``browser.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from browser import (ARTIFACTS, COLOURS_JS, IMAGES_JS, TOC_TARGETS_JS, chromium, contrast, luminance, open_page,
+                     require_chromium, screenshot)
+from jagged import report
+
+CHROMIUM = require_chromium()
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = "gemini-1.5-pro-002"
+#: The limits of issue 7 for a 300 models × 60 domains report.
+SCALE_MAX_BYTES = 5_000_000
+SCALE_MAX_SECONDS = 3.0
+BUNDLED_MAX_BYTES = 2_000_000
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium(CHROMIUM) as launched:
+        yield launched
+
+
+@pytest.fixture(scope="module")
+def cross_model(tmp_path_factory) -> Path:
+    """The cross-model report of the bundled data, as ``jagged report`` writes it."""
+    out = tmp_path_factory.mktemp("cross") / "jaggedness_report.html"
+    return report.jaggedness_report(None, out)
+
+
+@pytest.fixture(scope="module")
+def per_model(tmp_path_factory) -> Path:
+    """The per-model report of one bundled model, as ``jagged batch`` writes each."""
+    out = tmp_path_factory.mktemp("model") / "model.html"
+    return report.run_report("model_report", out, {"model": MODEL}, title=f"Model report: {MODEL}")
+
+
+@pytest.fixture(scope="module")
+def batch_index(tmp_path_factory) -> Path:
+    """``jagged batch`` on three bundled models: the index, the reports it links."""
+    from click.testing import CliRunner
+
+    from jagged.cli import main
+
+    if "batch" not in main.commands:  # pragma: no cover - fails loudly rather than skipping
+        pytest.fail("jagged batch is not available")
+    out = tmp_path_factory.mktemp("batch")
+    models = ["Yi-6B", MODEL, "Llama-2-7b-hf"]
+    args = ["batch", str(ROOT / "jagged" / "data" / "mmlu_pro_per_category.csv"), "--out-dir", str(out),
+            "-j", "2", "--bootstrap", "0"]
+    for model in models:
+        args += ["--models", model]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    return out / "index.html"
+
+
+def _check_page(browser, path: Path, name: str, **page_options) -> dict:
+    """The checks every report page must pass; returns what the page showed for more checks."""
+    with open_page(browser, path, **page_options) as (page, log):
+        images = page.evaluate(IMAGES_JS)
+        toc = page.evaluate(TOC_TARGETS_JS)
+        shot = screenshot(page, name)
+        found = {"images": images, "toc": toc, "title": page.title(), "log": log, "screenshot": shot}
+    assert not log.console_errors, log.console_errors
+    assert not log.page_errors, log.page_errors
+    assert not log.dialogs, log.dialogs
+    assert log.requests and log.requests[0] == path.resolve().as_uri()
+    assert not log.remote_requests, f"requests leaving the file: {log.remote_requests}"
+    for image in images:
+        assert image["complete"] and image["width"] > 0 and image["height"] > 0, image
+    missing = [link for link in toc if link["target"] is None]
+    assert not missing, f"table-of-contents links that land nowhere: {missing}"
+    for link in toc:  # the element the link lands on is the heading it names
+        assert link["text"].strip() in link["target"], link
+    assert shot.stat().st_size > 10_000
+    return found
+
+
+def test_cross_model_report_in_the_browser(browser, cross_model):
+    found = _check_page(browser, cross_model, "cross_model_report")
+    assert len(found["images"]) >= 8  # dispersion, heatmap, scatter, forest, deployment plots
+    assert len(found["toc"]) >= 8
+    assert found["title"] == "Jaggedness report"
+    assert cross_model.stat().st_size < BUNDLED_MAX_BYTES
+
+
+def test_per_model_report_in_the_browser(browser, per_model):
+    found = _check_page(browser, per_model, "per_model_report")
+    assert len(found["images"]) >= 1 and len(found["toc"]) >= 4
+    assert found["title"] == f"Model report: {MODEL}"
+
+
+def test_batch_index_in_the_browser_and_its_links(browser, batch_index):
+    found = _check_page(browser, batch_index, "batch_index")
+    assert not found["images"]  # the index has a table, no figures
+    with open_page(browser, batch_index) as (page, log):
+        links = page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    local = [link for link in links if link.startswith("file:")]
+    assert len(local) >= 4  # three model reports and the cross-model report
+    for link in local:
+        assert Path(link.removeprefix("file://")).is_file(), link
+
+
+def _column(page, index: int) -> list[str]:
+    return page.evaluate(f"""() => Array.from(document.querySelectorAll('#models tbody tr'))
+        .map(tr => tr.cells[{index}].getAttribute('data-sort') ?? tr.cells[{index}].textContent)""")
+
+
+def test_batch_index_sorts_when_a_header_is_clicked(browser, batch_index):
+    with open_page(browser, batch_index) as (page, log):
+        headers = page.evaluate("() => Array.from(document.querySelectorAll('#models thead th'))"
+                                ".map(th => th.textContent.trim())")
+        cv = headers.index("cv_error")
+        model = headers.index("model")
+        initial = [float(v) for v in _column(page, cv)]
+        assert initial == sorted(initial, reverse=True)  # most jagged first, as written
+        page.locator("#models thead th").nth(cv).locator("button").click()
+        ascending = [float(v) for v in _column(page, cv)]
+        assert ascending == sorted(initial) and ascending != initial
+        assert page.locator("#models thead th").nth(cv).get_attribute("aria-sort") == "ascending"
+        page.locator("#models thead th").nth(model).locator("button").click()
+        names = _column(page, model)
+        assert names == sorted(names, key=str.lower)
+        page.locator("#models thead th").nth(model).locator("button").click()
+        assert _column(page, model) == sorted(names, key=str.lower, reverse=True)
+        screenshot(page, "batch_index_sorted")
+    assert not log.console_errors and not log.page_errors and not log.remote_requests
+
+
+# --- themes and print ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def themed(cross_model, tmp_path_factory) -> dict[str, Path]:
+    """The cross-model report rendered again (not rerun) in each theme."""
+    nb = nbformat.read(cross_model.with_suffix(".ipynb"), as_version=4)
+    folder = tmp_path_factory.mktemp("themes")
+    out = {}
+    for theme in report.THEMES:
+        path = folder / f"{theme}.html"
+        path.write_text(report.render(nb, title="Themed", theme=theme), encoding="utf-8")
+        out[theme] = path
+    return out
+
+
+@pytest.mark.parametrize("theme, scheme, dark", [
+    ("light", "dark", False), ("dark", "light", True), ("auto", "light", False), ("auto", "dark", True)])
+def test_theme_colours_in_the_browser(browser, themed, theme, scheme, dark):
+    with open_page(browser, themed[theme], color_scheme=scheme) as (page, log):
+        colours = page.evaluate(COLOURS_JS)
+        table_ink = page.evaluate("() => getComputedStyle(document.querySelector('table.jagged-table td')).color")
+        figure_bg = page.evaluate("() => getComputedStyle(document.querySelector('.output img')).backgroundColor")
+        if theme == "dark":
+            screenshot(page, "cross_model_report_dark")
+    assert not log.console_errors and not log.remote_requests
+    background = luminance(colours["body"])
+    assert (background < 0.05) if dark else (background > 0.95), colours
+    assert contrast(colours["body"], colours["ink"]) >= 7, colours  # WCAG AAA for body text
+    assert contrast(colours["body"], table_ink) >= 7
+    assert luminance(figure_bg) > 0.95  # figures are drawn on white: they keep a white card
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_print_layout_cuts_nothing(browser, themed, theme):
+    """Printed (A4 width), nothing is wider than the page and the page is black on white."""
+    width = 690  # A4 minus the @page margins, in CSS pixels
+    with open_page(browser, themed[theme], width=width, media="print") as (page, log):
+        overflow = page.evaluate(f"""() => Array.from(document.querySelectorAll('table, img, pre'))
+            .filter(el => el.getClientRects().length)
+            .filter(el => el.getBoundingClientRect().right > {width} + 1)
+            .map(el => el.tagName + ' ' + (el.className || '') + ' ' + Math.round(el.getBoundingClientRect().right))""")
+        clipping = page.evaluate("""() => Array.from(document.querySelectorAll('.output, .table-scroll'))
+            .map(el => getComputedStyle(el).overflowX).filter(v => v !== 'visible')""")
+        colours = page.evaluate(COLOURS_JS)
+        images = page.evaluate("() => Array.from(document.images).map(i => getComputedStyle(i).breakInside)")
+        pdf = page.pdf(path=str(ARTIFACTS / f"cross_model_report_{theme}.pdf"), format="A4",
+                       print_background=True)
+    assert not overflow, f"wider than a printed page: {overflow}"
+    assert not clipping, "an output would clip its content in print"
+    assert luminance(colours["body"]) > 0.95 and luminance(colours["ink"]) < 0.01
+    assert images and set(images) == {"avoid"}
+    assert pdf[:5] == b"%PDF-" and len(re.findall(rb"/Type\s*/Page\b", pdf)) >= 5
+
+
+# --- accessibility ------------------------------------------------------------------------
+
+
+def test_figures_have_alt_text_and_tables_have_header_cells(browser, cross_model, per_model):
+    for path in (cross_model, per_model):
+        with open_page(browser, path) as (page, log):
+            alts = page.evaluate("() => Array.from(document.images).map(i => i.alt)")
+            tables = page.evaluate("""() => Array.from(document.querySelectorAll('table')).map(t => ({
+                label: (t.caption ? t.caption.textContent : '') || t.getAttribute('aria-label') || '',
+                headers: t.querySelectorAll('th').length,
+                columnHeaders: t.querySelectorAll('thead th').length,
+                scoped: t.querySelectorAll('thead th[scope="col"]').length,
+                rowHeaders: t.querySelectorAll('tbody th[scope="row"]').length,
+                rows: t.querySelectorAll('tbody tr').length}))""")
+        assert alts and len(set(alts)) == len(alts), "every figure needs its own alt text"
+        for alt in alts:
+            assert len(alt) >= 60 and not alt.startswith(("Figure", "No description")), alt
+        assert tables
+        for table in tables:
+            assert table["label"], table
+            assert table["headers"] > 0, table
+            assert table["columnHeaders"] == table["scoped"], table
+            if table["columnHeaders"] == 0:  # a two-column facts table: a header per row
+                assert table["rowHeaders"] == table["rows"], table
+
+
+# --- scale --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scale_report(tmp_path_factory) -> Path:
+    """The cross-model report of 300 models × 60 domains with three weights profiles."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import scale_data
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    folder = tmp_path_factory.mktemp("scale")
+    scores, weights = scale_data.write(folder)
+    return report.jaggedness_report(scores, folder / "scale.html", weights=str(weights))
+
+
+def test_scale_report_is_small_fast_and_shows_a_cut(browser, scale_report):
+    size = scale_report.stat().st_size
+    assert size < SCALE_MAX_BYTES, f"{size / 1e6:.2f} MB"
+    found = _check_page(browser, scale_report, "scale_report_300x60")
+    assert found["log"].render_seconds < SCALE_MAX_SECONDS, found["log"].render_seconds
+    html = scale_report.read_text(encoding="utf-8")
+    assert "median of 260 other models" in html  # the summary row of the heatmap's table
+    alts = [image["alt"] for image in found["images"]]
+    assert any("40 of 300 models are shown" in alt for alt in alts)
+    heatmap = next(image for image in found["images"] if image["alt"].startswith("Heatmap"))
+    assert heatmap["width"] <= 952  # fits the page's text column: shown at its natural size
