@@ -175,9 +175,15 @@ def _file_digest(path: str, mtime_ns: int, size: int) -> str:
 
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """SHA-256 over jagged's Python sources and the report templates (name and content)."""
+    """SHA-256 over jagged's Python sources and the report template (names and contents).
+
+    The index template (``templates/batch``) is left out: the index is rendered on every
+    run, and changing it does not change a report.
+    """
+    from jagged.report import TEMPLATE_NAME, TEMPLATES_DIR
+
     digest = hashlib.sha256()
-    files = sorted(PACKAGE_DIR.rglob("*.py")) + sorted((ROOT / "templates").rglob("*"))
+    files = sorted(PACKAGE_DIR.rglob("*.py")) + sorted((TEMPLATES_DIR / TEMPLATE_NAME).rglob("*"))
     for path in files:
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(str(path.relative_to(ROOT)).encode())
