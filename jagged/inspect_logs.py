@@ -361,6 +361,11 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
             available = _metadata_keys(run.samples)
         for sample in run.samples:
             sid, epoch = sample.get("id"), sample.get("epoch", 1)
+            if sid is None or isinstance(sid, (dict, list, bool)):
+                raise JaggedInputError(f"{run.path.name}: a sample id is {str(sid)[:40]!r}, not a string or number")
+            if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+                raise JaggedInputError(f"{run.path.name}: sample {sid!r} has epoch {str(epoch)[:20]!r}, "
+                                       "not a whole number from 1")
             where = f"{run.path.name}: sample {sid!r} (epoch {epoch})"
             score = _sample_scores(sample).get(scorer)
             value = None if score is None or sample.get("error") else _value(score, scorer, value_key, where)

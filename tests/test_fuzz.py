@@ -220,3 +220,105 @@ def test_fuzz_parquet_tables(frame):
     except Exception:
         return  # pyarrow cannot write this frame: nothing to read
     assert_clean_cli(["metrics", str(path)])
+
+
+# --- evaluator outputs: valid documents with random damage --------------------------------
+# Random JSON almost never looks like an lm-eval results file or an Inspect log, so the
+# evaluator readers' deeper paths are fuzzed from valid documents with 1-4 random edits:
+# a value replaced by any JSON value, a key deleted, or a key renamed.
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True, allow_infinity=True)
+    | st.integers(-(10**20), 10**20) | st.text(max_size=6) | st.sampled_from(["acc,none", "C", "I", "N/A", ""]),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3), max_leaves=6)
+
+
+def lmeval_results() -> dict:
+    """A small valid lm-eval 0.4 results document: group 'suite' over two groups of leaves."""
+    leaves = {"g_a": {"t_1": 0.8, "t_2": 0.6}, "g_b": {"t_3": 0.9, "t_4": 0.3}}
+    results = {"suite": {"acc,none": 0.6, "alias": "suite"}}
+    subtasks = {"suite": list(leaves)}
+    for group, scores in leaves.items():
+        results[group] = {"acc,none": 0.6, "acc_stderr,none": "N/A", "alias": f" - {group}"}
+        subtasks[group] = list(scores)
+        for leaf, value in scores.items():
+            results[leaf] = {"alias": f"  - {leaf}", "acc,none": value, "acc_stderr,none": 0.01}
+    return {"results": results, "group_subtasks": subtasks, "configs": {}, "versions": {},
+            "config": {"model": "hf", "model_args": "pretrained=org/model-7b", "limit": None},
+            "model_name": "org/model-7b", "n-samples": {k: {"original": 100, "effective": 100} for k in
+                                                       ("t_1", "t_2", "t_3", "t_4")},
+            "higher_is_better": {k: {"acc": True} for k in results}, "date": 1735000000.0}
+
+
+def inspect_log() -> dict:
+    """A small valid Inspect eval log (JSON): six samples over two metadata domains."""
+    samples = [{"id": i, "epoch": 1, "input": "q", "target": "a", "scores": {"match": {"value": v}},
+                "metadata": {"subject": "alg" if i % 2 else "geo"}} for i, v in enumerate("CICCIP")]
+    return {"version": 2, "status": "success",
+            "eval": {"task": "quiz", "model": "prov/model-x", "created": "2025-05-12T20:28:26-04:00",
+                     "dataset": {"name": "quiz"}},
+            "plan": {}, "results": {"scores": []}, "stats": {}, "samples": samples}
+
+
+def _slots(node, out):
+    """Every (container, key) of a JSON document, depth first."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in list(items):
+        out.append((node, key))
+        _slots(value, out)
+    return out
+
+
+@st.composite
+def damaged(draw, make) -> bytes:
+    doc = make()
+    for _ in range(draw(st.integers(1, 4))):
+        slots = _slots(doc, [])
+        if not slots:
+            break
+        container, key = draw(st.sampled_from(slots))
+        action = draw(st.sampled_from(["replace", "replace", "delete", "rename"]))
+        if action == "replace" or (action == "rename" and not isinstance(container, dict)):
+            container[key] = draw(json_values)
+        elif action == "delete":
+            del container[key]
+        else:
+            container[draw(st.text(max_size=6))] = container.pop(key)
+    return json.dumps(doc).encode()
+
+
+def _load_or_one_line_error(path: Path, **options) -> None:
+    with time_limit(CASE_SECONDS):
+        try:
+            dataset = jagged.load(path, **options)
+            table = jagged.jaggedness(dataset.scores)
+        except JaggedInputError as exc:
+            assert str(exc) and "\n" not in str(exc)
+            event("bad input: one-line error")
+            return
+    check_result(table, dataset.scores)
+    event(f"loaded ({dataset.format})")
+
+
+@seed(20261133)
+@FUZZ_SETTINGS
+@given(data=damaged(lmeval_results), task=st.sampled_from([None, "suite", "g_a"]))
+def test_fuzz_lmeval_results(data, task):
+    path = _write(data, ".json")
+    try:
+        _load_or_one_line_error(path, task=task)
+        assert_clean_cli(["metrics", str(path), *(["--task", task] if task else [])])
+    finally:
+        path.unlink(missing_ok=True)
+
+
+@seed(20261134)
+@FUZZ_SETTINGS
+@given(data=damaged(inspect_log), key=st.sampled_from([None, "subject"]))
+def test_fuzz_inspect_logs(data, key):
+    path = _write(data, ".json")
+    try:
+        _load_or_one_line_error(path, domain_key=key)
+        assert_clean_cli(["metrics", str(path), *(["--domain-key", key] if key else [])])
+    finally:
+        path.unlink(missing_ok=True)
