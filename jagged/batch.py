@@ -386,12 +386,8 @@ def _kill_kernel() -> None:
 
 def _on_terminate(signum: int, frame: Any) -> None:  # pragma: no cover - runs in a dying worker
     kernel = _KERNEL
-    pid = kernel.pid() if kernel is not None else None
-    if pid:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    if kernel is not None:
+        kernel.kill()
     os._exit(128 + signum)
 
 

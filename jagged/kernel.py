@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
 #: papermill engine name for runs in a warm kernel (see :class:`WarmKernelEngine`).
@@ -197,7 +198,21 @@ class WarmKernel:
 
         _register_engine()
         os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-        self.km = AsyncKernelManager(kernel_name=self.kernel_name)
+        # Local IPC sockets rather than TCP on POSIX, like jagged.report's kernels (no
+        # traffic on the network stack; ZeroMQ has no IPC transport on Windows).
+        if os.name == "posix":
+            import uuid
+
+            from jupyter_core.paths import jupyter_runtime_dir
+
+            runtime = Path(jupyter_runtime_dir())
+            runtime.mkdir(parents=True, exist_ok=True)
+            # A prefix of its own for the socket files, so no two kernels (workers,
+            # restarts) ever pick the same names.
+            self.km = AsyncKernelManager(kernel_name=self.kernel_name, transport="ipc",
+                                         ip=str(runtime / f"jagged-{uuid.uuid4().hex[:12]}-ipc"))
+        else:
+            self.km = AsyncKernelManager(kernel_name=self.kernel_name)
         # The kernel's own stdout/stderr (not cell output, which travels over ZMQ) would
         # scribble over the progress bar.
         run_sync(self.km.start_kernel)(cwd=self.cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -243,6 +258,30 @@ class WarmKernel:
         provisioner = getattr(self.km, "provisioner", None)
         process = getattr(provisioner, "process", None)
         return getattr(process, "pid", None)
+
+    def kill(self) -> None:
+        """Kill the kernel process at once and remove its files (for a worker that must exit now)."""
+        import glob
+        import signal
+
+        pid = self.pid()
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        km = self.km
+        files = []
+        if km is not None:
+            files.append(str(km.connection_file or ""))
+            if km.transport == "ipc":
+                files += glob.glob(f"{glob.escape(km.ip)}-*")
+        for name in files:
+            if name:
+                try:
+                    os.unlink(name)
+                except OSError:
+                    pass
 
     def __enter__(self) -> "WarmKernel":
         return self.start() if self.km is None else self
