@@ -9,19 +9,50 @@ Python API
 >>> dep = jagged.deployment_metrics(scores, weights)   # dep_score, wedge, wedge_bound, ranks
 >>> noise = jagged.sampling_noise(scores)   # noise_share, cv_error_corrected, noise_flag
 >>> ci = jagged.bootstrap_intervals(scores, n_boot=2000, seed=0)   # <stat>_lo / <stat>_hi
+
+The names are imported on first use (PEP 562), so ``import jagged.cli`` stays light and
+``jagged report`` can start its kernel before pandas is even imported.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from jagged.errors import JaggedInputError, JaggedWarning
+
 __version__ = "0.1.0"
 
-from jagged.deployment import deployment_metrics
-from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.loaders import BUNDLED_SCORES, Dataset, load, load_scores
-from jagged.metrics import cv_error, jaggedness
-from jagged.table import summarize, validate_scores
-from jagged.uncertainty import bootstrap_intervals, sampling_noise
-from jagged.weights import resolve_profiles
+#: public name -> module that defines it
+_LAZY: dict[str, str] = {
+    "BUNDLED_SCORES": "jagged.loaders", "Dataset": "jagged.loaders", "load": "jagged.loaders",
+    "load_scores": "jagged.loaders", "cv_error": "jagged.metrics", "jaggedness": "jagged.metrics",
+    "summarize": "jagged.table", "validate_scores": "jagged.table",
+    "deployment_metrics": "jagged.deployment", "resolve_profiles": "jagged.weights",
+    "bootstrap_intervals": "jagged.uncertainty", "sampling_noise": "jagged.uncertainty",
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from jagged.deployment import deployment_metrics
+    from jagged.loaders import BUNDLED_SCORES, Dataset, load, load_scores
+    from jagged.metrics import cv_error, jaggedness
+    from jagged.table import summarize, validate_scores
+    from jagged.uncertainty import bootstrap_intervals, sampling_noise
+    from jagged.weights import resolve_profiles
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jagged' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "BUNDLED_SCORES", "Dataset", "JaggedInputError", "JaggedWarning", "__version__", "bootstrap_intervals",

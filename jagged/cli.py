@@ -129,9 +129,11 @@ def analysis_settings(kwargs: dict[str, Any]):
 def main() -> None:
     """How jagged is a model? Domain error dispersion and audit reports.
 
-    SCORES is a per-domain score table (CSV or Parquet, long: model, domain, score
-    [, n_items, category]; or wide: model plus one column per domain). Run
-    'jagged COMMAND --help' for each command's options.
+    SCORES is a per-domain score table (CSV or Parquet; long: model, domain, score
+    [, n_items, category]; wide: model plus one column per domain), item-level
+    results (model, domain, item, correct), lm-evaluation-harness results or
+    samples, or Inspect logs (a file or a folder); the format is detected from the
+    content. Run 'jagged COMMAND --help' for each command's options.
     """
 
 

@@ -397,6 +397,27 @@ def focus_model(table: pd.DataFrame, model: str = "") -> str:
     return str(rows["model"].iloc[0])
 
 
+def most_reordered_profile(table: pd.DataFrame) -> str:
+    """The profile whose ranking departs most from the macro ranking (lowest Kendall τ).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Metrics table with profiles.
+
+    Returns
+    -------
+    str
+        The profile name; ties go to the first in table order; profiles with an
+        undefined τ come last.
+    """
+    agreement = rank_agreement(table)
+    order = {name: i for i, name in enumerate(pd.unique(table["profile"]))}
+    ranked = agreement.assign(_order=agreement["profile"].map(order),
+                              _tau=agreement["kendall_tau"].fillna(np.inf))
+    return str(ranked.sort_values(["_tau", "_order"], kind="mergesort")["profile"].iloc[0])
+
+
 def rank_change_table(table: pd.DataFrame) -> pd.DataFrame:
     """Macro rank and, per profile, deployment rank and its change, one row per model.
 

@@ -66,15 +66,18 @@ def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI, colors: int | None = None) -
     """
     import matplotlib as mpl
 
+    from jagged.plots.layout import estimated_margins
+
     buffer = io.BytesIO()
     families = list(dict.fromkeys([*mpl.rcParams["font.sans-serif"][:1], *_installed_fallbacks(),
                                    *mpl.rcParams["font.sans-serif"]]))
-    with warnings.catch_warnings(), mpl.rc_context({"font.sans-serif": families}):
+    with warnings.catch_warnings(), mpl.rc_context({"font.sans-serif": families, "text.hinting": "no_hinting"}):
         # A name in a script no installed font covers draws as boxes; the tables beside the
         # figure show it as text, so the warning would only clutter the report.
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
-        _figure_of(obj).savefig(buffer, format="png", dpi=dpi, facecolor="white",
-                                metadata={"Software": None})
+        figure = _figure_of(obj)
+        estimated_margins(figure)  # skips constrained layout's text measuring where it can
+        figure.savefig(buffer, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
     if colors is None:
         return buffer.getvalue()
     if not 2 <= int(colors) <= 256:

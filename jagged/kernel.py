@@ -155,6 +155,90 @@ def _register_engine() -> None:
         papermill_engines.register(ENGINE_NAME, WarmKernelEngine)
 
 
+def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> Any:
+    """Start a kernel process and return its manager without waiting for it to answer.
+
+    The kernel boots (imports IPython, opens its sockets) in its own process while the
+    caller goes on, e.g. validating the input; nbclient waits for it to be ready.
+
+    Parameters
+    ----------
+    kernel_name : str
+        Kernel spec to start.
+    cwd : str, optional
+        Working directory of the kernel (default: this process's).
+
+    Returns
+    -------
+    jupyter_client.manager.AsyncKernelManager
+        The manager of the running kernel; the caller shuts it down.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.utils import run_sync
+
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    # Local IPC sockets rather than TCP on POSIX, like jagged.report's kernels (no traffic
+    # on the network stack; ZeroMQ has no IPC transport on Windows).
+    if os.name == "posix":
+        import uuid
+
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        runtime = Path(jupyter_runtime_dir())
+        runtime.mkdir(parents=True, exist_ok=True)
+        # A prefix of its own for the socket files, so no two kernels (workers, restarts)
+        # ever pick the same names.
+        km = AsyncKernelManager(kernel_name=kernel_name, transport="ipc",
+                                ip=str(runtime / f"jagged-{uuid.uuid4().hex[:12]}-ipc"))
+    else:
+        km = AsyncKernelManager(kernel_name=kernel_name)
+    # The kernel's own stdout/stderr (not cell output, which travels over ZMQ) would
+    # scribble over a progress bar.
+    run_sync(km.start_kernel)(cwd=cwd or os.getcwd(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              extra_arguments=list(KERNEL_ARGUMENTS))
+    return km
+
+
+def stop_kernel(km: Any) -> None:
+    """Stop a kernel started by :func:`launch_kernel` at once (no grace period).
+
+    The process gets SIGKILL and its connection and socket files are removed; unlike
+    ``shutdown_kernel(now=True)`` this does not wait ~0.1 s for the process to be reaped
+    (on POSIX; elsewhere it falls back to that).
+    """
+    from jupyter_core.utils import run_sync
+
+    process = getattr(getattr(km, "provisioner", None), "process", None)
+    if os.name == "posix" and process is not None:
+        import signal
+
+        try:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)  # reaped at once: SIGKILL cannot be ignored
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            run_sync(km.cleanup_resources)(restart=False)  # control socket, zmq context, connection file
+        except Exception:  # already cleaned up
+            pass
+        import glob
+
+        names = [str(km.connection_file or "")]
+        if km.transport == "ipc":
+            names += glob.glob(f"{glob.escape(km.ip)}-*")
+        for name in names:
+            if name:
+                try:
+                    os.unlink(name)
+                except OSError:
+                    pass
+        return
+    try:
+        run_sync(km.shutdown_kernel)(now=True)
+    except Exception:  # already dead: nothing left to stop
+        pass
+
+
 class KernelStateError(RuntimeError):
     """The warm kernel could not be set up or reset."""
 
@@ -192,31 +276,11 @@ class WarmKernel:
 
     def start(self) -> "WarmKernel":
         """Start the kernel, preload the libraries and record its clean state."""
-        from jupyter_client.manager import AsyncKernelManager
         from jupyter_client.session import Session
         from jupyter_core.utils import run_sync
 
         _register_engine()
-        os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-        # Local IPC sockets rather than TCP on POSIX, like jagged.report's kernels (no
-        # traffic on the network stack; ZeroMQ has no IPC transport on Windows).
-        if os.name == "posix":
-            import uuid
-
-            from jupyter_core.paths import jupyter_runtime_dir
-
-            runtime = Path(jupyter_runtime_dir())
-            runtime.mkdir(parents=True, exist_ok=True)
-            # A prefix of its own for the socket files, so no two kernels (workers,
-            # restarts) ever pick the same names.
-            self.km = AsyncKernelManager(kernel_name=self.kernel_name, transport="ipc",
-                                         ip=str(runtime / f"jagged-{uuid.uuid4().hex[:12]}-ipc"))
-        else:
-            self.km = AsyncKernelManager(kernel_name=self.kernel_name)
-        # The kernel's own stdout/stderr (not cell output, which travels over ZMQ) would
-        # scribble over the progress bar.
-        run_sync(self.km.start_kernel)(cwd=self.cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        extra_arguments=list(KERNEL_ARGUMENTS))
+        self.km = launch_kernel(self.kernel_name, cwd=self.cwd)
         # One client for the resets and every notebook (a new client costs a readiness
         # handshake per notebook). It has a session of its own: clients made from the
         # manager share the manager's session, whose id is the ZMQ identity the kernel
@@ -247,10 +311,7 @@ class WarmKernel:
             self._kc.stop_channels()
             self._kc = None
         if self.km is not None:
-            try:
-                run_sync(self.km.shutdown_kernel)(now=True)
-            except Exception:  # already dead: nothing left to stop
-                pass
+            stop_kernel(self.km)
             self.km = None
 
     def pid(self) -> int | None:
@@ -261,27 +322,8 @@ class WarmKernel:
 
     def kill(self) -> None:
         """Kill the kernel process at once and remove its files (for a worker that must exit now)."""
-        import glob
-        import signal
-
-        pid = self.pid()
-        if pid:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        km = self.km
-        files = []
-        if km is not None:
-            files.append(str(km.connection_file or ""))
-            if km.transport == "ipc":
-                files += glob.glob(f"{glob.escape(km.ip)}-*")
-        for name in files:
-            if name:
-                try:
-                    os.unlink(name)
-                except OSError:
-                    pass
+        if self.km is not None:
+            stop_kernel(self.km)
 
     def __enter__(self) -> "WarmKernel":
         return self.start() if self.km is None else self

@@ -126,11 +126,18 @@ def notebook_parameters(notebook: str | Path) -> list[Parameter]:
     list of Parameter
         Name, declared type, default (as source text) and help comment of each line.
     """
+    path = find_notebook(notebook).resolve()
+    return list(_inspect_parameters(str(path), path.stat().st_mtime_ns))
+
+
+@lru_cache(maxsize=16)
+def _inspect_parameters(path: str, mtime_ns: int) -> tuple[Parameter, ...]:
+    """papermill's reading of a parameters cell, once per notebook version."""
     from papermill import inspect_notebook
 
-    found = inspect_notebook(str(find_notebook(notebook)))
-    return [Parameter(name=p["name"], type=p.get("inferred_type_name") or "",
-                      default=p.get("default") or "", help=p.get("help") or "") for p in found.values()]
+    found = inspect_notebook(path)
+    return tuple(Parameter(name=p["name"], type=p.get("inferred_type_name") or "",
+                           default=p.get("default") or "", help=p.get("help") or "") for p in found.values())
 
 
 def _plain(value: Any) -> Any:
@@ -564,8 +571,25 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
         raise JaggedInputError(f"{output}: the report file must end in .html")
     if options.get("theme", "light") not in THEMES:
         raise JaggedInputError(f"theme must be one of {', '.join(THEMES)}, not {options['theme']!r}")
+    from jagged.kernel import launch_kernel, stop_kernel
+
     bundled = scores in (None, "")
     source = None if bundled else Path(scores)
+    if "km" in options:  # a kernel the caller manages (e.g. a warm one)
+        return _jaggedness_report(source, output, title=title, show_code=show_code, **options)
+    # The kernel boots in its own process while this one validates the input and reads the
+    # notebook: about a third of a second of the run, on a second core.
+    km = launch_kernel(KERNEL_NAME)
+    try:
+        return _jaggedness_report(source, output, title=title, show_code=show_code, km=km, **options)
+    finally:
+        stop_kernel(km)
+
+
+def _jaggedness_report(source: Path | None, output: Path, *, title: str, show_code: bool,
+                       km: Any = None, **options: Any) -> Path:
+    """:func:`jaggedness_report` once the output and theme are checked."""
+    bundled = source is None
     dataset = validate_input(source, options)
     declared = {p.name for p in notebook_parameters(REPORT_NOTEBOOK)}
     ignored = sorted(set(options) - declared)
@@ -579,4 +603,4 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     counts = {row[0]: row[1] for row in facts}
     subtitle = f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
     return run_report(REPORT_NOTEBOOK, output, parameters, title=title, show_code=show_code, facts=facts,
-                      subtitle=subtitle)
+                      subtitle=subtitle, **({"km": km} if km is not None else {}))

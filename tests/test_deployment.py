@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 import jagged
 from jagged.analysis import AnalysisOptions, metrics_table, rank_table
 from jagged.deployment import (DEPLOYMENT_COLUMNS, NOTE_EQUAL_WEIGHTS, deployment_metrics, drift_bound_curve,
-                               exposure_profile, kendall_tau, rank_agreement, rank_changes)
+                               exposure_profile, kendall_tau, most_reordered_profile, rank_agreement,
+                               rank_changes)
 from jagged.metrics import METRIC_COLUMNS
 from jagged.weights import BUNDLED_PROFILES, resolve_profiles
 
@@ -257,6 +258,42 @@ def test_deployment_plots_draw_and_return_axes(bundled_tables):
         plots.wedge_bars(table)
 
 
+def test_single_panel_plots_show_every_profile(bundled_tables):
+    """The report's wedge and exposure charts put all profiles in one panel."""
+    from jagged.plots import deployment as plots
+
+    dataset, table, weights = bundled_tables
+    ax = plots.wedge_dots(table)
+    dots = [c for c in ax.collections if c.get_gid() == "wedge-dot"]
+    assert len(dots) == 4 and all(len(c.get_offsets()) == 29 for c in dots)
+    by_model = table.groupby("model", observed=True)["wedge"].mean().sort_values(kind="mergesort")
+    assert [t.get_text() for t in ax.get_yticklabels()] == by_model.index.astype(str).tolist()
+    law = table[table["profile"] == "law_office"].set_index("model")["wedge"]
+    law_dots = dots[0].get_offsets()
+    row = {m: i for i, m in enumerate(by_model.index.astype(str))}
+    for x, y in law_dots:
+        model = min(row, key=lambda m: abs(row[m] - y))
+        assert x == pytest.approx(law[model])
+    limited = plots.wedge_dots(table, limit=10)
+    assert len(limited.get_yticklabels()) == 10
+    exposure = exposure_profile(dataset.scores, weights, "gemini-1.5-pro-002")
+    ax = plots.exposure_dots(exposure, model="gemini-1.5-pro-002")
+    points = [c for c in ax.collections if c.get_gid() == "domain-point"]
+    assert len(points) == 4 and all(len(c.get_offsets()) == 14 for c in points)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    errors = [float(label.rsplit("e=", 1)[1]) for label in labels]
+    assert errors == sorted(errors) and len(labels) == 14
+
+
+def test_most_reordered_profile_has_the_lowest_kendall_tau(bundled_tables):
+    _, table, _ = bundled_tables
+    agreement = rank_agreement(table).set_index("profile")["kendall_tau"]
+    chosen = most_reordered_profile(table)
+    assert agreement[chosen] == agreement.min()
+    order = pd.unique(table["profile"]).tolist()
+    assert chosen == min((p for p in order if agreement[p] == agreement.min()), key=order.index)
+
+
 def test_plots_draw_interval_columns_when_present(bundled_tables):
     from jagged.plots import deployment as plots
 
@@ -273,9 +310,9 @@ def test_plots_draw_interval_columns_when_present(bundled_tables):
 
 SECTION_ALTS = (
     "Scatter plot of deployment-weighted score against macro score",
-    "Bar charts of the wedge (macro score minus deployment-weighted score) per model",
-    "Slope charts of rank change from the macro ranking to the deployment ranking",
-    "Scatter plots of exposure weight against error rate per domain for gemini-1.5-pro-002",
+    "Dot chart of the wedge (macro score minus deployment-weighted score) per model, one dot per profile",
+    "Slope chart of rank change from the macro ranking to the ranking under profile",
+    "Dot chart for gemini-1.5-pro-002: domains in rows from highest to lowest error rate",
     "Line chart of the largest possible |wedge| against the spread of the weights for gemini-1.5-pro-002",
 )
 

@@ -223,6 +223,123 @@ def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, limit: int | 
     return ax
 
 
+def wedge_dots(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, limit: int | None = None,
+               ax: Axes | None = None) -> Axes:
+    """The wedge per model under every profile in one panel: one row per model, one dot per profile.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Metrics table with ``model``, ``profile``, ``wedge`` (and optionally ``wedge_lo`` /
+        ``wedge_hi``, drawn as bars).
+    profiles : sequence of str, optional
+        Profiles to draw (default: all), one colour each.
+    limit : int, optional
+        With more models, keep the ``ceil(limit / 2)`` largest and ``floor(limit / 2)``
+        smallest mean wedges, with a dashed rule where the others were left out.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Models sorted by their mean wedge over the profiles (largest at the top).
+
+    Notes
+    -----
+    A dot right of zero: the benchmark average overstates what that profile experiences
+    with that model. One panel for all profiles keeps the figure small and lets a reader
+    compare the mixes model by model.
+    """
+    _check_columns(table, ("model", "profile", "wedge"), "metrics table")
+    names = list(profiles) if profiles is not None else pd.unique(table["profile"]).tolist()
+    data = table[table["profile"].isin(names) & table["wedge"].notna()]
+    order = data.groupby("model", observed=True)["wedge"].mean().sort_values(kind="mergesort")
+    models = order.index.astype(str).tolist()
+    hidden = 0
+    if limit is not None and len(models) > limit:
+        hidden = len(models) - limit
+        models = models[: limit // 2] + models[len(models) - (limit - limit // 2):]
+    row = {m: i for i, m in enumerate(models)}
+    if ax is None:
+        ax = _new_axes(6.8, 1.3 + 0.2 * max(len(models), 3))
+    ax.axvline(0, color="0.2", lw=0.8)
+    offsets = np.linspace(-0.24, 0.24, len(names)) if len(names) > 1 else np.zeros(1)
+    for i, name in enumerate(names):
+        sub = data[(data["profile"] == name) & data["model"].astype(str).isin(row)]
+        y = sub["model"].astype(str).map(row).to_numpy(dtype=float) + offsets[i]
+        color = PROFILE_COLORS[i % len(PROFILE_COLORS)]
+        err = _interval(sub, "wedge")
+        if err is not None:
+            ax.errorbar(sub["wedge"], y, xerr=err, fmt="none", ecolor=color, elinewidth=0.7, alpha=0.6,
+                        zorder=2, gid="interval")
+        ax.scatter(sub["wedge"], y, s=16, color=color, zorder=3, label=plain(name), gid="wedge-dot")
+    if hidden:
+        ax.axhline(limit // 2 - 0.5, color="0.4", ls="--", lw=0.8)
+        ax.text(1.0, limit // 2 - 0.5, f"{hidden} models not shown ", transform=ax.get_yaxis_transform(),
+                ha="right", va="bottom", fontsize=7, color="0.3")
+    ax.set_yticks(np.arange(len(models)), labels=[plain(m) for m in models], fontsize=7)
+    ax.set_ylim(-0.7, len(models) - 0.3)
+    ax.set_xlabel("wedge = macro score − deployment-weighted score\n(right of 0: the average overstates "
+                  "what the mix experiences)", fontsize=8.5)
+    ax.set_title("Wedge per model and profile", fontsize=10, loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=min(len(names), 4),
+              borderaxespad=0.3)
+    ax.grid(axis="x", alpha=0.25)
+    return ax
+
+
+def exposure_dots(exposure: pd.DataFrame, *, model: str = "", profiles: Sequence[str] | None = None,
+                  ax: Axes | None = None) -> Axes:
+    """For one model, each domain's error (rows, worst at the top) and its exposure under every profile.
+
+    Parameters
+    ----------
+    exposure : pandas.DataFrame
+        Output of :func:`jagged.deployment.exposure_profile` (``profile``, ``domain``,
+        ``weight``, ``uniform_weight``, ``error``).
+    model : str
+        Model name, for the title.
+    profiles : sequence of str, optional
+        Profiles to draw (default: all), one colour each.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Notes
+    -----
+    Rows are the domains ordered by the model's error rate (shown in the label). The dashed
+    line is the uniform weight 1/D. A profile whose dots sit right of the line in the top
+    rows uses the worst-handled domains most: its wedge is positive (the AJI mechanism).
+    """
+    _check_columns(exposure, ("profile", "domain", "weight", "uniform_weight", "error"), "exposure table")
+    names = list(profiles) if profiles is not None else pd.unique(exposure["profile"]).tolist()
+    data = exposure[exposure["profile"].isin(names) & exposure["error"].notna()]
+    errors = data.drop_duplicates("domain").set_index("domain")["error"].sort_values(kind="mergesort")
+    row = {d: i for i, d in enumerate(errors.index)}
+    if ax is None:
+        ax = _new_axes(6.4, 1.4 + 0.24 * max(len(row), 3))
+    uniform = float(data["uniform_weight"].iloc[0]) if len(data) else 0.0
+    ax.axvline(uniform, color="0.45", ls="--", lw=1, label=f"uniform weight 1/D = {uniform:.3f}")
+    offsets = np.linspace(-0.22, 0.22, len(names)) if len(names) > 1 else np.zeros(1)
+    for i, name in enumerate(names):
+        sub = data[data["profile"] == name]
+        y = sub["domain"].map(row).to_numpy(dtype=float) + offsets[i]
+        ax.scatter(sub["weight"], y, s=18, color=PROFILE_COLORS[i % len(PROFILE_COLORS)], zorder=3,
+                   label=plain(name), gid="domain-point")
+    ax.set_yticks(np.arange(len(row)), labels=[f"{plain(d)}  e={e:.2f}" for d, e in errors.items()], fontsize=7)
+    ax.set_ylim(-0.7, len(row) - 0.3)
+    ax.set_xlim(0, None)
+    ax.set_xlabel("exposure w_d (share of the task mix)", fontsize=9)
+    ax.set_title(f"{plain(model)}: error per domain (worst at the top)\nand how much each profile uses it"
+                 if model else "Error per domain (worst at the top)\nand how much each profile uses it",
+                 fontsize=9.5, loc="left")
+    ax.legend(fontsize=7, frameon=True, framealpha=0.9, loc="lower right")
+    ax.grid(axis="x", alpha=0.25)
+    return ax
+
+
 def rank_slope(table: pd.DataFrame, *, profile: str | None = None, highlight: Sequence[str] = (),
                limit: int | None = None, ax: Axes | None = None) -> Axes:
     """Slope chart from the macro ranking (left) to the deployment ranking (right).
