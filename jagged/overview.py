@@ -238,7 +238,12 @@ def dataset_facts(dataset: Dataset) -> pd.DataFrame:
     ]
     if facts["categories"]:
         rows.append(("categories", str(facts["categories"])))
-    rows.extend((str(key), str(value)) for key, value in dataset.details.items())
+    from jagged.summary import detail_text
+
+    for key, value in dataset.details.items():
+        text = detail_text(str(key), value, limit=8)
+        if text:  # objects the report shows in sections of their own have no short text
+            rows.append((str(key), text))
     return pd.DataFrame(rows, columns=["fact", "value"])
 
 
