@@ -26,6 +26,9 @@ import jagged
 from jagged.cli import main
 from jagged.errors import JaggedInputError
 
+# Fuzzed inputs may legitimately warn (e.g. lm-eval leaves without a usable metric).
+pytestmark = pytest.mark.filterwarnings("ignore::jagged.errors.JaggedWarning")
+
 EXAMPLES = 500
 CASE_SECONDS = 10
 FUZZ_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
