@@ -11,12 +11,17 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# An editable install compiles no bytecode, and PYTHONDONTWRITEBYTECODE (set on some
+# machines) stops Python from writing it on import: compile once here, as a regular
+# install would, so neither the CLI nor the report kernel recompiles jagged on every run.
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	$(PIP) install -e .
+	$(BIN)/python -m compileall -q jagged
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[test]'
+	$(BIN)/python -m compileall -q jagged
 	touch $@ $(VENV)/.installed-run
 
 report: $(VENV)/.installed-run
@@ -26,6 +31,7 @@ test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-test
+	$(BIN)/python -m compileall -q jagged
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:

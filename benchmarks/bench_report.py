@@ -63,6 +63,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="runs of each (median reported; at least 3)")
     args = parser.parse_args()
     repeats = max(3, args.repeats)
+    # Bytecode for jagged, as a regular install (and `make`) has it: with an editable
+    # install and PYTHONDONTWRITEBYTECODE set, every run would otherwise recompile it.
+    import compileall
+
+    import jagged
+
+    compileall.compile_dir(str(Path(jagged.__file__).parent), quiet=1)
     jagged_cli = Path(sys.executable).with_name("jagged")
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
         tmp_path = Path(tmp)

@@ -633,9 +633,13 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
 def _quantiles(values: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
     import warnings
 
+    levels = [(1.0 - ci) / 2.0, (1.0 + ci) / 2.0]
+    if not np.isnan(values).any():  # one vectorised call; nanquantile loops over columns
+        lo, hi = np.quantile(values, levels, axis=0)
+        return lo, hi
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, which is the point
-        lo, hi = np.nanquantile(values, [(1.0 - ci) / 2.0, (1.0 + ci) / 2.0], axis=0)
+        lo, hi = np.nanquantile(values, levels, axis=0)
     return lo, hi
 
 
