@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from jagged.plots.base import check_columns as _check_columns, new_axes as _new_axes
 from jagged.plots.labels import plain
 
 PROFILE_COLORS: tuple[str, ...] = ("#3b6ea8", "#c0504d", "#4f9a5a", "#8064a2", "#d08a2c", "#4bacc6",
@@ -30,19 +31,6 @@ DOWN_COLOR = "#c0504d"
 SAME_COLOR = "0.6"
 #: With ``label=True``, :func:`macro_vs_dep` labels this many models: those with the largest |wedge|.
 LABEL_DEFAULT = 8
-
-
-def _check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {', '.join(missing)}")
-
-
-def _new_axes(width: float, height: float) -> Axes:
-    import matplotlib.pyplot as plt
-
-    _, ax = plt.subplots(figsize=(width, height), layout="constrained")
-    return ax
 
 
 def panels(n: int, *, width: float = 6.4, height: float = 4.6, ncols: int = 2) -> list[Axes]:

@@ -32,6 +32,7 @@ from matplotlib.axes import Axes
 
 from jagged.overview import (domain_order, error_matrix, left_out, median_errors, model_order, others_label,
                              per_model)
+from jagged.plots.base import check_columns as _check_columns, new_axes as _new_axes
 from jagged.plots.labels import plain
 
 #: Colour of the per-domain points and of the heatmap's scale.
@@ -48,19 +49,6 @@ PAGE_WIDTH = 10.4
 MIN_LABEL_PT = 6.0
 #: Background of the summary row of the left-out models.
 OTHERS_COLOR = "#e8ecf1"
-
-
-def _check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {', '.join(missing)}")
-
-
-def _new_axes(width: float, height: float) -> Axes:
-    import matplotlib.pyplot as plt
-
-    _, ax = plt.subplots(figsize=(width, height), layout="constrained")
-    return ax
 
 
 def _rows(n_shown: int, cut: int) -> np.ndarray:

@@ -9,23 +9,16 @@ or passed in.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from jagged.plots.base import check_columns as _check_columns, new_axes
 from jagged.plots.labels import plain
 
 LEAF_COLOR = "#3b6ea8"
 CATEGORY_COLOR = "#111111"
 OVERALL_COLOR = "#b03a2e"
-
-
-def _check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {', '.join(missing)}")
 
 
 def _one_model(frame: pd.DataFrame, model: str | None, what: str) -> pd.DataFrame:
@@ -80,9 +73,7 @@ def category_strip(leaves: pd.DataFrame, *, categories: pd.DataFrame | None = No
         order = sorted(set(data["category"]), reverse=True)
         means = {}
     if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(7.5, 1.2 + 0.45 * max(len(order), 2)), layout="constrained")
+        ax = new_axes(7.5, 1.2 + 0.45 * max(len(order), 2))
     position = {c: i for i, c in enumerate(order)}
     y = data["category"].map(position).to_numpy(dtype=float)
     # spread neighbouring leaves of a category over three lanes, deterministically

@@ -7,10 +7,9 @@ of :func:`jagged.model_view.domain_errors`; nothing is computed here.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 import pandas as pd
+from jagged.plots.base import check_columns as _check_columns, new_axes
 from matplotlib.axes import Axes
 
 MODEL_COLOR = "#c0504d"
@@ -18,12 +17,6 @@ FIELD_COLOR = "#8fa9c8"
 MEDIAN_COLOR = "#1d232b"
 #: Longest domain label before it is shortened with an ellipsis.
 LABEL_MAX = 40
-
-
-def _check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {', '.join(missing)}")
 
 
 def _short(text: str, limit: int = LABEL_MAX) -> str:
@@ -60,9 +53,7 @@ def domain_errors_vs_field(data: pd.DataFrame, *, model: str = "", intervals: bo
                           "field_max"), "domain error table")
     n = len(data)
     if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(7.0, 1.3 + 0.3 * max(n, 1)), layout="constrained")
+        ax = new_axes(7.0, 1.3 + 0.3 * max(n, 1))
     y = np.arange(n, dtype=float)
     col = {c: data[c].to_numpy(dtype=float) for c in ("error", "field_min", "field_q25", "field_median",
                                                       "field_q75", "field_max")}

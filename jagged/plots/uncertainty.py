@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from jagged.plots.base import new_axes
 from jagged.plots.labels import plain
 
 RAW_COLOR = "#3b6ea8"
@@ -63,9 +64,7 @@ def cv_forest(table: pd.DataFrame, *, sort: bool = True, limit: int | None = Non
         data = data.sort_values(["cv_error_corrected", "cv_error"], ascending=True, na_position="first")
     n = len(data)
     if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(6.8, max(2.2, 0.26 * n + 1.3)), layout="constrained")
+        ax = new_axes(6.8, max(2.2, 0.26 * n + 1.3))
     y = np.arange(n)
     flagged = (data["noise_flag"].fillna(False).astype(bool).to_numpy() if "noise_flag" in data.columns
                else np.zeros(n, dtype=bool))
