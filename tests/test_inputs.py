@@ -9,29 +9,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 import jagged
-from jagged.cli import main
+from clitools import assert_bad_input, run_cli
 
 from conftest import BUNDLED
 
 
-def run_cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
-
-
-def assert_bad_input(path: Path, *fragments: str, extra: tuple[str, ...] = ()) -> str:
-    code, out, err = run_cli("metrics", str(path), *extra)
-    assert code == 2, (code, out, err)
-    assert "Traceback" not in err and "Traceback" not in out
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("jagged: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
+def assert_bad_metrics(path: Path, *fragments: str, extra: tuple[str, ...] = ()) -> str:
+    """``jagged metrics PATH`` fails as bad input with a line holding every fragment."""
+    return assert_bad_input("metrics", path, *extra, fragments=fragments)
 
 
 def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
@@ -83,7 +70,7 @@ def test_percent_scale(tmp_path):
 
 def test_percent_looking_scores_suggest_the_option(tmp_path):
     path = write(tmp_path, "pct.csv", "model,domain,score\nA,x,90\nA,y,80\nA,z,50\n")
-    assert_bad_input(path, "pct.csv", "'score'", "90", "--score-scale percent")
+    assert_bad_metrics(path, "pct.csv", "'score'", "90", "--score-scale percent")
 
 
 def test_identical_duplicates_collapse(tmp_path):
@@ -124,19 +111,19 @@ def test_bundled_default_has_29_models_and_14_domains():
 # --- bad input: exit 2, one line naming file and column/value ------------------------
 
 def test_empty_file(tmp_path):
-    assert_bad_input(write(tmp_path, "empty.csv", ""), "empty.csv", "empty")
+    assert_bad_metrics(write(tmp_path, "empty.csv", ""), "empty.csv", "empty")
 
 
 def test_header_without_rows(tmp_path):
-    assert_bad_input(write(tmp_path, "h.csv", "model,domain,score\n"), "h.csv", "no rows")
+    assert_bad_metrics(write(tmp_path, "h.csv", "model,domain,score\n"), "h.csv", "no rows")
 
 
 def test_missing_column(tmp_path):
-    assert_bad_input(write(tmp_path, "m.csv", "model,domain,value\nA,x,0.5\n"), "m.csv", "score")
+    assert_bad_metrics(write(tmp_path, "m.csv", "model,domain,value\nA,x,0.5\n"), "m.csv", "score")
 
 
 def test_missing_model_column(tmp_path):
-    assert_bad_input(write(tmp_path, "m.csv", "name,domain,score\nA,x,0.5\n"), "m.csv", "model")
+    assert_bad_metrics(write(tmp_path, "m.csv", "name,domain,score\nA,x,0.5\n"), "m.csv", "model")
 
 
 @pytest.mark.parametrize("value, fragment", [
@@ -148,56 +135,56 @@ def test_missing_model_column(tmp_path):
 ])
 def test_bad_score_values(tmp_path, value, fragment):
     path = write(tmp_path, "v.csv", f"model,domain,score\nA,x,0.5\nA,y,{value}\n")
-    line = assert_bad_input(path, "v.csv", "'score'", fragment, "line 3")
+    line = assert_bad_metrics(path, "v.csv", "'score'", fragment, "line 3")
     if value == "150":
         assert "percent" not in line
 
 
 def test_missing_score_cell(tmp_path):
-    assert_bad_input(write(tmp_path, "c.csv", "model,domain,score\nA,x,0.5\nA,y,\n"), "c.csv", "'score'", "line 3")
+    assert_bad_metrics(write(tmp_path, "c.csv", "model,domain,score\nA,x,0.5\nA,y,\n"), "c.csv", "'score'", "line 3")
 
 
 def test_conflicting_duplicate(tmp_path):
     path = write(tmp_path, "dup.csv", "model,domain,score\nA,x,0.5\nA,y,0.6\nA,x,0.7\n")
-    assert_bad_input(path, "dup.csv", "'A'", "'x'", "0.5", "0.7", "line 2", "line 4")
+    assert_bad_metrics(path, "dup.csv", "'A'", "'x'", "0.5", "0.7", "line 2", "line 4")
 
 
 def test_empty_model_name(tmp_path):
-    assert_bad_input(write(tmp_path, "e.csv", "model,domain,score\nA,x,0.5\n  ,y,0.6\n"), "e.csv", "'model'", "line 3")
+    assert_bad_metrics(write(tmp_path, "e.csv", "model,domain,score\nA,x,0.5\n  ,y,0.6\n"), "e.csv", "'model'", "line 3")
 
 
 def test_empty_domain_name(tmp_path):
-    assert_bad_input(write(tmp_path, "e.csv", "model,domain,score\nA,,0.5\n"), "e.csv", "'domain'", "line 2")
+    assert_bad_metrics(write(tmp_path, "e.csv", "model,domain,score\nA,,0.5\n"), "e.csv", "'domain'", "line 2")
 
 
 def test_non_numeric_wide_cell(tmp_path):
-    assert_bad_input(write(tmp_path, "w.csv", "model,law,math\nA,0.5,high\n"), "w.csv", "'high'")
+    assert_bad_metrics(write(tmp_path, "w.csv", "model,law,math\nA,0.5,high\n"), "w.csv", "'high'")
 
 
 def test_unreadable_bytes(tmp_path):
     path = write(tmp_path, "latin.csv", "model,domain,score\nCaf\xe9,x,0.5\n".encode("latin-1"))
-    assert_bad_input(path, "latin.csv", "not UTF-8", "0xe9")
+    assert_bad_metrics(path, "latin.csv", "not UTF-8", "0xe9")
 
 
 def test_unknown_file_type(tmp_path):
     path = write(tmp_path, "image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
-    assert_bad_input(path, "image.png", "unknown file type")
+    assert_bad_metrics(path, "image.png", "unknown file type")
 
 
 def test_corrupt_parquet(tmp_path):
-    assert_bad_input(write(tmp_path, "bad.parquet", b"PAR1garbage"), "bad.parquet", "Parquet")
+    assert_bad_metrics(write(tmp_path, "bad.parquet", b"PAR1garbage"), "bad.parquet", "Parquet")
 
 
 def test_path_that_does_not_exist(tmp_path):
-    assert_bad_input(tmp_path / "nope.csv", "nope.csv", "no such file")
+    assert_bad_metrics(tmp_path / "nope.csv", "nope.csv", "no such file")
 
 
 def test_directory(tmp_path):
-    assert_bad_input(tmp_path, str(tmp_path), "directory")
+    assert_bad_metrics(tmp_path, str(tmp_path), "directory")
 
 
 def test_ragged_csv(tmp_path):
-    assert_bad_input(write(tmp_path, "r.csv", "model,domain,score\nA,x,0.5,1,2\nA,y\n"), "r.csv")
+    assert_bad_metrics(write(tmp_path, "r.csv", "model,domain,score\nA,x,0.5,1,2\nA,y\n"), "r.csv")
 
 
 def test_bad_output_suffix(tmp_path):

@@ -10,29 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 import jagged
-from jagged.cli import main
+from clitools import assert_bad_input, run_cli
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.inspect_logs import score_to_float
-
-
-def run_cli(*args: object) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    return result.exit_code, result.stdout, result.stderr
-
-
-def assert_bad_input(*args: object, fragments: tuple[str, ...] = ()) -> str:
-    code, out, err = run_cli(*args)
-    assert code == 2, (code, out, err)
-    assert "Traceback" not in err and "Traceback" not in out
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("jagged: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def real_log(shared_data: Path, fragment: str) -> Path:

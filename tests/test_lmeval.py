@@ -11,31 +11,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 import jagged
 from jagged.analysis import AnalysisOptions, metrics_table
-from jagged.cli import main
+from clitools import assert_bad_input, run_cli
 from jagged.errors import JaggedInputError, JaggedWarning
 
 MMLU_CATEGORIES = {"mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mmlu_stem"}
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    return result.exit_code, result.stdout, result.stderr
-
-
-def assert_bad_input(*args: str, fragments: tuple[str, ...] = ()) -> str:
-    code, out, err = run_cli(*args)
-    assert code == 2, (code, out, err)
-    assert "Traceback" not in err and "Traceback" not in out
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("jagged: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 # --- an independent reading of a results file -------------------------------------------
