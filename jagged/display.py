@@ -77,18 +77,31 @@ def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI, colors: int | None = None) -
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
         figure = _figure_of(obj)
         estimated_margins(figure)  # skips constrained layout's text measuring where it can
-        figure.savefig(buffer, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
-    if colors is None:
-        return buffer.getvalue()
-    if not 2 <= int(colors) <= 256:
-        raise ValueError(f"colors must be between 2 and 256, not {colors}")
+        if colors is None:
+            figure.savefig(buffer, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
+            return buffer.getvalue()
+        if not 2 <= int(colors) <= 256:
+            raise ValueError(f"colors must be between 2 and 256, not {colors}")
+        rgb = _render_rgb(figure, dpi)
+    # Quantised straight from the drawn pixels: no PNG encoded and decoded in between.
     from PIL import Image
 
-    image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
-    palette = image.quantize(colors=int(colors), method=Image.Quantize.FASTOCTREE)
-    out = io.BytesIO()
-    palette.save(out, format="PNG")
-    return out.getvalue()
+    palette = rgb.quantize(colors=int(colors), method=Image.Quantize.FASTOCTREE)
+    palette.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _render_rgb(figure: Any, dpi: int) -> Any:
+    """Draw a figure with Agg at ``dpi`` on white and return its pixels as a PIL RGB image."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    figure.set_dpi(dpi)
+    figure.patch.set_facecolor("white")
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    width, height = canvas.get_width_height(physical=True)
+    return Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
 
 
 @lru_cache(maxsize=1)

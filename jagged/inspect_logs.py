@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.items import ItemRead
 
 #: Inspect's letter grades (``inspect_ai.scorer`` CORRECT, INCORRECT, PARTIAL, NOANSWER).
 LETTER_VALUES: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -289,34 +290,8 @@ def _value(score: Any, scorer: str, key: str | None, where: str) -> float | None
     return value
 
 
-@dataclass
-class InspectRead:
-    """Item-level rows read from Inspect logs, before aggregation.
-
-    Attributes
-    ----------
-    items : pandas.DataFrame
-        ``model, domain, item, correct, category`` with epochs already averaged; item
-        ids are ``task:id`` when several tasks are read.
-    categories : dict
-        Domain to category (the task, when a ``domain_key`` splits several tasks).
-    paths : list of pathlib.Path
-        Logs used.
-    model_notes : dict
-        Per-model remarks (incomplete logs).
-    details : dict
-        Facts for ``jagged validate`` and the report.
-    """
-
-    items: pd.DataFrame
-    categories: dict[str, str | None]
-    paths: list[Path]
-    model_notes: dict[str, str]
-    details: dict[str, Any]
-
-
 def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
-              domain_key: str | None = None, allow_incomplete: bool = False) -> InspectRead:
+              domain_key: str | None = None, allow_incomplete: bool = False) -> ItemRead:
     """Read Inspect logs into an item-level table (``model, domain, item, correct``).
 
     Parameters
@@ -337,7 +312,7 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
 
     Returns
     -------
-    InspectRead
+    ItemRead
     """
     runs = [read_log(p.content, p.path, model_name=model_name, check=False) for p in parsed]
     label = runs[0].path.name if len(runs) == 1 else source
@@ -425,7 +400,7 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
         details["left out"] = unscored
     if len(runs) > 1:
         details["files"] = [run.path.name for run in runs]
-    return InspectRead(items=items, categories=categories, paths=[run.path for run in runs], model_notes=notes,
+    return ItemRead(items=items, categories=categories, paths=[run.path for run in runs], model_notes=notes,
                        details=details)
 
 
@@ -448,4 +423,4 @@ def load_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
     return dataset
 
 
-__all__ = ["InspectRead", "InspectRun", "check_run", "load_logs", "read_eval_archive", "read_log", "read_logs", "score_to_float"]
+__all__ = ["InspectRun", "check_run", "load_logs", "read_eval_archive", "read_log", "read_logs", "score_to_float"]

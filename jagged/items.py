@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,33 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.table import _line, _names, _short
+
+
+@dataclass
+class ItemRead:
+    """Item-level rows an evaluator reader found (lm-eval samples, Inspect logs), before aggregation.
+
+    Attributes
+    ----------
+    items : pandas.DataFrame
+        ``model, domain, item, correct, category``; item ids are ``task:id`` when several
+        tasks are read (ids restart in every task), epochs already averaged.
+    categories : dict
+        Domain to category (None when unknown).
+    paths : list of pathlib.Path
+        Files used.
+    model_notes : dict
+        Per-model remarks (limit flags, incomplete logs).
+    details : dict
+        Facts for ``jagged validate`` and the report.
+    """
+
+    items: pd.DataFrame
+    categories: dict[str, str | None]
+    paths: list[Path]
+    model_notes: dict[str, str]
+    details: dict[str, Any]
+
 
 if TYPE_CHECKING:  # pragma: no cover
     from jagged.loaders import Dataset

@@ -39,6 +39,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.items import ItemRead
 from jagged.table import validate_scores
 
 DEFAULT_METRICS: tuple[str, ...] = ("acc,none", "acc")
@@ -589,32 +590,6 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
 # samples files
 
 
-@dataclass
-class SamplesRead:
-    """Item-level rows read from lm-eval samples files, before aggregation.
-
-    Attributes
-    ----------
-    items : pandas.DataFrame
-        ``model, domain, item, correct, category`` (item ids are ``task:doc_id`` when
-        several tasks are read, as doc ids restart in every task).
-    categories : dict
-        Domain to category (None when unknown).
-    paths : list of pathlib.Path
-        Samples files used.
-    model_notes : dict
-        Limit flags per model.
-    details : dict
-        Facts for ``jagged validate`` and the report.
-    """
-
-    items: pd.DataFrame
-    categories: dict[str, str | None]
-    paths: list[Path]
-    model_notes: dict[str, str]
-    details: dict[str, Any]
-
-
 def _field(record: Any, key: str) -> Any:
     """``record[key]``, following dots into nested objects; raises KeyError when absent."""
     if isinstance(record, dict) and key in record:
@@ -719,7 +694,7 @@ def _sample_values(records: list[dict[str, Any]], field_name: str, name: str) ->
 
 
 def read_samples(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
-                 model_name: str | None = None, domain_key: str | None = None) -> SamplesRead:
+                 model_name: str | None = None, domain_key: str | None = None) -> ItemRead:
     """Read lm-eval samples files into an item-level table (``model, domain, item, correct``).
 
     Parameters
@@ -743,7 +718,7 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
 
     Returns
     -------
-    SamplesRead
+    ItemRead
     """
     cache: dict[Path, ResultsRun | None] = {}
     wanted = [t.strip() for t in str(task).split(",") if t.strip()] if task else []
@@ -876,7 +851,7 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
         details["domain key"] = domain_key
     if len(paths) > 1:
         details["files"] = [p.name for p in paths]
-    return SamplesRead(items=items.reset_index(drop=True), categories=categories, paths=paths,
+    return ItemRead(items=items.reset_index(drop=True), categories=categories, paths=paths,
                        model_notes=notes, details=details)
 
 
@@ -908,6 +883,6 @@ def load_samples(parsed: list[Any], *, source: str, task: str | None = None, met
 
 
 __all__ = [
-    "ResultsRun", "SamplesRead", "load_results", "load_samples", "metric_keys",
+    "ResultsRun", "load_results", "load_samples", "metric_keys",
     "model_from_args", "parse_timestamp", "read_results", "read_samples", "split_metric",
 ]
