@@ -1,6 +1,6 @@
 """Time the paired stratified item bootstrap on the full MMLU-Pro item-level data.
 
-Data: ``../shared/data/mmlu_pro_item_level.csv`` relative to the repository (29 models ×
+Data: ``tests/data/mmlu_pro_item_level.csv.gz``, the real MMLU-Pro item-level results (29 models ×
 12,032 items, 14 domains). Two profiles (``uniform`` and ``items``) give the dep_score and
 wedge intervals.
 
@@ -25,8 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-ITEM_FILE = SHARED / "mmlu_pro_item_level.csv"
+ITEM_FILE = Path(__file__).resolve().parents[1] / "tests" / "data" / "mmlu_pro_item_level.csv.gz"
 
 
 def loop_replicates(items: pd.DataFrame, weights: pd.DataFrame, n_boot: int, seed: int) -> dict[str, np.ndarray]:
@@ -70,8 +69,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if not ITEM_FILE.is_file():
-        sys.exit(f"bench_bootstrap: {ITEM_FILE} not found; the shared data folder must sit at ../shared/data "
-                 "next to the repository")
+        sys.exit(f"bench_bootstrap: {ITEM_FILE} not found (the repository's copy of the MMLU-Pro item-level "
+                 "results)")
 
     import jagged
     from jagged.uncertainty import bootstrap_intervals, bootstrap_replicates

@@ -24,6 +24,7 @@ from jagged.errors import JaggedInputError
 from jagged.table import validate_scores, wide_to_long
 
 BUNDLED_SCORES = Path(__file__).parent / "data" / "mmlu_pro_per_category.csv"
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass
@@ -89,6 +90,8 @@ def sniff(path: Path) -> str:
         return "parquet"
     if head.startswith(b"PK\x03\x04"):
         return "zip"
+    if head.startswith(GZIP_MAGIC):
+        return "text"  # a gzip-compressed table (scores.csv.gz): read_csv decompresses it
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if stripped[:1] in (b"{", b"["):
         return "json"
@@ -111,8 +114,18 @@ def read_csv(path: Path) -> pd.DataFrame:
 
     Only empty cells count as missing, so a model called ``NA`` keeps its name.
     The delimiter is a comma, or a tab / semicolon when the header has those and no comma.
+    A gzip-compressed file (``.csv.gz``) is decompressed first.
     """
-    text = _decode(path, path.read_bytes())
+    data = path.read_bytes()
+    if data.startswith(GZIP_MAGIC):
+        import gzip
+        import zlib
+
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise JaggedInputError(f"{path.name}: damaged gzip data ({exc})") from None
+    text = _decode(path, data)
     if not text.strip():
         raise JaggedInputError(f"{path.name}: the file is empty")
     header = text.lstrip().split("\n", 1)[0]

@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data"
+TEST_DATA = ROOT / "tests" / "data"
 BUNDLED = ROOT / "jagged" / "data" / "mmlu_pro_per_category.csv"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -29,9 +29,23 @@ def _seed_and_close():
     plt.close("all")
 
 
-@pytest.fixture
-def shared_data() -> Path:
-    """The shared real-data folder; tests that need it skip loudly when it is absent."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data folder {SHARED_DATA} not found")
-    return SHARED_DATA
+@pytest.fixture(scope="session")
+def shared_data(tmp_path_factory) -> Path:
+    """The real benchmark data (tests/data, copied with provenance from the shared folder).
+
+    A folder laid out like the shared data folder: ``lmeval/``, ``inspect/``,
+    ``mmlu_per_subject_lmeval_5shot.csv``, ``mmlu_hendrycks_readme_4categories.csv``,
+    ``mmlu_pro_per_category.csv`` and
+    ``mmlu_pro_item_level.csv`` (decompressed once per session from the ``.gz`` copy).
+    """
+    import gzip
+    import shutil
+
+    folder = tmp_path_factory.mktemp("shared_data")
+    for name in ("lmeval", "inspect", "mmlu_per_subject_lmeval_5shot.csv", "mmlu_hendrycks_readme_4categories.csv"):
+        (folder / name).symlink_to(TEST_DATA / name)
+    (folder / "mmlu_pro_per_category.csv").symlink_to(BUNDLED)
+    with gzip.open(TEST_DATA / "mmlu_pro_item_level.csv.gz", "rb") as source, \
+            open(folder / "mmlu_pro_item_level.csv", "wb") as target:
+        shutil.copyfileobj(source, target)
+    return folder

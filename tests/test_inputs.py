@@ -207,3 +207,13 @@ def test_help_explains_every_command():
         assert command in out
         sub_code, sub_out, _ = run_cli(command, "--help")
         assert sub_code == 0 and "--score-scale" in sub_out and "SCORES" in sub_out
+
+
+def test_gzip_compressed_csv(tmp_path):
+    import gzip
+
+    path = tmp_path / "scores.csv.gz"
+    path.write_bytes(gzip.compress(BUNDLED.read_bytes()))
+    pd.testing.assert_frame_equal(jagged.load_scores(path), jagged.load_scores(BUNDLED))
+    damaged = write(tmp_path, "bad.csv.gz", b"\x1f\x8b" + bytes(20))
+    assert_bad_metrics(damaged, "bad.csv.gz", "damaged gzip data")

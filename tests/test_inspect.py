@@ -1,4 +1,4 @@
-"""Inspect logs: the two real .json logs in ../shared/data/inspect, .eval archives, variants."""
+"""Inspect logs: the two real .json logs in tests/data/inspect, .eval archives, variants."""
 
 from __future__ import annotations
 

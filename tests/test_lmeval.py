@@ -1,4 +1,4 @@
-"""lm-evaluation-harness results and samples: real files from ../shared/data/lmeval and variants."""
+"""lm-evaluation-harness results and samples: real files from tests/data/lmeval and variants."""
 
 from __future__ import annotations
 
