@@ -51,13 +51,17 @@ def test_colour_bar_is_placed_right_of_the_axes():
     _inside(fig)
 
 
-@pytest.mark.parametrize("case", ["panels", "aspect", "legend-beside", "no-engine"])
+@pytest.mark.parametrize("case", ["panels", "aspect", "legend-beside", "figure-legend", "no-engine"])
 def test_figures_it_does_not_understand_keep_their_layout(case):
     if case == "panels":
         fig, _ = plt.subplots(1, 2, layout="constrained")
     elif case == "aspect":
         fig, ax = plt.subplots(layout="constrained")
         ax.set_aspect("equal")
+    elif case == "figure-legend":
+        fig, ax = plt.subplots(layout="constrained")
+        ax.plot([0, 1], label="x")
+        fig.legend(loc="outside upper left")
     elif case == "legend-beside":
         fig, ax = plt.subplots(layout="constrained")
         ax.plot([0, 1], label="x")

@@ -72,10 +72,13 @@ def estimated_margins(fig: Figure) -> bool:
     bool
         True when the margins were set; False when the figure was left to its layout
         engine (not constrained, several visible axes, a fixed aspect ratio, a legend
-        outside the axes at the side, or margins that would not fit).
+        outside the axes at the side, a figure-level legend or title, or margins that
+        would not fit).
     """
     if not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
         return False
+    if fig.legends or fig.texts or getattr(fig, "_suptitle", None) is not None:
+        return False  # figure-level legends and titles: left to constrained layout
     axes = [ax for ax in fig.axes if ax.get_visible()]
     bars = [ax for ax in axes if getattr(ax, "_colorbar", None) is not None]
     axes = [ax for ax in axes if ax not in bars]
