@@ -159,14 +159,13 @@ def numbers_of(report: Path) -> tuple[list[list[str]], list[str]]:
 @pytest.fixture(scope="module")
 def full_batch(tmp_path_factory):
     out = tmp_path_factory.mktemp("batch") / "out"
-    started = time.perf_counter()
     result = run(["batch", str(BUNDLED), "--weights", str(PROFILES), "--out-dir", str(out), "--jobs", "2"],
                  timeout=600)
-    return out, result, time.perf_counter() - started
+    return out, result
 
 
 def test_full_batch_writes_every_report_and_an_index_whose_links_resolve(full_batch):
-    out, result, _ = full_batch
+    out, result = full_batch
     assert result.returncode == 0, result.stderr
     assert f"{N_BUNDLED + 1} reports: {N_BUNDLED + 1} written, 0 up to date, 0 failed" in result.stderr
     reports = sorted((out / "models").glob("*.html"))
@@ -189,7 +188,7 @@ def test_full_batch_writes_every_report_and_an_index_whose_links_resolve(full_ba
 
 
 def test_index_numbers_are_the_metrics_table(full_batch):
-    out, _, _ = full_batch
+    out, _ = full_batch
     from jagged.analysis import AnalysisOptions, metrics_table
     from jagged.loaders import load
 
@@ -207,7 +206,7 @@ def test_index_numbers_are_the_metrics_table(full_batch):
 
 def test_report_in_a_warm_kernel_equals_the_report_alone(full_batch, tmp_path):
     """The last model ran after a dozen others in the same warm kernel; alone it gets a fresh one."""
-    out, _, _ = full_batch
+    out, _ = full_batch
     from jagged.slug import unique_slugs
 
     names = sorted(set(pd.read_csv(BUNDLED)["model"]))
@@ -224,7 +223,7 @@ def test_report_in_a_warm_kernel_equals_the_report_alone(full_batch, tmp_path):
 
 
 def test_rerun_from_stored_yaml_reproduces_the_metric_table(full_batch, tmp_path):
-    out, _, _ = full_batch
+    out, _ = full_batch
     report = sorted((out / "models").glob("*.html"))[3]
     meta = page(report).meta
     params = yaml.safe_load(meta["jagged-parameters"])
@@ -247,15 +246,13 @@ def test_rerun_from_stored_yaml_reproduces_the_metric_table(full_batch, tmp_path
 
 
 def test_second_run_skips_everything_and_touches_nothing(full_batch):
-    out, first, first_seconds = full_batch
+    out, _ = full_batch
     before = mtimes(out)
-    started = time.perf_counter()
     result = run(["batch", str(BUNDLED), "--weights", str(PROFILES), "--out-dir", str(out), "--jobs", "2"])
-    seconds = time.perf_counter() - started
     assert result.returncode == 0, result.stderr
     assert f"{N_BUNDLED + 1} reports: 0 written, {N_BUNDLED + 1} up to date, 0 failed" in result.stderr
     assert mtimes(out) == before
-    assert seconds < 0.25 * first_seconds                          # no kernel started (target: 10 %)
+    # How much faster the rerun is (target: 10 % of the first) is benchmarks/bench_batch.py's job.
 
 
 # ---------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 For the cross-model report, the per-model report and the batch index: no console error, no
 request leaving the file, every image decoded, every table-of-contents link landing on an
 element, a screenshot in ``tests/artifacts/``. Then the index's sorting, the themes, the
-print layout, and a 300 × 60 report's size and render time.
+print layout, and a 300 × 60 report's size (its render time is benchmarks/bench_report_scale.py's).
 
 Skipped, with the install command, when no Chromium is found (see ``browser.py``).
 """
@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL = "gemini-1.5-pro-002"
 #: The limits of issue 7 for a 300 models × 60 domains report.
 SCALE_MAX_BYTES = 5_000_000
-SCALE_MAX_SECONDS = 3.0
 BUNDLED_MAX_BYTES = 2_000_000
 
 
@@ -240,11 +239,12 @@ def scale_report(tmp_path_factory) -> Path:
     return report.jaggedness_report(scores, folder / "scale.html", weights=str(weights))
 
 
-def test_scale_report_is_small_fast_and_shows_a_cut(browser, scale_report):
+def test_scale_report_is_small_and_shows_a_cut(browser, scale_report):
+    """Size and rendering; the render *time* is measured by benchmarks/bench_report_scale.py,
+    against the 3 s limit, because timings are no test assertions."""
     size = scale_report.stat().st_size
     assert size < SCALE_MAX_BYTES, f"{size / 1e6:.2f} MB"
     found = _check_page(browser, scale_report, "scale_report_300x60")
-    assert found["log"].render_seconds < SCALE_MAX_SECONDS, found["log"].render_seconds
     html = scale_report.read_text(encoding="utf-8")
     assert "median of 260 other models" in html  # the summary row of the heatmap's table
     alts = [image["alt"] for image in found["images"]]
