@@ -411,16 +411,9 @@ def load_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
     The items are aggregated by :func:`jagged.items.dataset_from_items`, which keeps the
     item table for the bootstrap. See :func:`read_logs` for the parameters.
     """
-    from jagged import items as items_module
-    from jagged.lmeval import merge_notes
-
     read = read_logs(parsed, source=source, metric=metric, model_name=model_name, domain_key=domain_key,
                      allow_incomplete=allow_incomplete)
-    dataset = items_module.dataset_from_items(read.items, source=source, paths=read.paths, line_offset=None)
-    dataset.format = "Inspect log"
-    dataset.model_notes = merge_notes(dataset.model_notes, read.model_notes)
-    dataset.details = {**read.details, **dataset.details}
-    return dataset
+    return read.to_dataset(source=source, format="Inspect log")
 
 
 __all__ = ["InspectRun", "check_run", "load_logs", "read_eval_archive", "read_log", "read_logs", "score_to_float"]

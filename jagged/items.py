@@ -63,6 +63,30 @@ class ItemRead:
     model_notes: dict[str, str]
     details: dict[str, Any]
 
+    def to_dataset(self, *, source: str, format: str) -> "Dataset":
+        """Aggregate the items (:func:`dataset_from_items`) and keep the reader's notes and facts.
+
+        Parameters
+        ----------
+        source : str
+            Display name of the input.
+        format : str
+            The format the reader detected (e.g. ``"lm-eval samples"``).
+        """
+        dataset = dataset_from_items(self.items, source=source, paths=self.paths, line_offset=None)
+        dataset.format = format
+        dataset.model_notes = merge_notes(dataset.model_notes, self.model_notes)
+        dataset.details = {**self.details, **dataset.details}
+        return dataset
+
+
+def merge_notes(first: dict[str, str], second: dict[str, str]) -> dict[str, str]:
+    """Per-model notes of both dicts, joined with ``"; "`` where a model has two."""
+    out = dict(first)
+    for model, note in second.items():
+        out[model] = note if not out.get(model) else f"{out[model]}; {note}"
+    return out
+
 
 if TYPE_CHECKING:  # pragma: no cover
     from jagged.loaders import Dataset

@@ -855,14 +855,6 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
                        model_notes=notes, details=details)
 
 
-def merge_notes(first: dict[str, str], second: dict[str, str]) -> dict[str, str]:
-    """Per-model notes of both dicts, joined with ``"; "`` where a model has two."""
-    out = dict(first)
-    for model, note in second.items():
-        out[model] = note if not out.get(model) else f"{out[model]}; {note}"
-    return out
-
-
 def load_samples(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
                  model_name: str | None = None, domain_key: str | None = None, **_: Any):
     """Read lm-eval samples files into an item-level :class:`~jagged.loaders.Dataset`.
@@ -871,15 +863,9 @@ def load_samples(parsed: list[Any], *, source: str, task: str | None = None, met
     score = mean of ``correct``, ``n_items`` = number of items), which keeps the item
     table for the bootstrap. See :func:`read_samples` for the parameters.
     """
-    from jagged import items as items_module
-
     read = read_samples(parsed, source=source, task=task, metric=metric, model_name=model_name,
                         domain_key=domain_key)
-    dataset = items_module.dataset_from_items(read.items, source=source, paths=read.paths, line_offset=None)
-    dataset.format = "lm-eval samples"
-    dataset.model_notes = merge_notes(dataset.model_notes, read.model_notes)
-    dataset.details = {**read.details, **dataset.details}
-    return dataset
+    return read.to_dataset(source=source, format="lm-eval samples")
 
 
 __all__ = [

@@ -561,7 +561,7 @@ def test_damaged_file_in_a_folder_is_skipped_with_a_warning(tmp_path):
 
 
 def test_limit_note_and_item_coverage_note_are_joined(shared_data):
-    from jagged.lmeval import merge_notes
+    from jagged.items import merge_notes
 
     assert merge_notes({"m": "a", "n": ""}, {"m": "b", "n": "c", "o": "d"}) == {"m": "a; b", "n": "c", "o": "d"}
 
