@@ -53,6 +53,32 @@ WEIGHT_COLUMNS: tuple[str, ...] = ("profile", "domain", "weight", "comment", "de
 YAML_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
 
 
+def report_weights(scores: str, weights: str) -> str | None:
+    """The weights file a report uses.
+
+    Parameters
+    ----------
+    scores : str
+        The report's ``scores`` parameter; ``""`` means the bundled MMLU-Pro scores.
+    weights : str
+        The report's ``weights`` parameter; ``""`` means none given.
+
+    Returns
+    -------
+    str or None
+        ``weights`` when given; for the bundled scores without weights, the bundled
+        illustrative profiles (so the default report shows the task-mix section); else
+        None.
+    """
+    if weights:
+        return weights
+    return None if scores else str(BUNDLED_PROFILES)
+
+
+def is_illustrative(weights: str | None, profile_names: Sequence[str]) -> bool:
+    """Whether the profiles shown are the bundled illustrative ones (the report labels them so)."""
+    return weights == str(BUNDLED_PROFILES) and bool(set(profile_names) - set(BUILTIN_PROFILES))
+
 def _listing(items: Sequence[str], limit: int = 30) -> str:
     shown = ", ".join(str(i) for i in items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

@@ -262,3 +262,15 @@ def test_bad_missing_weight_choice(scores_file):
     assert result.exit_code == 2 and "Traceback" not in result.output
     with pytest.raises(JaggedInputError, match="missing weight policy"):
         resolve_profiles(jagged.load_scores(scores_file), profiles=["uniform"], missing_weight="maybe")
+
+
+def test_report_weights_and_illustrative_label():
+    """The bundled scores default to the bundled profiles; user scores use only what is given."""
+    from jagged.weights import is_illustrative, report_weights
+
+    assert report_weights("", "") == str(BUNDLED_PROFILES)
+    assert report_weights("", "mix.csv") == "mix.csv"
+    assert report_weights("my.csv", "") is None
+    assert is_illustrative(str(BUNDLED_PROFILES), ["law_office", "uniform"])
+    assert not is_illustrative(str(BUNDLED_PROFILES), ["uniform", "items"])
+    assert not is_illustrative("mix.csv", ["law_office"])
