@@ -199,6 +199,17 @@ def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> An
     return km
 
 
+def external_kernel_kwargs(km: Any) -> dict[str, Any]:
+    """Keyword arguments for :func:`jagged.report.execute` to run in a kernel the caller owns.
+
+    papermill's own engine, given ``km``, leaves the kernel client it makes open (its
+    sockets then warn when collected); this engine closes it and leaves the kernel to
+    the caller.
+    """
+    _register_engine()
+    return {"km": km, "engine_name": ENGINE_NAME}
+
+
 def stop_kernel(km: Any) -> None:
     """Stop a kernel started by :func:`launch_kernel` at once (no grace period).
 
@@ -351,4 +362,4 @@ class WarmKernel:
 
     def engine_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`jagged.report.execute` / ``run_report`` to use this kernel."""
-        return {"km": self.km, "kc": self._kc, "engine_name": ENGINE_NAME}
+        return {**external_kernel_kwargs(self.km), "kc": self._kc}

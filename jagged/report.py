@@ -589,6 +589,8 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
 def _jaggedness_report(source: Path | None, output: Path, *, title: str, show_code: bool,
                        km: Any = None, **options: Any) -> Path:
     """:func:`jaggedness_report` once the output and theme are checked."""
+    from jagged.kernel import external_kernel_kwargs
+
     bundled = source is None
     dataset = validate_input(source, options)
     declared = {p.name for p in notebook_parameters(REPORT_NOTEBOOK)}
@@ -603,4 +605,4 @@ def _jaggedness_report(source: Path | None, output: Path, *, title: str, show_co
     counts = {row[0]: row[1] for row in facts}
     subtitle = f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
     return run_report(REPORT_NOTEBOOK, output, parameters, title=title, show_code=show_code, facts=facts,
-                      subtitle=subtitle, **({"km": km} if km is not None else {}))
+                      subtitle=subtitle, **(external_kernel_kwargs(km) if km is not None else {}))
