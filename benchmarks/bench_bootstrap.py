@@ -4,7 +4,7 @@ Data: ``tests/data/mmlu_pro_item_level.csv.gz``, the real MMLU-Pro item-level re
 12,032 items, 14 domains). Two profiles (``uniform`` and ``items``) give the dep_score and
 wedge intervals.
 
-* vectorised: :func:`jagged.uncertainty.bootstrap_intervals` with B = 2000 — intervals
+* vectorised: :func:`jagged.stats.uncertainty.bootstrap_intervals` with B = 2000 — intervals
   for cv_error (noise-corrected), macro_score, dep_score and wedge. Target: <= 10 s.
 * baseline: a straightforward per-replicate pandas loop (per replicate: pick the resampled
   items of every domain, merge them with the item table, groupby model × domain, then
@@ -30,7 +30,7 @@ ITEM_FILE = Path(__file__).resolve().parents[1] / "tests" / "data" / "mmlu_pro_i
 
 def loop_replicates(items: pd.DataFrame, weights: pd.DataFrame, n_boot: int, seed: int) -> dict[str, np.ndarray]:
     """The baseline: one replicate at a time with pandas (same draws as the vectorised code)."""
-    from jagged.uncertainty import item_matrix
+    from jagged.stats.uncertainty import item_matrix
 
     matrix = item_matrix(items)
     rng = np.random.default_rng(seed)
@@ -73,8 +73,8 @@ def main() -> None:
                  "results)")
 
     import jagged
-    from jagged.uncertainty import bootstrap_intervals, bootstrap_replicates
-    from jagged.weights import resolve_profiles
+    from jagged.stats.uncertainty import bootstrap_intervals, bootstrap_replicates
+    from jagged.stats.weights import resolve_profiles
 
     dataset = jagged.load(ITEM_FILE)
     items = dataset.items

@@ -25,20 +25,21 @@ __version__ = "0.1.0"
 
 #: public name -> module that defines it
 _LAZY: dict[str, str] = {
-    "BUNDLED_SCORES": "jagged.loaders", "Dataset": "jagged.loaders", "load": "jagged.loaders",
-    "load_scores": "jagged.loaders", "cv_error": "jagged.metrics", "jaggedness": "jagged.metrics",
-    "summarize": "jagged.table", "validate_scores": "jagged.table",
-    "deployment_metrics": "jagged.deployment", "resolve_profiles": "jagged.weights",
-    "bootstrap_intervals": "jagged.uncertainty", "sampling_noise": "jagged.uncertainty",
+    "BUNDLED_SCORES": "jagged.readers.load", "Dataset": "jagged.readers.dataset", "load": "jagged.readers.load",
+    "load_scores": "jagged.readers.load", "cv_error": "jagged.stats.metrics", "jaggedness": "jagged.stats.metrics",
+    "summarize": "jagged.readers.table", "validate_scores": "jagged.readers.table",
+    "deployment_metrics": "jagged.stats.deployment", "resolve_profiles": "jagged.stats.weights",
+    "bootstrap_intervals": "jagged.stats.uncertainty", "sampling_noise": "jagged.stats.uncertainty",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from jagged.deployment import deployment_metrics
-    from jagged.loaders import BUNDLED_SCORES, Dataset, load, load_scores
-    from jagged.metrics import cv_error, jaggedness
-    from jagged.table import summarize, validate_scores
-    from jagged.uncertainty import bootstrap_intervals, sampling_noise
-    from jagged.weights import resolve_profiles
+    from jagged.stats.deployment import deployment_metrics
+    from jagged.readers.dataset import Dataset
+    from jagged.readers.load import BUNDLED_SCORES, load, load_scores
+    from jagged.stats.metrics import cv_error, jaggedness
+    from jagged.readers.table import summarize, validate_scores
+    from jagged.stats.uncertainty import bootstrap_intervals, sampling_noise
+    from jagged.stats.weights import resolve_profiles
 
 
 def __getattr__(name: str) -> Any:

@@ -15,21 +15,19 @@ from typing import Any, Callable
 
 import click
 
+from jagged import options as opts
 from jagged.errors import JaggedInputError
+from jagged.text import one_line
 
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
-#: Report page themes (the same as :data:`jagged.report.THEMES`, which imports more).
+#: Report page themes (the same as :data:`jagged.report.run.THEMES`, which imports more).
 THEMES = ("light", "dark", "auto")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 def _print_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
                    line: str | None = None) -> None:
-    click.echo(f"jagged: warning: {_one_line(str(message))}", err=True)
+    click.echo(f"jagged: warning: {one_line(str(message))}", err=True)
 
 
 def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -45,7 +43,7 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
                 warnings.showwarning = _print_warning
                 return func(*args, **kwargs)
         except JaggedInputError as exc:
-            click.echo(f"jagged: error: {_one_line(str(exc))}", err=True)
+            click.echo(f"jagged: error: {one_line(str(exc))}", err=True)
             sys.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:
             click.echo("jagged: interrupted", err=True)
@@ -55,7 +53,7 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as exc:  # the last guard: never a traceback unless asked for
             if os.environ.get("JAGGED_DEBUG"):
                 raise
-            click.echo(f"jagged: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+            click.echo(f"jagged: internal error: {type(exc).__name__}: {one_line(str(exc))} "
                        "(set JAGGED_DEBUG=1 to see the traceback)", err=True)
             sys.exit(EXIT_INTERNAL)
         finally:
@@ -64,64 +62,10 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Options that say how to read SCORES (shared by every command that reads scores)."""
-    func = click.option("--score-scale", type=click.Choice(["fraction", "percent"]), default="fraction",
-                        show_default=True,
-                        help="Scale of scores in CSV/Parquet tables; 'percent' divides by 100.")(func)
-    func = click.option("--allow-incomplete", "allow_incomplete", is_flag=True, default=False,
-                        help="Inspect: accept logs whose status is not 'success' (cancelled, error, "
-                             "started).")(func)
-    func = click.option("--domain-key", "domain_key", type=str, default=None, metavar="KEY",
-                        help="Item-level evaluator outputs: the sample field naming the domain (Inspect "
-                             "sample metadata, lm-eval doc; dotted for nested). Default: the task.")(func)
-    func = click.option("--model-name", "model_name", type=str, default=None, metavar="NAME",
-                        help="Evaluator outputs: model name to use instead of the one in the files.")(func)
-    func = click.option("--metric", "metric", type=str, default=None, metavar="NAME[,FILTER]",
-                        help="lm-eval: metric used as the score (default acc,none, else the only "
-                             "higher-is-better one); Inspect: SCORER[,KEY].")(func)
-    func = click.option("--task", "task", type=str, default=None, metavar="GROUP",
-                        help="lm-eval: the group (or comma-separated tasks) whose leaf tasks are the "
-                             "domains; required when a file holds several.")(func)
-    return func
-
-
-def analysis_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Options that say what to compute beyond the jaggedness penalty."""
-    func = click.option("--ci", "ci", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
-                        show_default=True, metavar="LEVEL", help="Bootstrap interval level.")(func)
-    func = click.option("--seed", "seed", type=int, default=0, show_default=True, metavar="S",
-                        help="Random seed of the bootstrap (same seed, same intervals).")(func)
-    func = click.option("--bootstrap", "bootstrap", type=click.IntRange(min=0), default=2000, show_default=True,
-                        metavar="B",
-                        help="Bootstrap replicates for <stat>_lo/_hi intervals of cv_error, macro_score, "
-                             "dep_score, wedge (items resampled per domain, paired across models; "
-                             "binomial from n_items otherwise); 0: no intervals.")(func)
-    func = click.option("--missing-weight", "missing_weight", type=click.Choice(["error", "zero"]),
-                        default="error", show_default=True,
-                        help="A score domain absent from a weights profile: an error, or no exposure.")(func)
-    func = click.option("--profile", "profiles", multiple=True, metavar="NAME",
-                        help="Profile to compute (repeatable): a name in the weights file or the "
-                             "built-in 'uniform' (macro average) or 'items' (weights by n_items). "
-                             "Default: every profile in --weights.")(func)
-    func = click.option("--weights", "weights", type=str, default=None, metavar="FILE",
-                        help="Deployment weights (CSV or YAML: profile, domain, weight[, comment]); "
-                             "adds dep_score, wedge, wedge_bound, ranks, one row per model x profile.")(func)
-    return func
-
-
-def load_options(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Pick the loader's keyword arguments out of a command's options."""
-    keys = ("score_scale", "task", "metric", "model_name", "domain_key", "allow_incomplete")
-    return {k: kwargs[k] for k in keys if k in kwargs}
-
-
-def analysis_settings(kwargs: dict[str, Any]):
-    """Build :class:`jagged.analysis.AnalysisOptions` from a command's options."""
-    from jagged.analysis import AnalysisOptions
-
-    fields = AnalysisOptions.__dataclass_fields__
-    return AnalysisOptions(**{k: v for k, v in kwargs.items() if k in fields})
+#: Options that say how to read SCORES (every command that reads scores).
+input_options = opts.cli_options(opts.LOAD)
+#: Options that say what to compute beyond the jaggedness penalty.
+analysis_options = opts.cli_options(opts.ANALYSIS)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -146,11 +90,11 @@ def main() -> None:
 @guarded
 def metrics(scores: str, output: str | None, **kwargs: Any) -> None:
     """Compute the per-model metrics table (macro_score, cv_error, ...) for SCORES."""
-    from jagged.analysis import metrics_table
-    from jagged.loaders import load
+    from jagged.stats.analysis import metrics_table
+    from jagged.readers.load import load
 
-    dataset = load(scores, **load_options(kwargs))
-    table = metrics_table(dataset, analysis_settings(kwargs))
+    dataset = load(scores, **opts.load_kwargs(kwargs))
+    table = metrics_table(dataset, opts.analysis_options(kwargs))
     write_table(table, output)
     echo_rank_agreement(table)
 
@@ -159,7 +103,7 @@ def echo_rank_agreement(table: Any) -> None:
     """With profiles, say on stderr how each one reorders the models (Kendall tau)."""
     if "profile" not in table.columns:
         return
-    from jagged.deployment import rank_agreement
+    from jagged.stats.deployment import rank_agreement
 
     for row in rank_agreement(table).itertuples(index=False):
         click.echo(f"profile {row.profile}: Kendall tau(macro rank, deployment rank) = {row.kendall_tau:.3f} "
@@ -191,10 +135,10 @@ def write_table(table: Any, output: str | None) -> None:
 @guarded
 def validate(scores: str, **kwargs: Any) -> None:
     """Check SCORES and print a one-paragraph summary of what was read."""
-    from jagged.loaders import load
-    from jagged.summary import describe
+    from jagged.readers.load import load
+    from jagged.views.summary import describe
 
-    dataset = load(scores, **load_options(kwargs))
+    dataset = load(scores, **opts.load_kwargs(kwargs))
     click.echo(describe(dataset))
 
 
@@ -204,17 +148,13 @@ def validate(scores: str, **kwargs: Any) -> None:
               show_default=True, help="The HTML report; the executed notebook is kept beside it as .ipynb.")
 @click.option("--title", type=str, default="Jaggedness report", show_default=True, help="Report title.")
 @click.option("--show-code", is_flag=True, help="Show the notebook's code cells (hidden by default).")
-@click.option("--theme", type=click.Choice(THEMES), default="light", show_default=True,
-              help="Page colours: light, dark, or auto (follows the reader's system setting).")
 @click.option("--params", "params_file", type=str, default=None, metavar="FILE",
               help="Rerun from a parameter set: papermill-style YAML, or a jagged report (.html/.ipynb) "
                    "whose stored parameters and notebook are reused. Options given here override it.")
 @click.option("--notebook", type=str, default=None, metavar="NAME",
               help="Notebook in notebooks/ to run with --params (default: the one stored in FILE, else "
                    "jaggedness_report); e.g. model_report.")
-@click.option("--focus-model", "focus_model", type=str, default="", metavar="MODEL",
-              help="Model for the exposure and drift-bound plots of the task-mix section "
-                   "(default: the top-ranked by macro score).")
+@opts.cli_options(opts.DISPLAY)
 @input_options
 @analysis_options
 @guarded
@@ -226,7 +166,8 @@ def report(scores: str | None, output: str, title: str, show_code: bool, params_
     input is checked before the notebook runs. A failing run leaves an earlier report
     untouched and keeps the failed notebook as OUTPUT.failed.ipynb (exit 1).
     """
-    from jagged.report import ReportError, jaggedness_report
+    from jagged.report.execution import ReportError
+    from jagged.report.jaggedness import jaggedness_report
 
     try:
         if params_file is not None or notebook is not None:
@@ -236,7 +177,7 @@ def report(scores: str | None, output: str, title: str, show_code: bool, params_
     except ReportError as exc:
         if exc.ename == "JaggedInputError":
             raise JaggedInputError(exc.evalue or str(exc)) from None
-        click.echo(f"jagged: report failed: {_one_line(str(exc))}", err=True)
+        click.echo(f"jagged: report failed: {one_line(str(exc))}", err=True)
         sys.exit(EXIT_INTERNAL)
     click.echo(f"wrote {path} (executed notebook: {path.with_suffix('.ipynb')})", err=True)
 
@@ -244,7 +185,7 @@ def report(scores: str | None, output: str, title: str, show_code: bool, params_
 def _report_from_parameters(params_file: str | None, notebook: str | None, scores: str | None, output: str,
                             title: str, show_code: bool, kwargs: dict[str, Any]) -> Any:
     """``jagged report --params``: stored parameters, overridden by options typed on the command line."""
-    from jagged.rerun import report_from_parameters
+    from jagged.report.jaggedness import report_from_parameters
 
     context = click.get_current_context()
     typed = {name for name in ("scores", "title", *kwargs)
@@ -275,12 +216,11 @@ def batch(scores: str, out_dir: str, jobs: int | None, models: tuple[str, ...], 
     index and the others are still written (exit 1). Ctrl-C keeps every finished report;
     run the same command again to resume.
     """
-    from jagged.analysis import AnalysisOptions
-    from jagged.batch import run_batch
+    from jagged.report.batch import run_batch
 
-    analysis = {k: v for k, v in kwargs.items() if k in AnalysisOptions.__dataclass_fields__}
+    analysis = {k: kwargs[k] for k in opts.names(opts.ANALYSIS) if k in kwargs}
     try:
-        result = run_batch(scores, out_dir, jobs=jobs, models=models, force=force, load=load_options(kwargs),
+        result = run_batch(scores, out_dir, jobs=jobs, models=models, force=force, load=opts.load_kwargs(kwargs),
                            analysis=analysis)
     except KeyboardInterrupt:
         click.echo("jagged: interrupted; finished reports are kept, run the same command again to resume",

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import jagged
-from jagged import alt_text
+from jagged.views import alt_text
 from jagged.plots.labels import plain, shorten
 
 

@@ -189,8 +189,8 @@ def test_full_batch_writes_every_report_and_an_index_whose_links_resolve(full_ba
 
 def test_index_numbers_are_the_metrics_table(full_batch):
     out, _ = full_batch
-    from jagged.analysis import AnalysisOptions, metrics_table
-    from jagged.loaders import load
+    from jagged.stats.analysis import AnalysisOptions, metrics_table
+    from jagged.readers.load import load
 
     table = metrics_table(load(BUNDLED), AnalysisOptions(weights=str(PROFILES)))
     rows = index_rows(out / "index.html")
@@ -207,7 +207,7 @@ def test_index_numbers_are_the_metrics_table(full_batch):
 def test_report_in_a_warm_kernel_equals_the_report_alone(full_batch, tmp_path):
     """The last model ran after a dozen others in the same warm kernel; alone it gets a fresh one."""
     out, _ = full_batch
-    from jagged.slug import unique_slugs
+    from jagged.report.slug import unique_slugs
 
     names = sorted(set(pd.read_csv(BUNDLED)["model"]))
     slug = dict(zip(names, unique_slugs(names)))[names[-1]]
@@ -366,7 +366,7 @@ def test_bad_input_fails_before_any_kernel(tmp_path):
     scores = write_scores(tmp_path / "scores.csv", ["a", "b"])
     result = run(["batch", str(scores), "--out-dir", str(tmp_path / "o"), "--models", "nobody"])
     assert result.returncode == 2
-    assert result.stderr.strip() == f"jagged: error: --models: no model 'nobody' in scores.csv (2 models)"
+    assert result.stderr.strip() == "jagged: error: --models: no model 'nobody' in scores.csv (2 models)"
     assert not (tmp_path / "o").exists()
     missing = run(["batch", str(tmp_path / "none.csv"), "--out-dir", str(tmp_path / "o")])
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
@@ -377,7 +377,7 @@ def test_bad_input_fails_before_any_kernel(tmp_path):
 
 
 PROBE = r'''
-import jagged.kernel as _k  # the libraries a warm kernel preloads, so a fresh kernel has imported the same
+import jagged.report.kernel as _k  # the libraries a warm kernel preloads, so a fresh kernel has imported the same
 _k.preload()
 import json, os, random, sys, warnings
 import matplotlib, matplotlib.pyplot as plt, numpy as np, pandas as pd
@@ -440,7 +440,7 @@ def _probe(kernel, folder: Path, name: str) -> dict:
 
 
 def test_warm_kernel_reset_leaves_nothing_from_the_previous_notebook(tmp_path):
-    from jagged.kernel import WarmKernel
+    from jagged.report.kernel import WarmKernel
     from jagged.report import execute
 
     with WarmKernel() as kernel:

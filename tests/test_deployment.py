@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jagged
-from jagged.analysis import AnalysisOptions, metrics_table, rank_table
-from jagged.deployment import (DEPLOYMENT_COLUMNS, NOTE_EQUAL_WEIGHTS, deployment_metrics, drift_bound_curve,
+from jagged.stats.analysis import AnalysisOptions, metrics_table, rank_table
+from jagged.stats.deployment import (DEPLOYMENT_COLUMNS, NOTE_EQUAL_WEIGHTS, deployment_metrics, drift_bound_curve,
                                exposure_profile, kendall_tau, most_reordered_profile, rank_agreement,
                                rank_changes)
-from jagged.metrics import METRIC_COLUMNS
-from jagged.weights import BUNDLED_PROFILES, resolve_profiles
+from jagged.stats.metrics import METRIC_COLUMNS
+from jagged.stats.weights import BUNDLED_PROFILES, resolve_profiles
 
 from conftest import BUNDLED
 
@@ -172,8 +172,8 @@ def test_kendall_tau_on_bundled_profiles_matches_scipy():
 
 
 def test_deployment_module_does_not_import_scipy():
-    code = ("import sys, jagged.deployment, jagged.weights, jagged.analysis; "
-            "import jagged; from jagged.analysis import AnalysisOptions, metrics_table; "
+    code = ("import sys, jagged.stats.deployment, jagged.stats.weights, jagged.stats.analysis; "
+            "import jagged; from jagged.stats.analysis import AnalysisOptions, metrics_table; "
             "metrics_table(jagged.load(), AnalysisOptions(profiles=('items',))); "
             "print('scipy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -227,7 +227,7 @@ def test_cli_metrics_with_bundled_profiles(tmp_path):
 
 @pytest.fixture
 def bundled_tables():
-    from jagged.analysis import profile_weights
+    from jagged.stats.analysis import profile_weights
 
     dataset = jagged.load(BUNDLED)
     options = AnalysisOptions(weights=str(BUNDLED_PROFILES))

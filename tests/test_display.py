@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import jagged
-from jagged import display, overview
+from jagged.views import display, overview
 from conftest import BUNDLED
 
 HOSTILE = '<script>alert("x")</script> & co'

@@ -8,7 +8,7 @@ import pytest
 from matplotlib.axes import Axes
 
 import jagged
-from jagged import hierarchy
+from jagged.stats import hierarchy
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.plots.hierarchy import category_strip
 

@@ -14,7 +14,7 @@ import pytest
 import jagged
 from clitools import assert_bad_input, run_cli
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.inspect_logs import score_to_float
+from jagged.readers.inspect_logs import score_to_float
 
 
 def real_log(shared_data: Path, fragment: str) -> Path:

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import jagged
-from jagged import items as items_module
+from jagged.readers import items as items_module
 from jagged.cli import main
 
 
@@ -67,7 +67,7 @@ def test_coverage_reported_per_model_not_imputed(tmp_path):
     assert set(ds.model_notes) == {"B"}
     assert "covers 4 of 5 items (80.0%)" in ds.model_notes["B"] and "not imputed" in ds.model_notes["B"]
     assert "1 of 2 models have all 5 items" in ds.details["coverage"]
-    from jagged.analysis import metrics_table
+    from jagged.stats.analysis import metrics_table
 
     table = metrics_table(ds)
     assert "covers 4 of 5 items" in table.set_index("model").loc["B", "note"]
@@ -159,7 +159,7 @@ def test_routing_reads_only_the_footer(tmp_path, monkeypatch):
     pd.read_csv(write(tmp_path, "items.csv", SMALL)).to_parquet(tmp_path / "items.parquet")
     assert items_module.parquet_item_layout(tmp_path / "items.parquet") == (True, 9)
     monkeypatch.setattr(items_module, "IN_MEMORY_MAX_ROWS", 3)
-    import jagged.loaders as loaders
+    import jagged.readers.load as loaders
 
     def fail(*args, **kwargs):
         raise AssertionError("the whole file was read into memory")

@@ -6,7 +6,7 @@ import glob
 import subprocess
 import sys
 
-from jagged.kernel import launch_kernel, stop_kernel
+from jagged.report.kernel import launch_kernel, stop_kernel
 
 
 def test_launched_kernel_answers_and_stop_leaves_nothing_behind():
@@ -32,7 +32,7 @@ def test_launched_kernel_answers_and_stop_leaves_nothing_behind():
 
 def test_importing_the_cli_does_not_import_pandas():
     """`jagged report` starts its kernel before the heavy imports of validation."""
-    code = "import sys, jagged.cli, jagged.report; print('pandas' in sys.modules, 'numpy' in sys.modules)"
+    code = "import sys, jagged.cli, jagged.report.run; print('pandas' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 

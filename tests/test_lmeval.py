@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import jagged
-from jagged.analysis import AnalysisOptions, metrics_table
+from jagged.stats.analysis import AnalysisOptions, metrics_table
 from clitools import assert_bad_input, run_cli
 from jagged.errors import JaggedInputError, JaggedWarning
 
@@ -24,7 +24,7 @@ MMLU_CATEGORIES = {"mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mml
 
 
 def independent_leaves(doc: dict, task: str) -> dict[str, list[str]]:
-    """Leaf -> group path, by walking group_subtasks (written separately from jagged.lmeval)."""
+    """Leaf -> group path, by walking group_subtasks (written separately from jagged.readers.lmeval)."""
     subtasks = doc["group_subtasks"]
     out: dict[str, list[str]] = {}
     stack = [(task, [task])]
@@ -217,8 +217,8 @@ def test_mmlu_pro_samples_aggregate_to_the_results_score(shared_data):
     expected = results["results"]["leaderboard_mmlu_pro"]["exact_match,get-answer"]
     records = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
     # the item-level table, checked independently of the aggregation
-    from jagged.evaluators import parse_file
-    from jagged.lmeval import read_samples
+    from jagged.readers.evaluators import parse_file
+    from jagged.readers.lmeval import read_samples
 
     read = read_samples([parse_file(samples)], source=samples.name)
     assert list(read.items["correct"]) == [r["exact_match"] for r in records]
@@ -490,8 +490,8 @@ def test_samples_folder_with_results_beside_them(tmp_path):
     for path in run.glob("samples_*.jsonl"):
         (only / path.name).write_text(path.read_text())
     write_json(only / f"results_{stamp}.json", doc)
-    from jagged.evaluators import parse_file
-    from jagged.lmeval import read_samples
+    from jagged.readers.evaluators import parse_file
+    from jagged.readers.lmeval import read_samples
 
     read = read_samples([parse_file(p) for p in sorted(only.glob("samples_*.jsonl"))], source="x")
     assert len(read.items) == 10
@@ -522,8 +522,8 @@ def test_samples_with_filters_and_non_item_metrics(tmp_path):
     path = tmp_path / "samples_gsm8k_2025-01-01T00-00-00.000001.jsonl"
     path.write_text(samples_lines(records))
     assert_bad_input("metrics", path, "--model-name", "m", fragments=("several filters", "strict-match"))
-    from jagged.evaluators import parse_file
-    from jagged.lmeval import read_samples
+    from jagged.readers.evaluators import parse_file
+    from jagged.readers.lmeval import read_samples
 
     read = read_samples([parse_file(path)], source=path.name, model_name="m", metric="exact_match,flexible-extract")
     assert list(read.items["correct"]) == [1.0, 1.0, 0.0]
@@ -561,13 +561,13 @@ def test_damaged_file_in_a_folder_is_skipped_with_a_warning(tmp_path):
 
 
 def test_limit_note_and_item_coverage_note_are_joined(shared_data):
-    from jagged.items import merge_notes
+    from jagged.text import merge_notes
 
     assert merge_notes({"m": "a", "n": ""}, {"m": "b", "n": "c", "o": "d"}) == {"m": "a; b", "n": "c", "o": "d"}
 
 
 def test_evaluator_notes_for_the_report(shared_data, tmp_path):
-    from jagged.summary import evaluator_notes
+    from jagged.views.summary import evaluator_notes
 
     notes = evaluator_notes(jagged.load(real_file(shared_data, "deprecated__results")))
     assert notes.to_dict("records") == [{"kind": "limited run (--limit)",

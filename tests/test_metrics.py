@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import jagged
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.metrics import METRIC_COLUMNS, NOTE_FEW_DOMAINS, NOTE_NO_ERRORS
+from jagged.stats.metrics import METRIC_COLUMNS, NOTE_FEW_DOMAINS, NOTE_NO_ERRORS
 
 from conftest import BUNDLED
 

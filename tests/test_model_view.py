@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jagged.analysis import AnalysisOptions, metrics_table
+from jagged.stats.analysis import AnalysisOptions, metrics_table
 from jagged.errors import JaggedInputError
-from jagged.loaders import Dataset
-from jagged.metrics import jaggedness
-from jagged import model_view as mv
-from jagged.table import validate_scores
+from jagged.readers.dataset import Dataset
+from jagged.stats.metrics import jaggedness
+from jagged.views import model_view as mv
+from jagged.readers.table import validate_scores
 
 # Error rates (1 - score):  A: .1 .4 .7   B: .2 .2 .2   C: .5 .3 (no d3)
 ROWS = [

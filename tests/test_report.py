@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from jagged import report
+from jagged.errors import JaggedInputError
 from jagged.cli import main
 from conftest import BUNDLED
 
@@ -131,7 +132,7 @@ def test_theme_and_content_security_policy(rendered):
 
 
 def test_bad_theme_exits_2_before_any_kernel(tmp_path):
-    with pytest.raises(report.JaggedInputError, match="theme must be one of"):
+    with pytest.raises(JaggedInputError, match="theme must be one of"):
         report.jaggedness_report(None, tmp_path / "r.html", theme="neon")
     assert not list(tmp_path.iterdir())
 
@@ -192,7 +193,9 @@ def test_failing_cell_of_the_report_notebook_exits_1(tmp_path, monkeypatch):
 
 def test_cli_failing_notebook_exits_1_with_one_paragraph(tmp_path, monkeypatch):
     """A monkeypatched report notebook that raises: exit 1, the cell's error, no traceback."""
-    monkeypatch.setattr(report, "REPORT_NOTEBOOK", str(_failing_notebook(tmp_path / "failing.ipynb")))
+    import jagged.report.jaggedness as single
+
+    monkeypatch.setattr(single, "REPORT_NOTEBOOK", str(_failing_notebook(tmp_path / "failing.ipynb")))
     out = tmp_path / "r.html"
     out.write_text("earlier")
     result = CliRunner().invoke(main, ["report", "-o", str(out)])

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jagged.errors import JaggedInputError
-from jagged.slug import EMPTY_STEM, MAX_LENGTH, WINDOWS_RESERVED, output_path, slug, unique_slugs
+from jagged.report.slug import EMPTY_STEM, MAX_LENGTH, WINDOWS_RESERVED, output_path, slug, unique_slugs
 
 SAFE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 

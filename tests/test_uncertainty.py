@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 import jagged
-from jagged import uncertainty as u
-from jagged.analysis import AnalysisOptions, metrics_table
+from jagged.stats import uncertainty as u
+from jagged.stats.analysis import AnalysisOptions, metrics_table
 from jagged.cli import main
 
 
@@ -65,7 +65,7 @@ def test_noise_formula_is_the_expected_inflation_of_the_observed_variance():
 def test_partial_credit_noise_uses_the_item_variance():
     items = pd.DataFrame({"model": ["A"] * 6, "domain": ["x", "x", "x", "y", "y", "y"],
                           "item": list("abcdef"), "correct": [0.5, 1.0, 0.0, 0.25, 0.25, 1.0]})
-    ds = jagged.loaders.frame_to_dataset(items, source="t", paths=[], line_offset=None)
+    ds = jagged.readers.load.frame_to_dataset(items, source="t", paths=[], line_offset=None)
     noise = u.domain_noise(ds.scores, ds.items).set_index("domain")["noise_var"]
     assert noise["x"] == pytest.approx(statistics.variance([0.5, 1.0, 0.0]) / 3)
     assert noise["y"] == pytest.approx(statistics.variance([0.25, 0.25, 1.0]) / 3)
@@ -141,7 +141,7 @@ def small_items():
     x = (rng.random((60, 3)) < np.repeat([0.9, 0.6, 0.4], 20)[:, None]).astype(float)
     x = np.column_stack([x, x[:, 0]])                       # model "D" answers exactly like "A"
     frame = items_frame(x, 20, ["A", "B", "C", "D"])
-    return jagged.loaders.frame_to_dataset(frame, source="t", paths=[], line_offset=None)
+    return jagged.readers.load.frame_to_dataset(frame, source="t", paths=[], line_offset=None)
 
 
 def test_bootstrap_is_deterministic_for_a_seed(small_items):
@@ -191,7 +191,7 @@ def test_vectorised_replicates_equal_a_per_replicate_loop(small_items):
 
 
 def test_dep_and_wedge_intervals(small_items):
-    from jagged.weights import resolve_profiles
+    from jagged.stats.weights import resolve_profiles
 
     weights = resolve_profiles(small_items.scores, None, ("uniform", "items"))
     iv = u.bootstrap_intervals(small_items.scores, small_items.items, weights=weights, n_boot=300, seed=2)
@@ -211,7 +211,7 @@ def test_incomplete_coverage_uses_only_items_the_model_has():
     x = (rng.random((40, 2)) < 0.6).astype(float)
     frame = items_frame(x, 20, ["A", "B"])
     frame = frame[~((frame["model"] == "B") & frame["item"].isin(["q0", "q1", "q25"]))]
-    ds = jagged.loaders.frame_to_dataset(frame.reset_index(drop=True), source="t", paths=[], line_offset=None)
+    ds = jagged.readers.load.frame_to_dataset(frame.reset_index(drop=True), source="t", paths=[], line_offset=None)
     reps = u.bootstrap_replicates(ds.scores, ds.items, n_boot=400, seed=0)
     assert np.isfinite(reps.macro_score).all()
     # the mean of the replicate macro scores is close to the observed one (no imputation drift)

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 import jagged
 from jagged.cli import main
-from jagged.deployment import deployment_metrics
+from jagged.stats.deployment import deployment_metrics
 from jagged.errors import JaggedInputError
-from jagged.weights import (BUNDLED_PROFILES, items_coverage, profile_descriptions, read_weights,
+from jagged.stats.weights import (BUNDLED_PROFILES, items_coverage, profile_descriptions, read_weights,
                             resolve_profiles)
 
 from conftest import BUNDLED
@@ -178,7 +178,7 @@ def test_items_profile_equals_item_level_mean(shared_data):
 
 
 def test_items_note_in_metrics_table_for_partial_coverage():
-    from jagged.analysis import AnalysisOptions, metrics_table
+    from jagged.stats.analysis import AnalysisOptions, metrics_table
 
     table = metrics_table(jagged.load(BUNDLED), AnalysisOptions(profiles=("items",)))
     note = table.set_index("model")["note"]
@@ -266,7 +266,7 @@ def test_bad_missing_weight_choice(scores_file):
 
 def test_report_weights_and_illustrative_label():
     """The bundled scores default to the bundled profiles; user scores use only what is given."""
-    from jagged.weights import is_illustrative, report_weights
+    from jagged.stats.weights import is_illustrative, report_weights
 
     assert report_weights("", "") == str(BUNDLED_PROFILES)
     assert report_weights("", "mix.csv") == "mix.csv"

@@ -2,10 +2,10 @@
 
 Every function takes the data and keyword arguments, draws on ``ax`` (or a new figure sized
 for the data) and returns the Axes, like seaborn. The inputs are tables the library
-computes: the metrics table with profiles (:func:`jagged.analysis.metrics_table` with
-weights, or :func:`jagged.deployment.deployment_metrics`), the per-domain exposure table
-(:func:`jagged.deployment.exposure_profile`) and the drift-bound curve
-(:func:`jagged.deployment.drift_bound_curve`). The plots never compute a metric
+computes: the metrics table with profiles (:func:`jagged.stats.analysis.metrics_table` with
+weights, or :func:`jagged.stats.deployment.deployment_metrics`), the per-domain exposure table
+(:func:`jagged.stats.deployment.exposure_profile`) and the drift-bound curve
+(:func:`jagged.stats.deployment.drift_bound_curve`). The plots never compute a metric
 themselves.
 
 Interval columns: when the metrics table has ``<column>_lo`` and ``<column>_hi`` (e.g.
@@ -283,7 +283,7 @@ def exposure_dots(exposure: pd.DataFrame, *, model: str = "", profiles: Sequence
     Parameters
     ----------
     exposure : pandas.DataFrame
-        Output of :func:`jagged.deployment.exposure_profile` (``profile``, ``domain``,
+        Output of :func:`jagged.stats.deployment.exposure_profile` (``profile``, ``domain``,
         ``weight``, ``uniform_weight``, ``error``).
     model : str
         Model name, for the title.
@@ -384,7 +384,7 @@ def exposure_vs_error(exposure: pd.DataFrame, *, profile: str | None = None, mod
     Parameters
     ----------
     exposure : pandas.DataFrame
-        Output of :func:`jagged.deployment.exposure_profile` (``profile``, ``domain``,
+        Output of :func:`jagged.stats.deployment.exposure_profile` (``profile``, ``domain``,
         ``weight``, ``uniform_weight``, ``error``).
     profile : str, optional
         Profile to draw; required when the table has several.
@@ -432,7 +432,7 @@ def drift_bound(curve: pd.DataFrame, points: pd.DataFrame, *, model: str = "", a
     Parameters
     ----------
     curve : pandas.DataFrame
-        ``sigma_w`` and ``max_abs_wedge`` (:func:`jagged.deployment.drift_bound_curve`).
+        ``sigma_w`` and ``max_abs_wedge`` (:func:`jagged.stats.deployment.drift_bound_curve`).
     points : pandas.DataFrame
         One row per profile with ``profile``, ``sigma_w``, ``wedge``, ``wedge_bound``
         (rows of the metrics table for one model).

@@ -2,7 +2,7 @@
 
 Every function takes the data and keyword arguments, draws on ``ax`` (or a new figure sized
 for the data) and returns the Axes, like seaborn. The inputs are the canonical per-domain
-table (:mod:`jagged.table`) and the per-model metrics table (:func:`jagged.jaggedness`);
+table (:mod:`jagged.readers.table`) and the per-model metrics table (:func:`jagged.jaggedness`);
 the plots read ``mean_error`` and ``cv_error`` from the metrics table and never compute a
 metric themselves. The error rate drawn for a domain is ``1 - score``.
 
@@ -12,7 +12,7 @@ With many models a row per model stops being readable. ``limit`` switches the di
 plot and the heatmap to a top/bottom form: the ``ceil(limit / 2)`` most jagged and the
 ``floor(limit / 2)`` least jagged models (by ``cv_error``), and between them one shaded
 summary row, "median of N other models", with the per-domain median error of the models
-left out (:func:`jagged.overview.median_errors`). :func:`jagged.overview.model_order` is
+left out (:func:`jagged.views.overview.median_errors`). :func:`jagged.views.overview.model_order` is
 the one place the cut is made (the report's error table uses it too).
 
 With many domains the heatmap keeps to the width of a report page (``PAGE_WIDTH``
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.overview import (domain_order, error_matrix, left_out, median_errors, model_order, others_label,
+from jagged.views.overview import (error_matrix, left_out, median_errors, model_order, others_label,
                              per_model)
 from jagged.plots.base import check_columns as _check_columns, new_axes as _new_axes
 from jagged.plots.labels import plain
@@ -88,7 +88,7 @@ def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int 
     metrics : pandas.DataFrame
         Per-model table with ``model``, ``mean_error`` and ``cv_error``.
     limit : int, optional
-        Show only the most and least jagged models (see :func:`jagged.overview.model_order`).
+        Show only the most and least jagged models (see :func:`jagged.views.overview.model_order`).
     jitter : float
         Vertical spread of a row's points, in row heights; deterministic (by domain), so
         a domain sits at the same height in every row.
@@ -103,7 +103,7 @@ def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int 
         labels are the model names top to bottom (shortened, see
         :func:`jagged.plots.labels.plain`); the right margin gives each ``cv_error``. With
         a cut, the summary row sits between the two groups: its label is
-        :func:`jagged.overview.others_label`, its points (the left-out models' median
+        :func:`jagged.views.overview.others_label`, its points (the left-out models' median
         error per domain) the collection ``"others-median"``, its band gid ``"others"``.
     """
     _check_columns(scores, ("model", "domain", "score"), "score table")
@@ -178,9 +178,9 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
         Per-model table with ``model`` and ``cv_error``, for the row order (and ``limit``);
         without it rows are sorted by name.
     limit : int, optional
-        Show only the most and least jagged models (see :func:`jagged.overview.model_order`).
+        Show only the most and least jagged models (see :func:`jagged.views.overview.model_order`).
     order : {"error", "name"} or sequence of str
-        Column order (see :func:`jagged.overview.domain_order`).
+        Column order (see :func:`jagged.views.overview.domain_order`).
     annotate : bool, optional
         Write each cell's error rate in it; by default when the grid has at most
         ``ANNOTATE_MAX_CELLS`` cells.
@@ -192,9 +192,9 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
     matplotlib.axes.Axes
         The grid is the Axes' only image (``ax.images[0]``, gid ``"errors"``); its array
         holds ``1 - score`` with missing (model, domain) pairs masked and drawn grey, in
-        the rows and columns of :func:`jagged.overview.error_matrix`. With a cut, the row
+        the rows and columns of :func:`jagged.views.overview.error_matrix`. With a cut, the row
         at the cut is the summary of the models left out (their median error per domain,
-        labelled :func:`jagged.overview.others_label`). The figure is sized by
+        labelled :func:`jagged.views.overview.others_label`). The figure is sized by
         :func:`heatmap_layout`.
     """
     _check_columns(scores, ("model", "domain", "score"), "score table")

@@ -1,7 +1,7 @@
 """Leaves within categories: where a model's errors sit at both levels of a hierarchy.
 
-:func:`category_strip` takes the leaf table of :func:`jagged.hierarchy.leaf_errors` and,
-optionally, the category table of :func:`jagged.hierarchy.category_table`; it draws on
+:func:`category_strip` takes the leaf table of :func:`jagged.stats.hierarchy.leaf_errors` and,
+optionally, the category table of :func:`jagged.stats.hierarchy.category_table`; it draws on
 ``ax`` (or a new figure sized for the data) and returns the Axes, like seaborn. It never
 computes a metric: category means and the overall mean error are read from the tables
 or passed in.
@@ -40,10 +40,10 @@ def category_strip(leaves: pd.DataFrame, *, categories: pd.DataFrame | None = No
     ----------
     leaves : pandas.DataFrame
         ``model``, ``category``, ``domain``, ``error`` (see
-        :func:`jagged.hierarchy.leaf_errors`).
+        :func:`jagged.stats.hierarchy.leaf_errors`).
     categories : pandas.DataFrame, optional
         ``model``, ``category``, ``mean_error`` (see
-        :func:`jagged.hierarchy.category_table`); each category's mean error is drawn
+        :func:`jagged.stats.hierarchy.category_table`); each category's mean error is drawn
         as a bar and categories are ordered by it (highest on top). Without it,
         categories are in name order.
     model : str, optional

@@ -2,7 +2,7 @@
 
 Like every plot of :mod:`jagged.plots`: takes the data and keyword arguments, draws on
 ``ax`` (or a new figure sized for the data) and returns the Axes. The input is the table
-of :func:`jagged.model_view.domain_errors`; nothing is computed here.
+of :func:`jagged.views.model_view.domain_errors`; nothing is computed here.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def domain_errors_vs_field(data: pd.DataFrame, *, model: str = "", intervals: bo
     Parameters
     ----------
     data : pandas.DataFrame
-        Output of :func:`jagged.model_view.domain_errors`: ``domain``, ``error``,
+        Output of :func:`jagged.views.model_view.domain_errors`: ``domain``, ``error``,
         ``field_min``, ``field_q25``, ``field_median``, ``field_q75``, ``field_max``
         (``error_lo`` / ``error_hi`` optional). Rows are drawn top to bottom in order.
     model : str

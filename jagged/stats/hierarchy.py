@@ -1,7 +1,7 @@
 """Two-level jaggedness: leaves (domains) grouped into categories.
 
 The hierarchy comes from the ``category`` column of the canonical table: given in a
-CSV, or set by :mod:`jagged.lmeval` from the lm-eval group structure (mmlu →
+CSV, or set by :mod:`jagged.readers.lmeval` from the lm-eval group structure (mmlu →
 mmlu_stem → mmlu_abstract_algebra gives category ``mmlu_stem``).
 
 Three views, all per model, all computed on the error rates e_d = 1 - s_d:

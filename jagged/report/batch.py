@@ -15,8 +15,8 @@ How a batch runs
    whose HTML already carries that hash is skipped (``--force`` rebuilds); when nothing is
    left to do no worker and no kernel starts.
 3. The rest run in ``jobs`` worker processes. Each worker keeps one warm Jupyter kernel
-   (:class:`jagged.kernel.WarmKernel`), resets it before each notebook and runs the
-   notebook through :func:`jagged.report.run_report`, which writes the HTML and the
+   (:class:`jagged.report.kernel.WarmKernel`), resets it before each notebook and runs the
+   notebook through :func:`jagged.report.run.run_report`, which writes the HTML and the
    executed notebook atomically. A failing notebook is kept as ``<slug>.failed.ipynb``,
    its kernel is replaced, and the batch goes on.
 4. The index is rendered with jinja2 (autoescaped) from ``templates/batch/`` and written
@@ -42,18 +42,17 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import jagged
+from jagged import options as opts
 from jagged.errors import JaggedInputError
+from jagged.resources import templates_dir
 
 PACKAGE_DIR = Path(jagged.__file__).resolve().parent
-ROOT = PACKAGE_DIR.parent
-INDEX_TEMPLATE_DIR = ROOT / "templates" / "batch"
+INDEX_TEMPLATE_DIR = templates_dir() / "batch"
 MODEL_NOTEBOOK = "model_report"
 OVERVIEW_NOTEBOOK = "jaggedness_report"
 OVERVIEW_STEM = "jaggedness_report"
 MODELS_DIR = "models"
 INDEX_NAME = "index.html"
-#: What the loader options mean when not given, as notebook parameter values.
-_UNSET_TEXT = ("task", "metric", "model_name", "domain_key")
 _TMP_DIR = re.compile(r"^\..+\.[a-z0-9_]{8}$")
 
 
@@ -180,13 +179,15 @@ def code_digest() -> str:
     The index template (``templates/batch``) is left out: the index is rendered on every
     run, and changing it does not change a report.
     """
-    from jagged.report import TEMPLATE_NAME, TEMPLATES_DIR
+    from jagged.report.rendering import TEMPLATE_NAME, TEMPLATES_DIR
 
     digest = hashlib.sha256()
-    files = sorted(PACKAGE_DIR.rglob("*.py")) + sorted((TEMPLATES_DIR / TEMPLATE_NAME).rglob("*"))
-    for path in files:
+    template = TEMPLATES_DIR / TEMPLATE_NAME
+    files = [(path, "jagged/" + path.relative_to(PACKAGE_DIR).as_posix()) for path in sorted(PACKAGE_DIR.rglob("*.py"))]
+    files += [(path, "templates/" + path.relative_to(TEMPLATES_DIR).as_posix()) for path in sorted(template.rglob("*"))]
+    for path, name in files:
         if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(ROOT)).encode())
+            digest.update(name.encode())
             digest.update(b"\0")
             digest.update(path.read_bytes())
             digest.update(b"\0")
@@ -217,7 +218,7 @@ def content_hash(notebook: str | Path, parameters: Mapping[str, Any], input_dige
     reports stale even when the content is the same; the digests catch a file whose
     content changed in place.
     """
-    from jagged.report import find_notebook
+    from jagged.report.notebooks import find_notebook
 
     path = find_notebook(notebook)
     stat = path.stat()
@@ -230,18 +231,6 @@ def content_hash(notebook: str | Path, parameters: Mapping[str, Any], input_dige
     }
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
     return _sha256_bytes(text.encode("utf-8"))
-
-
-def _notebook_values(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """CLI-style options as notebook parameter values (None → "", tuples → lists)."""
-    out: dict[str, Any] = {}
-    for key, value in kwargs.items():
-        if value is None and key in _UNSET_TEXT + ("weights",):
-            value = ""
-        if isinstance(value, tuple):
-            value = list(value)
-        out[key] = value
-    return out
 
 
 def _for_notebook(notebook: str, declared: Mapping[str, Any], values: Mapping[str, Any],
@@ -284,7 +273,7 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
         Loader options (``score_scale``, ``task``, ...), as :func:`jagged.load` takes them.
     analysis : mapping, optional
         Analysis options (``weights``, ``profiles``, ``missing_weight``, ``bootstrap``,
-        ``seed``, ``ci``), as :class:`jagged.analysis.AnalysisOptions` takes them.
+        ``seed``, ``ci``), as :class:`jagged.stats.analysis.AnalysisOptions` takes them.
     overview : bool
         Also make the cross-model report.
 
@@ -297,13 +286,14 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
     JaggedInputError
         Bad input, an unknown model, an output folder that is a file.
     """
-    from jagged.analysis import AnalysisOptions, metrics_table
-    from jagged.loaders import load as load_dataset
-    from jagged.loaders import sha256_file
-    from jagged.report import input_facts, version_facts
-    from jagged.rerun import default_values
-    from jagged.slug import output_path, unique_slugs
-    from jagged.weights import BUNDLED_PROFILES
+    from jagged.stats.analysis import metrics_table
+    from jagged.readers.load import load as load_dataset
+    from jagged.readers.dataset import sha256_file
+    from jagged.report.jaggedness import input_facts
+    from jagged.report.notebooks import default_values
+    from jagged.report.rendering import version_facts
+    from jagged.report.slug import output_path, unique_slugs
+    from jagged.stats.weights import BUNDLED_PROFILES
 
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -314,9 +304,7 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
     source = None if bundled else Path(scores).resolve()
     dataset = load_dataset(source, **load)
     weights = analysis.get("weights") or (str(BUNDLED_PROFILES) if bundled else None)
-    fields = AnalysisOptions.__dataclass_fields__
-    options = AnalysisOptions(**{**{k: (tuple(v) if isinstance(v, list) else v) for k, v in analysis.items()
-                                    if k in fields}, "weights": weights, "bootstrap": 0})
+    options = opts.analysis_options(analysis, weights=weights, bootstrap=0)
     table = metrics_table(dataset, options)
     names = sorted(str(m) for m in table["model"].unique())
     chosen = list(dict.fromkeys(str(m) for m in models)) or names
@@ -327,7 +315,7 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
 
     if analysis.get("weights"):
         analysis["weights"] = str(Path(analysis["weights"]).resolve())
-    values = _notebook_values({"scores": "" if bundled else str(source), **load, **analysis})
+    values = opts.notebook_values({"scores": "" if bundled else str(source), **load, **analysis})
     inputs = [Path(p) for p in dataset.paths if Path(p).is_file()]
     if weights:
         inputs.append(Path(weights))
@@ -363,7 +351,7 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
 
 def up_to_date(job: Job) -> bool:
     """Whether the job's HTML exists and carries the job's content hash."""
-    from jagged.rerun import stored_hash
+    from jagged.report.rerun import stored_hash
 
     return job.html_path.is_file() and stored_hash(job.html_path) == job.input_hash
 
@@ -408,8 +396,9 @@ def run_job(job: Job) -> Outcome:
     failure cannot leave anything behind for the next report.
     """
     global _KERNEL
-    from jagged.kernel import WarmKernel
-    from jagged.report import ReportError, run_report
+    from jagged.report.kernel import WarmKernel
+    from jagged.report.execution import ReportError
+    from jagged.report.run import run_report
 
     started = time.perf_counter()
     try:

@@ -31,20 +31,12 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.items import ItemRead
+from jagged.text import listing, plural
+from jagged.readers.items import ItemRead
 
 #: Inspect's letter grades (``inspect_ai.scorer`` CORRECT, INCORRECT, PARTIAL, NOANSWER).
 LETTER_VALUES: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 WORD_VALUES: dict[str, float] = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _listing(names: list[str], limit: int = 8) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def _zip_json(archive: zipfile.ZipFile, name: str, path: Path) -> Any:
@@ -58,6 +50,12 @@ def _zip_json(archive: zipfile.ZipFile, name: str, path: Path) -> Any:
         raise JaggedInputError(f"{path.name}: member {name} is not valid JSON ({exc})") from None
     except (zipfile.BadZipFile, OSError) as exc:
         raise JaggedInputError(f"{path.name}: member {name} cannot be read ({exc})") from None
+
+
+def is_log(content: Any) -> bool:
+    """Whether parsed JSON is an Inspect log: an ``eval`` object holding ``task`` and ``model``."""
+    spec = content.get("eval") if isinstance(content, dict) else None
+    return isinstance(spec, dict) and "task" in spec and "model" in spec
 
 
 def read_eval_archive(path: Path) -> dict[str, Any]:
@@ -259,10 +257,10 @@ def _choose_scorer(run: InspectRun, metric: str | None) -> tuple[str, str | None
         scorer, key = scorer.strip(), key.strip() or None
         if scorer not in found:
             raise JaggedInputError(f"{run.path.name}: no scorer {scorer!r} in the samples; scorers: "
-                                   f"{_listing(list(found))}")
+                                   f"{listing(list(found))}")
         return scorer, key
     if len(found) > 1:
-        raise JaggedInputError(f"{run.path.name}: samples are scored by several scorers ({_listing(list(found))}); "
+        raise JaggedInputError(f"{run.path.name}: samples are scored by several scorers ({listing(list(found))}); "
                                "choose one with --metric SCORER")
     return next(iter(found)), None
 
@@ -273,11 +271,11 @@ def _value(score: Any, scorer: str, key: str | None, where: str) -> float | None
     if isinstance(raw, dict):
         if key is None:
             if len(raw) != 1:
-                raise JaggedInputError(f"{where}: scorer {scorer!r} gives several values ({_listing(list(raw))}); "
+                raise JaggedInputError(f"{where}: scorer {scorer!r} gives several values ({listing(list(raw))}); "
                                        f"choose one with --metric {scorer},KEY")
             key = next(iter(raw))
         if key not in raw:
-            raise JaggedInputError(f"{where}: scorer {scorer!r} has no value {key!r}; it has {_listing(list(raw))}")
+            raise JaggedInputError(f"{where}: scorer {scorer!r} has no value {key!r}; it has {listing(list(raw))}")
         raw = raw[key]
     if raw is None:
         return None
@@ -296,7 +294,7 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
 
     Parameters
     ----------
-    parsed : list of jagged.evaluators.Parsed
+    parsed : list of jagged.readers.evaluators.Parsed
         Inspect logs, already parsed.
     source : str
         Name used in messages.
@@ -352,7 +350,7 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
                     domain = _metadata_value(sample, domain_key)
                 except KeyError:
                     raise JaggedInputError(f"{where}: no metadata key {domain_key!r}; available keys: "
-                                           f"{_listing(available, 12) or 'none'}") from None
+                                           f"{listing(available, 12) or 'none'}") from None
                 if isinstance(domain, (dict, list)) or domain is None or str(domain).strip() == "":
                     raise JaggedInputError(f"{where}: metadata {domain_key!r} is {str(domain)[:40]!r}, not a domain name")
                 domain = str(domain).strip()
@@ -374,8 +372,8 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
     labels = [name + (f",{key}" if key else "") for name, key in scorers.values()]
     shown = labels[0] if len(set(labels)) == 1 else ", ".join(f"{lab} ({run.task})" for lab, run in zip(labels, runs))
     if unscored:
-        warnings.warn(f"{label}: {_plural(len(unscored), 'sample')} without a {shown} score (unscored or errored) "
-                      f"left out: {_listing(unscored)}", JaggedWarning, stacklevel=3)
+        warnings.warn(f"{label}: {plural(len(unscored), 'sample')} without a {shown} score (unscored or errored) "
+                      f"left out: {listing(unscored)}", JaggedWarning, stacklevel=3)
     if not rows:
         raise JaggedInputError(f"{label}: no sample has a {shown} score")
     frame = pd.DataFrame(rows, columns=["model", "domain", "item", "epoch", "correct"])
@@ -383,7 +381,7 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
     category = items["domain"].map(categories) if categories else pd.Series(None, index=items.index)
     items["category"] = category.astype(object).where(category.notna(), None)
     details: dict[str, Any] = {
-        "detected": f"Inspect log ({_plural(len(runs), 'file')})",
+        "detected": f"Inspect log ({plural(len(runs), 'file')})",
         "task": ", ".join(dict.fromkeys(run.task for run in runs)),
         "metric": shown,
         "models": sorted({run.model for run in runs}),
@@ -406,9 +404,9 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
 
 def load_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
               domain_key: str | None = None, allow_incomplete: bool = False, **_: Any):
-    """Read Inspect logs into an item-level :class:`~jagged.loaders.Dataset`.
+    """Read Inspect logs into an item-level :class:`~jagged.readers.dataset.Dataset`.
 
-    The items are aggregated by :func:`jagged.items.dataset_from_items`, which keeps the
+    The items are aggregated by :func:`jagged.readers.items.dataset_from_items`, which keeps the
     item table for the bootstrap. See :func:`read_logs` for the parameters.
     """
     read = read_logs(parsed, source=source, metric=metric, model_name=model_name, domain_key=domain_key,

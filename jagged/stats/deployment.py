@@ -2,7 +2,7 @@
 
 Everything is vectorised over models and profiles: scores are a models × domains matrix
 S, profiles a profiles × domains weight matrix W (from
-:func:`jagged.weights.resolve_profiles`), and the deployment-weighted scores are
+:func:`jagged.stats.weights.resolve_profiles`), and the deployment-weighted scores are
 ``S @ W.T``. This module imports numpy and pandas only (no scipy), so the report kernel
 stays fast.
 """
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.text import listing
 
 DEPLOYMENT_COLUMNS: tuple[str, ...] = (
     "model", "profile", "dep_score", "wedge", "wedge_bound", "sigma_w", "exposure_error_corr",
@@ -53,11 +54,6 @@ def score_matrix(scores: pd.DataFrame, domains: Sequence[str] | None = None) -> 
     return wide.astype("float64")
 
 
-def _listing(names: Sequence[str], limit: int = 5) -> str:
-    shown = ", ".join(str(n) for n in names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
 def _competition_rank(values: np.ndarray) -> np.ndarray:
     """Rank each row descending (1 = best, ties share the best rank); NaN stays NaN."""
     frame = pd.DataFrame(values)
@@ -73,7 +69,7 @@ def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFr
         Canonical per-domain table (``model``, ``domain``, ``score``).
     weights : pandas.DataFrame
         Profiles × domains weight matrix, rows summing to 1 (see
-        :func:`jagged.weights.resolve_profiles`); its columns must include every score
+        :func:`jagged.stats.weights.resolve_profiles`); its columns must include every score
         domain.
 
     Returns
@@ -144,7 +140,7 @@ def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFr
     score_domains = pd.unique(scores["domain"]).tolist()
     lacking = [d for d in score_domains if d not in set(weights.columns)]
     if lacking:
-        raise JaggedInputError(f"weight matrix has no column for score domain(s) {_listing(lacking)}")
+        raise JaggedInputError(f"weight matrix has no column for score domain(s) {listing(lacking, 5)}")
     domains = list(weights.columns)
     wide = score_matrix(scores, domains)
     models = wide.index.to_numpy(dtype=object)
@@ -188,7 +184,7 @@ def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFr
     absent = np.argwhere(~valid)
     for p, m in absent:  # only the few undefined cells, to name their domains
         names = [domains[d] for d in np.flatnonzero((W[p] > 0) & ~A[m])]
-        note[p, m] = f"no score for weighted domain(s) {_listing(names)}: dep_score undefined"
+        note[p, m] = f"no score for weighted domain(s) {listing(names, 5)}: dep_score undefined"
 
     n_p, n_m = valid.shape
     return pd.DataFrame({
@@ -253,7 +249,7 @@ def rank_agreement(table: pd.DataFrame) -> pd.DataFrame:
     ----------
     table : pandas.DataFrame
         A metrics table with ``profile``, ``model``, ``rank_macro`` and ``rank_dep``
-        (from :func:`deployment_metrics` or :func:`jagged.analysis.metrics_table`).
+        (from :func:`deployment_metrics` or :func:`jagged.stats.analysis.metrics_table`).
 
     Returns
     -------
@@ -390,7 +386,7 @@ def focus_model(table: pd.DataFrame, model: str = "") -> str:
     names = pd.unique(table["model"]).tolist()
     if model:
         if model not in names:
-            raise JaggedInputError(f"focus model {model!r} is not in the scores (models: {_listing(names, 8)})")
+            raise JaggedInputError(f"focus model {model!r} is not in the scores (models: {listing(names, 8)})")
         return model
     rows = table.drop_duplicates("model").sort_values(["macro_score", "model"], ascending=[False, True],
                                                       na_position="last", kind="mergesort")

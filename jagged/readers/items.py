@@ -13,7 +13,7 @@ category   optional coarser group of the domain (constant within a domain)
 ========== ===================================================================
 
 Other columns (e.g. ``pred_missing``) are ignored. Aggregation gives the canonical table of
-:mod:`jagged.table` with ``score`` = mean of ``correct`` over the items the model has in the
+:mod:`jagged.readers.table` with ``score`` = mean of ``correct`` over the items the model has in the
 domain and ``n_items`` = the number of those items. Items a model lacks are counted per
 model (coverage) and never imputed.
 
@@ -29,13 +29,15 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.table import _line, _names, _short
+from jagged.readers.dataset import Dataset
+from jagged.text import merge_notes
+from jagged.readers.table import cell_repr, name_categories, row_location
 
 
 @dataclass
@@ -63,7 +65,7 @@ class ItemRead:
     model_notes: dict[str, str]
     details: dict[str, Any]
 
-    def to_dataset(self, *, source: str, format: str) -> "Dataset":
+    def to_dataset(self, *, source: str, format: str) -> Dataset:
         """Aggregate the items (:func:`dataset_from_items`) and keep the reader's notes and facts.
 
         Parameters
@@ -80,16 +82,6 @@ class ItemRead:
         return dataset
 
 
-def merge_notes(first: dict[str, str], second: dict[str, str]) -> dict[str, str]:
-    """Per-model notes of both dicts, joined with ``"; "`` where a model has two."""
-    out = dict(first)
-    for model, note in second.items():
-        out[model] = note if not out.get(model) else f"{out[model]}; {note}"
-    return out
-
-
-if TYPE_CHECKING:  # pragma: no cover
-    from jagged.loaders import Dataset
 
 ITEM_COLUMNS: tuple[str, ...] = ("model", "domain", "item", "correct")
 ITEM_ALIASES: dict[str, str] = {"item_id": "item"}
@@ -144,17 +136,17 @@ def _correct(raw: pd.Series, source: str, line_offset: int | None) -> np.ndarray
         bad_text = (coerced.isna() & raw.notna() & (raw.astype("string").str.strip() != "")).to_numpy()
     if bad_text.any():
         first = raw.index[int(np.argmax(bad_text))]
-        raise JaggedInputError(f"{source}: column 'correct' has non-numeric value {_short(raw.loc[first])} "
-                               f"({_line(first, line_offset)})")
+        raise JaggedInputError(f"{source}: column 'correct' has non-numeric value {cell_repr(raw.loc[first])} "
+                               f"({row_location(first, line_offset)})")
     nan = np.isnan(values)
     if nan.any():
         first = raw.index[int(np.argmax(nan))]
-        raise JaggedInputError(f"{source}: column 'correct' has a missing value ({_line(first, line_offset)})")
+        raise JaggedInputError(f"{source}: column 'correct' has a missing value ({row_location(first, line_offset)})")
     out = ~((values >= 0) & (values <= 1))
     if out.any():
         first = raw.index[int(np.argmax(out))]
-        raise JaggedInputError(f"{source}: column 'correct' has value {_short(raw.loc[first])} outside [0, 1] "
-                               f"({_line(first, line_offset)})")
+        raise JaggedInputError(f"{source}: column 'correct' has value {cell_repr(raw.loc[first])} outside [0, 1] "
+                               f"({row_location(first, line_offset)})")
     return values
 
 
@@ -165,7 +157,7 @@ def _item_ids(raw: pd.Series, source: str, line_offset: int | None) -> pd.Series
         finite = np.isfinite(values)
         if finite.all() and np.all(values == np.round(values)):
             raw = pd.Series(values.astype(np.int64), index=raw.index)
-    return _names(raw, "item", source, line_offset)
+    return name_categories(raw, "item", source, line_offset)
 
 
 def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset: int | None = 2) -> pd.DataFrame:
@@ -198,8 +190,8 @@ def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset:
     _check_columns(frame.columns, source)
     if len(frame) == 0:
         raise JaggedInputError(f"{source}: the table has a header but no rows")
-    model = _names(frame["model"], "model", source, line_offset)
-    domain = _names(frame["domain"], "domain", source, line_offset)
+    model = name_categories(frame["model"], "model", source, line_offset)
+    domain = name_categories(frame["domain"], "domain", source, line_offset)
     item = _item_ids(frame["item"], source, line_offset)
     correct = _correct(frame["correct"], source, line_offset)
     if "category" in frame.columns:
@@ -222,7 +214,7 @@ def _check_duplicates(table: pd.DataFrame, source: str, line_offset: int | None)
         row = table.iloc[first]
         same = np.flatnonzero(dup & (table["model"].to_numpy() == row["model"])
                               & (table["item"].to_numpy() == row["item"]))
-        where = " and ".join(_line(table.index[i], line_offset) for i in same[:2])
+        where = " and ".join(row_location(table.index[i], line_offset) for i in same[:2])
         raise JaggedInputError(f"{source}: model {row['model']!r} has item {row['item']!r} twice ({where})")
 
 
@@ -235,7 +227,7 @@ def _check_item_domains(table: pd.DataFrame, source: str, line_offset: int | Non
         other = rows[rows["domain"] != first["domain"]].iloc[0]
         raise JaggedInputError(
             f"{source}: item {bad!r} is listed under two domains, {first['domain']!r} "
-            f"({_line(rows.index[0], line_offset)}) and {other['domain']!r} ({_line(other.name, line_offset)})")
+            f"({row_location(rows.index[0], line_offset)}) and {other['domain']!r} ({row_location(other.name, line_offset)})")
 
 
 def _check_categories(table: pd.DataFrame, source: str, line_offset: int | None) -> None:
@@ -249,7 +241,7 @@ def _check_categories(table: pd.DataFrame, source: str, line_offset: int | None)
         other = rows[rows["category"] != rows["category"].iloc[0]].iloc[0]
         raise JaggedInputError(
             f"{source}: domain {bad!r} has two categories, {rows['category'].iloc[0]!r} and "
-            f"{other['category']!r} ({_line(other.name, line_offset)})")
+            f"{other['category']!r} ({row_location(other.name, line_offset)})")
 
 
 def aggregate_items(items: pd.DataFrame) -> pd.DataFrame:
@@ -342,7 +334,7 @@ def _coverage_notes(cov: pd.DataFrame) -> tuple[dict[str, str], str]:
 
 
 def dataset_from_items(frame: pd.DataFrame, *, source: str, paths: list[Path],
-                       line_offset: int | None = None) -> "Dataset":
+                       line_offset: int | None = None) -> Dataset:
     """Validate and aggregate an in-memory item-level table into a Dataset.
 
     Parameters
@@ -363,8 +355,7 @@ def dataset_from_items(frame: pd.DataFrame, *, source: str, paths: list[Path],
         validated item table; ``model_notes`` a coverage remark for every model that lacks
         items; ``details`` with ``items`` and ``coverage`` summaries.
     """
-    from jagged.loaders import Dataset
-    from jagged.table import validate_scores
+    from jagged.readers.table import validate_scores
 
     items = validate_items(frame, source, line_offset=line_offset)
     scores = validate_scores(aggregate_items(items), source, line_offset=None)
@@ -415,7 +406,7 @@ def _sql_name(name: str) -> str:
 
 
 def dataset_from_parquet(path: str | Path, *, source: str | None = None,
-                         memory_limit: str = DUCKDB_MEMORY_LIMIT, threads: int | None = None) -> "Dataset":
+                         memory_limit: str = DUCKDB_MEMORY_LIMIT, threads: int | None = None) -> Dataset:
     """Validate and aggregate a large item-level Parquet file out of core with DuckDB.
 
     Parameters
@@ -478,8 +469,7 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
             raise JaggedInputError(f"{source}: cannot aggregate item-level Parquet: {first}") from None
         finally:
             con.close()
-    from jagged.loaders import Dataset
-    from jagged.table import validate_scores
+    from jagged.readers.table import validate_scores
 
     scores = validate_scores(scores, source, line_offset=None)
     cov = coverage_from_counts(scores, domain_items)
@@ -529,13 +519,13 @@ def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, 
         if raw is None or raw.strip() == "" or raw.strip().lower() == "nan":
             raise JaggedInputError(f"{source}: column 'correct' has a missing value ({_row(first)})")
         if value is None:
-            raise JaggedInputError(f"{source}: column 'correct' has non-numeric value {_short(raw)} ({_row(first)})")
-        raise JaggedInputError(f"{source}: column 'correct' has value {_short(raw)} outside [0, 1] ({_row(first)})")
+            raise JaggedInputError(f"{source}: column 'correct' has non-numeric value {cell_repr(raw)} ({_row(first)})")
+        raise JaggedInputError(f"{source}: column 'correct' has value {cell_repr(raw)} outside [0, 1] ({_row(first)})")
     con.execute(f"CREATE TEMP TABLE item_domain AS SELECT {i} AS item, min({d}) AS dmin, max({d}) AS dmax "
                 "FROM t GROUP BY 1")
     bad = one("SELECT item, dmin, dmax FROM item_domain WHERE dmin <> dmax LIMIT 1")
     if bad:
-        raise JaggedInputError(f"{source}: item {_short(str(bad[0]))} is listed under two domains, "
+        raise JaggedInputError(f"{source}: item {cell_repr(str(bad[0]))} is listed under two domains, "
                                f"{bad[1]!r} and {bad[2]!r}")
     domain_items = con.execute("SELECT dmin AS domain, count(*) AS n FROM item_domain GROUP BY 1"
                                ).fetch_df().set_index("domain")["n"]
@@ -545,7 +535,7 @@ def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, 
         bad = one(f"SELECT {m}, {i}, list(file_row_number ORDER BY file_row_number)[1:2] FROM t "
                   f"GROUP BY 1, 2 HAVING count(*) > 1 LIMIT 1")
         where = " and ".join(_row(r) for r in bad[2])
-        raise JaggedInputError(f"{source}: model {bad[0]!r} has item {_short(str(bad[1]))} twice ({where})")
+        raise JaggedInputError(f"{source}: model {bad[0]!r} has item {cell_repr(str(bad[1]))} twice ({where})")
     if cat != "NULL":
         key_c = f"NULLIF(trim(CAST({cat} AS VARCHAR)), '')"
         bad = one(f"SELECT {d}, min({key_c}), max({key_c}) FROM t GROUP BY 1 "

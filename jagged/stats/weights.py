@@ -45,10 +45,13 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.text import listing
 
 BUILTIN_PROFILES: tuple[str, ...] = ("uniform", "items")
 MISSING_WEIGHT_POLICIES: tuple[str, ...] = ("error", "zero")
-BUNDLED_PROFILES = Path(__file__).parent / "data" / "profiles_mmlu_pro.csv"
+from jagged.resources import data_dir
+
+BUNDLED_PROFILES = data_dir() / "profiles_mmlu_pro.csv"
 WEIGHT_COLUMNS: tuple[str, ...] = ("profile", "domain", "weight", "comment", "description")
 YAML_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
 
@@ -78,11 +81,6 @@ def report_weights(scores: str, weights: str) -> str | None:
 def is_illustrative(weights: str | None, profile_names: Sequence[str]) -> bool:
     """Whether the profiles shown are the bundled illustrative ones (the report labels them so)."""
     return weights == str(BUNDLED_PROFILES) and bool(set(profile_names) - set(BUILTIN_PROFILES))
-
-def _listing(items: Sequence[str], limit: int = 30) -> str:
-    shown = ", ".join(str(i) for i in items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
-
 
 # --------------------------------------------------------------------------- reading
 
@@ -156,7 +154,7 @@ def _read_raw(path: Path) -> pd.DataFrame:
         if data is None:
             raise JaggedInputError(f"{source}: the file is empty")
         return _records_from_yaml(data, source, path.stem)
-    from jagged.loaders import read_csv
+    from jagged.readers.files import read_csv
 
     frame = read_csv(path)
     frame["_where"] = [f"line {i + 2}" for i in range(len(frame))]
@@ -182,7 +180,7 @@ def _weight_values(raw: pd.Series, domain: pd.Series, where: pd.Series, source: 
         for i in idx:
             value = f"={_shown(raw.loc[i])}" if show_value else ""
             parts.append(f"{domain.loc[i]}{value} ({where.loc[i]})")
-        return _listing(parts, 8)
+        return listing(parts, 8)
 
     is_bool = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
     text = raw.map(lambda v: v.strip() if isinstance(v, str) else v)
@@ -275,7 +273,7 @@ def read_weights(path: str | Path) -> pd.DataFrame:
     dup = out.duplicated(["profile", "domain"], keep=False).to_numpy()
     if dup.any():
         pairs = sorted({f"{p}/{d}" for p, d in zip(out["profile"][dup], out["domain"][dup])})
-        raise JaggedInputError(f"{source}: domain(s) given twice in one profile: {_listing(pairs, 8)}")
+        raise JaggedInputError(f"{source}: domain(s) given twice in one profile: {listing(pairs, 8)}")
     return out
 
 
@@ -334,7 +332,7 @@ def items_weights(scores: pd.DataFrame, domains: Sequence[str]) -> np.ndarray:
     if lacking:
         raise JaggedInputError(
             f"profile 'items' needs n_items for every domain; the scores have none for: "
-            f"{_listing(lacking)}")
+            f"{listing(lacking, 30)}")
     return n.to_numpy(dtype=float)
 
 
@@ -358,7 +356,7 @@ def _normalise(raw: np.ndarray, names: Sequence[str], source: str = "") -> np.nd
     if zero.any():
         bad = [str(n) for n, z in zip(names, zero) if z]
         prefix = f"{source}: " if source else ""
-        raise JaggedInputError(f"{prefix}profile(s) with all weights zero: {_listing(bad)}; "
+        raise JaggedInputError(f"{prefix}profile(s) with all weights zero: {listing(bad, 30)}; "
                                f"give at least one domain a positive weight")
     return raw / totals[:, None]
 
@@ -421,8 +419,8 @@ def resolve_profiles(scores: pd.DataFrame, weights: str | Path | None = None,
             hints = [f"{u} (did you mean {folded[u.casefold()]!r}?)" if u.casefold() in folded else u
                      for u in unknown]
             raise JaggedInputError(
-                f"{source}: weights for domain(s) absent from the scores: {_listing(hints)} "
-                f"(score domains: {_listing(domains, 20)})")
+                f"{source}: weights for domain(s) absent from the scores: {listing(hints, 30)} "
+                f"(score domains: {listing(domains, 20)})")
         file_names = pd.unique(table["profile"]).tolist()
         wide = table.pivot(index="profile", columns="domain", values="weight").reindex(
             index=file_names, columns=domains)
@@ -432,7 +430,7 @@ def resolve_profiles(scores: pd.DataFrame, weights: str | Path | None = None,
                 lacking = [d for d, v in zip(domains, wide.loc[name].to_numpy()) if math.isnan(v)]
                 if lacking:
                     raise JaggedInputError(
-                        f"{source}: profile {name!r} has no weight for score domain(s) {_listing(lacking)}; "
+                        f"{source}: profile {name!r} has no weight for score domain(s) {listing(lacking, 30)}; "
                         f"add them or use --missing-weight zero to give them no exposure")
         raw = wide.loc[wanted].fillna(0.0).to_numpy(dtype=float)
         normalised = _normalise(raw, wanted, source)

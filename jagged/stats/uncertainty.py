@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.text import join_note_columns
 
 NOISE_SHARE_THRESHOLD: float = 0.5
 EQUAL_ERROR_ALPHA: float = 0.05
@@ -584,7 +585,7 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
         bootstrap is used (:func:`replicates_from_matrix`), else the parametric binomial
         bootstrap from ``n_items``.
     weights : pandas.DataFrame, optional
-        Profiles × domains weight matrix (:func:`jagged.weights.resolve_profiles`); it
+        Profiles × domains weight matrix (:func:`jagged.stats.weights.resolve_profiles`); it
         must have a column for every score domain.
     n_boot : int
         Number of replicates B.
@@ -667,7 +668,7 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
     -------
     pandas.DataFrame
         One row per model (sorted), or per profile × model with ``weights`` (profiles in
-        matrix order, models sorted, like :func:`jagged.analysis.metrics_table`), with
+        matrix order, models sorted, like :func:`jagged.stats.analysis.metrics_table`), with
         ``model``, [``profile``], ``cv_error_lo``, ``cv_error_hi``, ``macro_score_lo``,
         ``macro_score_hi``, [``dep_score_lo``, ``dep_score_hi``, ``wedge_lo``,
         ``wedge_hi``], ``interval_method`` and ``interval_note`` (why a row has no
@@ -738,10 +739,6 @@ def _place_after(table: pd.DataFrame, anchor: str, columns: list[str]) -> pd.Dat
     return table[rest[:at] + columns + rest[at:]]
 
 
-def _join_notes(first: np.ndarray, second: np.ndarray) -> list[str]:
-    return [a if not b else (b if not a else f"{a}; {b}") for a, b in zip(first, second)]
-
-
 def add_noise(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
               threshold: float = NOISE_SHARE_THRESHOLD, alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
     """Add the :func:`sampling_noise` columns to a per-model metrics table.
@@ -766,7 +763,7 @@ def add_noise(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame | N
     cols = ["cv_error_corrected", "noise_share", "p_equal_error", "noise_flag"]
     out = table.assign(**{c: noise[c].to_numpy() for c in cols})
     out["noise_flag"] = out["noise_flag"].fillna(False).astype(bool)
-    out["note"] = _join_notes(out["note"].to_numpy(dtype=object), noise["noise_note"].fillna("").to_numpy())
+    out["note"] = join_note_columns(out["note"].to_numpy(dtype=object), noise["noise_note"].fillna("").to_numpy())
     return _place_after(out, "cv_error", cols)
 
 
@@ -816,7 +813,7 @@ def noise_summary(table: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` (profile rows are collapsed).
+        Output of :func:`jagged.stats.analysis.metrics_table` (profile rows are collapsed).
 
     Returns
     -------
@@ -842,7 +839,7 @@ def uncertainty_statement(table: pd.DataFrame, *, n_boot: int, ci: float) -> str
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table`.
+        Output of :func:`jagged.stats.analysis.metrics_table`.
     n_boot : int
         The bootstrap replicates asked for (0: none).
     ci : float

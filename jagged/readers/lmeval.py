@@ -34,13 +34,16 @@ import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.items import ItemRead
-from jagged.table import validate_scores
+from jagged.readers.dataset import Dataset
+from jagged.readers.files import read_json_text
+from jagged.text import listing, plural
+from jagged.readers.items import ItemRead
+from jagged.readers.table import validate_scores
 
 DEFAULT_METRICS: tuple[str, ...] = ("acc,none", "acc")
 _TIMESTAMP = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
@@ -57,24 +60,27 @@ SAMPLE_RESERVED: frozenset[str] = frozenset({
 # small helpers
 
 
-def _plural(n: int, word: str) -> str:
-    if word == "leaf":
-        return f"{n} {'leaf' if n == 1 else 'leaves'}"
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _listing(names: Iterable[str], limit: int = 8) -> str:
-    names = list(names)
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
 def _number(value: Any) -> float | None:
     """A finite real number, or None (``"N/A"``, NaN, None, bool, lists ...)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def is_results(content: Any) -> bool:
+    """Whether parsed JSON is an lm-eval results file: a ``results`` object and at least one
+    of ``group_subtasks``, ``versions``, ``configs``, ``n-shot``, ``config``."""
+    return isinstance(content, dict) and isinstance(content.get("results"), dict) and any(
+        k in content for k in ("group_subtasks", "versions", "configs", "n-shot", "config"))
+
+
+def is_samples(content: Any) -> bool:
+    """Whether parsed JSON is lm-eval samples: records (a list, or one object) with a ``doc_id``."""
+    if isinstance(content, dict):
+        return "doc_id" in content
+    return (isinstance(content, list) and bool(content) and all(isinstance(r, dict) for r in content)
+            and "doc_id" in content[0])
 
 
 def split_metric(spec: str) -> tuple[str, str | None]:
@@ -330,14 +336,14 @@ def _select_tasks(runs: list[ResultsRun], task: str | None, source: str) -> list
             if not any(run.holds(name) for run in runs):
                 where = runs[0].path.name if len(runs) == 1 else source
                 raise JaggedInputError(f"{where}: no task or group {name!r}; it holds "
-                                       f"{_listing(_root_labels(runs), 20)}")
+                                       f"{listing(_root_labels(runs), 20)}")
         return tasks
     labels = _root_labels(runs)
     if len(labels) == 1:
         return [runs[0].roots[0]]
     where = runs[0].path.name if len(runs) == 1 else source
     raise JaggedInputError(
-        f"{where}: holds {len(labels)} top-level tasks/groups: {_listing(labels, 20)}; "
+        f"{where}: holds {len(labels)} top-level tasks/groups: {listing(labels, 20)}; "
         "choose one with --task (comma-separated for several)")
 
 
@@ -386,7 +392,7 @@ def _choose_metric(pairs: list[tuple[ResultsRun, str]], metric: str | None, sour
         if not any(metric_name(k) == name and (filt is None or _filter_of(k) == filt) for k in counts):
             raise JaggedInputError(
                 f"{source}: metric {metric!r} not found for the selected leaves; available: "
-                f"{_listing(sorted(counts), 12)}")
+                f"{listing(sorted(counts), 12)}")
     elif "acc" in numeric:
         name, filt = "acc", None
     else:
@@ -397,11 +403,11 @@ def _choose_metric(pairs: list[tuple[ResultsRun, str]], metric: str | None, sour
             name, filt = candidates[0], None
         elif not candidates:
             raise JaggedInputError(
-                f"{source}: no higher-is-better metric among {_listing(sorted(counts), 12)}; "
+                f"{source}: no higher-is-better metric among {listing(sorted(counts), 12)}; "
                 "jaggedness needs a score in [0, 1]")
         else:
             raise JaggedInputError(
-                f"{source}: several metrics ({_listing(candidates, 12)}); choose one with --metric NAME[,FILTER]")
+                f"{source}: several metrics ({listing(candidates, 12)}); choose one with --metric NAME[,FILTER]")
     bad = marked_false(name)
     if bad is not None:
         raise JaggedInputError(
@@ -429,7 +435,7 @@ def _metric_label(keys: list[str]) -> str:
     if len(distinct) == 1:
         return distinct[0]
     names = list(dict.fromkeys(metric_name(k) for k in keys))
-    parts = [f"{_filter_of(k) or 'no filter'} for {_plural(keys.count(k), 'leaf')}" for k in distinct]
+    parts = [f"{_filter_of(k) or 'no filter'} for {plural(keys.count(k), 'leaf')}" for k in distinct]
     return f"{'/'.join(names)} (filter {', '.join(parts)})"
 
 
@@ -476,11 +482,11 @@ def _limit_note(run: ResultsRun, leaves: list[str]) -> str | None:
 
 def load_results(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
                  model_name: str | None = None, **_: Any):
-    """Read lm-eval results files into a :class:`~jagged.loaders.Dataset`.
+    """Read lm-eval results files into a :class:`~jagged.readers.dataset.Dataset`.
 
     Parameters
     ----------
-    parsed : list of jagged.evaluators.Parsed
+    parsed : list of jagged.readers.evaluators.Parsed
         Results files, already parsed.
     source : str
         Name used in messages (file or folder).
@@ -495,7 +501,7 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
 
     Returns
     -------
-    jagged.loaders.Dataset
+    jagged.readers.dataset.Dataset
         ``format="lm-eval results"``; ``details`` holds task, metric, models, leaves,
         limit flags, superseded files and group paths; ``model_notes`` the limit flags.
 
@@ -505,12 +511,11 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
         Leaves with no usable value for the metric (``"N/A"``, NaN, missing); they are
         left out and listed.
     """
-    from jagged.loaders import Dataset
 
     runs = [read_results(p.content, p.path, model_name=model_name) for p in parsed]
     names = sorted({r.found_model for r in runs})
     if model_name and len(names) > 1:
-        warnings.warn(f"--model-name {model_name!r} merges runs of {len(names)} models ({_listing(names)})",
+        warnings.warn(f"--model-name {model_name!r} merges runs of {len(names)} models ({listing(names)})",
                       JaggedWarning, stacklevel=3)
     label = runs[0].path.name if len(runs) == 1 else source
     tasks = _select_tasks(runs, task, label)
@@ -546,8 +551,8 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
         records.append({"model": run.model, "domain": leaf, "score": value,
                         "n_items": run.effective(leaf)[0], "category": categories.get(leaf)})
     if unusable:
-        warnings.warn(f"{label}: {_plural(len(unusable), 'leaf')} without a usable {shown_metric!r} value left "
-                      f"out: {_listing(unusable)}", JaggedWarning, stacklevel=3)
+        warnings.warn(f"{label}: {plural(len(unusable), 'leaf')} without a usable {shown_metric!r} value left "
+                      f"out: {listing(unusable)}", JaggedWarning, stacklevel=3)
     if not records:
         raise JaggedInputError(f"{label}: no leaf of {', '.join(tasks)} has a usable {shown_metric!r} value")
     scores = validate_scores(pd.DataFrame(records), label, line_offset=None)
@@ -560,7 +565,7 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
             notes[run.model] = note if run.model not in notes else f"{notes[run.model]}; {note}"
             limits.append(note if len(used) == 1 else f"{run.path.name} ({run.model}): {note}")
     details: dict[str, Any] = {
-        "detected": f"lm-evaluation-harness results ({_plural(len(used), 'file')})",
+        "detected": f"lm-evaluation-harness results ({plural(len(used), 'file')})",
         "task": ", ".join(tasks),
         "metric": _metric_label(used_keys),
         "models": sorted({run.model for run in used}),
@@ -607,15 +612,13 @@ def _sibling_results(path: Path, stamp: str | None, cache: dict[Path, ResultsRun
     """The results file written by the same run (same folder, same timestamp)."""
     if not stamp:
         return None
-    from jagged.evaluators import LMEVAL_RESULTS, parse_file
-
     found = []
     for candidate in sorted(path.parent.glob(f"*results_{stamp}.json")):
         if candidate not in cache:
             try:
-                parsed = parse_file(candidate, "json")
-                cache[candidate] = (read_results(parsed.content, candidate, model_name=model_name)
-                                    if parsed.kind == LMEVAL_RESULTS else None)
+                content = read_json_text(candidate)
+                cache[candidate] = (read_results(content, candidate, model_name=model_name)
+                                    if is_results(content) else None)
             except JaggedInputError:
                 cache[candidate] = None
         if cache[candidate] is not None:
@@ -636,7 +639,7 @@ def _samples_metric(records: list[dict[str, Any]], metric: str | None, sibling: 
         field_name, filt = split_metric(metric)
         if field_name not in present:
             raise JaggedInputError(f"{name}: no metric field {field_name!r} in the samples; found "
-                                   f"{_listing(sorted(present)) or 'none'}")
+                                   f"{listing(sorted(present)) or 'none'}")
         return field_name, filt
     if "acc" in present and present["acc"]:
         return "acc", None
@@ -650,7 +653,7 @@ def _samples_metric(records: list[dict[str, Any]], metric: str | None, sibling: 
     numeric = [k for k, n in present.items() if n]
     if len(numeric) == 1:
         return numeric[0], None
-    raise JaggedInputError(f"{name}: cannot tell which field is the score ({_listing(numeric) or 'none'}); "
+    raise JaggedInputError(f"{name}: cannot tell which field is the score ({listing(numeric) or 'none'}); "
                            "choose one with --metric NAME[,FILTER]")
 
 
@@ -699,7 +702,7 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
 
     Parameters
     ----------
-    parsed : list of jagged.evaluators.Parsed
+    parsed : list of jagged.readers.evaluators.Parsed
         Samples files, already parsed (a list of records each).
     source : str
         Name used in messages.
@@ -748,7 +751,7 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
         chosen = [e for e in entries if e["task"] in keep]
         if not chosen:
             found = sorted({e["task"] for e in entries})
-            raise JaggedInputError(f"{source}: no samples for task {task!r}; found samples of {_listing(found)}")
+            raise JaggedInputError(f"{source}: no samples for task {task!r}; found samples of {listing(found)}")
         entries = chosen
     # newest run per (model, task)
     best: dict[tuple[str, str], dict[str, Any]] = {}
@@ -788,7 +791,7 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
                     value = _field(record.get("doc"), domain_key)
                 except KeyError:
                     doc = record.get("doc")
-                    keys = _listing(sorted(map(str, doc)), 12) if isinstance(doc, dict) else "none"
+                    keys = listing(sorted(map(str, doc)), 12) if isinstance(doc, dict) else "none"
                     raise JaggedInputError(f"{name}: doc of doc_id {record.get('doc_id')!r} has no key "
                                            f"{domain_key!r}; available keys: {keys}") from None
                 if isinstance(value, (dict, list)) or value is None or str(value).strip() == "":
@@ -807,7 +810,7 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
         frame = pd.DataFrame({"model": model, "domain": domains, "item": item_ids, "correct": values})
         missing = frame["correct"].isna()
         if missing.any():
-            warnings.warn(f"{name}: {_plural(int(missing.sum()), 'sample')} without a {field_name!r} value left out",
+            warnings.warn(f"{name}: {plural(int(missing.sum()), 'sample')} without a {field_name!r} value left out",
                           JaggedWarning, stacklevel=3)
             frame = frame[~missing.to_numpy()]
         frames.append(frame)
@@ -837,7 +840,7 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
     if items.empty:
         raise JaggedInputError(f"{source}: the samples hold no scored items")
     details: dict[str, Any] = {
-        "detected": f"lm-evaluation-harness samples ({_plural(len(paths), 'file')})",
+        "detected": f"lm-evaluation-harness samples ({plural(len(paths), 'file')})",
         "task": ", ".join(wanted) if wanted else ", ".join(dict.fromkeys(t for _, t in best)),
         "metric": ", ".join(metrics_used),
         "models": sorted({m for m, _ in best}),
@@ -857,9 +860,9 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
 
 def load_samples(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
                  model_name: str | None = None, domain_key: str | None = None, **_: Any):
-    """Read lm-eval samples files into an item-level :class:`~jagged.loaders.Dataset`.
+    """Read lm-eval samples files into an item-level :class:`~jagged.readers.dataset.Dataset`.
 
-    The items are aggregated by :func:`jagged.items.dataset_from_items` (per-domain
+    The items are aggregated by :func:`jagged.readers.items.dataset_from_items` (per-domain
     score = mean of ``correct``, ``n_items`` = number of items), which keeps the item
     table for the bootstrap. See :func:`read_samples` for the parameters.
     """

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from jagged.loaders import Dataset
-from jagged.table import summarize
+import pandas as pd
 
-
-def _listing(names: list[str], limit: int = 5) -> str:
-    shown = ", ".join(repr(n) for n in names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+from jagged.readers.dataset import Dataset
+from jagged.text import listing
+from jagged.readers.table import summarize
 
 
 def describe(dataset: Dataset) -> str:
@@ -31,7 +29,7 @@ def describe(dataset: Dataset) -> str:
         parts.append(f"grouped into {facts['categories']} categories")
     if facts["incomplete"]:
         parts.append(f"{facts['complete_models']} models complete, {len(facts['incomplete'])} "
-                     f"incomplete ({_listing(facts['incomplete'])})")
+                     f"incomplete ({listing(facts['incomplete'], 5, quote=True)})")
     else:
         parts.append("every model has every domain")
     parts.append(f"scores range {facts['score_min']:.4f} to {facts['score_max']:.4f}")

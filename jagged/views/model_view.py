@@ -1,7 +1,7 @@
 """One model against the field: the tables behind ``notebooks/model_report.ipynb``.
 
 Pure functions on the canonical per-domain table and the metrics table of
-:func:`jagged.analysis.metrics_table`; the notebook only calls them and shows the results.
+:func:`jagged.stats.analysis.metrics_table`; the notebook only calls them and shows the results.
 Everything is vectorised over models and domains (a models × domains error matrix).
 
 Testing hook
@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from jagged.deployment import score_matrix
+from jagged.stats.deployment import score_matrix
 from jagged.errors import JaggedInputError
-from jagged.overview import per_model
+from jagged.views.overview import per_model
 
 #: Environment variable naming a model whose report should fail (tests only).
 FAIL_ENV = "JAGGED_FAIL_MODEL"
@@ -33,7 +33,7 @@ DOMAIN_COLUMNS: tuple[str, ...] = (
     "domain", "error", "error_lo", "error_hi", "n_items", "field_n", "field_min", "field_q25",
     "field_median", "field_q75", "field_max", "vs_median", "rank", "ranked",
 )
-#: Columns of :mod:`jagged.uncertainty` that :func:`jaggedness_rank` keeps when present.
+#: Columns of :mod:`jagged.stats.uncertainty` that :func:`jaggedness_rank` keeps when present.
 NOISE_COLUMNS: tuple[str, ...] = ("cv_error_corrected", "noise_share", "p_equal_error", "noise_flag")
 WEDGE_COLUMNS: tuple[str, ...] = (
     "profile", "macro_score", "dep_score", "wedge", "wedge_bound", "exposure_error_corr", "rank_macro",
@@ -256,7 +256,7 @@ def jaggedness_rank(table: pd.DataFrame, model: str) -> pd.DataFrame:
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` (profile rows are reduced to
+        Output of :func:`jagged.stats.analysis.metrics_table` (profile rows are reduced to
         one row per model).
     model : str
         The model.
@@ -344,7 +344,7 @@ def model_wedges(table: pd.DataFrame, model: str) -> pd.DataFrame:
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` with weights or profiles (one row
+        Output of :func:`jagged.stats.analysis.metrics_table` with weights or profiles (one row
         per profile × model); without a ``profile`` column the result is empty.
     model : str
         The model.
@@ -454,7 +454,7 @@ def field_alt_text(errors: pd.DataFrame, model: str) -> str:
 def describe_intervals(table: pd.DataFrame, errors: pd.DataFrame, model: str, ci: float) -> str:
     """Say which intervals this report has (per-domain Wilson, bootstrap metric intervals).
 
-    When the table carries the noise columns of :mod:`jagged.uncertainty` and the model is
+    When the table carries the noise columns of :mod:`jagged.stats.uncertainty` and the model is
     flagged as noise-dominated, that module's sentence for it is added.
     """
     known = int(np.isfinite(errors["error_lo"].to_numpy(dtype=float)).sum()) if len(errors) else 0
@@ -472,7 +472,7 @@ def describe_intervals(table: pd.DataFrame, errors: pd.DataFrame, model: str, ci
         text = domain + (" No bootstrap intervals for the model-level metrics (parameter bootstrap is 0, or "
                          "the data do not allow them).")
     if {"noise_flag", "noise_share", "cv_error_corrected", "p_equal_error"} <= set(table.columns):
-        from jagged.uncertainty import noise_sentences
+        from jagged.stats.uncertainty import noise_sentences
 
         text = " ".join([text, *noise_sentences(table[table["model"] == model])])
     return text

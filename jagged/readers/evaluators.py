@@ -1,13 +1,13 @@
 """Evaluator outputs: lm-evaluation-harness results and samples, Inspect logs.
 
-This module is the one door :mod:`jagged.loaders` uses for them. It reads each file
+This module is the one door :mod:`jagged.readers.load` uses for them. It reads each file
 once, decides what it is **by content** (not by its name), and hands it to the module
 that knows the format:
 
-* :mod:`jagged.lmeval` -- lm-evaluation-harness ``results*.json`` (per-task scores,
+* :mod:`jagged.readers.lmeval` -- lm-evaluation-harness ``results*.json`` (per-task scores,
   domains are the leaf tasks of ``group_subtasks``) and ``samples_<task>_<ts>.jsonl``
   (item-level);
-* :mod:`jagged.inspect_logs` -- Inspect ``.json`` logs and ``.eval`` zip archives
+* :mod:`jagged.readers.inspect_logs` -- Inspect ``.json`` logs and ``.eval`` zip archives
   (item-level).
 
 A folder may hold any number of files of one of those families (searched recursively,
@@ -32,13 +32,14 @@ Options (all optional, ``None`` meaning "not given"):
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.readers import inspect_logs, lmeval
+from jagged.readers.files import read_json_text
 
 #: File name endings looked at inside a folder.
 EVALUATOR_SUFFIXES: tuple[str, ...] = (".json", ".jsonl", ".eval")
@@ -70,51 +71,6 @@ class Parsed:
     content: Any
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _decode(path: Path, data: bytes) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise JaggedInputError(f"{path.name}: unreadable bytes, not UTF-8 text (offset {exc.start})") from None
-
-
-def read_json_text(path: Path) -> Any:
-    """Parse a JSON document or a JSON-lines file.
-
-    Python's parser accepts the ``NaN`` / ``Infinity`` literals lm-eval sometimes
-    writes. A file holding several JSON values, one per line, is returned as a list of
-    them.
-
-    Raises
-    ------
-    JaggedInputError
-        Not valid JSON or JSON lines; the message gives the line.
-    """
-    text = _decode(path, path.read_bytes())
-    if not text.strip():
-        raise JaggedInputError(f"{path.name}: the file is empty")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        if not exc.msg.startswith("Extra data"):
-            raise JaggedInputError(f"{path.name}: not valid JSON: {exc.msg} (line {exc.lineno}, column "
-                                   f"{exc.colno})") from None
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise JaggedInputError(f"{path.name}: not valid JSON lines: {exc.msg} (line {number}, column "
-                                   f"{exc.colno})") from None
-    return records
-
-
 def classify(path: Path, content: Any) -> str | None:
     """Say which evaluator wrote ``content``, from its keys; ``None`` when unknown.
 
@@ -123,18 +79,11 @@ def classify(path: Path, content: Any) -> str | None:
     * lm-eval samples: records (a list, or one object) with a ``doc_id``.
     * Inspect log: an object with an ``eval`` object holding ``task`` and ``model``.
     """
-    if isinstance(content, dict):
-        if isinstance(content.get("results"), dict) and any(
-                k in content for k in ("group_subtasks", "versions", "configs", "n-shot", "config")):
-            return LMEVAL_RESULTS
-        spec = content.get("eval")
-        if isinstance(spec, dict) and "task" in spec and "model" in spec:
-            return INSPECT_LOG
-        if "doc_id" in content:
-            return LMEVAL_SAMPLES
-        return None
-    if isinstance(content, list) and content and all(isinstance(r, dict) for r in content) \
-            and "doc_id" in content[0]:
+    if lmeval.is_results(content):
+        return LMEVAL_RESULTS
+    if inspect_logs.is_log(content):
+        return INSPECT_LOG
+    if lmeval.is_samples(content):
         return LMEVAL_SAMPLES
     return None
 
@@ -156,7 +105,7 @@ def parse_file(path: Path, kind: str | None = None) -> Parsed:
     path : pathlib.Path
         The file.
     kind : {"json", "zip"}, optional
-        What :func:`jagged.loaders.sniff` found; sniffed here when omitted.
+        What :func:`jagged.readers.files.sniff` found; sniffed here when omitted.
 
     Raises
     ------
@@ -167,8 +116,6 @@ def parse_file(path: Path, kind: str | None = None) -> Parsed:
         with open(path, "rb") as handle:
             kind = "zip" if handle.read(4) == b"PK\x03\x04" else "json"
     if kind == "zip":
-        from jagged import inspect_logs
-
         return Parsed(path, INSPECT_LOG, inspect_logs.read_eval_archive(path))
     content = read_json_text(path)
     found = classify(path, content)
@@ -195,8 +142,6 @@ def _warn_unused(options: dict[str, Any], used: tuple[str, ...], what: str) -> N
 
 def _dispatch(parsed: list[Parsed], *, source: str, options: dict[str, Any], ignored: list[str]):
     """Send classified files to the reader of their family."""
-    from jagged import inspect_logs, lmeval
-
     kinds = {p.kind for p in parsed}
     if INSPECT_LOG in kinds and kinds & {LMEVAL_RESULTS, LMEVAL_SAMPLES}:
         lm = next(p for p in parsed if p.kind != INSPECT_LOG)
@@ -220,7 +165,7 @@ def _dispatch(parsed: list[Parsed], *, source: str, options: dict[str, Any], ign
     return dataset
 
 
-def _one_line(func):
+def one_line_errors(func):
     """Make sure every error message is one line, whatever names the files hold."""
     import functools
 
@@ -237,22 +182,22 @@ def _one_line(func):
     return wrapper
 
 
-@_one_line
+@one_line_errors
 def load_file(path: Path, kind: str, **options: Any):
-    """Load one evaluator output file into a :class:`~jagged.loaders.Dataset`.
+    """Load one evaluator output file into a :class:`~jagged.readers.dataset.Dataset`.
 
     Parameters
     ----------
     path : pathlib.Path
         An lm-eval results or samples file, or an Inspect ``.json`` / ``.eval`` log.
     kind : {"json", "zip"}
-        What :func:`jagged.loaders.sniff` found in the first bytes.
+        What :func:`jagged.readers.files.sniff` found in the first bytes.
     **options
         See the module docstring.
 
     Returns
     -------
-    jagged.loaders.Dataset
+    jagged.readers.dataset.Dataset
     """
     path = Path(path)
     parsed = parse_file(path, kind)
@@ -275,9 +220,9 @@ def handles_directory(path: Path) -> bool:
     return any(True for _ in _candidates(Path(path)))
 
 
-@_one_line
+@one_line_errors
 def load_directory(path: Path, **options: Any):
-    """Load a folder of evaluator outputs into a :class:`~jagged.loaders.Dataset`.
+    """Load a folder of evaluator outputs into a :class:`~jagged.readers.dataset.Dataset`.
 
     Every ``.json``, ``.jsonl`` and ``.eval`` file below ``path`` is read and classified
     by content; JSON files that are no evaluator output are listed in

@@ -20,7 +20,7 @@ module's globals could still leak; jagged's notebooks do not, and
 ``tests/test_batch.py`` checks both the reset itself (a notebook that pollutes each item
 above, then a probe) and that a report's numbers are identical alone and in a batch.
 
-The notebooks still run through :func:`jagged.report.execute` (papermill): the kernel
+The notebooks still run through :func:`jagged.report.execution.execute` (papermill): the kernel
 manager and this module's kernel client are passed as ``km`` and ``kc`` to the
 ``jagged-warm`` papermill engine, papermill's nbclient engine for a kernel it does not own
 (it reuses the client instead of making one per notebook, and never shuts the kernel down).
@@ -36,12 +36,12 @@ from typing import Any
 #: papermill engine name for runs in a warm kernel (see :class:`WarmKernelEngine`).
 ENGINE_NAME = "jagged-warm"
 #: Libraries imported once when the kernel starts.
-PRELOAD = ("numpy", "pandas", "matplotlib.pyplot", "seaborn", "jagged", "jagged.analysis", "jagged.display",
-           "jagged.model_view", "jagged.plots.model", "jagged.plots.dispersion")
+PRELOAD = ("numpy", "pandas", "matplotlib.pyplot", "seaborn", "jagged", "jagged.stats.analysis", "jagged.views.display",
+           "jagged.views.model_view", "jagged.plots.model", "jagged.plots.dispersion")
 
-_SETUP_CODE = "import jagged.kernel as _jk\n_jk.preload()\n_jk.capture_state()\ndel _jk\n"
+_SETUP_CODE = "import jagged.report.kernel as _jk\n_jk.preload()\n_jk.capture_state()\ndel _jk\n"
 _RESET_CODE = ("get_ipython().reset(new_session=True)\n"
-               "import jagged.kernel as _jk\n_jk.restore_state()\ndel _jk\n")
+               "import jagged.report.kernel as _jk\n_jk.restore_state()\ndel _jk\n")
 #: Like nbclient: an in-memory history, so kernels never share (and clash in) the history file.
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
 
@@ -177,7 +177,7 @@ def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> An
     from jupyter_core.utils import run_sync
 
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    # Local IPC sockets rather than TCP on POSIX, like jagged.report's kernels (no traffic
+    # Local IPC sockets rather than TCP on POSIX, like jagged.report.run's kernels (no traffic
     # on the network stack; ZeroMQ has no IPC transport on Windows).
     if os.name == "posix":
         import uuid
@@ -200,7 +200,7 @@ def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> An
 
 
 def external_kernel_kwargs(km: Any) -> dict[str, Any]:
-    """Keyword arguments for :func:`jagged.report.execute` to run in a kernel the caller owns.
+    """Keyword arguments for :func:`jagged.report.execution.execute` to run in a kernel the caller owns.
 
     papermill's own engine, given ``km``, leaves the kernel client it makes open (its
     sockets then warn when collected); this engine closes it and leaves the kernel to
@@ -270,7 +270,7 @@ class WarmKernel:
     --------
     >>> kernel = WarmKernel()                                          # doctest: +SKIP
     >>> kernel.reset()                                                 # doctest: +SKIP
-    >>> jagged.report.run_report(nb, out, params, **kernel.engine_kwargs())  # doctest: +SKIP
+    >>> jagged.report.run.run_report(nb, out, params, **kernel.engine_kwargs())  # doctest: +SKIP
     >>> kernel.shutdown()                                              # doctest: +SKIP
     """
 
@@ -316,7 +316,6 @@ class WarmKernel:
 
     def shutdown(self) -> None:
         """Stop the kernel at once (no grace period) and close the channels."""
-        from jupyter_core.utils import run_sync
 
         if self._kc is not None:
             self._kc.stop_channels()
@@ -361,5 +360,5 @@ class WarmKernel:
         self.runs += 1
 
     def engine_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`jagged.report.execute` / ``run_report`` to use this kernel."""
+        """Keyword arguments for :func:`jagged.report.execution.execute` / ``run_report`` to use this kernel."""
         return {**external_kernel_kwargs(self.km), "kc": self._kc}

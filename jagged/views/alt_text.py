@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jagged.overview import domain_order, left_out, model_order, per_model
+from jagged.views.overview import domain_order, left_out, model_order, per_model
 
 
 def _count(n: int, word: str) -> str:
@@ -30,7 +30,7 @@ def cut_note(metrics: pd.DataFrame, limit: int | None) -> str:
     metrics : pandas.DataFrame
         Per-model table with ``model`` and ``cv_error``.
     limit : int, optional
-        The plots' ``limit`` (see :func:`jagged.overview.model_order`).
+        The plots' ``limit`` (see :func:`jagged.views.overview.model_order`).
 
     Returns
     -------

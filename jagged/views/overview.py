@@ -1,7 +1,7 @@
 """Tables that describe a dataset and its per-model results for a reader (report helpers).
 
-These only reshape and count; the metrics come from :mod:`jagged.metrics` and
-:mod:`jagged.analysis`.
+These only reshape and count; the metrics come from :mod:`jagged.stats.metrics` and
+:mod:`jagged.stats.analysis`.
 """
 
 from __future__ import annotations
@@ -10,27 +10,27 @@ from typing import Sequence
 
 import pandas as pd
 
-from jagged.loaders import Dataset
-from jagged.metrics import METRIC_COLUMNS
-from jagged.table import summarize
+from jagged.readers.dataset import Dataset
+from jagged.stats.metrics import METRIC_COLUMNS
+from jagged.readers.table import summarize
 
 
 def per_model(table: pd.DataFrame) -> pd.DataFrame:
     """One row per model with the jaggedness columns of a metrics table.
 
-    :func:`jagged.analysis.metrics_table` returns one row per profile × model when
+    :func:`jagged.stats.analysis.metrics_table` returns one row per profile × model when
     deployment profiles are asked for; the jaggedness columns repeat across profiles, so
     the first row of each model is kept.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` or :func:`jagged.jaggedness`.
+        Output of :func:`jagged.stats.analysis.metrics_table` or :func:`jagged.jaggedness`.
 
     Returns
     -------
     pandas.DataFrame
-        The columns of :data:`jagged.metrics.METRIC_COLUMNS` present in ``table``, one
+        The columns of :data:`jagged.stats.metrics.METRIC_COLUMNS` present in ``table``, one
         row per model, in the table's order.
     """
     columns = [c for c in METRIC_COLUMNS if c in table.columns]
@@ -238,7 +238,7 @@ def dataset_facts(dataset: Dataset) -> pd.DataFrame:
     ]
     if facts["categories"]:
         rows.append(("categories", str(facts["categories"])))
-    from jagged.summary import detail_text
+    from jagged.views.summary import detail_text
 
     for key, value in dataset.details.items():
         text = detail_text(str(key), value, limit=8)

@@ -351,7 +351,7 @@ def show_dataset(dataset: Any) -> None:
     dataset : jagged.Dataset
         A loaded dataset.
     """
-    from jagged.overview import dataset_facts, domain_table
+    from jagged.views.overview import dataset_facts, domain_table
 
     show_table(dataset_facts(dataset), caption="What was read")
     show_table(domain_table(dataset.scores), caption="Domains", formats={"n_items": "{:.0f}"})
@@ -369,12 +369,12 @@ def show_metrics(table: pd.DataFrame, *, by: str = "cv_error") -> None:
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` (profile rows are reduced to one
-        row per model, see :func:`jagged.overview.per_model`).
+        Output of :func:`jagged.stats.analysis.metrics_table` (profile rows are reduced to one
+        row per model, see :func:`jagged.views.overview.per_model`).
     by : str
         Sort column (highest first; undefined values last).
     """
-    from jagged.overview import ranked
+    from jagged.views.overview import ranked
 
     rows = ranked(table, by)
     show_table(rows, caption=f"Per-model jaggedness, sorted by {by} (highest first)", formats=METRIC_FORMATS)
@@ -388,7 +388,7 @@ def show_extremes(table: pd.DataFrame) -> None:
     table : pandas.DataFrame
         A metrics table.
     """
-    from jagged.overview import ranked
+    from jagged.views.overview import ranked
 
     rows = ranked(table)
     rows = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
@@ -413,7 +413,7 @@ def show_error_matrix(scores: pd.DataFrame, table: pd.DataFrame, *, limit: int |
         Keep only the most and least jagged models, as the heatmap does, with the same
         summary row (the median error per domain of the models left out) between them.
     """
-    from jagged.overview import error_matrix, left_out, median_errors, model_order, others_label
+    from jagged.views.overview import error_matrix, left_out, median_errors, model_order, others_label
 
     matrix = error_matrix(scores, table, limit=limit)
     cut = model_order(table, limit=limit)[1]

@@ -33,14 +33,14 @@ CANONICAL_COLUMNS: tuple[str, ...] = ("model", "domain", "score", "n_items", "ca
 SCORE_SCALES: tuple[str, ...] = ("fraction", "percent")
 
 
-def _line(index_label: object, line_offset: int | None) -> str:
+def row_location(index_label: object, line_offset: int | None) -> str:
     """Describe where a row is: a file line when the offset is known, else a row label."""
     if line_offset is not None and isinstance(index_label, (int, np.integer)):
         return f"line {int(index_label) + line_offset}"
     return f"row {index_label!r}"
 
 
-def _short(value: object, width: int = 60) -> str:
+def cell_repr(value: object, width: int = 60) -> str:
     """Show a cell value for a message: strings quoted, numbers plain, long ones cut."""
     if isinstance(value, np.generic):
         value = value.item()
@@ -48,7 +48,7 @@ def _short(value: object, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "...'"
 
 
-def _names(raw: pd.Series, column: str, source: str, line_offset: int | None) -> pd.Categorical:
+def name_categories(raw: pd.Series, column: str, source: str, line_offset: int | None) -> pd.Categorical:
     """Return a name column as a sorted Categorical of stripped strings.
 
     Works on the distinct values only (factorize once), so it stays fast on tables with
@@ -61,7 +61,7 @@ def _names(raw: pd.Series, column: str, source: str, line_offset: int | None) ->
     if empty_unique.any():
         bad = bad | empty_unique[np.maximum(codes, 0)] & (codes >= 0)
     if bad.any():
-        where = _line(raw.index[int(np.argmax(bad))], line_offset)
+        where = row_location(raw.index[int(np.argmax(bad))], line_offset)
         raise JaggedInputError(f"{source}: column '{column}' has an empty {column} name ({where})")
     values = np.asarray(names.astype(object))
     merged, remap = np.unique(values.astype(str), return_inverse=True)  # sorted; merges names equal after strip
@@ -104,19 +104,19 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
         if bad.any():
             pos = int(np.argmax(bad.to_numpy()))
             raise JaggedInputError(
-                f"{source}: column '{column}' has non-numeric value {_short(raw.iloc[pos])} "
-                f"({_line(raw.index[pos], line_offset)})")
+                f"{source}: column '{column}' has non-numeric value {cell_repr(raw.iloc[pos])} "
+                f"({row_location(raw.index[pos], line_offset)})")
     arr = values.to_numpy()
     nan = np.isnan(arr)
     if nan.any():
         first = values.index[int(np.argmax(nan))]
         raise JaggedInputError(
-            f"{source}: column '{column}' has a missing or NaN value ({_line(first, line_offset)})")
+            f"{source}: column '{column}' has a missing or NaN value ({row_location(first, line_offset)})")
     inf = np.isinf(arr)
     if inf.any():
         first = values.index[int(np.argmax(inf))]
         raise JaggedInputError(
-            f"{source}: column '{column}' has an infinite value {arr[inf][0]} ({_line(first, line_offset)})")
+            f"{source}: column '{column}' has an infinite value {arr[inf][0]} ({row_location(first, line_offset)})")
     if score_scale == "percent":
         arr = arr / 100.0
         values = pd.Series(arr, index=values.index)
@@ -129,8 +129,8 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
             hint = "; scores look like percentages, use --score-scale percent"
         scale = "[0, 100]" if score_scale == "percent" else "[0, 1]"
         raise JaggedInputError(
-            f"{source}: column '{column}' has value {_short(shown)} outside {scale} "
-            f"({_line(first, line_offset)}){hint}")
+            f"{source}: column '{column}' has value {cell_repr(shown)} outside {scale} "
+            f"({row_location(first, line_offset)}){hint}")
     return pd.Series(arr, index=values.index, name="score", dtype="float64")
 
 
@@ -143,8 +143,8 @@ def _n_items(raw: pd.Series, source: str, line_offset: int | None) -> pd.Series:
     if bad.any():
         first = values.index[int(np.argmax(bad))]
         raise JaggedInputError(
-            f"{source}: column 'n_items' has value {_short(raw.iloc[int(np.argmax(bad))])}, not a positive whole "
-            f"number ({_line(first, line_offset)})")
+            f"{source}: column 'n_items' has value {cell_repr(raw.iloc[int(np.argmax(bad))])}, not a positive whole "
+            f"number ({row_location(first, line_offset)})")
     return pd.Series(arr, index=values.index, name="n_items", dtype="float64")
 
 
@@ -185,8 +185,8 @@ def validate_scores(frame: pd.DataFrame, source: str = "<table>", *, score_scale
         raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} (found: {have})")
     if len(frame) == 0:
         raise JaggedInputError(f"{source}: the table has a header but no rows")
-    model = _names(frame["model"], "model", source, line_offset)
-    domain = _names(frame["domain"], "domain", source, line_offset)
+    model = name_categories(frame["model"], "model", source, line_offset)
+    domain = name_categories(frame["domain"], "domain", source, line_offset)
     score = to_fraction(frame["score"], "score", source, score_scale=score_scale, line_offset=line_offset)
     if "n_items" in frame.columns:
         n_items = _n_items(frame["n_items"], source, line_offset).to_numpy()
@@ -224,7 +224,7 @@ def _deduplicate(table: pd.DataFrame, source: str, line_offset: int | None) -> p
         if len(conflict):
             k = conflict.index[0]
             rows = sub[sub["_key"] == k]
-            where = ", ".join(_line(i, line_offset) for i in rows.index[:3])
+            where = ", ".join(row_location(i, line_offset) for i in rows.index[:3])
             first = rows["score"].iloc[0]
             other = rows["score"][rows["score"] != first].iloc[0]
             raise JaggedInputError(

@@ -6,7 +6,7 @@ Every report stores, in its metadata,
 * ``jagged-parameters``: every parameter the notebook declares, with the value it ran
   with (defaults filled in), as papermill-style YAML (a flat mapping, one line each);
 * ``jagged-input-hash`` (batch reports): the content hash of inputs, parameters, notebook
-  and code the report was made from (see :func:`jagged.batch.content_hash`).
+  and code the report was made from (see :func:`jagged.report.batch.content_hash`).
 
 In the HTML they are ``<meta name=… content=…>`` tags in the head (attribute-escaped); in
 the kept ``.ipynb`` they are under ``metadata.jagged``. :func:`read_parameters` reads
@@ -15,7 +15,6 @@ them back from either, or from a plain YAML file, for ``jagged report --params F
 
 from __future__ import annotations
 
-import ast
 import json
 import shlex
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any, Mapping
 import yaml
 
 from jagged.errors import JaggedInputError
+from jagged.report.notebooks import notebook_name
 
 META_PREFIX = "jagged-"
 NOTEBOOK_KEY = "notebook"
@@ -34,68 +34,10 @@ HASH_KEY = "input-hash"
 TITLE_KEY = "title"
 
 
-def default_values(notebook: str | Path) -> dict[str, Any]:
-    """Every parameter a notebook declares with its default value, in declaration order.
-
-    Parameters
-    ----------
-    notebook : str or pathlib.Path
-        Notebook name in ``notebooks/`` or path.
-
-    Returns
-    -------
-    dict
-        Name → default, parsed from the source text with :func:`ast.literal_eval`
-        (a default that is not a literal is kept as its source text).
-    """
-    from jagged.report import notebook_parameters
-
-    out: dict[str, Any] = {}
-    for p in notebook_parameters(notebook):
-        try:
-            out[p.name] = ast.literal_eval(p.default)
-        except (ValueError, SyntaxError):
-            out[p.name] = p.default
-    return out
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-def full_parameters(notebook: str | Path, parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """The complete parameter set a run uses: declared defaults, then the given values.
-
-    Parameters
-    ----------
-    notebook : str or pathlib.Path
-        The notebook.
-    parameters : mapping
-        Given values (tuples become lists, paths strings).
-
-    Returns
-    -------
-    dict
-        Every declared parameter in declaration order, then any undeclared given ones.
-    """
-    full = default_values(notebook)
-    full.update({k: _plain(v) for k, v in parameters.items()})
-    return full
-
-
 def parameters_yaml(parameters: Mapping[str, Any]) -> str:
     """Papermill-style YAML of a parameter set (``papermill -f FILE`` reads it too)."""
     return yaml.safe_dump(dict(parameters), sort_keys=False, allow_unicode=True, default_flow_style=False,
                           width=10_000)
-
-
-def notebook_name(notebook: str | Path) -> str:
-    """The name under which a notebook is stored in the metadata: its file stem."""
-    return Path(notebook).stem
 
 
 def report_metadata(notebook: str | Path, parameters: Mapping[str, Any],
@@ -254,79 +196,3 @@ def _load_yaml(text: str, source: str) -> Any:
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise JaggedInputError(f"{source}: not valid YAML{where}") from None
     return {} if data is None else data
-
-
-def default_title(notebook: str, parameters: Mapping[str, Any]) -> str:
-    """The title a report of this notebook gets when none is given or stored."""
-    if notebook_name(notebook) == "model_report":
-        return f"Model report: {parameters.get('model') or '(first model)'}"
-    from jagged.report import DEFAULT_TITLE
-
-    return DEFAULT_TITLE
-
-
-def report_from_parameters(source: str | Path | None, output: str | Path, *, notebook: str | None = None,
-                           overrides: Mapping[str, Any] | None = None, title: str | None = None,
-                           show_code: bool = False) -> Path:
-    """Rerun a report from a stored or hand-written parameter set (``jagged report --params``).
-
-    Parameters
-    ----------
-    source : str, pathlib.Path or None
-        YAML file, or a jagged report (``.html`` / ``.ipynb``) holding its parameters;
-        None: the notebook's defaults.
-    output : str or pathlib.Path
-        Destination ``.html``.
-    notebook : str, optional
-        Notebook to run (default: the one stored in ``source``, else the cross-model
-        report's).
-    overrides : mapping, optional
-        Parameters that replace the stored ones (options given on the command line).
-    title : str, optional
-        Title (default: the stored one, else the notebook's default).
-    show_code : bool
-        Show the code cells.
-
-    Returns
-    -------
-    pathlib.Path
-        The HTML report.
-
-    Raises
-    ------
-    JaggedInputError
-        Unreadable parameters, a parameter the notebook does not declare, bad input or an
-        unknown model (all found before a kernel starts).
-    ReportError
-        The notebook failed.
-    """
-    from jagged.report import REPORT_NOTEBOOK, find_notebook, input_facts, run_report, validate_input, version_facts
-
-    stored = StoredRun(None, {}) if source is None else read_parameters(source)
-    name = notebook or stored.notebook or notebook_name(REPORT_NOTEBOOK)
-    try:
-        find_notebook(name)
-    except FileNotFoundError:
-        raise JaggedInputError(f"no notebook {name!r} in notebooks/") from None
-    overrides = {k: _plain(v) for k, v in (overrides or {}).items()}
-    for key in ("scores", "weights"):  # paths typed now are stored absolute, like the batch's
-        if overrides.get(key):
-            overrides[key] = str(Path(overrides[key]).resolve())
-    params = {**stored.parameters, **overrides}
-    declared = default_values(name)
-    unknown = sorted(set(params) - set(declared))
-    if unknown:
-        raise JaggedInputError(f"{Path(source or name).name}: notebooks/{name}.ipynb has no parameter "
-                               f"{', '.join(unknown)} (it has: {', '.join(declared)})")
-    scores = params.get("scores") or None
-    # In the notebooks "" means "not given"; the loader and the analysis say None.
-    dataset = validate_input(scores, {k: (None if v == "" else v) for k, v in params.items()})
-    if "model" in declared:
-        from jagged.model_view import resolve_model
-
-        params["model"] = resolve_model(dataset.scores, params.get("model", declared["model"]))
-    facts = input_facts(dataset, bundled=scores is None) + version_facts()
-    counts = {row[0]: row[1] for row in facts}
-    subtitle = f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
-    return run_report(name, output, params, title=title or stored.title or default_title(name, params),
-                      show_code=show_code, facts=facts, subtitle=subtitle)

@@ -1,0 +1,364 @@
+"""Every user option, declared once: the CLI flag, the loader or analysis argument and the
+notebook parameter of the same name.
+
+The same option reaches jagged by three roads: a command-line flag (``--score-scale``),
+a keyword argument of :func:`jagged.load` or :class:`AnalysisOptions`, and a parameter of a
+report notebook (set by papermill). :data:`OPTIONS` names each once, with its stage, type,
+defaults and help, and the functions below translate between the roads:
+
+* :func:`cli_options` turns a stage's options into click options for a command;
+* :func:`load_kwargs` and :func:`analysis_options` pick the loader's and the analysis's
+  arguments out of any mapping of values (CLI keyword arguments, notebook parameters);
+* :func:`notebook_values` writes values as notebook parameters ("" for "not given",
+  lists for tuples) and :func:`from_notebook` reads them back (None for "");
+* :func:`parameters_cell` is the source of a notebook's ``parameters`` cell, which the
+  notebooks must match (``tests/test_options.py`` checks).
+
+In the notebooks ``""`` means "not given" for text options, since papermill parameters are
+plain literals; everywhere else it is ``None``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+#: Stages an option belongs to.
+LOAD, ANALYSIS, DISPLAY = "load", "analysis", "display"
+#: Page themes of the report template.
+THEMES = ("light", "dark", "auto")
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What to compute beyond the jaggedness penalty.
+
+    Attributes
+    ----------
+    weights : str or None
+        Path of a weights file (CSV or YAML) with exposure profiles.
+    profiles : tuple of str
+        Profile names to compute, in order: names from the weights file or the
+        built-ins ``uniform`` and ``items`` (empty: every profile in the weights file).
+    missing_weight : {"error", "zero"}
+        What a score domain absent from a profile means.
+    bootstrap : int
+        Bootstrap replicates for intervals (0: none). The Python default is 0, so a
+        library call is fast, deterministic and adds no columns unless asked; the CLI
+        (``--bootstrap``) and the report notebook default to 2000.
+    seed : int
+        Random seed for the bootstrap (``numpy.random.default_rng(seed)``).
+    ci : float
+        Interval level; 1 − ci is also the level of the equal-error test behind
+        ``noise_flag`` (see :func:`jagged.stats.uncertainty.sampling_noise`).
+    """
+
+    weights: str | None = None
+    profiles: tuple[str, ...] = ()
+    missing_weight: str = "error"
+    bootstrap: int = 0
+    seed: int = 0
+    ci: float = 0.95
+
+
+@dataclass(frozen=True)
+class Option:
+    """One user option.
+
+    Attributes
+    ----------
+    name : str
+        Keyword argument and notebook parameter name; the CLI flag is ``--name`` with
+        dashes (see :attr:`flag`).
+    stage : {"load", "analysis", "display"}
+        Who takes it: :func:`jagged.load`, :class:`AnalysisOptions`, or the notebook only.
+    kind : {"str", "bool", "int", "float", "list"}
+        Its type, as the notebook's parameters cell declares it.
+    default : object
+        The library default (``None``: not given); the CLI default unless ``cli_default``.
+    help : str
+        One line for ``--help`` and the notebook's parameters cell.
+    notebook_help : str, optional
+        A different comment for the notebook cell (default: ``help``).
+    cli_default : object, optional
+        The CLI's and the notebooks' default when it differs from the library's.
+    choices : tuple, optional
+        Allowed values.
+    metavar : str, optional
+        Placeholder in ``--help``.
+    cli : bool
+        Whether the CLI has a flag for it.
+    cli_flag : str, optional
+        The flag when it is not ``--name`` with dashes (``--profile``, repeatable).
+    """
+
+    name: str
+    stage: str
+    kind: str
+    default: Any
+    help: str
+    notebook_help: str = ""
+    cli_default: Any = ...
+    choices: tuple | None = None
+    metavar: str | None = None
+    cli: bool = True
+    cli_flag: str | None = None
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag."""
+        return self.cli_flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def surface_default(self) -> Any:
+        """The default of the CLI and the notebooks."""
+        return self.default if self.cli_default is ... else self.cli_default
+
+    def notebook_default(self) -> Any:
+        """The default as a notebook parameter ("" for an unset text option, [] for a list)."""
+        return to_notebook(self, self.surface_default)
+
+
+def _options() -> tuple[Option, ...]:
+    return (
+        # -- how to read SCORES
+        Option("score_scale", LOAD, "str", "fraction", "Scale of scores in CSV/Parquet tables; 'percent' "
+               "divides by 100.", notebook_help='scale of scores in CSV/Parquet tables: "fraction" or "percent"',
+               choices=("fraction", "percent")),
+        Option("task", LOAD, "str", None, "lm-eval: the group (or comma-separated tasks) whose leaf tasks are "
+               "the domains; required when a file holds several.", metavar="GROUP",
+               notebook_help="lm-eval outputs: the group (or comma-separated tasks) whose leaf tasks are the "
+                             "domains"),
+        Option("metric", LOAD, "str", None, "lm-eval: metric used as the score (default acc,none, else the only "
+               "higher-is-better one); Inspect: SCORER[,KEY].", metavar="NAME[,FILTER]",
+               notebook_help='evaluator outputs: the metric used as the score; "" means the default'),
+        Option("model_name", LOAD, "str", None, "Evaluator outputs: model name to use instead of the one in "
+               "the files.", metavar="NAME",
+               notebook_help="evaluator outputs: model name to use instead of the one in the files"),
+        Option("domain_key", LOAD, "str", None, "Item-level evaluator outputs: the sample field naming the "
+               "domain (Inspect sample metadata, lm-eval doc; dotted for nested). Default: the task.",
+               metavar="KEY", notebook_help='item-level evaluator outputs: the sample field naming the domain; '
+                                           '"" means the task'),
+        Option("allow_incomplete", LOAD, "bool", False, "Inspect: accept logs whose status is not 'success' "
+               "(cancelled, error, started).",
+               notebook_help='Inspect logs: also accept logs whose status is not "success"'),
+        # -- what to compute
+        Option("weights", ANALYSIS, "str", None, "Deployment weights (CSV or YAML: profile, domain, "
+               "weight[, comment]); adds dep_score, wedge, wedge_bound, ranks, one row per model x profile.",
+               metavar="FILE", notebook_help='deployment weights file (CSV or YAML); "" means none, except that '
+                                             "the bundled scores come with illustrative example profiles"),
+        Option("profiles", ANALYSIS, "list", (), "Profile to compute (repeatable): a name in the weights file "
+               "or the built-in 'uniform' (macro average) or 'items' (weights by n_items). Default: every "
+               "profile in --weights.", metavar="NAME",
+               notebook_help='profile names to compute (weights-file names, "uniform", "items"); [] means all '
+                             "in weights", cli_flag="--profile"),
+        Option("missing_weight", ANALYSIS, "str", "error", "A score domain absent from a weights profile: an "
+               "error, or no exposure.", choices=("error", "zero"),
+               notebook_help='a score domain absent from a profile: "error" or "zero"'),
+        Option("bootstrap", ANALYSIS, "int", 0, "Bootstrap replicates for <stat>_lo/_hi intervals of "
+               "cv_error, macro_score, dep_score, wedge (items resampled per domain, paired across models; "
+               "binomial from n_items otherwise); 0: no intervals.", cli_default=2000, metavar="B",
+               notebook_help="bootstrap replicates for intervals (items resampled per domain, paired); 0 means "
+                             "none"),
+        Option("seed", ANALYSIS, "int", 0, "Random seed of the bootstrap (same seed, same intervals).",
+               metavar="S", notebook_help="random seed of the bootstrap"),
+        Option("ci", ANALYSIS, "float", 0.95, "Bootstrap interval level.", metavar="LEVEL",
+               notebook_help="confidence level of the intervals"),
+        # -- what the report shows
+        Option("focus_model", DISPLAY, "str", None, "Model for the exposure and drift-bound plots of the "
+               "task-mix section (default: the top-ranked by macro score).", metavar="MODEL",
+               notebook_help='model for the exposure and drift-bound plots; "" means the top-ranked (highest '
+                             "macro score)"),
+        Option("max_models", DISPLAY, "int", 40, "With more models, the plots show the most and least jagged "
+               "max_models/2 each.", cli=False,
+               notebook_help="with more models, the plots show the most and least jagged max_models/2 each"),
+        Option("theme", DISPLAY, "str", "light", "Page colours: light, dark, or auto (follows the reader's "
+               "system setting).", choices=THEMES,
+               notebook_help='page colours of the HTML report: "light", "dark" or "auto" (the reader\'s system '
+                             "setting)"),
+    )
+
+
+#: Every option, in the order the notebooks declare them.
+OPTIONS: tuple[Option, ...] = _options()
+BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
+#: The input parameter every notebook has first (after ``model`` in the per-model notebook).
+SCORES_HELP = 'score file or folder to analyse; "" means the bundled MMLU-Pro per-category scores'
+
+
+def names(stage: str) -> tuple[str, ...]:
+    """The option names of a stage."""
+    return tuple(o.name for o in OPTIONS if o.stage == stage)
+
+
+def _given(value: Any) -> bool:
+    return value is not None and value != ""
+
+
+def load_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments for :func:`jagged.load` among ``values`` ("" and None: not given).
+
+    Parameters
+    ----------
+    values : mapping
+        CLI keyword arguments, notebook parameters, or any mapping with option names.
+
+    Returns
+    -------
+    dict
+        Only loader options that were given.
+    """
+    out = {}
+    for name in names(LOAD):
+        if name in values and _given(values[name]):
+            out[name] = values[name]
+    return out
+
+
+def analysis_options(values: Mapping[str, Any], **override: Any) -> AnalysisOptions:
+    """An :class:`AnalysisOptions` from the analysis options among ``values``.
+
+    Parameters
+    ----------
+    values : mapping
+        Option values ("" and None: the default; lists become tuples).
+    **override
+        Fields to set regardless of ``values`` (e.g. ``bootstrap=0`` for a quick check).
+    """
+    kwargs: dict[str, Any] = {}
+    for name in names(ANALYSIS):
+        if name in values and _given(values[name]):
+            value = values[name]
+            kwargs[name] = tuple(value) if isinstance(value, (list, tuple)) else value
+    kwargs.update(override)
+    return AnalysisOptions(**kwargs)
+
+
+def to_notebook(option: Option | str, value: Any) -> Any:
+    """One value as a notebook parameter: None → "" (text) / False / [], tuples → lists."""
+    option = BY_NAME[option] if isinstance(option, str) else option
+    if value is None:
+        return {"str": "", "list": []}.get(option.kind)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def notebook_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Option values as notebook parameters; names that are not options pass unchanged."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in BY_NAME:
+            out[key] = to_notebook(key, value)
+        elif isinstance(value, tuple):
+            out[key] = list(value)
+        else:
+            out[key] = value
+    return out
+
+
+def from_notebook(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Notebook parameters back as option values: "" → None for text options, lists → tuples."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        option = BY_NAME.get(key)
+        if option is not None and option.kind == "str" and value == "":
+            value = None
+        elif option is not None and option.kind == "list" and isinstance(value, list):
+            value = tuple(value)
+        out[key] = value
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Notebooks
+
+
+def parameters_cell(lines: Sequence[str | tuple[str, str, Any, str]], defaults: Mapping[str, Any] | None = None) -> str:
+    """The source of a notebook's ``parameters`` cell.
+
+    Parameters
+    ----------
+    lines : sequence
+        Option names, in order, or ``(name, kind, default, help)`` for a parameter that is
+        no option (``scores``, ``model``).
+    defaults : mapping, optional
+        Defaults that differ in this notebook from :attr:`Option.surface_default`.
+
+    Returns
+    -------
+    str
+        ``name: kind = default  # help`` per line, defaults written with :func:`repr`
+        (the form papermill reads back).
+    """
+    defaults = dict(defaults or {})
+    out = []
+    for line in lines:
+        if isinstance(line, tuple):
+            name, kind, default, text = line
+        else:
+            option = BY_NAME[line]
+            name, kind, text = option.name, option.kind, option.notebook_help or option.help
+            default = to_notebook(option, defaults[name]) if name in defaults else option.notebook_default()
+        out.append(f"{name}: {kind} = {_literal(default)}  # {text}")
+    return "\n".join(out)
+
+
+def _literal(value: Any) -> str:
+    """A Python literal for a parameters cell, strings in double quotes as the notebooks write them."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    return repr(value)
+
+
+# ---------------------------------------------------------------------------------------
+# The command line
+
+
+def cli_options(*stages: str, exclude: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding the click options of the given stages to a command.
+
+    Parameters
+    ----------
+    *stages : str
+        ``"load"``, ``"analysis"``, ``"display"``.
+    exclude : sequence of str
+        Option names to leave out.
+    """
+    import click
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed([o for o in OPTIONS if o.stage in stages and o.cli and o.name not in exclude]):
+            func = click.option(option.flag, option.name, **_click_kwargs(option))(func)
+        return func
+
+    return decorate
+
+
+def _click_kwargs(option: Option) -> dict[str, Any]:
+    import click
+
+    kwargs: dict[str, Any] = {"help": option.help, "default": option.surface_default}
+    if option.metavar:
+        kwargs["metavar"] = option.metavar
+    if option.kind == "bool":
+        return {**kwargs, "is_flag": True}
+    if option.kind == "list":
+        return {**kwargs, "multiple": True, "default": ()}
+    if option.choices:
+        kwargs["type"] = click.Choice(option.choices)
+    elif option.name == "ci":
+        kwargs["type"] = click.FloatRange(0, 1, min_open=True, max_open=True)
+    elif option.kind == "int":
+        kwargs["type"] = click.IntRange(min=0) if option.name == "bootstrap" else int
+    elif option.kind == "float":
+        kwargs["type"] = float
+    else:
+        kwargs["type"] = str
+    if option.surface_default is not None:
+        kwargs["show_default"] = True
+    return kwargs
+

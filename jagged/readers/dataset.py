@@ -1,0 +1,53 @@
+"""The one shape every reader produces: :class:`Dataset`.
+
+A leaf module: every reader imports it, it imports no reader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass
+class Dataset:
+    """Everything a loader learned from its input.
+
+    Attributes
+    ----------
+    scores : pandas.DataFrame
+        The canonical per-domain table (see :mod:`jagged.readers.table`).
+    source : str
+        Display name of the input (file or folder name).
+    paths : list of pathlib.Path
+        Every file read.
+    format : str
+        The detected format: ``"long"``, ``"wide"``, ``"items"``, ...
+    items : pandas.DataFrame or None
+        Item-level table (``model, domain, item, correct``) when the input had one.
+    model_notes : dict
+        Per-model remarks a loader wants shown in the metrics ``note`` column.
+    details : dict
+        Format-specific facts for ``jagged validate`` and the report.
+    """
+
+    scores: pd.DataFrame
+    source: str
+    paths: list[Path]
+    format: str
+    items: pd.DataFrame | None = None
+    model_notes: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def sha256_file(path: str | Path) -> str:
+    """Return the hex SHA-256 digest of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,231 @@
+"""``jagged report``: the cross-model jaggedness report, and reruns from stored parameters.
+
+:func:`jaggedness_report` validates the input in this process (so bad input fails fast),
+gathers the provenance and runs ``notebooks/jaggedness_report.ipynb`` with
+:func:`jagged.report.run.run_report`; :func:`report_from_parameters` does the same from
+a parameter set stored in an earlier report (``jagged report --params``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, Mapping
+
+from jagged import options as opts
+from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.report.execution import KERNEL_NAME
+from jagged.report.notebooks import REPORT_NOTEBOOK, default_values, find_notebook, notebook_name, notebook_parameters, plain
+from jagged.report.rendering import version_facts
+from jagged.report.rerun import StoredRun, read_parameters
+from jagged.report.run import DEFAULT_TITLE, run_report
+
+DEFAULT_OUTPUT = Path("reports") / "jaggedness_report.html"
+
+
+def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str]]:
+    """Provenance rows of a loaded dataset: file name(s) with SHA-256, counts.
+
+    Parameters
+    ----------
+    dataset : jagged.Dataset
+        The loaded input.
+    bundled : bool
+        Whether it is the data bundled with jagged.
+
+    Returns
+    -------
+    list of (label, value, kind)
+    """
+    from jagged.readers.dataset import sha256_file
+    from jagged.readers.table import summarize
+
+    rows: list[tuple[str, str, str]] = []
+    paths = [Path(p) for p in dataset.paths]
+    name = dataset.source + (" (bundled with jagged)" if bundled else "")
+    rows.append(("input", name, ""))
+    if len(paths) == 1 and paths[0].is_file():
+        rows.append(("input SHA-256", sha256_file(paths[0]), "hash"))
+    else:
+        shown = [p for p in paths if p.is_file()][:20]
+        for path in shown:
+            rows.append((f"SHA-256 of {path.name}", sha256_file(path), "hash"))
+        if len(paths) > len(shown):
+            rows.append(("other files", f"{len(paths) - len(shown)} more (see the executed notebook)", ""))
+    facts = summarize(dataset.scores)
+    rows.append(("scores (rows)", str(facts["rows"]), ""))
+    rows.append(("models", str(facts["models"]), ""))
+    rows.append(("domains", str(facts["domains"]), ""))
+    return rows
+
+
+def validate_input(scores: str | Path | None, options: Mapping[str, Any]) -> Any:
+    """Load and analyse the input here, before any kernel starts, so bad input fails fast.
+
+    Parameters
+    ----------
+    scores : str, pathlib.Path or None
+        Input (``None``: bundled data).
+    options : mapping
+        Option values by name (see :mod:`jagged.options`): loader options go to
+        :func:`jagged.load`, analysis options to the metrics table; others (e.g.
+        ``max_models``) are ignored here.
+
+    Returns
+    -------
+    jagged.Dataset
+
+    Raises
+    ------
+    JaggedInputError
+        Whatever the loader or the analysis rejects.
+    """
+    from jagged.readers.load import load
+    from jagged.stats.analysis import metrics_table
+
+    dataset = load(scores, **opts.load_kwargs(options))
+    # resampling checks no input; the kernel does it once
+    metrics_table(dataset, opts.analysis_options(options, bootstrap=0))
+    return dataset
+
+def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEFAULT_OUTPUT, *,
+                      title: str = DEFAULT_TITLE, show_code: bool = False, **options: Any) -> Path:
+    """Write the jaggedness audit report (``jagged report``).
+
+    Parameters
+    ----------
+    scores : str or pathlib.Path, optional
+        Score input; ``None`` (or ``""``) uses the bundled MMLU-Pro per-category scores.
+    output : str or pathlib.Path
+        Destination ``.html`` (default ``reports/jaggedness_report.html``); the executed
+        notebook is kept beside it as ``.ipynb``.
+    title : str
+        Report title.
+    show_code : bool
+        Show the notebook's code cells.
+    **options
+        Notebook parameters of the same name: loader options (``score_scale``, ...),
+        analysis options (``weights``, ``profiles``, ``missing_weight``, ...) and display
+        options (``max_models``, ``theme``: ``"light"``, ``"dark"`` or ``"auto"``).
+
+    Returns
+    -------
+    pathlib.Path
+        The HTML file.
+
+    Raises
+    ------
+    JaggedInputError
+        Bad input, found before the notebook runs.
+    ReportError
+        The notebook failed (see :func:`run_report`).
+    """
+    output = Path(output)
+    if output.suffix.lower() not in (".html", ".htm"):
+        raise JaggedInputError(f"{output}: the report file must end in .html")
+    if options.get("theme", "light") not in opts.THEMES:
+        raise JaggedInputError(f"theme must be one of {', '.join(opts.THEMES)}, not {options['theme']!r}")
+    from jagged.report.kernel import launch_kernel, stop_kernel
+
+    bundled = scores in (None, "")
+    source = None if bundled else Path(scores)
+    if "km" in options:  # a kernel the caller manages (e.g. a warm one)
+        return _jaggedness_report(source, output, title=title, show_code=show_code, **options)
+    # The kernel boots in its own process while this one validates the input and reads the
+    # notebook: about a third of a second of the run, on a second core.
+    km = launch_kernel(KERNEL_NAME)
+    try:
+        return _jaggedness_report(source, output, title=title, show_code=show_code, km=km, **options)
+    finally:
+        stop_kernel(km)
+
+def _jaggedness_report(source: Path | None, output: Path, *, title: str, show_code: bool,
+                       km: Any = None, **options: Any) -> Path:
+    """:func:`jaggedness_report` once the output and theme are checked."""
+    from jagged.report.kernel import external_kernel_kwargs
+
+    bundled = source is None
+    dataset = validate_input(source, options)
+    declared = {p.name for p in notebook_parameters(REPORT_NOTEBOOK)}
+    ignored = sorted(set(options) - declared)
+    if ignored:
+        warnings.warn(f"{REPORT_NOTEBOOK} has no parameter {', '.join(ignored)}; "
+                      f"{'that option does' if len(ignored) == 1 else 'those options do'} not reach the report",
+                      JaggedWarning, stacklevel=2)
+    parameters = {"scores": "" if bundled else str(source.resolve()),
+                  **opts.notebook_values({k: v for k, v in options.items() if k in declared})}
+    facts = input_facts(dataset, bundled=bundled) + version_facts()
+    counts = {row[0]: row[1] for row in facts}
+    subtitle = f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
+    return run_report(REPORT_NOTEBOOK, output, parameters, title=title, show_code=show_code, facts=facts,
+                      subtitle=subtitle, **(external_kernel_kwargs(km) if km is not None else {}))
+
+
+def default_title(notebook: str, parameters: Mapping[str, Any]) -> str:
+    """The title a report of this notebook gets when none is given or stored."""
+    if notebook_name(notebook) == "model_report":
+        return f"Model report: {parameters.get('model') or '(first model)'}"
+    return DEFAULT_TITLE
+
+def report_from_parameters(source: str | Path | None, output: str | Path, *, notebook: str | None = None,
+                           overrides: Mapping[str, Any] | None = None, title: str | None = None,
+                           show_code: bool = False) -> Path:
+    """Rerun a report from a stored or hand-written parameter set (``jagged report --params``).
+
+    Parameters
+    ----------
+    source : str, pathlib.Path or None
+        YAML file, or a jagged report (``.html`` / ``.ipynb``) holding its parameters;
+        None: the notebook's defaults.
+    output : str or pathlib.Path
+        Destination ``.html``.
+    notebook : str, optional
+        Notebook to run (default: the one stored in ``source``, else the cross-model
+        report's).
+    overrides : mapping, optional
+        Parameters that replace the stored ones (options given on the command line).
+    title : str, optional
+        Title (default: the stored one, else the notebook's default).
+    show_code : bool
+        Show the code cells.
+
+    Returns
+    -------
+    pathlib.Path
+        The HTML report.
+
+    Raises
+    ------
+    JaggedInputError
+        Unreadable parameters, a parameter the notebook does not declare, bad input or an
+        unknown model (all found before a kernel starts).
+    ReportError
+        The notebook failed.
+    """
+    stored = StoredRun(None, {}) if source is None else read_parameters(source)
+    name = notebook or stored.notebook or notebook_name(REPORT_NOTEBOOK)
+    try:
+        find_notebook(name)
+    except FileNotFoundError:
+        raise JaggedInputError(f"no notebook {name!r} in notebooks/") from None
+    overrides = {k: plain(v) for k, v in (overrides or {}).items()}
+    for key in ("scores", "weights"):  # paths typed now are stored absolute, like the batch's
+        if overrides.get(key):
+            overrides[key] = str(Path(overrides[key]).resolve())
+    params = {**stored.parameters, **overrides}
+    declared = default_values(name)
+    unknown = sorted(set(params) - set(declared))
+    if unknown:
+        raise JaggedInputError(f"{Path(source or name).name}: notebooks/{name}.ipynb has no parameter "
+                               f"{', '.join(unknown)} (it has: {', '.join(declared)})")
+    scores = params.get("scores") or None
+    dataset = validate_input(scores, opts.from_notebook(params))
+    if "model" in declared:
+        from jagged.views.model_view import resolve_model
+
+        params["model"] = resolve_model(dataset.scores, params.get("model", declared["model"]))
+    facts = input_facts(dataset, bundled=scores is None) + version_facts()
+    counts = {row[0]: row[1] for row in facts}
+    subtitle = f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
+    return run_report(name, output, params, title=title or stored.title or default_title(name, params),
+                      show_code=show_code, facts=facts, subtitle=subtitle)

@@ -1,0 +1,142 @@
+"""Render an executed notebook to one self-contained HTML page with the ``templates/jagged`` template.
+
+Code is hidden unless asked for; the page gets a header with the title and a provenance
+block, a table of contents and figures embedded with their alt text, and fetches no
+script or stylesheet from the network.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import jagged
+from jagged.options import THEMES
+from jagged.report.notebooks import notebook_parameters, plain
+from jagged.resources import templates_dir
+
+TEMPLATES_DIR = templates_dir()
+TEMPLATE_NAME = "jagged"
+#: Cells with this tag are left out of the HTML (e.g. the notebook's own title cell).
+SKIP_TAG = "report-skip"
+#: Versions shown in the provenance block.
+VERSIONED = ("pandas", "numpy", "matplotlib", "papermill", "nbconvert")
+
+
+def _heading_entries(content: str) -> list[tuple[int, str, str]]:
+    """Level, id and text of each ``<h2 id>`` / ``<h3 id>`` in rendered HTML (the TOC)."""
+    entries = []
+    for level, anchor, inner in re.findall(r'<h([23])\s+id="([^"]+)"[^>]*>(.*?)</h\1>', content, flags=re.S):
+        inner = re.sub(r'<a class="anchor-link".*?</a>', "", inner, flags=re.S)
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", inner)).strip()
+        entries.append((int(level), html_lib.unescape(anchor), text))
+    return entries
+
+@lru_cache(maxsize=4)
+def _exporter(show_code: bool) -> Any:
+    """One HTMLExporter per setting, reused across renders (its template is compiled once)."""
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+
+    config = Config()
+    config.TagRemovePreprocessor.enabled = True
+    config.TagRemovePreprocessor.remove_cell_tags = {SKIP_TAG}
+    config.HTMLExporter.exclude_input = not show_code
+    config.HTMLExporter.exclude_input_prompt = True
+    config.HTMLExporter.exclude_output_prompt = True
+    exporter = HTMLExporter(config=config, template_name=TEMPLATE_NAME,
+                            extra_template_basedirs=[str(TEMPLATES_DIR)])
+    exporter.register_filter("jagged_headings", _heading_entries)
+    return exporter
+
+def _warm_exporter(show_code: bool) -> None:
+    """Import nbconvert and compile the template (run in a thread while the kernel works)."""
+    import nbformat
+
+    try:
+        _exporter(bool(show_code)).from_notebook_node(nbformat.v4.new_notebook(), resources={"jagged": {}})
+    except Exception:  # pragma: no cover - the real render reports any problem
+        pass
+
+def run_facts(nb: Any) -> list[tuple[str, str, str]]:
+    """Provenance rows from papermill's metadata of an executed notebook (start, duration)."""
+    meta = nb.get("metadata", {}).get("papermill", {})
+    rows = []
+    if meta.get("start_time"):
+        rows.append(("run started (UTC)", str(meta["start_time"]).replace("T", " ")[:19], ""))
+    if meta.get("duration") is not None:
+        rows.append(("run duration", f"{float(meta['duration']):.1f} s", ""))
+    return rows
+
+def version_facts() -> list[tuple[str, str, str]]:
+    """Provenance rows: versions of jagged, Python and the main libraries."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    rows = [("jagged", jagged.__version__, ""), ("Python", sys.version.split()[0], "")]
+    for name in VERSIONED:
+        try:
+            rows.append((name, version(name), ""))
+        except PackageNotFoundError:  # pragma: no cover - all are dependencies
+            continue
+    return rows
+
+def parameter_rows(notebook: str | Path, parameters: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """Each declared parameter with the value it ran with (given, or the notebook default)."""
+    rows = []
+    for p in notebook_parameters(notebook):
+        value = repr(plain(parameters[p.name])) if p.name in parameters else p.default
+        rows.append((p.name, value, p.help))
+    return rows
+
+def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequence[str]] = (),
+           parameters: Iterable[Sequence[str]] = (), subtitle: str | None = None,
+           footer: str | None = None, meta: Mapping[str, str] | None = None, theme: str = "light") -> str:
+    """Render an executed notebook to a self-contained HTML page.
+
+    Parameters
+    ----------
+    nb : nbformat.NotebookNode
+        An executed notebook (see :func:`execute`).
+    title : str
+        Page title and heading.
+    show_code : bool
+        Show code cells (hidden by default).
+    facts : iterable of (label, value[, kind])
+        Provenance rows; ``kind == "hash"`` sets the value in monospace. Run start and
+        duration from papermill's metadata are appended.
+    parameters : iterable of (name, value, help)
+        Parameter rows (see :func:`parameter_rows`).
+    subtitle, footer : str, optional
+        A line under the title; a line at the end.
+    meta : mapping, optional
+        Report metadata (see :mod:`jagged.report.rerun`): each entry becomes
+        ``<meta name="jagged-KEY" content="VALUE">`` in the head; ``parameters`` (YAML)
+        is also shown in the provenance block.
+    theme : {"light", "dark", "auto"}
+        Page colours; ``"auto"`` follows the reader's system setting
+        (``prefers-color-scheme``). Figures keep their white background in every theme.
+
+    Returns
+    -------
+    str
+        The HTML. Every title, fact and parameter is autoescaped by the template.
+
+    Raises
+    ------
+    ValueError
+        An unknown theme.
+    """
+    if theme not in THEMES:
+        raise ValueError(f"theme must be one of {', '.join(THEMES)}, not {theme!r}")
+    rows = [tuple(f) + ("",) * (3 - len(f)) for f in facts] + run_facts(nb)
+    meta = dict(meta or {})
+    resources = {"jagged": {"title": title, "subtitle": subtitle, "facts": rows,
+                            "parameters": [tuple(p) for p in parameters], "footer": footer,
+                            "meta": list(meta.items()), "parameters_yaml": meta.get("parameters"),
+                            "theme": theme}}
+    body, _ = _exporter(bool(show_code)).from_notebook_node(nb, resources=resources)
+    return body

@@ -1,0 +1,269 @@
+"""Compose the analysis of a loaded Dataset from the user's options.
+
+This is the one place where the statistics modules meet. :func:`metrics_table` is the
+per-model table the CLI prints; :func:`analyse` loads an input and returns an
+:class:`Analysis`, the one object a report notebook works from (``analyse_notebook``
+takes the notebook's parameters): the dataset, the options, the metrics table, the
+profile weights, and which report sections apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from jagged import options as opts
+from jagged.options import AnalysisOptions
+from jagged.readers.dataset import Dataset
+from jagged.stats.metrics import jaggedness
+from jagged.text import join_note_columns
+
+#: Report sections that apply only to some inputs, in report order (see :attr:`Analysis.sections`).
+SECTIONS: tuple[str, ...] = ("noise", "hierarchy", "profiles")
+
+
+@dataclass
+class Analysis:
+    """Everything a report shows, computed once from a dataset and the options.
+
+    Attributes
+    ----------
+    dataset : Dataset
+        The loaded input.
+    options : AnalysisOptions
+        What to compute.
+    display : dict
+        Display options by name (``focus_model``, ``max_models``, ``theme`` ...; see
+        :mod:`jagged.options`), for the notebook's cells.
+    bundled : bool
+        Whether the input is the data bundled with jagged.
+
+    Notes
+    -----
+    The tables are computed on first access and kept (``functools.cached_property``).
+    """
+
+    dataset: Dataset
+    options: AnalysisOptions = field(default_factory=AnalysisOptions)
+    display: dict[str, Any] = field(default_factory=dict)
+    bundled: bool = False
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """The per-model metrics table (:func:`metrics_table`)."""
+        return metrics_table(self.dataset, self.options)
+
+    @cached_property
+    def weights(self) -> pd.DataFrame:
+        """The profiles × domains weight matrix (zero rows without profiles)."""
+        return profile_weights(self.dataset, self.options)
+
+    @property
+    def scores(self) -> pd.DataFrame:
+        """The canonical per-domain table of the dataset."""
+        return self.dataset.scores
+
+    @property
+    def has_profiles(self) -> bool:
+        """Whether deployment profiles were computed."""
+        return "profile" in self.table.columns
+
+    @property
+    def has_categories(self) -> bool:
+        """Whether the domains are grouped into at least two categories."""
+        from jagged.stats.hierarchy import has_categories
+
+        return has_categories(self.dataset.scores)
+
+    @property
+    def has_noise(self) -> bool:
+        """Whether a sampling-noise estimate exists (item counts known)."""
+        return bool(self.table["noise_share"].notna().any())
+
+    @property
+    def sections(self) -> dict[str, bool]:
+        """Which of the optional report sections (:data:`SECTIONS`) apply to this input."""
+        return {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles}
+
+
+def analyse(scores: str | Path | None = None, *, example_profiles: bool = False, **options: Any) -> Analysis:
+    """Load an input and prepare its analysis.
+
+    Parameters
+    ----------
+    scores : str or pathlib.Path, optional
+        Any input :func:`jagged.load` reads; ``None`` or ``""``: the bundled MMLU-Pro data.
+    example_profiles : bool
+        For the bundled data without ``weights``, use its illustrative profiles (as the
+        reports do; see :func:`jagged.stats.weights.report_weights`).
+    **options
+        Options by name (:mod:`jagged.options`): loader, analysis and display options.
+        ``""`` and ``None`` mean "not given".
+
+    Returns
+    -------
+    Analysis
+
+    Raises
+    ------
+    JaggedInputError
+        Bad input (the message names the file and the column or value at fault).
+    """
+    from jagged.readers.load import load
+    from jagged.stats.weights import report_weights
+
+    unknown = sorted(set(options) - set(opts.BY_NAME))
+    if unknown:
+        raise TypeError(f"analyse() got unknown option(s) {', '.join(unknown)}")
+    bundled = scores in (None, "")
+    dataset = load(None if bundled else scores, **opts.load_kwargs(options))
+    override = {}
+    if example_profiles:
+        override["weights"] = report_weights("" if bundled else str(scores), options.get("weights") or "")
+    display = {name: options.get(name, opts.BY_NAME[name].surface_default) for name in opts.names(opts.DISPLAY)}
+    return Analysis(dataset=dataset, options=opts.analysis_options(options, **override), display=display,
+                    bundled=bundled)
+
+
+def analyse_notebook(parameters: Mapping[str, Any]) -> Analysis:
+    """:func:`analyse` from a report notebook's parameters (``globals()`` of the notebook).
+
+    Picks ``scores`` and every option the notebook declares out of ``parameters`` ("" means
+    "not given", as in the notebooks' parameters cells), with the bundled data's
+    illustrative profiles as the reports use them.
+    """
+    values = opts.from_notebook({k: v for k, v in parameters.items() if k in opts.BY_NAME})
+    return analyse(parameters.get("scores") or None, example_profiles=True, **values)
+
+
+def add_notes(table: pd.DataFrame, model_notes: dict[str, str]) -> pd.DataFrame:
+    """Append per-model remarks to the ``note`` column ("; "-separated)."""
+    if not model_notes:
+        return table
+    extra = table["model"].map(model_notes).fillna("")
+    return table.assign(note=join_note_columns(table["note"], extra))
+
+
+def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """The full per-model metrics table for a dataset.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        Output of :func:`jagged.load`.
+    options : AnalysisOptions, optional
+        Defaults compute the jaggedness table only.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`jagged.jaggedness`, plus those the options add. With
+        ``weights`` or ``profiles`` there is one row per profile × model, with a
+        ``profile`` column after ``model`` and the columns of
+        :func:`jagged.stats.deployment.deployment_metrics` (``dep_score``, ``wedge``,
+        ``wedge_bound``, ``sigma_w``, ``exposure_error_corr``, ``rank_macro``,
+        ``rank_dep``) before ``note``; :func:`rank_table` gives the per-profile Kendall τ.
+        Always after ``cv_error``: ``cv_error_corrected``, ``noise_share``,
+        ``p_equal_error``, ``noise_flag`` (:func:`jagged.stats.uncertainty.add_noise`; flagged
+        models say so in ``note``). With at least two domain categories:
+        ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
+        after ``cv_error``, ``macro_score``, ``dep_score`` and ``wedge``, plus
+        ``interval_method`` and ``interval_note`` (:func:`jagged.stats.uncertainty.add_intervals`).
+    """
+    from jagged.stats.uncertainty import add_intervals, add_noise
+
+    options = options or AnalysisOptions()
+    table = add_noise(jaggedness(dataset.scores), dataset.scores, dataset.items, alpha=1.0 - options.ci)
+    table = add_hierarchy(table, dataset.scores)
+    weights = profile_weights(dataset, options)
+    if len(weights):
+        table = add_deployment(table, dataset.scores, weights)
+    if options.bootstrap > 0:
+        table = add_intervals(table, dataset.scores, dataset.items, weights=weights, n_boot=options.bootstrap,
+                              seed=options.seed, ci=options.ci)
+    return add_notes(table, dataset.model_notes)
+
+
+def add_hierarchy(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """Add the category level when the domains have at least two categories.
+
+    Adds ``cv_error_categories`` (CV of the category error rates, each category the plain
+    mean of its domains) and ``share_between`` (the share of the variance of e_d that
+    lies between categories; see :func:`jagged.stats.hierarchy.variance_decomposition`)
+    before ``note``. Without categories the table is returned unchanged.
+    """
+    from jagged.stats.hierarchy import has_categories, hierarchy_metrics
+
+    if not has_categories(scores):
+        return table
+    levels = hierarchy_metrics(scores)[["model", "cv_categories", "share_between"]].rename(
+        columns={"cv_categories": "cv_error_categories"})
+    merged = table.merge(levels, on="model", how="left", validate="one_to_one")
+    return merged[[c for c in merged.columns if c != "note"] + ["note"]]
+
+
+def profile_weights(dataset: Dataset, options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """The profiles × domains weight matrix the options ask for (zero rows: none).
+
+    See :func:`jagged.stats.weights.resolve_profiles`.
+    """
+    from jagged.stats.weights import resolve_profiles
+
+    options = options or AnalysisOptions()
+    return resolve_profiles(dataset.scores, options.weights, options.profiles, options.missing_weight)
+
+
+def add_deployment(table: pd.DataFrame, scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFrame:
+    """Expand a per-model jaggedness table to profile × model rows with deployment metrics.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Output of :func:`jagged.jaggedness` (one row per model).
+    scores : pandas.DataFrame
+        The canonical per-domain table behind it.
+    weights : pandas.DataFrame
+        Profiles × domains weight matrix.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, ``profile``, the jaggedness columns, the deployment columns, ``note``
+        (both notes, "; "-separated); profiles in matrix order, models sorted.
+    """
+    from jagged.stats.deployment import deployment_metrics
+    from jagged.stats.weights import items_coverage
+
+    dep = deployment_metrics(scores, weights)
+    if "items" in set(weights.index) and scores["n_items"].notna().any():
+        coverage = dep["model"].map(items_coverage(scores)).to_numpy(dtype=float)
+        partial = (dep["profile"] == "items").to_numpy() & (coverage < 1)
+        extra = [f"items profile weights by full domain sizes; this model's n_items cover {c:.1%} of them"
+                 for c in coverage[partial]]
+        notes = dep["note"].to_numpy(dtype=object).copy()
+        notes[partial] = join_note_columns(notes[partial], extra)
+        dep = dep.assign(note=notes)
+    base = table.drop(columns="note")
+    merged = dep.drop(columns="note").merge(base, on="model", how="left", validate="many_to_one")
+    first = ["model", "profile"] + [c for c in base.columns if c != "model"]
+    merged = merged[first + [c for c in dep.columns if c not in first and c != "note"]]
+    own = table.set_index("model")["note"].reindex(dep["model"]).fillna("").to_numpy(dtype=object)
+    notes = join_note_columns(own, dep["note"])
+    return merged.assign(note=notes)
+
+
+def rank_table(dataset: Dataset, options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """Per-profile agreement of macro and deployment rankings (Kendall τ, rank changes).
+
+    See :func:`jagged.stats.deployment.rank_agreement`; empty without weights or profiles.
+    """
+    from jagged.stats.deployment import RANK_COLUMNS, rank_agreement
+
+    table = metrics_table(dataset, options)
+    if "profile" not in table.columns:
+        return pd.DataFrame(columns=list(RANK_COLUMNS))
+    return rank_agreement(table)

@@ -1,0 +1,78 @@
+"""Small text helpers for messages and notes, written once for the whole package."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+#: Plural forms that are not the word + "s".
+IRREGULAR_PLURALS = {"leaf": "leaves", "category": "categories", "was": "were", "is": "are", "has": "have"}
+
+
+def one_line(text: object, limit: int | None = None) -> str:
+    """Collapse whitespace (newlines included) into single spaces; cut at ``limit`` characters.
+
+    Parameters
+    ----------
+    text : object
+        Anything; ``str(text)`` is used.
+    limit : int, optional
+        Longest result; longer text ends in "…".
+
+    Returns
+    -------
+    str
+    """
+    flat = " ".join(str(text).split())
+    if limit is not None and len(flat) > limit:
+        return flat[: limit - 1] + "…"
+    return flat
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, or its type name when it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def plural(n: int, word: str) -> str:
+    """``"1 model"``, ``"3 models"``, ``"2 leaves"`` (see :data:`IRREGULAR_PLURALS`)."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {IRREGULAR_PLURALS.get(word, word + 's')}"
+
+
+def listing(names: Iterable[object], limit: int = 8, *, quote: bool = False) -> str:
+    """``"a, b, c and 4 more"``: the first ``limit`` names, comma-separated.
+
+    Parameters
+    ----------
+    names : iterable
+        The names, in the order to show them.
+    limit : int
+        How many to show.
+    quote : bool
+        Show each name with :func:`repr` (quoted), for names that may hold spaces or commas.
+    """
+    names = list(names)
+    shown = ", ".join(repr(n) if quote else str(n) for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def join_notes(first: object, second: object) -> str:
+    """Two notes joined with ``"; "``, either may be empty (None and NaN count as empty)."""
+    a = "" if first is None or first != first else str(first)
+    b = "" if second is None or second != second else str(second)
+    return a if not b else (b if not a else f"{a}; {b}")
+
+
+def join_note_columns(first: Sequence[object], second: Sequence[object]) -> list[str]:
+    """:func:`join_notes` element by element."""
+    return [join_notes(a, b) for a, b in zip(first, second)]
+
+
+def merge_notes(first: dict[str, str], second: dict[str, str]) -> dict[str, str]:
+    """Per-key notes of both dicts, joined with :func:`join_notes` where a key has two."""
+    out = dict(first)
+    for key, note in second.items():
+        out[key] = join_notes(out.get(key), note)
+    return out

@@ -1,0 +1,104 @@
+"""The package's layout: no import cycles, and the stages only import downstream of themselves.
+
+Every ``import`` counts, also those inside functions (a lazy import is still a dependency);
+only the package facades (``jagged/__init__.py`` and the subpackages' ``__init__``) are left
+out, since they import nothing eagerly.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import jagged
+
+PACKAGE = Path(jagged.__file__).parent
+#: The stages of the data's road, in order; a module may import its own stage and earlier ones.
+#: Views and plots are one stage (tables and figures for a reader), in two folders.
+STAGES = ("base", "readers", "stats", "views", "report", "cli")
+#: Top-level modules of no stage (used everywhere).
+BASE = {"jagged.errors", "jagged.text", "jagged.resources", "jagged.fileio", "jagged.options"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+
+
+def imports_of(path: Path, known: set[str]) -> set[str]:
+    """The jagged modules a file imports (``from jagged.x import y`` resolves y when it is a module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("jagged"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("jagged") and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in known else node.module)
+    return {m for m in found if m in known}
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    facades = {m for m, p in mods.items() if p.name == "__init__.py"}
+    known = set(mods)
+    return {m: imports_of(p, known) - facades - {m} for m, p in mods.items() if m not in facades}
+
+
+def stage(module: str) -> str:
+    if module in BASE or module.startswith("jagged.data"):
+        return "base"
+    if module == "jagged.cli":
+        return "cli"
+    folder = module.split(".")[1]
+    return "views" if folder == "plots" else folder
+
+
+def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every back edge of a depth-first walk, as the cycle it closes."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+    return cycles
+
+
+def test_no_import_cycles():
+    cycles = find_cycles(graph())
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_cycle_finder_on_planted_graphs():
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+    assert find_cycles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+    assert find_cycles({"x": {"x"}}) == [["x", "x"]]
+
+
+def test_stages_import_only_upstream():
+    order = {name: i for i, name in enumerate(STAGES)}
+    wrong = []
+    for module, targets in graph().items():
+        assert stage(module) in order, f"{module} is in no stage folder"
+        for target in targets:
+            if order[stage(target)] > order[stage(module)]:
+                wrong.append(f"{module} ({stage(module)}) imports {target} ({stage(target)})")
+    assert not wrong, "; ".join(sorted(wrong))

@@ -1,0 +1,76 @@
+"""jagged.options: one declaration per option, and every road (CLI, Python, notebooks) agrees with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from jagged import options as opts
+from jagged.cli import main
+from jagged.report.notebooks import find_notebook, notebook_parameters
+from jagged.stats.analysis import analyse, analyse_notebook
+
+#: Notebook defaults that differ on purpose from the CLI's.
+NOTEBOOK_DEFAULTS = {"model_report": {"bootstrap": 0}}
+
+
+@pytest.mark.parametrize("notebook", ["jaggedness_report", "model_report"])
+def test_notebook_parameters_cells_match_the_declarations(notebook):
+    params = notebook_parameters(notebook)
+    assert params, f"{notebook} has no parameters cell"
+    source = "".join(next(c for c in __import__("json").loads(find_notebook(notebook).read_text())["cells"]
+                          if "parameters" in c.get("metadata", {}).get("tags", []))["source"]).splitlines()
+    lines = {line.split(":", 1)[0]: line for line in source}
+    checked = 0
+    for p in params:
+        if p.name not in opts.BY_NAME:
+            continue
+        expected = opts.parameters_cell([p.name], NOTEBOOK_DEFAULTS.get(notebook))
+        assert lines[p.name] == expected, f"{notebook}: {p.name}"
+        checked += 1
+    assert checked >= 12
+
+
+def test_every_loader_and_analysis_option_is_a_notebook_parameter_and_a_flag():
+    declared = {p.name for p in notebook_parameters("jaggedness_report")}
+    for option in opts.OPTIONS:
+        if option.stage in (opts.LOAD, opts.ANALYSIS):
+            assert option.name in declared, option.name
+    flags = {o for p in main.commands["metrics"].params for o in getattr(p, "opts", [])}
+    for option in opts.OPTIONS:
+        if option.stage in (opts.LOAD, opts.ANALYSIS):
+            assert option.flag in flags, option.flag
+    report_flags = {o for p in main.commands["report"].params for o in getattr(p, "opts", [])}
+    assert {"--theme", "--focus-model"} <= report_flags and "--max-models" not in report_flags
+
+
+def test_values_translate_between_notebook_and_python():
+    given = {"task": "", "metric": "acc,none", "profiles": ["a", "b"], "weights": "", "bootstrap": 10,
+             "allow_incomplete": False, "max_models": 12, "other": 3}
+    python = opts.from_notebook(given)
+    assert python["task"] is None and python["weights"] is None and python["profiles"] == ("a", "b")
+    assert python["other"] == 3 and python["bootstrap"] == 10
+    assert opts.notebook_values(python) == given
+    assert opts.load_kwargs(given) == {"metric": "acc,none", "allow_incomplete": False}
+    assert opts.analysis_options(given) == opts.AnalysisOptions(profiles=("a", "b"), bootstrap=10)
+    assert opts.analysis_options(given, bootstrap=0).bootstrap == 0
+
+
+def test_parameters_cell_writes_literals_papermill_reads_back():
+    cell = opts.parameters_cell([("scores", "str", "", "input"), "profiles", "ci", "allow_incomplete"])
+    assert cell.splitlines() == [
+        'scores: str = ""  # input',
+        'profiles: list = []  # ' + opts.BY_NAME["profiles"].notebook_help,
+        "ci: float = 0.95  # confidence level of the intervals",
+        'allow_incomplete: bool = False  # Inspect logs: also accept logs whose status is not "success"',
+    ]
+    assert opts.parameters_cell(["bootstrap"], {"bootstrap": 0}).startswith("bootstrap: int = 0  #")
+
+
+def test_analyse_takes_the_notebook_parameters_and_rejects_unknown_options():
+    namespace = {"scores": "", "weights": "", "profiles": [], "bootstrap": 0, "max_models": 10, "In": [], "x": 1}
+    analysis = analyse_notebook(namespace)
+    assert analysis.bundled and analysis.options.weights  # the bundled data's example profiles
+    assert analysis.display["max_models"] == 10 and analysis.sections["profiles"]
+    assert not analyse(bootstrap=0).sections["profiles"]  # the Python API adds no example profiles
+    with pytest.raises(TypeError, match="unknown option"):
+        analyse(bootstrp=0)
