@@ -15,6 +15,16 @@ they are, ``C``/``I``/``P``/``N`` (correct / incorrect / partial / no answer) as
 rather than a silent 0. Several epochs of a sample are reduced by their mean (whatever
 reducer the task used). A log whose ``status`` is not ``success`` is refused unless
 ``allow_incomplete`` is set.
+
+Archive members are compressed with deflate (older inspect_ai) or Zstandard (zip method
+93, inspect_ai 0.3.x since 2025); :mod:`jagged.readers.ziparchive` reads both.
+
+Multiple-choice samples (a ``choices`` list, as the ``multiple_choice()`` solver writes)
+also give the item table ``choice`` (the scorer's ``answer``: the letter the model chose,
+kept when every epoch chose the same) and ``key`` (the sample's ``target``, letters joined
+with ``", "`` when several are correct, as the ``choice()`` scorer joins its answer).
+Several logs of the same model and task: the newest (``eval.created``) is used and the
+others are listed as superseded (:mod:`jagged.readers.supersede`).
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ import json
 import math
 import warnings
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,8 +41,10 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.text import listing, plural
+from jagged.text import join_notes, listing, plural
 from jagged.readers.items import ItemRead
+from jagged.readers.supersede import newest
+from jagged.readers.ziparchive import MemberError, read_member
 
 #: Inspect's letter grades (``inspect_ai.scorer`` CORRECT, INCORRECT, PARTIAL, NOANSWER).
 LETTER_VALUES: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -41,15 +53,13 @@ WORD_VALUES: dict[str, float] = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.
 
 def _zip_json(archive: zipfile.ZipFile, name: str, path: Path) -> Any:
     try:
-        with archive.open(name) as handle:
-            return json.loads(handle.read().decode("utf-8-sig"))
-    except NotImplementedError as exc:
-        raise JaggedInputError(f"{path.name}: member {name} uses a zip compression Python cannot read "
-                               f"({exc})") from None
+        data = read_member(archive, name, path)
+    except MemberError as exc:
+        raise JaggedInputError(f"{path.name}: member {name} cannot be read ({exc})") from None
+    try:
+        return json.loads(data.decode("utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise JaggedInputError(f"{path.name}: member {name} is not valid JSON ({exc})") from None
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise JaggedInputError(f"{path.name}: member {name} cannot be read ({exc})") from None
 
 
 def is_log(content: Any) -> bool:
@@ -99,7 +109,7 @@ def read_eval_archive(path: Path) -> dict[str, Any]:
 
 def _slim(sample: dict[str, Any]) -> dict[str, Any]:
     """Keep only what jagged reads of a sample (logs can be large)."""
-    keep = ("id", "epoch", "scores", "score", "metadata", "error")
+    keep = ("id", "epoch", "scores", "score", "metadata", "error", "target", "choices")
     return {k: sample[k] for k in keep if k in sample}
 
 
@@ -288,6 +298,111 @@ def _value(score: Any, scorer: str, key: str | None, where: str) -> float | None
     return value
 
 
+def _newest_runs(runs: list[InspectRun]) -> tuple[list[InspectRun], list[str]]:
+    """The newest log (``eval.created``, then file name) of every (model, task), and what it replaced."""
+    winners, replaced = newest((((run.model, run.task), run) for run in runs),
+                               rank=lambda r: (r.created, r.path.name))
+    notes = [f"{r.old.path.name} ({r.key[0]}, task {r.key[1]}) superseded by {r.new.path.name}" for r in replaced]
+    return list(winners.values()), notes
+
+
+def _sample_id(sample: dict[str, Any], run: InspectRun) -> tuple[Any, int]:
+    """A sample's id and epoch, checked."""
+    sid, epoch = sample.get("id"), sample.get("epoch", 1)
+    if sid is None or isinstance(sid, (dict, list, bool)):
+        raise JaggedInputError(f"{run.path.name}: a sample id is {str(sid)[:40]!r}, not a string or number")
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        raise JaggedInputError(f"{run.path.name}: sample {sid!r} has epoch {str(epoch)[:20]!r}, "
+                               "not a whole number from 1")
+    return sid, epoch
+
+
+def _sample_domain(sample: dict[str, Any], domain_key: str, where: str, available: list[str]) -> str:
+    """The domain named by a sample-metadata field."""
+    try:
+        domain = _metadata_value(sample, domain_key)
+    except KeyError:
+        raise JaggedInputError(f"{where}: no metadata key {domain_key!r}; available keys: "
+                               f"{listing(available, 12) or 'none'}") from None
+    if isinstance(domain, (dict, list)) or domain is None or str(domain).strip() == "":
+        raise JaggedInputError(f"{where}: metadata {domain_key!r} is {str(domain)[:40]!r}, not a domain name")
+    return str(domain).strip()
+
+
+def _choice_and_key(sample: dict[str, Any], score: Any) -> tuple[str | None, str | None]:
+    """The chosen letter and the key of a multiple-choice sample; (None, None) for other samples."""
+    if not isinstance(sample.get("choices"), list) or not sample["choices"]:
+        return None, None
+    answer = score.get("answer") if isinstance(score, dict) else None
+    target = sample.get("target")
+    if isinstance(target, list):
+        target = ", ".join(str(t).strip() for t in target)
+    choice = str(answer).strip() if isinstance(answer, (str, int)) and str(answer).strip() else None
+    key = str(target).strip() if isinstance(target, (str, int)) and str(target).strip() else None
+    return choice, key
+
+
+@dataclass
+class _Rows:
+    """What reading the samples of the newest logs collects."""
+
+    rows: list[tuple] = field(default_factory=list)
+    categories: dict[str, str] = field(default_factory=dict)
+    unscored: list[str] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
+    statuses: list[str] = field(default_factory=list)
+    epochs: set[int] = field(default_factory=set)
+
+
+def _read_run(run: InspectRun, scorer: tuple[str, str | None], *, domain_key: str | None, several_tasks: bool,
+              several_runs: bool, source: str, out: _Rows) -> None:
+    """Add one log's scored samples (model, domain, item, epoch, value, choice, key) to ``out``."""
+    name, value_key = scorer
+    available = _metadata_keys(run.samples) if domain_key else []
+    for sample in run.samples:
+        sid, epoch = _sample_id(sample, run)
+        where = f"{run.path.name}: sample {sid!r} (epoch {epoch})"
+        score = _sample_scores(sample).get(name)
+        value = None if score is None or sample.get("error") else _value(score, name, value_key, where)
+        if value is None:
+            out.unscored.append(f"{sid}" + (f" ({run.task})" if several_tasks else ""))
+            continue
+        domain = run.task
+        if domain_key:
+            domain = _sample_domain(sample, domain_key, where, available)
+            if several_tasks:
+                if out.categories.get(domain, run.task) != run.task:
+                    raise JaggedInputError(f"{source}: domain {domain!r} ({domain_key}) occurs in tasks "
+                                           f"{out.categories[domain]} and {run.task}")
+                out.categories[domain] = run.task
+        item = f"{run.task}:{sid}" if several_tasks else str(sid)
+        out.rows.append((run.model, domain, item, epoch, value, *_choice_and_key(sample, score)))
+        out.epochs.add(epoch)
+    if run.status != "success":
+        out.notes[run.model] = join_notes(out.notes.get(run.model), f"incomplete Inspect log (status {run.status})")
+        out.statuses.append(f"{run.path.name} ({run.model}, task {run.task}): {run.status}" if several_runs
+                            else run.status)
+
+
+def _items_table(rows: list[tuple], categories: dict[str, str]) -> pd.DataFrame:
+    """One row per (model, domain, item): epochs averaged; ``choice``/``key`` for multiple-choice items.
+
+    ``choice`` is kept only when every epoch of the item chose the same answer.
+    """
+    frame = pd.DataFrame(rows, columns=["model", "domain", "item", "epoch", "correct", "choice", "key"])
+    grouped = frame.groupby(["model", "domain", "item"], sort=False, as_index=False)
+    items = grouped["correct"].mean()
+    category = items["domain"].map(categories) if categories else pd.Series(None, index=items.index)
+    items["category"] = category.astype(object).where(category.notna(), None)
+    if frame["key"].notna().any():
+        agreed = grouped.agg(n=("choice", "nunique"), choice=("choice", "first"), key=("key", "first"),
+                             missing=("choice", lambda c: c.isna().any()))
+        keep = (agreed["n"] == 1) & ~agreed["missing"]
+        items["choice"] = agreed["choice"].where(keep, None).astype(object).to_numpy()
+        items["key"] = agreed["key"].astype(object).to_numpy()
+    return items
+
+
 def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
               domain_key: str | None = None, allow_incomplete: bool = False) -> ItemRead:
     """Read Inspect logs into an item-level table (``model, domain, item, correct``).
@@ -311,95 +426,57 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
     Returns
     -------
     ItemRead
+        Items with ``choice`` and ``key`` columns when the samples are multiple choice.
     """
-    runs = [read_log(p.content, p.path, model_name=model_name, check=False) for p in parsed]
-    label = runs[0].path.name if len(runs) == 1 else source
-    best: dict[tuple[str, str], InspectRun] = {}
-    superseded = []
-    for run in sorted(runs, key=lambda r: (r.created, r.path.name)):
-        key = (run.model, run.task)
-        if key in best:
-            old = best[key]
-            superseded.append(f"{old.path.name} ({run.model}, task {run.task}) superseded by {run.path.name}")
-        best[key] = run
-    runs = list(best.values())
+    runs, superseded = _newest_runs([read_log(p.content, p.path, model_name=model_name, check=False)
+                                     for p in parsed])
     for run in runs:  # superseded logs are not checked: a newer run replaces them
         check_run(run, allow_incomplete=allow_incomplete)
+    label = runs[0].path.name if len(runs) == 1 else source
     scorers = {id(run): _choose_scorer(run, metric) for run in runs}
     several_tasks = len({run.task for run in runs}) > 1
-    rows, categories, unscored, notes, statuses, epochs = [], {}, [], {}, [], set()
+    found = _Rows()
     for run in runs:
-        scorer, value_key = scorers[id(run)]
-        if domain_key:
-            available = _metadata_keys(run.samples)
-        for sample in run.samples:
-            sid, epoch = sample.get("id"), sample.get("epoch", 1)
-            if sid is None or isinstance(sid, (dict, list, bool)):
-                raise JaggedInputError(f"{run.path.name}: a sample id is {str(sid)[:40]!r}, not a string or number")
-            if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
-                raise JaggedInputError(f"{run.path.name}: sample {sid!r} has epoch {str(epoch)[:20]!r}, "
-                                       "not a whole number from 1")
-            where = f"{run.path.name}: sample {sid!r} (epoch {epoch})"
-            score = _sample_scores(sample).get(scorer)
-            value = None if score is None or sample.get("error") else _value(score, scorer, value_key, where)
-            if value is None:
-                unscored.append(f"{sid}" + (f" ({run.task})" if several_tasks else ""))
-                continue
-            if domain_key:
-                try:
-                    domain = _metadata_value(sample, domain_key)
-                except KeyError:
-                    raise JaggedInputError(f"{where}: no metadata key {domain_key!r}; available keys: "
-                                           f"{listing(available, 12) or 'none'}") from None
-                if isinstance(domain, (dict, list)) or domain is None or str(domain).strip() == "":
-                    raise JaggedInputError(f"{where}: metadata {domain_key!r} is {str(domain)[:40]!r}, not a domain name")
-                domain = str(domain).strip()
-                if several_tasks:
-                    if categories.get(domain, run.task) != run.task:
-                        raise JaggedInputError(f"{source}: domain {domain!r} ({domain_key}) occurs in tasks "
-                                               f"{categories[domain]} and {run.task}")
-                    categories[domain] = run.task
-            else:
-                domain = run.task
-            item = f"{run.task}:{sid}" if several_tasks else str(sid)
-            rows.append((run.model, domain, item, epoch, value))
-            epochs.add(epoch)
-        if run.status != "success":
-            note = f"incomplete Inspect log (status {run.status})"
-            notes[run.model] = note if run.model not in notes else f"{notes[run.model]}; {note}"
-            statuses.append(run.status if len(runs) == 1 else f"{run.path.name} ({run.model}, task {run.task}): "
-                            f"{run.status}")
+        _read_run(run, scorers[id(run)], domain_key=domain_key, several_tasks=several_tasks,
+                  several_runs=len(runs) > 1, source=source, out=found)
     labels = [name + (f",{key}" if key else "") for name, key in scorers.values()]
     shown = labels[0] if len(set(labels)) == 1 else ", ".join(f"{lab} ({run.task})" for lab, run in zip(labels, runs))
-    if unscored:
-        warnings.warn(f"{label}: {plural(len(unscored), 'sample')} without a {shown} score (unscored or errored) "
-                      f"left out: {listing(unscored)}", JaggedWarning, stacklevel=3)
-    if not rows:
+    if found.unscored:
+        warnings.warn(f"{label}: {plural(len(found.unscored), 'sample')} without a {shown} score (unscored or "
+                      f"errored) left out: {listing(found.unscored)}", JaggedWarning, stacklevel=3)
+    if not found.rows:
         raise JaggedInputError(f"{label}: no sample has a {shown} score")
-    frame = pd.DataFrame(rows, columns=["model", "domain", "item", "epoch", "correct"])
-    items = frame.groupby(["model", "domain", "item"], sort=False, as_index=False)["correct"].mean()
-    category = items["domain"].map(categories) if categories else pd.Series(None, index=items.index)
-    items["category"] = category.astype(object).where(category.notna(), None)
+    items = _items_table(found.rows, found.categories)
+    details = _details(runs, items, shown, found, domain_key=domain_key, superseded=superseded)
+    return ItemRead(items=items, categories=found.categories, paths=[run.path for run in runs],
+                    model_notes=found.notes, details=details)
+
+
+def _details(runs: list[InspectRun], items: pd.DataFrame, shown: str, found: _Rows, *, domain_key: str | None,
+             superseded: list[str]) -> dict[str, Any]:
+    """What ``jagged validate`` and the report say about the logs read."""
     details: dict[str, Any] = {
         "detected": f"Inspect log ({plural(len(runs), 'file')})",
         "task": ", ".join(dict.fromkeys(run.task for run in runs)),
         "metric": shown,
         "models": sorted({run.model for run in runs}),
         "leaves": sorted(items["domain"].unique().tolist()),
-        "status": statuses or "success",
+        "status": found.statuses or "success",
     }
-    if len(epochs) > 1:
-        details["epochs"] = f"{len(epochs)} epochs per sample, reduced by their mean"
+    if len(found.epochs) > 1:
+        details["epochs"] = f"{len(found.epochs)} epochs per sample, reduced by their mean"
+    if "key" in items.columns:
+        details["multiple choice"] = (f"{int(items['key'].notna().sum()):,} items with the chosen answer (choice) "
+                                      "and the key")
     if domain_key:
         details["domain key"] = domain_key
     if superseded:
         details["superseded"] = superseded
-    if unscored:
-        details["left out"] = unscored
+    if found.unscored:
+        details["left out"] = found.unscored
     if len(runs) > 1:
         details["files"] = [run.path.name for run in runs]
-    return ItemRead(items=items, categories=categories, paths=[run.path for run in runs], model_notes=notes,
-                       details=details)
+    return details
 
 
 def load_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,

@@ -42,7 +42,9 @@ from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import read_json_text
 from jagged.text import listing, plural
+from jagged.readers.hierarchy import category_map
 from jagged.readers.items import ItemRead
+from jagged.readers.supersede import newest
 from jagged.readers.table import validate_scores
 
 DEFAULT_METRICS: tuple[str, ...] = ("acc,none", "acc")
@@ -347,16 +349,8 @@ def _select_tasks(runs: list[ResultsRun], task: str | None, source: str) -> list
         "choose one with --task (comma-separated for several)")
 
 
-def _category_map(paths: dict[str, tuple[str, ...]], tasks: list[str]) -> dict[str, str | None]:
-    """Leaf to category: its immediate parent group (see the module docstring)."""
-    single = tasks[0] if len(tasks) == 1 else None
-    cats: dict[str, str | None] = {}
-    for leaf, path in paths.items():
-        parent = path[-2] if len(path) >= 2 else None
-        cats[leaf] = None if parent == single else parent
-    if any(c is not None for c in cats.values()):
-        cats = {leaf: (leaf if c is None else c) for leaf, c in cats.items()}
-    return cats
+#: Leaf to category: its immediate parent group (see the module docstring).
+_category_map = category_map
 
 
 def _filter_of(key: str) -> str:
@@ -440,28 +434,11 @@ def _metric_label(keys: list[str]) -> str:
 
 
 def _supersede(runs: list[ResultsRun], tasks: list[str]) -> tuple[dict[tuple[str, str], ResultsRun], list[str]]:
-    """Newest run per (model, task); describe the runs it replaces."""
-    winners: dict[tuple[str, str], ResultsRun] = {}
-    losers: dict[tuple[str, str], list[ResultsRun]] = {}
-    for task in tasks:
-        for run in runs:
-            if not run.holds(task):
-                continue
-            key = (run.model, task)
-            best = winners.get(key)
-            if best is None:
-                winners[key] = run
-                continue
-            newer = (run.timestamp, run.path.name) > (best.timestamp, best.path.name)
-            losers.setdefault(key, []).append(best if newer else run)
-            if newer:
-                winners[key] = run
-    notes = []
-    for key, old_runs in losers.items():
-        new = winners[key]
-        for old in sorted(old_runs, key=lambda r: r.timestamp):
-            notes.append(f"{old.path.name} ({key[0]}, task {key[1]}, {_iso(old.timestamp)}) superseded by "
-                         f"{new.path.name} ({_iso(new.timestamp)})")
+    """Newest run per (model, task) (:func:`jagged.readers.supersede.newest`); describe the runs it replaces."""
+    winners, replaced = newest((((run.model, task), run) for task in tasks for run in runs if run.holds(task)),
+                               rank=lambda r: (r.timestamp, r.path.name))
+    notes = [f"{r.old.path.name} ({r.key[0]}, task {r.key[1]}, {_iso(r.old.timestamp)}) superseded by "
+             f"{r.new.path.name} ({_iso(r.new.timestamp)})" for r in replaced]
     return winners, notes
 
 
@@ -520,7 +497,28 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
     label = runs[0].path.name if len(runs) == 1 else source
     tasks = _select_tasks(runs, task, label)
     winners, superseded = _supersede(runs, tasks)
-    # leaves of every (model, task), from the run that wins it
+    pairs, paths = _leaf_pairs(winners)
+    if not pairs:
+        raise JaggedInputError(f"{label}: task {', '.join(tasks)} has no leaf tasks")
+    name, filt = _choose_metric(pairs, metric, label)
+    shown_metric = name if filt is None else f"{name},{filt}"
+    records, unusable, used_keys = _leaf_scores(pairs, name, filt, _category_map(paths, tasks))
+    if unusable:
+        warnings.warn(f"{label}: {plural(len(unusable), 'leaf')} without a usable {shown_metric!r} value left "
+                      f"out: {listing(unusable)}", JaggedWarning, stacklevel=3)
+    if not records:
+        raise JaggedInputError(f"{label}: no leaf of {', '.join(tasks)} has a usable {shown_metric!r} value")
+    scores = validate_scores(pd.DataFrame(records), label, line_offset=None)
+    used = list(dict.fromkeys(run for run, _ in pairs))
+    notes, limits = _limit_notes(used, pairs)
+    details = _results_details(runs, used, tasks, paths, used_keys, limits, superseded, unusable)
+    return Dataset(scores=scores, source=source, paths=[run.path for run in used], format="lm-eval results",
+                   model_notes=notes, details=details)
+
+
+def _leaf_pairs(winners: dict[tuple[str, str], ResultsRun]
+                ) -> tuple[list[tuple[ResultsRun, str]], dict[str, tuple[str, ...]]]:
+    """(run, leaf) for the leaves of every (model, task), from the run that wins it; and each leaf's path."""
     pairs: list[tuple[ResultsRun, str]] = []
     paths: dict[str, tuple[str, ...]] = {}
     for (model, name), run in winners.items():
@@ -528,11 +526,12 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
             if (run, leaf) not in pairs:
                 pairs.append((run, leaf))
                 paths.setdefault(leaf, path)
-    if not pairs:
-        raise JaggedInputError(f"{label}: task {', '.join(tasks)} has no leaf tasks")
-    name, filt = _choose_metric(pairs, metric, label)
-    shown_metric = name if filt is None else f"{name},{filt}"
-    categories = _category_map(paths, tasks)
+    return pairs, paths
+
+
+def _leaf_scores(pairs: list[tuple[ResultsRun, str]], name: str, filt: str | None,
+                 categories: dict[str, str | None]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """Canonical records of the leaves with a usable value; the leaves without one; the keys used."""
     records, unusable, used_keys = [], [], []
     several_models = len({run.model for run, _ in pairs}) > 1
     for run, leaf in pairs:
@@ -550,13 +549,11 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
         used_keys.append(key)
         records.append({"model": run.model, "domain": leaf, "score": value,
                         "n_items": run.effective(leaf)[0], "category": categories.get(leaf)})
-    if unusable:
-        warnings.warn(f"{label}: {plural(len(unusable), 'leaf')} without a usable {shown_metric!r} value left "
-                      f"out: {listing(unusable)}", JaggedWarning, stacklevel=3)
-    if not records:
-        raise JaggedInputError(f"{label}: no leaf of {', '.join(tasks)} has a usable {shown_metric!r} value")
-    scores = validate_scores(pd.DataFrame(records), label, line_offset=None)
-    used = list(dict.fromkeys(run for run, _ in pairs))
+    return records, unusable, used_keys
+
+
+def _limit_notes(used: list[ResultsRun], pairs: list[tuple[ResultsRun, str]]) -> tuple[dict[str, str], list[str]]:
+    """Per-model ``--limit`` notes and the sentences for ``details["limit"]``."""
     notes: dict[str, str] = {}
     limits: list[str] = []
     for run in used:
@@ -564,6 +561,13 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
         if note:
             notes[run.model] = note if run.model not in notes else f"{notes[run.model]}; {note}"
             limits.append(note if len(used) == 1 else f"{run.path.name} ({run.model}): {note}")
+    return notes, limits
+
+
+def _results_details(runs: list[ResultsRun], used: list[ResultsRun], tasks: list[str],
+                     paths: dict[str, tuple[str, ...]], used_keys: list[str], limits: list[str],
+                     superseded: list[str], unusable: list[str]) -> dict[str, Any]:
+    """What ``jagged validate`` and the report say about the results files read."""
     details: dict[str, Any] = {
         "detected": f"lm-evaluation-harness results ({plural(len(used), 'file')})",
         "task": ", ".join(tasks),
@@ -587,8 +591,7 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
     if structures != ["group_subtasks"]:
         details["structure"] = ", ".join(s if s != "aliases" else "inferred from alias indentation"
                                          for s in structures)
-    return Dataset(scores=scores, source=source, paths=[run.path for run in used], format="lm-eval results",
-                   model_notes=notes, details=details)
+    return details
 
 
 # --------------------------------------------------------------------------------------
@@ -723,46 +726,11 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
     -------
     ItemRead
     """
-    cache: dict[Path, ResultsRun | None] = {}
     wanted = [t.strip() for t in str(task).split(",") if t.strip()] if task else []
-    entries = []
-    for item in parsed:
-        path = item.path
-        match = SAMPLES_NAME.search(path.name)
-        name_task, stamp = (match["task"], match["ts"]) if match else (None, None)
-        sibling = _sibling_results(path, stamp, cache, model_name)
-        model = model_name or (sibling.model if sibling else None)
-        if not model:
-            raise JaggedInputError(f"{path.name}: cannot tell which model wrote these samples (no results_"
-                                   f"<timestamp>.json from the same run beside it); pass --model-name")
-        if name_task is None:
-            name_task = wanted[0] if len(wanted) == 1 else path.stem
-        stamp_value = parse_timestamp(stamp) if stamp else None
-        entries.append({"path": path, "records": item.content, "task": name_task, "model": model,
-                        "sibling": sibling, "stamp": stamp_value if stamp_value is not None else path.stat().st_mtime})
+    entries = _samples_entries(parsed, wanted, model_name)
     if wanted:
-        keep = set(wanted)
-        for entry in entries:
-            sib = entry["sibling"]
-            if sib is not None:
-                for name in wanted:
-                    if sib.holds(name):
-                        keep.update(leaf for leaf, _ in sib.leaves(name))
-        chosen = [e for e in entries if e["task"] in keep]
-        if not chosen:
-            found = sorted({e["task"] for e in entries})
-            raise JaggedInputError(f"{source}: no samples for task {task!r}; found samples of {listing(found)}")
-        entries = chosen
-    # newest run per (model, task)
-    best: dict[tuple[str, str], dict[str, Any]] = {}
-    superseded = []
-    for entry in sorted(entries, key=lambda e: (e["stamp"], e["path"].name)):
-        key = (entry["model"], entry["task"])
-        if key in best:
-            old = best[key]
-            superseded.append(f"{old['path'].name} ({key[0]}, task {key[1]}, {_iso(old['stamp'])}) superseded by "
-                              f"{entry['path'].name} ({_iso(entry['stamp'])})")
-        best[key] = entry
+        entries = _wanted_entries(entries, wanted, task, source)
+    best, superseded = _newest_samples(entries)
     frames, categories, metrics_used, notes, limits, paths = [], {}, {}, {}, [], []
     several_tasks = len({t for _, t in best}) > 1
     for (model, task_name), entry in best.items():
@@ -785,19 +753,7 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
             dup = pd.Series(list(map(str, ids))).duplicated()
             raise JaggedInputError(f"{name}: doc_id {ids[int(dup.idxmax())]!r} appears twice")
         if domain_key:
-            domains = []
-            for record in records:
-                try:
-                    value = _field(record.get("doc"), domain_key)
-                except KeyError:
-                    doc = record.get("doc")
-                    keys = listing(sorted(map(str, doc)), 12) if isinstance(doc, dict) else "none"
-                    raise JaggedInputError(f"{name}: doc of doc_id {record.get('doc_id')!r} has no key "
-                                           f"{domain_key!r}; available keys: {keys}") from None
-                if isinstance(value, (dict, list)) or value is None or str(value).strip() == "":
-                    raise JaggedInputError(f"{name}: doc key {domain_key!r} of doc_id {record.get('doc_id')!r} is "
-                                           f"{str(value)[:40]!r}, not a domain name")
-                domains.append(str(value).strip())
+            domains = _doc_domains(records, domain_key, name)
             for domain in set(domains):
                 if categories.get(domain, task_name) != task_name:
                     raise JaggedInputError(f"{source}: domain {domain!r} ({domain_key}) occurs in tasks "
@@ -821,24 +777,103 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
                 notes[model] = note
                 limits.append(note if len(best) == 1 else f"{name} ({model}): {note}")
     if not domain_key:
-        paths_by_leaf: dict[str, tuple[str, ...]] = {}
-        for (model, task_name), entry in best.items():
-            sibling = entry["sibling"]
-            found_path = None
-            if sibling is not None:
-                for root in (wanted or sibling.roots):
-                    if sibling.holds(root):
-                        found_path = next((p for leaf, p in sibling.leaves(root) if leaf == task_name), None)
-                        if found_path:
-                            break
-            paths_by_leaf.setdefault(task_name, found_path or (task_name,))
-        roots = wanted or list(dict.fromkeys(p[0] for p in paths_by_leaf.values()))
-        categories = _category_map(paths_by_leaf, roots)
+        categories = _samples_categories(best, wanted)
     items = pd.concat(frames, ignore_index=True)
     items["category"] = items["domain"].map(categories).astype(object)
     items["category"] = items["category"].where(items["category"].notna(), None)
     if items.empty:
         raise JaggedInputError(f"{source}: the samples hold no scored items")
+    details = _samples_details(best, items, paths, wanted, metrics_used, limits, superseded, domain_key)
+    return ItemRead(items=items.reset_index(drop=True), categories=categories, paths=paths,
+                       model_notes=notes, details=details)
+
+
+def _samples_entries(parsed: list[Any], wanted: list[str], model_name: str | None) -> list[dict[str, Any]]:
+    """One entry per samples file: its records, task, model, the results file beside it and its time."""
+    cache: dict[Path, ResultsRun | None] = {}
+    entries = []
+    for item in parsed:
+        path = item.path
+        match = SAMPLES_NAME.search(path.name)
+        name_task, stamp = (match["task"], match["ts"]) if match else (None, None)
+        sibling = _sibling_results(path, stamp, cache, model_name)
+        model = model_name or (sibling.model if sibling else None)
+        if not model:
+            raise JaggedInputError(f"{path.name}: cannot tell which model wrote these samples (no results_"
+                                   f"<timestamp>.json from the same run beside it); pass --model-name")
+        if name_task is None:
+            name_task = wanted[0] if len(wanted) == 1 else path.stem
+        stamp_value = parse_timestamp(stamp) if stamp else None
+        entries.append({"path": path, "records": item.content, "task": name_task, "model": model,
+                        "sibling": sibling, "stamp": stamp_value if stamp_value is not None else path.stat().st_mtime})
+    return entries
+
+
+def _wanted_entries(entries: list[dict[str, Any]], wanted: list[str], task: str | None,
+                    source: str) -> list[dict[str, Any]]:
+    """The entries of the tasks asked for, or of the leaves of the groups asked for."""
+    keep = set(wanted)
+    for entry in entries:
+        sib = entry["sibling"]
+        if sib is not None:
+            for name in wanted:
+                if sib.holds(name):
+                    keep.update(leaf for leaf, _ in sib.leaves(name))
+    chosen = [e for e in entries if e["task"] in keep]
+    if not chosen:
+        found = sorted({e["task"] for e in entries})
+        raise JaggedInputError(f"{source}: no samples for task {task!r}; found samples of {listing(found)}")
+    return chosen
+
+
+def _newest_samples(entries: list[dict[str, Any]]) -> tuple[dict[tuple[str, str], dict[str, Any]], list[str]]:
+    """The newest samples file of every (model, task) (:func:`jagged.readers.supersede.newest`)."""
+    best, replaced = newest((((e["model"], e["task"]), e) for e in entries),
+                            rank=lambda e: (e["stamp"], e["path"].name))
+    notes = [f"{r.old['path'].name} ({r.key[0]}, task {r.key[1]}, {_iso(r.old['stamp'])}) superseded by "
+             f"{r.new['path'].name} ({_iso(r.new['stamp'])})" for r in replaced]
+    return best, notes
+
+
+def _doc_domains(records: list[dict[str, Any]], domain_key: str, name: str) -> list[str]:
+    """The domain of every record: the field ``domain_key`` of its ``doc``."""
+    domains = []
+    for record in records:
+        try:
+            value = _field(record.get("doc"), domain_key)
+        except KeyError:
+            doc = record.get("doc")
+            keys = listing(sorted(map(str, doc)), 12) if isinstance(doc, dict) else "none"
+            raise JaggedInputError(f"{name}: doc of doc_id {record.get('doc_id')!r} has no key "
+                                   f"{domain_key!r}; available keys: {keys}") from None
+        if isinstance(value, (dict, list)) or value is None or str(value).strip() == "":
+            raise JaggedInputError(f"{name}: doc key {domain_key!r} of doc_id {record.get('doc_id')!r} is "
+                                   f"{str(value)[:40]!r}, not a domain name")
+        domains.append(str(value).strip())
+    return domains
+
+
+def _samples_categories(best: dict[tuple[str, str], dict[str, Any]], wanted: list[str]) -> dict[str, str | None]:
+    """Task to category, from the group paths of the results files beside the samples."""
+    paths_by_leaf: dict[str, tuple[str, ...]] = {}
+    for (model, task_name), entry in best.items():
+        sibling = entry["sibling"]
+        found_path = None
+        if sibling is not None:
+            for root in (wanted or sibling.roots):
+                if sibling.holds(root):
+                    found_path = next((p for leaf, p in sibling.leaves(root) if leaf == task_name), None)
+                    if found_path:
+                        break
+        paths_by_leaf.setdefault(task_name, found_path or (task_name,))
+    roots = wanted or list(dict.fromkeys(p[0] for p in paths_by_leaf.values()))
+    return _category_map(paths_by_leaf, roots)
+
+
+def _samples_details(best: dict[tuple[str, str], dict[str, Any]], items: pd.DataFrame, paths: list[Path],
+                     wanted: list[str], metrics_used: dict[str, bool], limits: list[str], superseded: list[str],
+                     domain_key: str | None) -> dict[str, Any]:
+    """What ``jagged validate`` and the report say about the samples files read."""
     details: dict[str, Any] = {
         "detected": f"lm-evaluation-harness samples ({plural(len(paths), 'file')})",
         "task": ", ".join(wanted) if wanted else ", ".join(dict.fromkeys(t for _, t in best)),
@@ -854,8 +889,7 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
         details["domain key"] = domain_key
     if len(paths) > 1:
         details["files"] = [p.name for p in paths]
-    return ItemRead(items=items.reset_index(drop=True), categories=categories, paths=paths,
-                       model_notes=notes, details=details)
+    return details
 
 
 def load_samples(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
