@@ -119,11 +119,11 @@ def open_page(browser: Any, path: Path, *, width: int = 1280, height: int = 900,
         context.close()
 
 
-def screenshot(page: Any, name: str) -> Path:
-    """Save a full-page screenshot as ``tests/artifacts/NAME.png`` (git-ignored)."""
+def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
+    """Save a screenshot (the whole page, or the first screen) as ``tests/artifacts/NAME.png`` (git-ignored)."""
     ARTIFACTS.mkdir(exist_ok=True)
     target = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(target), full_page=True)
+    page.screenshot(path=str(target), full_page=full_page)
     return target
 
 
@@ -140,6 +140,10 @@ TOC_TARGETS_JS = """() => Array.from(document.querySelectorAll('nav.toc a[href^=
     return {href: a.getAttribute('href'), text: a.textContent,
             target: target ? target.tagName + ':' + target.textContent.replace('\\u00b6', '').trim() : null};
 })"""
+
+#: The page's headings in order (h1 to h3), without anchor marks.
+HEADINGS_JS = """() => Array.from(document.querySelectorAll('h1, h2, h3'))
+    .map(h => ({level: Number(h.tagName[1]), text: h.textContent.replace('\\u00b6', '').trim()}))"""
 
 #: Background and text colours of the page as the reader sees them.
 COLOURS_JS = """() => ({body: getComputedStyle(document.body).backgroundColor,

@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from browser import (ARTIFACTS, COLOURS_JS, IMAGES_JS, TOC_TARGETS_JS, chromium, contrast, luminance, open_page,
+from browser import (ARTIFACTS, COLOURS_JS, HEADINGS_JS, IMAGES_JS, TOC_TARGETS_JS, chromium, contrast, luminance, open_page,
                      require_chromium, screenshot)
 from jagged import report
 
@@ -97,6 +97,30 @@ def test_cross_model_report_in_the_browser(browser, cross_model):
     assert len(found["toc"]) >= 8
     assert found["title"] == "Jaggedness report"
     assert cross_model.stat().st_size < BUNDLED_MAX_BYTES
+
+
+def test_cross_model_report_opens_on_its_findings(browser, cross_model):
+    """The first screen: title, "At a glance" with its findings, then the provenance, collapsed."""
+    with open_page(browser, cross_model, width=1280, height=800) as (page, log):
+        headings = page.evaluate(HEADINGS_JS)
+        findings = page.locator("ul.glance li")
+        glance_box = page.locator("ul.glance").bounding_box()
+        summary_box = page.locator("details.provenance > summary").bounding_box()
+        provenance_open = page.evaluate("() => document.querySelector('details.provenance').open")
+        provenance_table_shown = page.locator("table[aria-label=Provenance]").is_visible()
+        labels = findings.locator("strong").all_inner_texts()
+        screenshot(page, "cross_model_first_screen", full_page=False)
+        page.locator("details.provenance > summary").click()
+        opened = page.locator("table[aria-label=Provenance]").is_visible()
+        parameters = page.locator("table[aria-label=Parameters] tbody tr").count()
+    assert headings[0] == {"level": 1, "text": "Jaggedness report"}
+    assert headings[1] == {"level": 2, "text": "At a glance"}
+    assert labels == ["Most jagged.", "Least jagged.", "Sampling noise.", "Largest wedge."]
+    assert glance_box["y"] + glance_box["height"] < 800  # every finding on the first screen
+    assert summary_box["y"] < 800 and summary_box["y"] > glance_box["y"] + glance_box["height"]
+    assert not provenance_open and not provenance_table_shown
+    assert opened and parameters == 16  # complete once opened
+    assert not log.console_errors and not log.remote_requests
 
 
 def test_per_model_report_in_the_browser(browser, per_model):

@@ -192,3 +192,17 @@ def test_markdown_text_renders_a_name_as_exactly_that_text(name):
     assert set(parsed.tags) <= {"h3", "a", "p"}, parsed.tags  # no markup from the name, not even emphasis
     text = "".join(parsed.text)
     assert f"About {name}" in text and f"Text {name}." in text
+
+
+def test_show_heading_is_escaped_markdown_at_its_level(monkeypatch):
+    from nbconvert.filters import markdown2html
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append(a[0]))
+    display.show_heading("Why: <b>x</b> *y*", level=3)
+    assert shown[0]["text/markdown"] == "### Why\\: &lt;b&gt;x&lt;/b&gt; \\*y\\*"
+    assert shown[0]["text/plain"] == "Why: <b>x</b> *y*"
+    rendered = markdown2html(shown[0]["text/markdown"])
+    assert rendered.startswith("<h3") and "<b>" not in rendered and "<em>" not in rendered
+    with pytest.raises(ValueError, match="level"):
+        display.show_heading("x", level=1)

@@ -24,6 +24,9 @@ from jagged.text import join_note_columns
 
 #: Report sections that apply only to some inputs, in report order (see :attr:`Analysis.sections`).
 SECTIONS: tuple[str, ...] = ("noise", "hierarchy", "profiles")
+#: MIME type of the display output that records :attr:`Analysis.sections` in an executed notebook;
+#: the report renderer reads it to drop the cells of sections that do not apply (notebooks/SECTIONS.md).
+SECTIONS_MIME = "application/vnd.jagged.sections+json"
 
 
 @dataclass
@@ -88,6 +91,22 @@ class Analysis:
     def sections(self) -> dict[str, bool]:
         """Which of the optional report sections (:data:`SECTIONS`) apply to this input."""
         return {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles}
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """How a notebook shows the analysis: a one-line summary, and :attr:`sections` as JSON.
+
+        The JSON (MIME type :data:`SECTIONS_MIME`) is what the report renderer reads to
+        remove the cells tagged ``section-NAME`` of the sections that do not apply.
+        """
+        applies = {name: bool(on) for name, on in self.sections.items()}
+        scores = self.dataset.scores
+        shown = ", ".join(name for name, on in applies.items() if on) or "none"
+        left = ", ".join(name for name, on in applies.items() if not on)
+        text = (f"Analysis of {scores['model'].nunique()} models x {scores['domain'].nunique()} domains from "
+                f"{self.dataset.source}; optional sections that apply: {shown}"
+                + (f" (not: {left})" if left else ""))
+        return {"text/plain": text, SECTIONS_MIME: applies}
+
 
 
 def analyse(scores: str | Path | None = None, *, example_profiles: bool = False, **options: Any) -> Analysis:

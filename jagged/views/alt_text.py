@@ -167,3 +167,46 @@ def subset_note(metrics: pd.DataFrame, limit: int | None, which: str) -> str:
     if limit is None or n_models <= limit:
         return ""
     return f" Of the {n_models} models, only {which.format(limit=limit)} are drawn."
+
+
+def forest_alt(metrics: pd.DataFrame, limit: int | None) -> str:
+    """Alt text of :func:`jagged.plots.uncertainty.cv_forest`."""
+    return ("Forest plot: for each model, the raw cv_error (circle), the cv_error with sampling noise removed "
+            "(diamond) and its bootstrap interval (line); models whose jaggedness is indistinguishable from "
+            "noise in grey and marked with a star."
+            + subset_note(metrics, limit, "the {limit} at either end by corrected cv_error"))
+
+
+def strip_alt(model: str) -> str:
+    """Alt text of :func:`jagged.plots.hierarchy.category_strip` for one model."""
+    return (f"Dot plot for {model}: one row per category, a dot per domain at its error rate, a bar at the "
+            "category's mean error and a dashed line at the model's mean error.")
+
+
+MACRO_VS_DEP_ALT = ("Scatter plot of deployment-weighted score against macro score, one point per model and "
+                    "profile, with the line y = x.")
+
+
+def wedge_alt(metrics: pd.DataFrame, limit: int | None) -> str:
+    """Alt text of :func:`jagged.plots.deployment.wedge_dots`."""
+    return ("Dot chart of the wedge (macro score minus deployment-weighted score) per model, one dot per "
+            "profile, models sorted by their mean wedge."
+            + subset_note(metrics, limit, "the {limit} at either end by mean wedge"))
+
+
+def slope_alt(metrics: pd.DataFrame, profile: str, limit: int | None) -> str:
+    """Alt text of :func:`jagged.plots.deployment.rank_slope`."""
+    return (f"Slope chart of rank change from the macro ranking to the ranking under profile {profile}."
+            + subset_note(metrics, limit, "those ranked in the top {limit} by either ranking"))
+
+
+def exposure_alt(model: str) -> str:
+    """Alt text of :func:`jagged.plots.deployment.exposure_dots`."""
+    return (f"Dot chart for {model}: domains in rows from highest to lowest error rate, with each profile's "
+            "exposure weight as a dot and the uniform weight as a dashed line.")
+
+
+def drift_alt(model: str) -> str:
+    """Alt text of :func:`jagged.plots.deployment.drift_bound`."""
+    return (f"Line chart of the largest possible |wedge| against the spread of the weights for {model}, with "
+            "each profile's actual wedge and bound marked.")

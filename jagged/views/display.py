@@ -332,6 +332,21 @@ def markdown_text(value: Any) -> str:
     return "".join(out)
 
 
+def show_heading(text: str, level: int = 3) -> None:
+    """Display a heading whose text comes from the data (a model name), escaped.
+
+    Static headings are Markdown cells of the notebook; this is for the few that name a
+    model or profile. The heading is Markdown (``### ...``, its text through
+    :func:`markdown_text`), so the renderer gives it an anchor and the table of contents
+    lists it like any other.
+    """
+    from IPython.display import display
+
+    if level not in (2, 3, 4):
+        raise ValueError(f"level must be 2, 3 or 4, not {level}")
+    display({"text/markdown": "#" * level + " " + markdown_text(text), "text/plain": str(text)}, raw=True)
+
+
 def show_text(text: str) -> None:
     """Display a short paragraph of plain text (escaped) as HTML."""
     from IPython.display import display
@@ -378,26 +393,6 @@ def show_metrics(table: pd.DataFrame, *, by: str = "cv_error") -> None:
 
     rows = ranked(table, by)
     show_table(rows, caption=f"Per-model jaggedness, sorted by {by} (highest first)", formats=METRIC_FORMATS)
-
-
-def show_extremes(table: pd.DataFrame) -> None:
-    """One sentence naming the most and the least jagged model.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table.
-    """
-    from jagged.views.overview import ranked
-
-    rows = ranked(table)
-    rows = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
-    if len(rows) < 2:
-        return
-    top, low = rows.iloc[0], rows.iloc[-1]
-    show_text(f"Most jagged: {top['model']} (cv_error {top['cv_error']:.3f}, macro score "
-              f"{top['macro_score']:.3f}). Least jagged: {low['model']} (cv_error {low['cv_error']:.3f}, "
-              f"macro score {low['macro_score']:.3f}).")
 
 
 def show_error_matrix(scores: pd.DataFrame, table: pd.DataFrame, *, limit: int | None = None) -> None:

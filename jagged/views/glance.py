@@ -1,0 +1,306 @@
+"""The report's first section, "At a glance": its findings in a few sentences, from the numbers.
+
+:func:`glance` turns an :class:`~jagged.stats.analysis.Analysis` into a short list of
+:class:`Finding` rows (a label, one plain-text sentence, and the numbers behind it);
+:func:`glance_table` gives them as a tidy DataFrame, :func:`glance_html` as an escaped
+list, and :func:`show_glance` displays them in a notebook. Nothing here computes a
+statistic: each finding picks and phrases values of the analysis's tables.
+
+Adding a section's finding
+--------------------------
+Each report section contributes through one function in :data:`CONTRIBUTORS`, in report
+order. A contributor takes the ``Analysis`` and returns a :class:`Finding`, a list of them,
+or ``None`` when its section does not apply (check ``analysis.sections.get("NAME")``, so
+that the glance works before and after the section exists). To add one:
+
+1. write ``def NAME_finding(analysis) -> Finding | None`` (here, or in the section's own
+   views module and imported lazily in a stub here, as :func:`items_finding` and
+   :func:`decomposition_finding` show); one or two sentences, plain text, names as they
+   are (:func:`glance_html` escapes them), numbers with their intervals where they exist;
+2. put ``("NAME", NAME_finding)`` into :data:`CONTRIBUTORS` where the section sits in the
+   report (the stubs for the item audit and the model/benchmark decomposition are in
+   place: fill in their bodies);
+3. test it with a hand-made table (``tests/test_glance.py`` shows how to build an
+   ``Analysis`` around one), checking the numbers in the sentence.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+#: Profiles whose wedge says nothing (the macro average itself).
+NEUTRAL_PROFILES = frozenset({"uniform"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the glance.
+
+    Attributes
+    ----------
+    section : str
+        The report section it summarises (``"jaggedness"``, ``"noise"``, ``"profiles"``,
+        ``"items"``, ``"decomposition"``).
+    label : str
+        A short lead-in, shown in bold ("Most jagged").
+    sentence : str
+        The finding in plain text (names as typed; escaped when shown).
+    subject : str
+        The model (or model and profile) it is about, "" when it is about the whole table.
+    statistic : str
+        The column its ``value`` comes from ("cv_error", "wedge", ...).
+    value, lo, hi : float
+        The value and its interval (NaN when there is none).
+    count, total : float
+        For counts: how many of how many (NaN otherwise).
+    """
+
+    section: str
+    label: str
+    sentence: str
+    subject: str = ""
+    statistic: str = ""
+    value: float = math.nan
+    lo: float = math.nan
+    hi: float = math.nan
+    count: float = math.nan
+    total: float = math.nan
+
+
+Contributor = Callable[[Any], "Finding | Sequence[Finding] | None"]
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return bool(np.isfinite(float(value)))
+    except (TypeError, ValueError):
+        return False
+
+
+def _per_model(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per model (profile rows repeat the model's own columns)."""
+    return table.drop_duplicates("model").reset_index(drop=True)
+
+
+def _level(analysis: Any) -> str:
+    return f"{analysis.options.ci:.0%}"
+
+
+def _interval_text(row: pd.Series, analysis: Any, column: str = "cv_error", what: str = "") -> str:
+    lo, hi = row.get(f"{column}_lo", math.nan), row.get(f"{column}_hi", math.nan)
+    if not (_finite(lo) and _finite(hi)):
+        return ""
+    return f"{_level(analysis)} interval{what} {float(lo):.3f} to {float(hi):.3f}"
+
+
+def _listing(names: Sequence[str], limit: int = 3) -> str:
+    names = [str(n) for n in names]
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+# --------------------------------------------------------------------------- contributors
+
+
+def jaggedness_findings(analysis: Any) -> list[Finding]:
+    """The most and the least jagged model (by ``cv_error``), with intervals when there are any.
+
+    Returns
+    -------
+    list of Finding
+        Two findings (``statistic="cv_error"``; ``lo``/``hi`` the interval for the
+        noise-free CV when a bootstrap ran); one when a single model has a defined CV;
+        none when no model has.
+    """
+    rows = _per_model(analysis.table)
+    rows = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
+    rows = rows.sort_values(["cv_error", "model"], ascending=[False, True], kind="mergesort")
+    if rows.empty:
+        return []
+    n = len(rows)
+    out = []
+    picks = [("Most jagged", rows.iloc[0])] + ([("Least jagged", rows.iloc[-1])] if n > 1 else [])
+    for label, row in picks:
+        if n == 1:
+            where = "the only model with a defined cv_error"
+        elif label == "Most jagged":
+            where = f"its errors are the most unevenly spread across domains of the {n} models"
+        else:
+            where = "the most evenly spread errors"
+        corrected = row.get("cv_error_corrected", math.nan)
+        extra = []
+        if _finite(corrected):
+            extra.append(f"{float(corrected):.3f} with sampling noise removed")
+        interval = _interval_text(row, analysis)
+        if interval:
+            extra.append(interval)
+        detail = f" ({'; '.join(extra)})" if extra else ""
+        sentence = (f"{row['model']}: cv_error {float(row['cv_error']):.3f}{detail}; {where} "
+                    f"(macro score {float(row['macro_score']):.3f}).")
+        out.append(Finding("jaggedness", label, sentence, subject=str(row["model"]), statistic="cv_error",
+                           value=float(row["cv_error"]), lo=float(row.get("cv_error_lo", math.nan)),
+                           hi=float(row.get("cv_error_hi", math.nan))))
+    return out
+
+
+def noise_finding(analysis: Any) -> Finding:
+    """Whether the jaggedness is distinguishable from sampling noise (``noise_flag``).
+
+    Unlike the other contributors it always says something: without item counts the reader
+    must know that noise could not be checked.
+
+    Returns
+    -------
+    Finding
+        ``count`` = models whose jaggedness is distinguishable from noise, ``total`` =
+        models with a noise estimate.
+    """
+    rows = _per_model(analysis.table)
+    known = rows[rows["noise_share"].notna()] if "noise_share" in rows else rows.iloc[:0]
+    if not analysis.sections.get("noise") or known.empty:
+        return Finding("noise", "Sampling noise", "Cannot be assessed: the scores carry no item counts "
+                       "(n_items), so some of the spread of errors may be chance and there are no intervals.",
+                       statistic="noise_flag")
+    flagged = known[known["noise_flag"].fillna(False).astype(bool)]
+    n, k = len(known), len(flagged)
+    clear = n - k
+    if k == 0:
+        sentence = (f"For all {n} models the jaggedness is larger than sampling noise alone would produce.")
+    elif clear == 0:
+        sentence = (f"For none of the {n} models can the jaggedness be told apart from sampling noise: "
+                    "the domains have too few items to show it. Read cv_error as an upper bound.")
+    else:
+        sentence = (f"For {clear} of {n} models the jaggedness is larger than sampling noise alone would "
+                    f"produce; for {k} ({_listing(flagged['model'].tolist())}) it cannot be told apart from "
+                    "noise.")
+    unknown = len(rows) - n
+    if unknown:
+        sentence += f" {unknown} model{'s have' if unknown != 1 else ' has'} no item counts."
+    return Finding("noise", "Sampling noise", sentence, statistic="noise_flag", count=float(clear), total=float(n))
+
+
+def profiles_finding(analysis: Any) -> Finding | None:
+    """The largest |wedge| and the profile behind it (None without profiles).
+
+    Returns
+    -------
+    Finding or None
+        ``subject`` = "MODEL under PROFILE", ``value`` = the wedge, ``lo``/``hi`` its
+        interval when a bootstrap ran. The ``uniform`` profile (wedge 0 by definition) is
+        left out.
+    """
+    if not analysis.sections.get("profiles"):
+        return None
+    table = analysis.table
+    rows = table[table["wedge"].notna() & ~table["profile"].astype(str).isin(NEUTRAL_PROFILES)]
+    if rows.empty:
+        return None
+    order = rows.assign(_abs=rows["wedge"].abs()).sort_values(["_abs", "model", "profile"],
+                                                            ascending=[False, True, True], kind="mergesort")
+    row = order.iloc[0]
+    wedge = float(row["wedge"])
+    direction = "overstates" if wedge > 0 else "understates"
+    from jagged.stats.weights import is_illustrative
+
+    illustrative = is_illustrative(analysis.options.weights, pd.unique(table["profile"]).astype(str).tolist())
+    kind = " (an illustrative profile, not measured traffic)" if illustrative else ""
+    interval = _interval_text(row, analysis, "wedge")
+    sentence = (f"{wedge:+.3f} for {row['model']} under the profile {row['profile']}{kind}: the benchmark "
+                f"average {direction} the score this task mix would see by {abs(wedge) * 100:.1f} percentage "
+                f"points (macro {float(row['macro_score']):.3f}, deployment-weighted "
+                f"{float(row['dep_score']):.3f}{'; ' + interval if interval else ''}).")
+    return Finding("profiles", "Largest wedge", sentence, subject=f"{row['model']} under {row['profile']}",
+                   statistic="wedge", value=wedge, lo=float(row.get("wedge_lo", math.nan)),
+                   hi=float(row.get("wedge_hi", math.nan)))
+
+
+def items_finding(analysis: Any) -> Finding | None:
+    """How many items the item audit flags ("Items to look at"); None until that section exists.
+
+    The item audit fills this in: when ``analysis.sections.get("items")`` is true, return
+    e.g. ``Finding("items", "Items to look at", "412 of 12,032 items (3.4 %) are flagged ...",
+    statistic="flagged", count=412, total=12032)``.
+    """
+    if not analysis.sections.get("items"):
+        return None
+    return None
+
+
+def decomposition_finding(analysis: Any) -> Finding | None:
+    """How much of the jaggedness is model-specific ("Is it the model or the benchmark?").
+
+    The decomposition fills this in: when ``analysis.sections.get("decomposition")`` is true,
+    return e.g. the share of the variance of the error rates that the model × domain
+    residual carries rather than domain difficulty, with ``statistic`` naming the column.
+    """
+    if not analysis.sections.get("decomposition"):
+        return None
+    return None
+
+
+#: The glance's contributors, in report order: (section, function). See the module notes.
+CONTRIBUTORS: tuple[tuple[str, Contributor], ...] = (
+    ("jaggedness", jaggedness_findings),
+    ("noise", noise_finding),
+    ("profiles", profiles_finding),
+    ("items", items_finding),
+    ("decomposition", decomposition_finding),
+)
+
+
+# --------------------------------------------------------------------------- assembly and display
+
+
+def glance(analysis: Any, contributors: Sequence[tuple[str, Contributor]] = CONTRIBUTORS) -> list[Finding]:
+    """Every contributor's findings, in order.
+
+    Parameters
+    ----------
+    analysis : jagged.stats.analysis.Analysis
+        The report's analysis.
+    contributors : sequence of (section, function)
+        Default :data:`CONTRIBUTORS`.
+
+    Returns
+    -------
+    list of Finding
+    """
+    out: list[Finding] = []
+    for _, contribute in contributors:
+        found = contribute(analysis)
+        if found is None:
+            continue
+        out.extend([found] if isinstance(found, Finding) else list(found))
+    return out
+
+
+def glance_table(findings: Sequence[Finding]) -> pd.DataFrame:
+    """The findings as a tidy table: one row per finding, the columns of :class:`Finding`."""
+    columns = [f.name for f in fields(Finding)]
+    return pd.DataFrame([asdict(f) for f in findings], columns=columns)
+
+
+def glance_html(findings: Sequence[Finding]) -> str:
+    """An escaped HTML list of the findings (``<ul class="glance">``, one ``<li>`` each)."""
+    items = [f'<li data-section="{html.escape(f.section, quote=True)}"><strong>{html.escape(f.label)}.</strong> '
+             f"{html.escape(f.sentence)}</li>" for f in findings]
+    return '<ul class="glance">\n' + "\n".join(items) + "\n</ul>"
+
+
+def glance_text(findings: Sequence[Finding]) -> str:
+    """The plain-text twin of :func:`glance_html`."""
+    return "\n".join(f"- {f.label}. {f.sentence}" for f in findings)
+
+
+def show_glance(analysis: Any) -> None:
+    """Display the glance of an analysis (HTML with a plain-text twin)."""
+    from IPython.display import display
+
+    findings = glance(analysis)
+    display({"text/html": glance_html(findings), "text/plain": glance_text(findings)}, raw=True)
