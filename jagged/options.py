@@ -143,6 +143,10 @@ def _options() -> tuple[Option, ...]:
         Option("allow_incomplete", LOAD, "bool", False, "Inspect: accept logs whose status is not 'success' "
                "(cancelled, error, started).",
                notebook_help='Inspect logs: also accept logs whose status is not "success"'),
+        Option("collection", LOAD, "str", None, "Every Eval Ever datastore: the collection (data/<collection>/) "
+               "to read; required when the folder holds several.", metavar="NAME",
+               notebook_help='Every Eval Ever datastore: the collection (data/<collection>/) to read; "" means '
+                             "the only one"),
         # -- what to compute
         Option("weights", ANALYSIS, "str", None, "Deployment weights (CSV or YAML: profile, domain, "
                "weight[, comment]); adds dep_score, wedge, wedge_bound, ranks, one row per model x profile.",
