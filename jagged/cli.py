@@ -131,6 +131,41 @@ def write_table(table: Any, output: str | None) -> None:
 
 @main.command()
 @click.argument("scores", type=str)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (n_dimensions, first_share, "
+              "eigenvalues, thresholds, draws, seed, variance_shares, ...).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Also write the per (model, domain) residuals to OUT.csv (or .json).")
+@click.option("--draws", type=click.IntRange(min=1), default=500, show_default=True, metavar="N",
+              help="Permuted data sets of the parallel analysis (and of the category check).")
+@input_options
+@opts.cli_options(opts.ANALYSIS, exclude=("weights", "profiles", "missing_weight", "bootstrap"))
+@guarded
+def structure(scores: str, as_json: bool, output: str | None, draws: int, **kwargs: Any) -> None:
+    """Is it the model or the benchmark? Decompose SCORES' error rates and count the dimensions.
+
+    Fits logit(error) = model level + domain difficulty + residual, prints the share of the
+    variance each part (and sampling noise) explains, and runs a parallel analysis (Horn 1965)
+    of the domains: how many dimensions lie above chance, and the first one's share.
+    """
+    import json
+
+    from jagged.readers.load import load
+    from jagged.stats.structure import structure as decompose_table
+    from jagged.views.structure import structure_text
+
+    dataset = load(scores, **opts.load_kwargs(kwargs))
+    options = opts.analysis_options(kwargs)
+    result = decompose_table(dataset.scores, draws=draws, seed=options.seed, ci=options.ci)
+    if output is not None:
+        write_table(result.decomposition.residuals(), output)
+    if as_json:
+        click.echo(json.dumps(result.summary(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(structure_text(result))
+
+
+@main.command()
+@click.argument("scores", type=str)
 @input_options
 @guarded
 def validate(scores: str, **kwargs: Any) -> None:

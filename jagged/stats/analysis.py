@@ -23,7 +23,7 @@ from jagged.stats.metrics import jaggedness
 from jagged.text import join_note_columns
 
 #: Report sections that apply only to some inputs, in report order (see :attr:`Analysis.sections`).
-SECTIONS: tuple[str, ...] = ("noise", "hierarchy", "profiles")
+SECTIONS: tuple[str, ...] = ("noise", "hierarchy", "profiles", "decomposition")
 #: MIME type of the display output that records :attr:`Analysis.sections` in an executed notebook;
 #: the report renderer reads it to drop the cells of sections that do not apply (notebooks/SECTIONS.md).
 SECTIONS_MIME = "application/vnd.jagged.sections+json"
@@ -65,6 +65,13 @@ class Analysis:
         """The profiles × domains weight matrix (zero rows without profiles)."""
         return profile_weights(self.dataset, self.options)
 
+    @cached_property
+    def structure(self) -> Any:
+        """Model or benchmark: decomposition, variance shares, dimensions (:func:`jagged.stats.structure.structure`)."""
+        from jagged.stats.structure import structure
+
+        return structure(self.dataset.scores, seed=self.options.seed, ci=self.options.ci)
+
     @property
     def scores(self) -> pd.DataFrame:
         """The canonical per-domain table of the dataset."""
@@ -90,7 +97,8 @@ class Analysis:
     @property
     def sections(self) -> dict[str, bool]:
         """Which of the optional report sections (:data:`SECTIONS`) apply to this input."""
-        return {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles}
+        return {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles,
+                "decomposition": self.structure.decomposition.ok}
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """How a notebook shows the analysis: a one-line summary, and :attr:`sections` as JSON.
@@ -192,7 +200,11 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> p
         ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
         after ``cv_error``, ``macro_score``, ``dep_score`` and ``wedge``, plus
         ``interval_method`` and ``interval_note`` (:func:`jagged.stats.uncertainty.add_intervals`).
+        Always before those and ``note``: ``model_effect``, ``relative_jaggedness`` (with its
+        interval when bootstrapped), ``relative_jaggedness_corrected``, ``relative_noise_share``,
+        ``p_model_fit``, ``relative_noise_flag`` (:func:`jagged.stats.structure.add_structure`).
     """
+    from jagged.stats.structure import add_structure, decompose, replicate_statistic
     from jagged.stats.uncertainty import add_intervals, add_noise
 
     options = options or AnalysisOptions()
@@ -201,9 +213,12 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> p
     weights = profile_weights(dataset, options)
     if len(weights):
         table = add_deployment(table, dataset.scores, weights)
+    decomposition = decompose(dataset.scores)
+    table = add_structure(table, decomposition, alpha=1.0 - options.ci)
     if options.bootstrap > 0:
         table = add_intervals(table, dataset.scores, dataset.items, weights=weights, n_boot=options.bootstrap,
-                              seed=options.seed, ci=options.ci)
+                              seed=options.seed, ci=options.ci,
+                              statistics={"relative_jaggedness": replicate_statistic(decomposition)})
     return add_notes(table, dataset.model_notes)
 
 

@@ -21,8 +21,8 @@ All functions are pure: DataFrames in, DataFrames out; random draws come from
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -326,6 +326,9 @@ class Replicates:
         B × M × P.
     method : str
         Which bootstrap produced them.
+    extra : dict
+        B × M replicates of further statistics computed on the same replicates (the
+        ``statistics`` of :func:`bootstrap_replicates`), by name.
     """
 
     models: np.ndarray
@@ -335,6 +338,27 @@ class Replicates:
     dep_score: np.ndarray
     wedge: np.ndarray
     method: str
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+#: A further per-model statistic of the replicates: ``f(num, den, present, models, domains)``
+#: → b × M, called with each chunk's b × M × D sums Σ c·x and Σ c·present (see
+#: :func:`resampled_sums`), the M × D ``present`` mask and the model and domain names.
+ReplicateStatistic = Callable[..., np.ndarray]
+
+
+def _collect(chunks: Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]], present: np.ndarray,
+             weights: np.ndarray, statistics: Mapping[str, ReplicateStatistic] | None, models: np.ndarray,
+             domains: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """:func:`replicate_statistics` and the extra ``statistics`` over every chunk of replicate sums."""
+    statistics = dict(statistics or {})
+    parts, extra = [], {name: [] for name in statistics}
+    for num, den, sq in chunks:
+        parts.append(replicate_statistics(num, den, sq, present, weights))
+        for name, func in statistics.items():
+            extra[name].append(func(num, den, present, models, domains))
+    cv, macro, dep, wedge = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    return cv, macro, dep, wedge, {name: np.concatenate(v) for name, v in extra.items()}
 
 
 def _check_settings(n_boot: int, ci: float) -> None:
@@ -542,7 +566,8 @@ def _weight_array(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np
 
 
 def replicates_from_matrix(matrix: ItemMatrix, *, weights: pd.DataFrame | None = None, n_boot: int = 2000,
-                           seed: int = 0) -> "Replicates":
+                           seed: int = 0, statistics: Mapping[str, ReplicateStatistic] | None = None
+                           ) -> "Replicates":
     """Paired stratified item bootstrap on an :class:`ItemMatrix`.
 
     Parameters
@@ -566,14 +591,15 @@ def replicates_from_matrix(matrix: ItemMatrix, *, weights: pd.DataFrame | None =
     for d in range(len(matrix.domains)):
         present[:, d] = matrix.present[matrix.bounds[d]:matrix.bounds[d + 1]].any(axis=0)
     w, profiles = _weight_array(weights, matrix.domains)
-    parts = [replicate_statistics(num, den, sq, present, w) for num, den, sq in resampled_sums(matrix, n_boot, rng)]
-    cv, macro, dep, wedge = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    cv, macro, dep, wedge, extra = _collect(resampled_sums(matrix, n_boot, rng), present, w, statistics,
+                                            matrix.models, matrix.domains)
     return Replicates(models=matrix.models, profiles=profiles, cv_error=cv, macro_score=macro, dep_score=dep,
-                      wedge=wedge, method=METHOD_ITEMS)
+                      wedge=wedge, method=METHOD_ITEMS, extra=extra)
 
 
 def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
-                         weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0) -> Replicates:
+                         weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0,
+                         statistics: Mapping[str, ReplicateStatistic] | None = None) -> Replicates:
     """Bootstrap replicates of cv_error (noise-corrected), macro_score, dep_score and wedge.
 
     Parameters
@@ -591,6 +617,10 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
         Number of replicates B.
     seed : int
         Seed of ``numpy.random.default_rng``.
+    statistics : mapping of str to callable, optional
+        Further per-model statistics to compute on the same replicates
+        (:data:`ReplicateStatistic`), e.g. the relative jaggedness of
+        :func:`jagged.stats.structure.replicate_statistic`; they land in ``extra``.
 
     Returns
     -------
@@ -614,7 +644,7 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
     domains = np.asarray(score_domains + extra, dtype=object)  # extra: weighted but never scored
     if items is not None and len(items):
         return replicates_from_matrix(item_matrix(items, models, domains), weights=weights, n_boot=n_boot,
-                                      seed=seed)
+                                      seed=seed, statistics=statistics)
     rng = np.random.default_rng(seed)
     s = wide.reindex(columns=domains).to_numpy(dtype=float)
     present = ~np.isnan(s)
@@ -622,13 +652,12 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
         columns=domains).to_numpy(dtype=float)
     usable = ~(present & np.isnan(n)).any(axis=1)
     w, profiles = _weight_array(weights, domains)
-    parts = [replicate_statistics(num, den, sq, present, w)
-             for num, den, sq in _binomial_replicate_sums(s, np.nan_to_num(n), n_boot, rng)]
-    cv, macro, dep, wedge = (np.concatenate([p[i] for p in parts]) for i in range(4))
-    for arr in (cv, macro, dep, wedge):
+    cv, macro, dep, wedge, more = _collect(_binomial_replicate_sums(s, np.nan_to_num(n), n_boot, rng), present, w,
+                                           statistics, models, domains)
+    for arr in (cv, macro, dep, wedge, *more.values()):
         arr[:, ~usable] = np.nan
     return Replicates(models=models, profiles=profiles, cv_error=cv, macro_score=macro, dep_score=dep,
-                      wedge=wedge, method=METHOD_BINOMIAL)
+                      wedge=wedge, method=METHOD_BINOMIAL, extra=more)
 
 
 def _quantiles(values: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
@@ -646,7 +675,8 @@ def _quantiles(values: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
 
 def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
                         weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0,
-                        ci: float = 0.95) -> pd.DataFrame:
+                        ci: float = 0.95, statistics: Mapping[str, ReplicateStatistic] | None = None
+                        ) -> pd.DataFrame:
     """Percentile bootstrap intervals for cv_error, macro_score, dep_score and wedge.
 
     Parameters
@@ -663,6 +693,10 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
         Seed of ``numpy.random.default_rng``; the same seed gives the same intervals.
     ci : float
         Interval level, e.g. 0.95.
+    statistics : mapping of str to callable, optional
+        Further per-model statistics of the same replicates (see
+        :func:`bootstrap_replicates`); each adds ``<name>_lo`` and ``<name>_hi`` after the
+        ``macro_score`` interval.
 
     Returns
     -------
@@ -702,7 +736,7 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
     cannot be excluded.
     """
     _check_settings(n_boot, ci)
-    reps = bootstrap_replicates(scores, items, weights=weights, n_boot=n_boot, seed=seed)
+    reps = bootstrap_replicates(scores, items, weights=weights, n_boot=n_boot, seed=seed, statistics=statistics)
     cv_lo, cv_hi = _quantiles(reps.cv_error, ci)
     mac_lo, mac_hi = _quantiles(reps.macro_score, ci)
     usable = ~np.isnan(reps.macro_score).all(axis=0)
@@ -710,6 +744,10 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
     method = np.where(usable, reps.method, "").astype(object)
     base = pd.DataFrame({"model": reps.models, "cv_error_lo": cv_lo, "cv_error_hi": cv_hi,
                          "macro_score_lo": mac_lo, "macro_score_hi": mac_hi})
+    more = []
+    for name, values in reps.extra.items():
+        base[f"{name}_lo"], base[f"{name}_hi"] = _quantiles(values, ci)
+        more += [f"{name}_lo", f"{name}_hi"]
     if len(reps.profiles) == 0:
         return base.assign(interval_method=method, interval_note=note)
     dep_lo, dep_hi = _quantiles(reps.dep_score, ci)     # M × P
@@ -724,7 +762,7 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
     out = per_profile.merge(base, on="model", how="left")
     out["interval_method"] = np.tile(method, n_profiles)
     out["interval_note"] = np.tile(note, n_profiles)
-    cols = ["model", "profile", "cv_error_lo", "cv_error_hi", "macro_score_lo", "macro_score_hi",
+    cols = ["model", "profile", "cv_error_lo", "cv_error_hi", "macro_score_lo", "macro_score_hi", *more,
             "dep_score_lo", "dep_score_hi", "wedge_lo", "wedge_hi", "interval_method", "interval_note"]
     return out[cols]
 
@@ -769,7 +807,7 @@ def add_noise(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame | N
 
 def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
                   weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0,
-                  ci: float = 0.95) -> pd.DataFrame:
+                  ci: float = 0.95, statistics: Mapping[str, ReplicateStatistic] | None = None) -> pd.DataFrame:
     """Add :func:`bootstrap_intervals` columns to a metrics table.
 
     Parameters
@@ -780,8 +818,9 @@ def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame
         The data behind it (``items`` optional).
     weights : pandas.DataFrame, optional
         The profiles × domains matrix behind the ``profile`` rows.
-    n_boot, seed, ci
-        See :func:`bootstrap_intervals`.
+    n_boot, seed, ci, statistics
+        See :func:`bootstrap_intervals`; a statistic's interval goes after its column
+        when the table has one.
 
     Returns
     -------
@@ -791,10 +830,10 @@ def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame
     """
     by_profile = "profile" in table.columns and weights is not None and len(weights) > 0
     iv = bootstrap_intervals(scores, items, weights=weights if by_profile else None, n_boot=n_boot, seed=seed,
-                             ci=ci)
+                             ci=ci, statistics=statistics)
     keys = ["model", "profile"] if by_profile else ["model"]
     out = table.merge(iv, on=keys, how="left", validate="one_to_one")
-    for stat in INTERVAL_STATISTICS:
+    for stat in INTERVAL_STATISTICS + tuple(statistics or ()):
         if stat in out.columns:
             out = _place_after(out, stat, [f"{stat}_lo", f"{stat}_hi"])
         else:

@@ -1,0 +1,274 @@
+"""Figures of "Is it the model or the benchmark?": variance shares, residual heatmap, relative
+jaggedness against cv_error, scree plot with the parallel-analysis threshold, one model's
+residual profile.
+
+Every function takes the data (tables of :mod:`jagged.views.structure` and
+:mod:`jagged.stats.structure`) and keyword arguments, draws on ``ax`` (or a new figure) and
+returns the Axes, like seaborn; none computes a statistic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from jagged.plots.base import check_columns, new_axes
+from jagged.plots.dispersion import ANNOTATE_MAX_CELLS, heatmap_layout
+from jagged.plots.labels import plain
+
+#: Diverging colour map of the residual heatmap: red = more errors than predicted, blue = fewer.
+RESIDUAL_CMAP = "RdBu_r"
+POINT_COLOR = "#3b6ea8"
+FLAGGED_COLOR = "0.6"
+THRESHOLD_COLOR = "#c0504d"
+SHARE_COLORS = {"domain": "#8c6bb1", "model": "#3b6ea8", "residual": "#c0504d", "noise": "0.6",
+                "residual_beyond_noise": "#e08a6b", "cross": "0.8"}
+
+
+def variance_bars(shares: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
+    """Horizontal bars: the share of the variance of the logit error rates each part explains.
+
+    Parameters
+    ----------
+    shares : pandas.DataFrame
+        :func:`jagged.stats.structure.variance_shares` (``component``, ``label``, ``share``).
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One bar per component in table order (gid ``"share-<component>"``), labelled with its
+        percentage; the noise and beyond-noise bars are indented parts of the residual.
+    """
+    check_columns(shares, ("component", "label", "share"), "variance shares")
+    rows = shares[np.isfinite(shares["share"].to_numpy(dtype=float))]
+    if ax is None:
+        ax = new_axes(7.0, 0.9 + 0.36 * max(len(rows), 1))
+    y = np.arange(len(rows))
+    for pos, row in zip(y, rows.itertuples()):
+        bar = ax.barh(pos, row.share, color=SHARE_COLORS.get(row.component, POINT_COLOR), height=0.62)
+        bar.patches[0].set_gid(f"share-{row.component}")
+        ax.text(max(row.share, 0) + 0.01, pos, f"{row.share:.1%}", va="center", ha="left", fontsize=8)
+    ax.set_yticks(y, labels=[str(label) for label in rows["label"]], fontsize=8)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    top = float(np.nanmax(rows["share"].to_numpy(dtype=float))) if len(rows) else 1.0
+    ax.set_xlim(min(0.0, float(rows["share"].min()) if len(rows) else 0.0) - 0.01, min(1.0, top + 0.12))
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
+    ax.set_xlabel("share of the variance of logit(error rate) over all model × domain cells")
+    ax.grid(axis="x", color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.set_title("What the error rates are made of", fontsize=10, loc="left")
+    return ax
+
+
+def residual_heatmap(grid: pd.DataFrame, *, cut: int = 0, annotate: bool | None = None, vmax: float | None = None,
+                     ax: Axes | None = None) -> Axes:
+    """Model × domain residuals in a diverging colour scale centred at 0.
+
+    Parameters
+    ----------
+    grid : pandas.DataFrame
+        :func:`jagged.views.structure.residual_grid`: models in rows (the error heatmap's
+        order), domains in columns, NaN for cells not fitted.
+    cut : int
+        Position of the summary row of the models left out (0: none), shaded and italic.
+    annotate : bool, optional
+        Write each residual in its cell (default: up to ``ANNOTATE_MAX_CELLS`` cells).
+    vmax : float, optional
+        Colour limit: the scale runs from −vmax (deep blue) through 0 (white) to +vmax
+        (deep red); default the largest |residual|, at least 0.1.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The grid is the Axes' only image (gid ``"residuals"``), its norm symmetric about 0.
+    """
+    import matplotlib as mpl
+
+    values = grid.to_numpy(dtype=float)
+    row_labels = [plain(str(m)) for m in grid.index]
+    col_labels = [plain(str(d)) for d in grid.columns]
+    layout = heatmap_layout(row_labels, col_labels)
+    if ax is None:
+        ax = new_axes(layout.width, layout.height)
+    finite = values[np.isfinite(values)]
+    limit = vmax if vmax is not None else max(0.1, float(np.abs(finite).max()) if finite.size else 0.1)
+    cmap = mpl.colormaps[RESIDUAL_CMAP].with_extremes(bad="0.85")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-limit, vmax=limit, aspect="auto",
+                      interpolation="nearest")
+    image.set_gid("residuals")
+    ax.set_yticks(np.arange(len(row_labels)), labels=row_labels, fontsize=layout.row_pt)
+    if cut:
+        label = ax.get_yticklabels()[cut]
+        label.set_fontstyle("italic")
+        label.set_color("0.3")
+        for edge in (cut - 0.5, cut + 0.5):
+            ax.axhline(edge, color="white", linewidth=2.5, gid="others")
+    shown = np.arange(0, len(col_labels), layout.col_step)
+    ax.set_xticks(shown, labels=[col_labels[i] for i in shown], fontsize=layout.col_pt, rotation=layout.rotation,
+                  ha="right" if layout.rotation < 90 else "center",
+                  rotation_mode="anchor" if layout.rotation < 90 else "default")
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    if annotate is None:
+        annotate = values.size <= ANNOTATE_MAX_CELLS
+    if annotate:
+        rows, cols = np.nonzero(np.isfinite(values))
+        for r, c in zip(rows, cols):
+            v = values[r, c]
+            ax.text(c, r, f"{v:+.2f}", ha="center", va="center", fontsize=6,
+                    color="white" if abs(v) > 0.6 * limit else "black", gid="cell-label", in_layout=False)
+    bar = ax.figure.colorbar(image, ax=ax, shrink=0.6 if len(row_labels) > 8 else 0.9, pad=0.01, aspect=30)
+    bar.set_label("residual (logit of error): + more errors than predicted", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    ax.set_title("Where each model departs from its level and the domain's difficulty (grey: no score)",
+                 fontsize=10, loc="left")
+    return ax
+
+
+def relative_vs_cv(table: pd.DataFrame, *, corrected: bool = True, label: bool | int = True,
+                   ax: Axes | None = None) -> Axes:
+    """Relative jaggedness (up) against cv_error (across), one point per model.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Metrics table with ``model``, ``cv_error``, ``relative_jaggedness`` and
+        ``relative_jaggedness_corrected``; optional ``relative_jaggedness_lo`` / ``_hi``
+        (vertical interval lines) and ``relative_noise_flag`` (grey points). Profile rows
+        are collapsed.
+    corrected : bool
+        Plot the noise-corrected relative jaggedness (else the raw one).
+    label : bool or int
+        True: label every model up to 12, else the 5 highest by relative jaggedness and
+        the 5 highest by cv_error; an int k: the k highest by each; False: none.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Points in collection gid ``"models"``; labels are annotations with the model name.
+    """
+    column = "relative_jaggedness_corrected" if corrected else "relative_jaggedness"
+    check_columns(table, ("model", "cv_error", column), "metrics table")
+    rows = table.drop_duplicates("model")
+    x = rows["cv_error"].to_numpy(dtype=float)
+    y = rows[column].to_numpy(dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    rows, x, y = rows[keep], x[keep], y[keep]
+    if ax is None:
+        ax = new_axes(7.0, 4.6)
+    flagged = rows["relative_noise_flag"].fillna(False).astype(bool).to_numpy() \
+        if "relative_noise_flag" in rows else np.zeros(len(rows), dtype=bool)
+    if {"relative_jaggedness_lo", "relative_jaggedness_hi"} <= set(rows.columns) and corrected:
+        lo = rows["relative_jaggedness_lo"].to_numpy(dtype=float)
+        hi = rows["relative_jaggedness_hi"].to_numpy(dtype=float)
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        ax.vlines(x[ok], lo[ok], hi[ok], color="0.7", linewidth=1.0, gid="intervals", zorder=1)
+    colors = np.where(flagged, FLAGGED_COLOR, POINT_COLOR)
+    ax.scatter(x, y, s=24, c=list(colors), edgecolors="white", linewidths=0.5, gid="models", zorder=3)
+    names = [plain(m) for m in rows["model"].astype(str)]
+    if label is True and len(names) > 12:
+        label = 5
+    if label is not False and len(names):
+        k = len(names) if label is True else int(label)
+        chosen = np.unique(np.concatenate([np.argsort(-y, kind="mergesort")[:k], np.argsort(-x, kind="mergesort")[:k]]))
+        for i in chosen:
+            ax.annotate(names[i], (x[i], y[i]), xytext=(4, 2), textcoords="offset points", fontsize=6.5,
+                        color="0.25")
+    ax.set_xlabel("cv_error (jaggedness relative to the model's mean error)")
+    ax.set_ylabel(("relative jaggedness, noise removed" if corrected else "relative jaggedness") + " (logits)")
+    ax.set_ylim(bottom=0.0)
+    ax.grid(color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
+    title = "Unevenness beyond level and difficulty, against cv_error"
+    if flagged.any():
+        title += "\n(grey: indistinguishable from sampling noise)"
+    ax.set_title(title, fontsize=10, loc="left")
+    return ax
+
+
+def scree(dimensions: pd.DataFrame, *, ax: Axes | None = None, percentile: float = 0.95) -> Axes:
+    """Scree plot: eigenvalues of the domains' correlation matrix against the parallel-analysis threshold.
+
+    Parameters
+    ----------
+    dimensions : pandas.DataFrame
+        :meth:`jagged.stats.structure.Dimensions.table` (``dimension``, ``eigenvalue``,
+        ``threshold``, ``retained``).
+    percentile : float
+        The threshold's percentile, for the legend.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Lines with gids ``"eigenvalues"`` and ``"threshold"``; retained dimensions as filled
+        markers (gid ``"retained"``).
+    """
+    check_columns(dimensions, ("dimension", "eigenvalue", "threshold", "retained"), "dimension table")
+    if ax is None:
+        ax = new_axes(6.4, 3.8)
+    k = dimensions["dimension"].to_numpy(dtype=float)
+    eig = dimensions["eigenvalue"].to_numpy(dtype=float)
+    thr = dimensions["threshold"].to_numpy(dtype=float)
+    kept = dimensions["retained"].astype(str).isin(["True", "yes"]).to_numpy()
+    (line,) = ax.plot(k, eig, marker="o", markersize=4, color=POINT_COLOR, label="observed eigenvalue")
+    line.set_gid("eigenvalues")
+    (limit,) = ax.plot(k, thr, linestyle="--", color=THRESHOLD_COLOR,
+                       label=f"{percentile:.0%} percentile of permuted data")
+    limit.set_gid("threshold")
+    ax.scatter(k[kept], eig[kept], s=46, color=POINT_COLOR, zorder=3, gid="retained",
+               label=f"retained ({int(kept.sum())})")
+    ax.set_xlabel("dimension")
+    ax.set_ylabel("eigenvalue")
+    ax.set_xticks(k[:: max(1, len(k) // 15)])
+    ax.grid(color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.legend(fontsize=7, frameon=False)
+    ax.set_title("Dimensions behind the domains (parallel analysis)", fontsize=10, loc="left")
+    return ax
+
+
+def residual_profile_plot(profile: pd.DataFrame, *, model: str = "", ax: Axes | None = None) -> Axes:
+    """One model's residual per domain with its sampling interval, weakest relative to expectation on top.
+
+    Parameters
+    ----------
+    profile : pandas.DataFrame
+        :func:`jagged.views.structure.residual_profile` (``domain``, ``residual``,
+        ``residual_lo``, ``residual_hi``, ``departs``), in the order to draw, top to bottom.
+    model : str
+        For the title.
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Points in collection gid ``"residuals"`` (red: more errors than expected beyond
+        noise, blue: fewer, grey: within noise), intervals gid ``"intervals"``.
+    """
+    check_columns(profile, ("domain", "residual", "residual_lo", "residual_hi", "departs"), "residual profile")
+    if ax is None:
+        ax = new_axes(6.4, 1.0 + 0.26 * max(len(profile), 1))
+    y = np.arange(len(profile))
+    r = profile["residual"].to_numpy(dtype=float)
+    lo, hi = profile["residual_lo"].to_numpy(dtype=float), profile["residual_hi"].to_numpy(dtype=float)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    ax.hlines(y[ok], lo[ok], hi[ok], color="0.7", linewidth=1.2, gid="intervals")
+    kind = profile["departs"].astype(str).to_numpy()
+    colors = np.where(kind == "weaker than expected", "#c0504d",
+                      np.where(kind == "stronger than expected", POINT_COLOR, FLAGGED_COLOR))
+    ax.scatter(r, y, s=28, c=list(colors), zorder=3, gid="residuals")
+    ax.axvline(0.0, color="0.3", linewidth=0.8)
+    ax.set_yticks(y, labels=[plain(str(d)) for d in profile["domain"]], fontsize=8)
+    ax.set_ylim(len(profile) - 0.5, -0.5)
+    ax.set_xlabel("residual (logits): + more errors than expected")
+    ax.grid(axis="x", color="0.9", linewidth=0.6)
+    ax.set_axisbelow(True)
+    title = "Where the model departs from the field"
+    ax.set_title(f"{plain(model)}: {title.lower()}" if model else title, fontsize=10, loc="left")
+    return ax

@@ -1,0 +1,721 @@
+"""The logit decomposition logit(e_md) = μ + a_m + b_d + r_md and the level-adjusted jaggedness.
+
+* :func:`decompose` fits a binomial model with model and domain effects, weighted by the
+  items behind each score (:class:`Decomposition`): a_m is the model's level (higher: more
+  errors), b_d the domain's difficulty for the field, r_md the residual — where this model
+  is unusually weak (r > 0) or strong (r < 0) given both.
+* :func:`model_structure` gives per model ``relative_jaggedness`` (the spread of its
+  residuals across domains), the same with the expected sampling noise removed (delta
+  method on the logit scale), and a noise flag like ``cv_error``'s;
+  :func:`replicate_statistic` computes it on the bootstrap replicates that
+  :mod:`jagged.stats.uncertainty` draws for the other intervals (one resampling).
+* :func:`variance_shares` splits the variance of the logit error rates of the whole table
+  into domain difficulty, model level, model × domain residual and expected noise.
+
+Vectorised over models, domains and bootstrap replicates (batched solves); no per-model loop
+on the fit. :mod:`jagged.stats.structure` puts this together with the dimensions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jagged.errors import JaggedInputError
+from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD, ReplicateStatistic, chi2_sf
+from jagged.text import listing, plural
+
+#: Items added to the wrong and to the right answers of every cell (Haldane–Anscombe).
+CONTINUITY: float = 0.5
+#: Items assumed behind a score for the continuity correction when ``n_items`` is unknown.
+NOMINAL_ITEMS: int = 100
+#: Convergence of the fit: largest change of a fitted logit between iterations.
+TOLERANCE: float = 1e-10
+MAX_ITERATIONS: int = 100
+
+#: Per-model columns :func:`jagged.stats.structure.add_structure` adds to the metrics table, in order.
+METRIC_COLUMNS: tuple[str, ...] = (
+    "model_effect", "relative_jaggedness", "relative_jaggedness_corrected", "relative_noise_share",
+    "p_model_fit", "relative_noise_flag",
+)
+MODEL_COLUMNS: tuple[str, ...] = ("model", "n_domains") + METRIC_COLUMNS + ("structure_note",)
+RESIDUAL_COLUMNS: tuple[str, ...] = (
+    "model", "domain", "error", "n_items", "expected_error", "residual", "residual_se", "z",
+)
+SHARE_COMPONENTS: tuple[str, ...] = ("domain", "model", "residual", "noise", "residual_beyond_noise", "cross")
+SHARE_LABELS: dict[str, str] = {
+    "domain": "domain difficulty (b_d)",
+    "model": "model level (a_m)",
+    "residual": "model × domain residual (r_md), noise included",
+    "noise": "  of which expected sampling noise",
+    "residual_beyond_noise": "  residual beyond noise",
+    "cross": "cross terms (unbalanced table)",
+}
+
+NOTE_FEW_MODELS = "the decomposition needs at least 2 models and 2 domains"
+NOTE_FEW_DOMAINS_MODEL = "fewer than 2 domains: relative jaggedness undefined"
+NOTE_NOT_CONNECTED = "shares no domain with the main table: not decomposed"
+NOTE_NO_N_ITEMS = "sampling noise unknown (no n_items)"
+NOTE_FLAG = "relative jaggedness indistinguishable from sampling noise"
+
+
+# --------------------------------------------------------------------------- the fit
+
+def _expit(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    return np.log(p) - np.log1p(-p)
+
+
+def additive_wls(weights: np.ndarray, response: np.ndarray) -> np.ndarray:
+    """Weighted least squares of a two-way table on row and column effects.
+
+    Parameters
+    ----------
+    weights : numpy.ndarray
+        (..., R, C) non-negative weights; 0 marks a missing cell.
+    response : numpy.ndarray
+        (..., R, C) values (anything finite where the weight is 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        (..., R, C) fitted values u_r + v_c minimising Σ w_rc (z_rc − u_r − v_c)².
+
+    Notes
+    -----
+    The smaller side is kept and the other eliminated (Schur complement): with rows
+    eliminated, u_r = (Σ_c w_rc z_rc − Σ_c w_rc v_c) / W_r, and v solves the C × C system
+
+        [diag(W_·c) − Wᵀ diag(1/W_r·) W] v = Z_·c − Wᵀ (Z_r· / W_r·),
+
+    whose matrix is singular along 1 (the effects are defined up to a constant moved
+    between u and v); adding 11ᵀ makes it regular and gives Σ_c v_c = 0, since the right
+    side sums to 0. A column without weight gets v_c = 0. Cost: R·C·min(R, C) per table
+    (one batched matrix product and one batched solve). A table whose rows and columns
+    fall into disconnected groups has no unique solution: the caller fits one connected
+    group (see :func:`decompose`); a singular replicate falls back to the pseudo-inverse.
+    """
+    w = np.asarray(weights, dtype=float)
+    z = np.where(w > 0, np.asarray(response, dtype=float), 0.0)
+    if w.shape[-1] > w.shape[-2]:
+        return additive_wls(np.swapaxes(w, -1, -2), np.swapaxes(z, -1, -2)).swapaxes(-1, -2)
+    wz = w * z
+    w_row = w.sum(axis=-1)
+    w_col = w.sum(axis=-2)
+    with np.errstate(divide="ignore"):
+        inv = np.where(w_row > 0, 1.0 / np.where(w_row > 0, w_row, 1.0), 0.0)
+    z_row = wz.sum(axis=-1)
+    wt = np.swapaxes(w, -1, -2)
+    gram = wt @ (w * inv[..., None])                                 # (..., C, C)
+    c = w.shape[-1]
+    system = -gram + 1.0
+    diag = np.where(w_col > 0, w_col, 1.0)
+    idx = np.arange(c)
+    system[..., idx, idx] += diag
+    rhs = wz.sum(axis=-2) - (wt @ (z_row * inv)[..., None])[..., 0]
+    try:
+        v = np.linalg.solve(system, rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        v = (np.linalg.pinv(system) @ rhs[..., None])[..., 0]
+    u = (z_row - (w @ v[..., None])[..., 0]) * inv
+    return u[..., :, None] + v[..., None, :]
+
+
+@dataclass
+class LogitFit:
+    """A fitted binomial model with row and column effects (see :func:`fit_logit`).
+
+    Attributes
+    ----------
+    eta : numpy.ndarray
+        (..., R, C) fitted logits.
+    working_weights : numpy.ndarray
+        (..., R, C) the last IRLS weights w · p̂(1 − p̂) (0 for missing cells).
+    iterations : int
+    converged : bool
+    """
+
+    eta: np.ndarray
+    working_weights: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def fit_logit(proportion: np.ndarray, weights: np.ndarray, *, start: np.ndarray | None = None,
+              tol: float = TOLERANCE, max_iter: int = MAX_ITERATIONS) -> LogitFit:
+    """Binomial maximum likelihood of logit(p_rc) = u_r + v_c by iteratively reweighted least squares.
+
+    Parameters
+    ----------
+    proportion : numpy.ndarray
+        (..., R, C) observed proportions y_rc in (0, 1).
+    weights : numpy.ndarray
+        (..., R, C) binomial weights (trials); 0 marks a missing cell.
+    start : numpy.ndarray, optional
+        Starting logits (default: the empirical logits, whose first step is Berkson's
+        minimum logit chi-square fit).
+    tol, max_iter
+        Stop when no fitted logit moves by more than ``tol``, or after ``max_iter`` steps.
+
+    Returns
+    -------
+    LogitFit
+
+    Notes
+    -----
+    Each step is the Fisher scoring (= Newton, canonical link) step of the binomial GLM:
+    with p = expit(η), working weights ω = w p(1 − p) and working response
+    z = η + (y − p)/(p(1 − p)), the new η is the :func:`additive_wls` fit of z with
+    weights ω. It maximises Σ w [y log p + (1 − y) log(1 − p)], the likelihood of
+    ``statsmodels.GLM(y, X, family=Binomial(), var_weights=w)`` with X the model and
+    domain indicators. Batched over leading axes (bootstrap replicates).
+    """
+    y = np.clip(np.asarray(proportion, dtype=float), 1e-12, 1.0 - 1e-12)
+    w = np.asarray(weights, dtype=float)
+    observed = w > 0
+    if start is None:
+        eta = _logit(y)
+    else:
+        eta = np.broadcast_to(np.asarray(start, dtype=float), y.shape).copy()
+    eta = np.where(observed, eta, 0.0)
+    omega = w
+    converged = False
+    step = 0
+    for step in range(1, max_iter + 1):
+        p = np.clip(_expit(eta), 1e-12, 1.0 - 1e-12)
+        var = p * (1.0 - p)
+        omega = w * var
+        z = eta + (y - p) / var
+        new = additive_wls(omega, z)
+        change = float(np.max(np.abs(new - eta), where=observed, initial=0.0))
+        eta = new
+        if change < tol:
+            converged = True
+            break
+    p = np.clip(_expit(eta), 1e-12, 1.0 - 1e-12)
+    return LogitFit(eta=eta, working_weights=w * p * (1.0 - p), iterations=step, converged=converged)
+
+
+def adjusted_errors(errors: np.ndarray, n_items: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The continuity-corrected error rates and the binomial weights of the fit.
+
+    Parameters
+    ----------
+    errors : numpy.ndarray
+        Observed error rates e = 1 − s (NaN: missing).
+    n_items : numpy.ndarray or None
+        Items behind each rate; ``None`` when unknown (every cell then weighs the same).
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ẽ = (n e + ½)/(n + 1) and the weight n + 1 (0 for missing cells); with unknown
+        ``n_items``, n = :data:`NOMINAL_ITEMS` in ẽ and weight 1.
+    """
+    e = np.asarray(errors, dtype=float)
+    missing = np.isnan(e)
+    if n_items is None:
+        n = np.full(e.shape, float(NOMINAL_ITEMS))
+        weight = np.where(missing, 0.0, 1.0)
+    else:
+        n = np.asarray(n_items, dtype=float)
+        weight = np.where(missing, 0.0, n + 2 * CONTINUITY)
+    adjusted = np.where(missing, 0.5, (n * np.nan_to_num(e) + CONTINUITY) / (n + 2 * CONTINUITY))
+    return adjusted, weight
+
+
+def logit_noise(adjusted: np.ndarray, n_items: np.ndarray) -> np.ndarray:
+    """Delta-method sampling variance of the empirical logit, 1 / ((n + 1) ẽ (1 − ẽ)).
+
+    With k errors out of n and ẽ = (k + ½)/(n + 1) this equals 1/(k + ½) + 1/(n − k + ½),
+    the usual variance of the empirical logit (Gart & Zweifel 1967), finite for k = 0
+    or n. For partial credit it bounds the variance from above (an item score in [0, 1]
+    with mean p has variance at most p(1 − p)).
+    """
+    a = np.asarray(adjusted, dtype=float)
+    return 1.0 / ((np.asarray(n_items, dtype=float) + 2 * CONTINUITY) * a * (1.0 - a))
+
+
+def _components(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Connected groups of the bipartite model–domain graph: labels of models and of domains."""
+    m, d = observed.shape
+    big = m + d
+    model_label = np.arange(m)
+    domain_label = np.full(d, big)
+    while True:
+        domain_label = np.where(observed, model_label[:, None], big).min(axis=0, initial=big)
+        new = np.minimum(model_label, np.where(observed, domain_label[None, :], big).min(axis=1, initial=big))
+        if np.array_equal(new, model_label):
+            return model_label, domain_label
+        model_label = new
+
+
+# --------------------------------------------------------------------------- decomposition
+
+@dataclass
+class Decomposition:
+    """logit(e_md) = μ + a_m + b_d + r_md fitted to a score table (see :func:`decompose`).
+
+    Attributes
+    ----------
+    models, domains : numpy.ndarray
+        Names (sorted), lengths M and D.
+    error : numpy.ndarray
+        M × D observed error rates e = 1 − s (NaN: no score).
+    n_items : numpy.ndarray
+        M × D items behind each score (NaN: unknown or no score).
+    has_n : bool
+        Whether every score has ``n_items`` (else the fit weighs cells equally and the
+        noise is unknown).
+    fitted : numpy.ndarray
+        M × D bool: the cells the model was fitted to (observed, in the main connected
+        group of models and domains).
+    adjusted : numpy.ndarray
+        M × D continuity-corrected error rates ẽ.
+    weight : numpy.ndarray
+        M × D binomial weights of the fit (n + 1, or 1 without n_items; 0 outside the fit).
+    eta : numpy.ndarray
+        M × D fitted logits μ + a_m + b_d (NaN outside the fit).
+    intercept : float
+        μ.
+    model_effect : numpy.ndarray
+        a_m, mean 0 over the fitted models (NaN for models not fitted).
+    domain_effect : numpy.ndarray
+        b_d, mean 0 over the fitted domains.
+    residual : numpy.ndarray
+        M × D r_md = logit(ẽ_md) − η_md (NaN outside the fit).
+    noise_var : numpy.ndarray
+        M × D delta-method variance v_md of logit(ẽ) (:func:`logit_noise`; NaN without
+        n_items).
+    leverage : numpy.ndarray
+        M × D share ω_md / Σ_m ω_md of the cell in its domain's effect (ω: working weights).
+    iterations : int
+    converged : bool
+    notes : list of str
+        Table-level remarks (why nothing or not everything was fitted).
+    model_notes : dict
+        Per-model remarks.
+    """
+
+    models: np.ndarray
+    domains: np.ndarray
+    error: np.ndarray
+    n_items: np.ndarray
+    has_n: bool
+    fitted: np.ndarray
+    adjusted: np.ndarray
+    weight: np.ndarray
+    eta: np.ndarray
+    intercept: float
+    model_effect: np.ndarray
+    domain_effect: np.ndarray
+    residual: np.ndarray
+    noise_var: np.ndarray
+    leverage: np.ndarray
+    iterations: int = 0
+    converged: bool = True
+    notes: list[str] = field(default_factory=list)
+    model_notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Whether anything was fitted (at least 2 models and 2 domains connected)."""
+        return bool(self.fitted.any())
+
+    def residuals(self) -> pd.DataFrame:
+        """Per (model, domain) residuals, the table ``jagged structure -o`` writes.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per fitted cell, models and domains sorted: :data:`RESIDUAL_COLUMNS`:
+            ``error`` (observed e), ``n_items``, ``expected_error`` expit(μ + a_m + b_d)
+            (what the model's level and the domain's difficulty predict), ``residual``
+            r_md (logits; > 0: more errors than predicted), ``residual_se`` √v_md (its
+            sampling standard error; NaN without n_items) and ``z`` r/√(v(1 − h)).
+        """
+        rows, cols = np.nonzero(self.fitted)
+        v = self.noise_var[rows, cols]
+        h = self.leverage[rows, cols]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            z = self.residual[rows, cols] / np.sqrt(v * (1.0 - h))
+        return pd.DataFrame({
+            "model": self.models[rows], "domain": self.domains[cols],
+            "error": self.error[rows, cols], "n_items": self.n_items[rows, cols],
+            "expected_error": _expit(self.eta[rows, cols]), "residual": self.residual[rows, cols],
+            "residual_se": np.sqrt(v), "z": z,
+        })
+
+
+def score_grid(scores: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Models, domains (sorted) and the M × D error and n_items matrices (NaN: no score) of a canonical table."""
+    for column in ("model", "domain", "score"):
+        if column not in scores.columns:
+            raise JaggedInputError(f"score table lacks column {column!r}")
+    mc, models = pd.factorize(scores["model"], sort=True)
+    dc, domains = pd.factorize(scores["domain"], sort=True)
+    models = np.asarray(models, dtype=object)
+    domains = np.asarray(domains, dtype=object)
+    error = np.full((len(models), len(domains)), np.nan)
+    n = np.full_like(error, np.nan)
+    error[mc, dc] = 1.0 - scores["score"].to_numpy(dtype=float)
+    if "n_items" in scores.columns:
+        n[mc, dc] = scores["n_items"].to_numpy(dtype=float)
+    return models, domains, error, n
+
+
+def decompose(scores: pd.DataFrame) -> Decomposition:
+    """Fit logit(e_md) = μ + a_m + b_d + r_md to a per-domain score table.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table (``model``, ``domain``, ``score``, ``n_items``).
+
+    Returns
+    -------
+    Decomposition
+        With fewer than 2 models or 2 domains nothing is fitted: every effect is NaN and
+        ``notes`` says why (no error is raised).
+
+    Notes
+    -----
+    *Model.* The error count k_md = n_md e_md is Binomial(n_md, p_md) with
+    logit p_md = μ + a_m + b_d. a_m (Σ_m a_m = 0) is the model's level on the logit scale
+    of the error, b_d (Σ_d b_d = 0) the domain's difficulty for the field, and the
+    residual r_md = logit(ẽ_md) − (μ + a_m + b_d) what neither explains. The effects are
+    maximum-likelihood estimates (:func:`fit_logit`), so a cell weighs by its items: a
+    domain score from 1,000 items pins the fit more than one from 100. Without n_items
+    for every score, every cell weighs the same (a quasi-binomial fit of the proportions)
+    and the noise is unknown.
+
+    *Zero and one cells.* The fit and the residuals use the Haldane–Anscombe corrected
+    rate ẽ = (k + ½)/(n + 1) with weight n + 1: half an item is added to the wrong and to
+    the right answers of every cell (:func:`adjusted_errors`). This is the binomial
+    likelihood penalised by ½ log p(1 − p) per cell; it keeps every logit finite (a model
+    with no errors in a domain, or a domain nobody gets wrong, has finite effects) and
+    moves a rate from 1,000 items by at most 0.0005. Without n_items, n = 100 is assumed
+    for the correction only.
+
+    *Incomplete tables.* Missing (model, domain) cells are simply absent from the
+    likelihood; nothing is imputed. The effects are identified when models and domains
+    form one connected group (every pair linked through shared domains); otherwise the
+    largest group (most cells) is fitted and the models outside it get NaN and a note.
+    A model with a single domain is fitted (its level absorbs that cell: residual 0) but
+    has no relative jaggedness.
+    """
+    models, domains, error, n = score_grid(scores)
+    observed = ~np.isnan(error)
+    m, d = observed.shape
+    has_n = bool(observed.any() and np.isfinite(n[observed]).all() and (n[observed] > 0).all())
+    notes: list[str] = []
+    model_notes: dict[str, str] = {}
+    fitted = observed.copy()
+    if observed.any() and not has_n:
+        notes.append("the scores do not all carry n_items: every cell weighs the same and the sampling noise "
+                     "is unknown")
+    if m >= 2 and d >= 2:
+        model_label, domain_label = _components(observed)
+        if len(np.unique(model_label)) > 1:
+            cells = np.bincount(model_label, weights=observed.sum(axis=1), minlength=m + d)
+            main = int(np.argmax(cells))
+            keep_m, keep_d = model_label == main, domain_label == main
+            fitted &= keep_m[:, None] & keep_d[None, :]
+            left = models[~keep_m]
+            notes.append(f"{plural(len(left), 'model')} share no domain with the main table and are not "
+                         f"decomposed: {listing(left)}")
+            model_notes.update({str(name): NOTE_NOT_CONNECTED for name in left})
+    fit_m = fitted.any(axis=1)
+    fit_d = fitted.any(axis=0)
+    adjusted, weight = adjusted_errors(error, n if has_n else None)
+    weight = np.where(fitted, weight, 0.0)
+    nan = np.full((m, d), np.nan)
+    if fit_m.sum() < 2 or fit_d.sum() < 2:
+        found = f"the table has {plural(int(fit_m.sum()), 'model')} and {plural(int(fit_d.sum()), 'domain')}"
+        notes.append(f"{NOTE_FEW_MODELS}; {found}")
+        return Decomposition(models=models, domains=domains, error=error, n_items=n, has_n=has_n,
+                             fitted=np.zeros((m, d), dtype=bool), adjusted=adjusted, weight=weight * 0.0, eta=nan,
+                             intercept=math.nan, model_effect=np.full(m, np.nan), domain_effect=np.full(d, np.nan),
+                             residual=nan, noise_var=nan, leverage=nan, notes=notes, model_notes=model_notes)
+    fit = fit_logit(adjusted, weight)
+    sub = fit.eta[np.ix_(fit_m, fit_d)]
+    col = sub.mean(axis=0)
+    b = col - col.mean()
+    a_plus = (sub - b[None, :]).mean(axis=1)
+    mu = float(a_plus.mean())
+    model_effect = np.full(m, np.nan)
+    domain_effect = np.full(d, np.nan)
+    model_effect[fit_m] = a_plus - mu
+    domain_effect[fit_d] = b
+    eta = np.where(fitted, fit.eta, np.nan)
+    residual = np.where(fitted, _logit(adjusted) - fit.eta, np.nan)
+    noise = np.where(fitted, logit_noise(adjusted, n), np.nan) if has_n else nan
+    omega = np.where(fitted, fit.working_weights, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        leverage = np.where(fitted, omega / omega.sum(axis=0, keepdims=True), np.nan)
+    if not fit.converged:
+        notes.append(f"the fit did not converge in {fit.iterations} iterations")
+    return Decomposition(models=models, domains=domains, error=error, n_items=n, has_n=has_n, fitted=fitted,
+                         adjusted=adjusted, weight=weight, eta=eta, intercept=mu, model_effect=model_effect,
+                         domain_effect=domain_effect, residual=residual, noise_var=noise, leverage=leverage,
+                         iterations=fit.iterations, converged=fit.converged, notes=notes, model_notes=model_notes)
+
+
+def residual_spread(residual: np.ndarray, noise: np.ndarray, leverage: np.ndarray, ok: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per model (last axis: domains): D_m, the residual variance V_m and its expected noise N̂_m.
+
+    See :func:`model_structure`, Notes: V_m = (1/D_m) Σ_d (r_md − r̄_m)² and
+    N̂_m = ((D_m − 1)/D_m²) Σ_d v_md (1 − h_md), over the cells where ``ok``.
+    """
+    d = ok.sum(axis=-1).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(ok, residual, 0.0).sum(axis=-1) / d
+        dev = np.where(ok, residual - mean[..., None], 0.0)
+        v_obs = (dev * dev).sum(axis=-1) / d
+        n_hat = (d - 1.0) / d ** 2 * np.where(ok, noise * (1.0 - leverage), 0.0).sum(axis=-1)
+    return d, v_obs, n_hat
+
+
+def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SHARE_THRESHOLD,
+                    alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
+    """Per model: level, relative jaggedness, its noise-corrected value and a noise flag.
+
+    Parameters
+    ----------
+    decomposition : Decomposition
+        Output of :func:`decompose`.
+    threshold : float
+        ``relative_noise_share`` above which a model is flagged.
+    alpha : float
+        Level of the model-fit test; p >= alpha is flagged.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model (sorted), :data:`MODEL_COLUMNS`:
+
+        ``n_domains``
+            D_m, the model's fitted domains;
+        ``model_effect``
+            a_m, the level on the logit scale of the error (0 = the field's average;
+            +1 ≈ e^1 = 2.7 times the odds of an error);
+        ``relative_jaggedness``
+            RJ_m = √V_m, V_m = (1/D_m) Σ_d (r_md − r̄_m)², the population sd of the
+            model's residuals across its domains (logits; ddof = 0 like ``sd_error``);
+        ``relative_jaggedness_corrected``
+            √max(V_m − N̂_m, 0), with the expected sampling noise removed;
+        ``relative_noise_share``
+            N̂_m / V_m (capped at 1), the share of V_m that noise alone would produce;
+        ``p_model_fit``
+            p-value of the test that the model has no residual beyond noise;
+        ``relative_noise_flag``
+            True when its relative jaggedness is indistinguishable from noise;
+        ``structure_note``
+            why a value is missing, or the flag in words.
+
+    Notes
+    -----
+    *Noise correction (delta method on the logit scale).* logit(ẽ_md) carries sampling
+    noise of variance v_md ≈ 1/((n + 1) ẽ(1 − ẽ)) (:func:`logit_noise`), independent
+    across cells. As for ``noise_share`` (:func:`jagged.stats.uncertainty.sampling_noise`),
+    centring on the model's own mean removes 1/D of it; estimating b_d from the field
+    removes the cell's share h_md = ω_md / Σ_m ω_md of the domain's weight (ω the working
+    weights; h ≈ 1/M). Hence
+
+        E[V_m] ≈ V_true + N_m,   N̂_m = ((D_m − 1)/D_m²) Σ_d v_md (1 − h_md),
+
+    exact for a complete table with equal noise (then N = (D − 1)(M − 1) v / (DM)), a
+    first-order approximation otherwise. V_true − N̂ is floored at 0, which biases the
+    corrected value slightly upward near 0.
+
+    *Test and flag.* The model's part of the Pearson statistic of the fit,
+    X²_m = Σ_d (n + 1)(ẽ_md − p̂_md)² / (p̂_md(1 − p̂_md)), is referred to χ² with
+    D_m − 1 degrees of freedom (its expectation is (D_m − 1)(M − 1)/M without residuals,
+    so the p-value errs large: more flags). A model is flagged "relative jaggedness
+    indistinguishable from sampling noise" when ``relative_noise_share > threshold`` or
+    ``p_model_fit >= alpha`` — the rule ``noise_flag`` applies to ``cv_error``. A flag
+    says these items cannot show the model's own unevenness, not that it is even.
+
+    Edge cases: a model with fewer than 2 fitted domains, or outside the fitted group,
+    gets NaN and a note; without n_items the noise columns are NaN (``relative_noise_flag``
+    False) and the note says so.
+    """
+    dec = decomposition
+    ok = dec.fitted
+    d, v_obs, n_hat = residual_spread(dec.residual, dec.noise_var, dec.leverage, ok)
+    undefined = d < 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rj = np.where(undefined, np.nan, np.sqrt(v_obs))
+        if dec.has_n:
+            corrected = np.where(undefined, np.nan, np.sqrt(np.maximum(v_obs - n_hat, 0.0)))
+            share = np.where(v_obs > 0, n_hat / np.where(v_obs > 0, v_obs, 1.0), np.where(n_hat > 0, 1.0, np.nan))
+            share = np.where(undefined, np.nan, np.minimum(share, 1.0))
+            p_hat = np.clip(_expit(dec.eta), 1e-12, 1.0 - 1e-12)
+            x2 = np.where(ok, dec.weight * (dec.adjusted - p_hat) ** 2 / (p_hat * (1.0 - p_hat)), 0.0).sum(axis=1)
+        else:
+            corrected = share = x2 = np.full(len(dec.models), np.nan)
+    p = np.full(len(dec.models), np.nan)
+    for k in np.flatnonzero(~undefined & np.isfinite(x2)):  # a scalar tail probability per model
+        p[k] = chi2_sf(float(x2[k]), int(d[k]) - 1)
+    flag = ((share > threshold) | (p >= alpha)) & ~undefined
+    notes = np.full(len(dec.models), "", dtype=object)
+    for k, name in enumerate(dec.models):
+        if str(name) in dec.model_notes:
+            notes[k] = dec.model_notes[str(name)]
+        elif not dec.ok:
+            notes[k] = NOTE_FEW_MODELS
+        elif undefined[k]:
+            notes[k] = NOTE_FEW_DOMAINS_MODEL
+        elif not dec.has_n:
+            notes[k] = NOTE_NO_N_ITEMS
+        elif flag[k]:
+            why = [f"noise share {share[k]:.0%}"] if share[k] > threshold else []
+            why += [f"'no residual beyond noise' not rejected, p = {p[k]:.2g}"] if p[k] >= alpha else []
+            notes[k] = f"{NOTE_FLAG} ({'; '.join(why)})"
+    return pd.DataFrame({
+        "model": dec.models, "n_domains": d.astype(np.int64), "model_effect": dec.model_effect,
+        "relative_jaggedness": rj, "relative_jaggedness_corrected": corrected, "relative_noise_share": share,
+        "p_model_fit": p, "relative_noise_flag": flag.astype(bool), "structure_note": notes,
+    })
+
+
+def relative_jaggedness(scores: pd.DataFrame, *, threshold: float = NOISE_SHARE_THRESHOLD,
+                        alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
+    """:func:`model_structure` of :func:`decompose` of a canonical table (a shortcut)."""
+    return model_structure(decompose(scores), threshold=threshold, alpha=alpha)
+
+
+def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
+    """How much of the variance of the logit error rates each part of the table explains.
+
+    Parameters
+    ----------
+    decomposition : Decomposition
+        Output of :func:`decompose`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per :data:`SHARE_COMPONENTS` entry: ``component``, ``label``,
+        ``variance`` (logits²) and ``share`` (of the total). Empty values when nothing
+        was fitted; noise values NaN without n_items.
+
+    Notes
+    -----
+    Over the N fitted cells, each counted once, with l_md = logit(ẽ_md):
+
+    * total T = Var(l), domain = Var(b_d), model = Var(a_m), residual = Var(r_md)
+      (population variances over cells);
+    * cross = T − domain − model − residual: twice the covariances, 0 for a complete
+      table fitted without weights, small otherwise;
+    * noise = (1/N) Σ v_md (1 − h_md − h'_md + ω_md/Σω), the part of the residual
+      variance that sampling noise is expected to produce (h, h': the cell's share of
+      its domain's and its model's weight; (M − 1)(D − 1)/(MD) · v for a balanced table);
+      it is part of the residual, not an addition to it;
+    * residual_beyond_noise = max(residual − noise, 0): the model × domain interaction
+      the items can show.
+
+    The shares are on the logit scale, where the model is additive; they describe this
+    set of models and domains, not the benchmark in general (a field of similar models
+    has a small model share whatever the domains are like).
+    """
+    dec = decomposition
+    labels = [SHARE_LABELS[c] for c in SHARE_COMPONENTS]
+    if not dec.ok:
+        return pd.DataFrame({"component": list(SHARE_COMPONENTS), "label": labels,
+                             "variance": np.nan, "share": np.nan})
+    rows, cols = np.nonzero(dec.fitted)
+    logit = _logit(dec.adjusted[rows, cols])
+    total = logit.var()
+    domain = dec.domain_effect[cols].var()
+    model = dec.model_effect[rows].var()
+    residual = dec.residual[rows, cols].var()
+    noise = np.nan
+    if dec.has_n:
+        fit = _fit_weights(dec)
+        omega = fit[rows, cols]
+        h_dom = omega / fit.sum(axis=0)[cols]
+        h_mod = omega / fit.sum(axis=1)[rows]
+        noise = float(np.mean(dec.noise_var[rows, cols] * (1.0 - h_dom - h_mod + omega / fit.sum())))
+    beyond = max(residual - noise, 0.0) if np.isfinite(noise) else np.nan
+    cross = total - domain - model - residual
+    variance = np.array([domain, model, residual, noise, beyond, cross], dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = variance / total if total > 0 else np.full(len(variance), np.nan)
+    return pd.DataFrame({"component": list(SHARE_COMPONENTS), "label": labels, "variance": variance,
+                         "share": share})
+
+
+def _fit_weights(dec: Decomposition) -> np.ndarray:
+    """The working weights ω = w p̂(1 − p̂) of the converged fit (0 outside it)."""
+    p = np.clip(_expit(np.nan_to_num(dec.eta)), 1e-12, 1.0 - 1e-12)
+    return np.where(dec.fitted, dec.weight * p * (1.0 - p), 0.0)
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+def replicate_statistic(decomposition: Decomposition) -> ReplicateStatistic:
+    """The noise-corrected relative jaggedness of bootstrap replicates, for :mod:`jagged.stats.uncertainty`.
+
+    Parameters
+    ----------
+    decomposition : Decomposition
+        The fit to the original data (its logits start every replicate's fit).
+
+    Returns
+    -------
+    callable
+        ``statistic(num, den, present, models, domains)`` → b × M array, the form
+        :func:`jagged.stats.uncertainty.bootstrap_replicates` calls with each chunk of
+        replicate sums (Σ c·x correct answers and Σ c·present items, b × M × D, in the
+        replicate's model and domain order).
+
+    Notes
+    -----
+    Each replicate is refitted (IRLS, warm-started at the original fit, all replicates of
+    a chunk in one batched solve), and its relative jaggedness corrected **twice**,
+    √max(V* − 2N̂*, 0): in the bootstrap world the truth is the observed table, which
+    already carries the noise once, and resampling adds it again (the same reasoning as
+    for ``cv_error``, see :func:`jagged.stats.uncertainty.bootstrap_intervals`). The
+    percentile interval of these replicates is an interval for the noise-free relative
+    jaggedness that ``relative_jaggedness_corrected`` estimates. A replicate in which a
+    model drew none of its items in a domain gives that model NaN, as for ``cv_error``.
+    """
+    dec = decomposition
+
+    def statistic(num: np.ndarray, den: np.ndarray, present: np.ndarray, models: Any, domains: Any
+                  ) -> np.ndarray:
+        out = np.full(num.shape[:2], np.nan)
+        if not dec.ok or not dec.has_n:
+            return out
+        mi = pd.Index(list(models)).get_indexer(list(dec.models))
+        di = pd.Index(list(domains)).get_indexer(list(dec.domains))
+        if (mi < 0).any() or (di < 0).any():
+            return out
+        n = np.asarray(den, dtype=float)[:, mi][:, :, di]
+        wrong = n - np.asarray(num, dtype=float)[:, mi][:, :, di]
+        ok = dec.fitted[None] & (n > 0)
+        lost = (dec.fitted[None] & ~ok).any(axis=2)
+        adjusted = np.where(ok, (wrong + CONTINUITY) / (n + 2 * CONTINUITY), 0.5)
+        weight = np.where(ok, n + 2 * CONTINUITY, 0.0)
+        fit = fit_logit(adjusted, weight, start=np.nan_to_num(dec.eta), tol=1e-8)
+        residual = _logit(adjusted) - fit.eta
+        noise = logit_noise(adjusted, np.where(ok, n, 1.0))
+        omega = np.where(ok, fit.working_weights, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            leverage = omega / omega.sum(axis=1, keepdims=True)
+        d, v_obs, n_hat = residual_spread(residual, noise, leverage, ok)
+        rj = np.sqrt(np.maximum(v_obs - 2.0 * n_hat, 0.0))
+        rj[lost | (d < 2)] = np.nan
+        out[:, mi] = rj
+        return out
+
+    return statistic

@@ -1,0 +1,365 @@
+"""How many dimensions lie behind the domains, and do the categories behave like distinct ones?
+
+* :func:`parallel_analysis` (Horn 1965) compares the eigenvalues of the domains' correlation
+  matrix (the models as observations) with the 95th percentile of those of column-permuted
+  data; :func:`dimensions` runs it on a score table (:class:`Dimensions`).
+* :func:`category_check` asks whether domains of the same category share more than the
+  general level (:class:`CategoryCheck`).
+
+The permutation draws are batched (one matrix product and one ``numpy.linalg.eigvalsh`` per
+block of draws); the seed makes every result reproducible.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from jagged.errors import JaggedInputError
+from jagged.stats.decomposition import Decomposition, score_grid
+from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA
+from jagged.text import listing, plural
+
+#: Permutation draws of the parallel analysis and of the category check.
+DEFAULT_DRAWS: int = 500
+#: Percentile of the permuted eigenvalues a dimension must exceed (Glorfeld's 95th).
+PERCENTILE: float = 0.95
+#: Upper bound on the entries of one block of permuted data (draws × models × domains).
+_BLOCK_ENTRIES = 4_000_000
+
+
+@dataclass
+class Dimensions:
+    """Parallel analysis of the domains (see :func:`parallel_analysis`).
+
+    Attributes
+    ----------
+    eigenvalues : numpy.ndarray
+        Eigenvalues of the domains' correlation matrix, largest first (length p).
+    thresholds : numpy.ndarray
+        The ``percentile`` of each rank's eigenvalue over ``draws`` column-permuted data sets.
+    n_dimensions : int or None
+        Leading eigenvalues above their threshold (None: not computable).
+    first_share : float
+        λ₁ / p, the first dimension's share of the total standardised variance.
+    first_to_second : float
+        λ₁ / λ₂.
+    n_observations, n_variables : int
+        Models and domains used.
+    rank : int
+        min(n − 1, p): how many eigenvalues can be nonzero.
+    rank_deficient : bool
+        n − 1 < p: fewer models than needed for a full-rank correlation matrix.
+    draws, seed : int
+    percentile : float
+    variables : list of str
+        The domains (or categories) used, in column order.
+    notes : list of str
+    """
+
+    eigenvalues: np.ndarray
+    thresholds: np.ndarray
+    n_dimensions: int | None
+    first_share: float
+    first_to_second: float
+    n_observations: int
+    n_variables: int
+    rank: int
+    rank_deficient: bool
+    draws: int
+    seed: int
+    percentile: float
+    variables: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def table(self) -> pd.DataFrame:
+        """``dimension`` (1, 2, …), ``eigenvalue``, ``threshold``, ``share`` (λ/p) and ``retained``."""
+        k = np.arange(1, len(self.eigenvalues) + 1)
+        kept = k <= (self.n_dimensions or 0)
+        return pd.DataFrame({"dimension": k, "eigenvalue": self.eigenvalues, "threshold": self.thresholds,
+                             "share": self.eigenvalues / max(self.n_variables, 1), "retained": kept})
+
+
+def _standardise(data: np.ndarray) -> np.ndarray:
+    centred = data - data.mean(axis=-2, keepdims=True)
+    return centred / np.sqrt((centred * centred).mean(axis=-2, keepdims=True))
+
+
+def permuted_eigenvalues(z: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Eigenvalues of the correlation matrices of column-permuted data, largest first.
+
+    Parameters
+    ----------
+    z : numpy.ndarray
+        n × p standardised data (mean 0, population sd 1 per column).
+    draws : int
+        Number of permuted data sets.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray
+        draws × p eigenvalues, each row sorted descending.
+
+    Notes
+    -----
+    Each draw permutes every column independently (``Generator.permuted`` along the
+    observations), which keeps each domain's distribution and destroys the correlations.
+    A permutation leaves a column's mean and sd unchanged, so the correlation matrix is
+    Zᵀ Z / n directly; the draws are processed in blocks of at most 4 million entries,
+    each block one batched matrix product and one batched ``numpy.linalg.eigvalsh``.
+    """
+    n, p = z.shape
+    size = max(1, min(draws, _BLOCK_ENTRIES // max(n * p, 1)))
+    out = np.empty((draws, p))
+    for start in range(0, draws, size):
+        b = min(size, draws - start)
+        shuffled = rng.permuted(np.broadcast_to(z, (b, n, p)), axis=1)
+        corr = np.swapaxes(shuffled, 1, 2) @ shuffled / n
+        out[start:start + b] = np.linalg.eigvalsh(corr)[:, ::-1]
+    return out
+
+
+def parallel_analysis(data: np.ndarray, *, draws: int = DEFAULT_DRAWS, seed: int = 0,
+                      percentile: float = PERCENTILE, variables: list[str] | None = None) -> Dimensions:
+    """Horn's (1965) parallel analysis of a complete observations × variables matrix.
+
+    Parameters
+    ----------
+    data : numpy.ndarray
+        n × p, no missing values, every column with some variance (here: models × domains
+        scores).
+    draws : int
+        Permuted data sets (default :data:`DEFAULT_DRAWS`).
+    seed : int
+        Seed of ``numpy.random.default_rng``: the same seed gives the same thresholds.
+    percentile : float
+        A dimension is retained when its eigenvalue exceeds this percentile of the
+        same-rank eigenvalues of the permuted data (0.95, Glorfeld 1995; Horn used the mean).
+    variables : list of str, optional
+        Column names, kept in the result.
+
+    Returns
+    -------
+    Dimensions
+
+    Notes
+    -----
+    λ₁ ≥ … ≥ λ_p are the eigenvalues of the Pearson correlation matrix R of the columns
+    (trace p). Retained are the leading k with λ_j > t_j for every j ≤ k (counting stops
+    at the first eigenvalue at or below its threshold), with t_j the ``percentile`` of
+    the j-th eigenvalue over the permuted data sets (:func:`permuted_eigenvalues`).
+    With n ≤ p the matrix has rank at most n − 1: only n − 1 eigenvalues can be nonzero,
+    so at most n − 1 dimensions can be retained and ``rank_deficient`` is set; the
+    leading eigenvalues and their thresholds (also rank-deficient) still compare like
+    for like, so the count and the first dimension's share remain interpretable, but
+    the loadings of p variables on several dimensions cannot be estimated from n
+    observations.
+    """
+    x = np.asarray(data, dtype=float)
+    if x.ndim != 2 or np.isnan(x).any():
+        raise JaggedInputError("parallel analysis needs a complete observations × variables matrix")
+    n, p = x.shape
+    if int(draws) != draws or draws < 1:
+        raise JaggedInputError(f"parallel-analysis draws must be a positive whole number, not {draws!r}")
+    if not 0 < percentile < 1:
+        raise JaggedInputError(f"percentile must be between 0 and 1, not {percentile!r}")
+    names = list(variables) if variables is not None else [str(j) for j in range(p)]
+    rank = max(min(n - 1, p), 0)
+    empty = np.full(p, np.nan)
+    if n < 3 or p < 2:
+        return Dimensions(eigenvalues=empty, thresholds=empty, n_dimensions=None, first_share=math.nan,
+                          first_to_second=math.nan, n_observations=n, n_variables=p, rank=rank,
+                          rank_deficient=n - 1 < p, draws=int(draws), seed=int(seed), percentile=percentile,
+                          variables=names,
+                          notes=[f"parallel analysis needs at least 3 observations and 2 variables; "
+                                 f"there are {n} and {p}"])
+    sd = x.std(axis=0)
+    if not (sd > 0).all():
+        raise JaggedInputError("parallel analysis: a variable has no variance")
+    z = _standardise(x)
+    eig = np.linalg.eigvalsh(z.T @ z / n)[::-1]
+    rng = np.random.default_rng(seed)
+    perm = permuted_eigenvalues(z, int(draws), rng)
+    thresholds = np.quantile(perm, percentile, axis=0)
+    above = eig > thresholds
+    above[rank:] = False
+    count = int(np.argmin(above)) if not above.all() else p
+    notes = []
+    if n - 1 < p:
+        notes.append(f"rank-deficient: {n} models for {p} domains, so the correlation matrix has rank at most "
+                     f"{rank}; at most {rank} dimensions can show, and loadings on several dimensions cannot be "
+                     f"estimated")
+    second = eig[1] if p > 1 else math.nan
+    return Dimensions(eigenvalues=eig, thresholds=thresholds, n_dimensions=count, first_share=float(eig[0] / p),
+                      first_to_second=float(eig[0] / second) if second > 0 else math.inf, n_observations=n,
+                      n_variables=p, rank=rank, rank_deficient=n - 1 < p, draws=int(draws), seed=int(seed),
+                      percentile=percentile, variables=names, notes=notes)
+
+
+def dimensions(scores: pd.DataFrame, *, draws: int = DEFAULT_DRAWS, seed: int = 0,
+               percentile: float = PERCENTILE) -> Dimensions:
+    """:func:`parallel_analysis` of a score table's domains, the models as observations.
+
+    Models lacking a domain are left out (listwise; the note counts them) and domains in
+    which every remaining model has the same score (no variance, no correlation) are
+    dropped with a note.
+    """
+    _, domains, error, _ = score_grid(scores)
+    complete = ~np.isnan(error).any(axis=1)
+    notes = []
+    if (~complete).any():
+        notes.append(f"{plural(int((~complete).sum()), 'model')} lacking domains left out of the parallel "
+                     f"analysis (it needs complete rows)")
+    x = 1.0 - error[complete]
+    varies = x.std(axis=0) > 0 if len(x) else np.zeros(len(domains), dtype=bool)
+    if len(x) and (~varies).any():
+        notes.append(f"{plural(int((~varies).sum()), 'domain')} with the same score for every model dropped: "
+                     f"{listing(domains[~varies])}")
+    result = parallel_analysis(x[:, varies], draws=draws, seed=seed, percentile=percentile,
+                               variables=[str(d) for d in domains[varies]])
+    result.notes = notes + result.notes
+    return result
+
+
+# --------------------------------------------------------------------------- categories
+
+@dataclass
+class CategoryCheck:
+    """Do the domain categories behave like distinct dimensions? (see :func:`category_check`).
+
+    Attributes
+    ----------
+    categories : list of str
+    sizes : list of int
+        Domains per category.
+    within, between : float
+        Mean correlation across models of the residuals r_md of two domains in the same
+        category, and of two in different categories.
+    difference : float
+        within − between.
+    p_value : float
+        Permutation p-value of the difference (category labels shuffled among domains).
+    draws : int
+    verdict : str
+        ``"distinct"``, ``"trace"``, ``"not distinct"`` or ``"undetermined"``.
+    category_dimensions : Dimensions or None
+        Parallel analysis of the category mean scores.
+    notes : list of str
+    """
+
+    categories: list[str]
+    sizes: list[int]
+    within: float
+    between: float
+    difference: float
+    p_value: float
+    draws: int
+    verdict: str
+    category_dimensions: Dimensions | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _category_of(scores: pd.DataFrame, domains: np.ndarray) -> np.ndarray | None:
+    if "category" not in scores.columns or scores["category"].dropna().nunique() < 2:
+        return None
+    first = scores.dropna(subset=["category"]).drop_duplicates("domain").set_index("domain")["category"]
+    first.index = first.index.astype(object)
+    return first.astype(object).reindex(list(domains)).fillna("(none)").astype(str).to_numpy(dtype=object)
+
+
+def category_check(scores: pd.DataFrame, decomposition: Decomposition, dims: Dimensions, *,
+                   draws: int = DEFAULT_DRAWS, seed: int = 0, alpha: float = EQUAL_ERROR_ALPHA
+                   ) -> CategoryCheck | None:
+    """Whether domains of the same category share more than the general level.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical table with a ``category`` column.
+    decomposition : Decomposition
+        Its :func:`decompose` fit.
+    dims : Dimensions
+        Its :func:`dimensions` result.
+    draws, seed : int
+        Category-label permutations and their seed.
+    alpha : float
+        Level of the permutation test.
+
+    Returns
+    -------
+    CategoryCheck or None
+        None without at least two categories.
+
+    Notes
+    -----
+    After each model's level and each domain's difficulty are removed, what two domains
+    share across models is the correlation of their residuals r_·d (complete fitted models
+    only). If categories were distinct abilities, a model unusually strong in one
+    domain of a category would tend to be strong in the others: residual correlations
+    would be higher within categories than between them. The statistic is
+    within − between (means over domain pairs); its p-value is the share of ``draws``
+    random reassignments of the category labels to the domains (sizes kept) with a
+    difference at least as large, (1 + #≥)/(draws + 1). Verdict: ``"distinct"`` when
+    p < alpha and parallel analysis keeps at least 2 dimensions; ``"trace"`` when p <
+    alpha but one dimension (or none) is kept; ``"not distinct"`` otherwise;
+    ``"undetermined"`` with fewer than 3 complete models or no category of 2 domains.
+    The category means' own parallel analysis is attached (useful when the domains
+    outnumber the models).
+    """
+    dec = decomposition
+    labels = _category_of(scores, dec.domains)
+    if labels is None:
+        return None
+    names, codes = np.unique(labels, return_inverse=True)
+    sizes = np.bincount(codes, minlength=len(names))
+    wide = 1.0 - dec.error
+    complete = ~np.isnan(wide).any(axis=1)
+    cat_dims = None
+    if complete.sum() >= 3:
+        means = np.stack([wide[complete][:, codes == c].mean(axis=1) for c in range(len(names))], axis=1)
+        varies = means.std(axis=0) > 0
+        cat_dims = parallel_analysis(means[:, varies], draws=draws, seed=seed,
+                                     variables=[str(n) for n in names[varies]])
+    rows = dec.fitted.all(axis=1)
+    undetermined = CategoryCheck(categories=[str(n) for n in names], sizes=sizes.tolist(), within=math.nan,
+                                 between=math.nan, difference=math.nan, p_value=math.nan, draws=int(draws),
+                                 verdict="undetermined", category_dimensions=cat_dims)
+    if rows.sum() < 3 or sizes.max() < 2 or not dec.ok:
+        undetermined.notes.append("too few complete models, or no category with 2 domains, to compare "
+                                  "correlations within and between categories")
+        return undetermined
+    r = dec.residual[rows]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.corrcoef(r, rowvar=False)
+    valid = np.isfinite(corr)
+    np.fill_diagonal(valid, False)
+    c0 = np.where(valid, corr, 0.0)
+    mask = valid.astype(float)
+
+    def within_between(onehot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean residual correlation within and between categories, per labelling (k, D, C)."""
+        s_in = np.einsum("kdc,de,kec->k", onehot, c0, onehot)
+        n_in = np.einsum("kdc,de,kec->k", onehot, mask, onehot)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return s_in / n_in, (c0.sum() - s_in) / (mask.sum() - n_in)
+
+    eye = np.eye(len(names))
+    within, between = (float(v[0]) for v in within_between(eye[codes][None]))
+    observed = within - between
+    if not np.isfinite(observed):
+        undetermined.notes.append("residual correlations undefined")
+        return undetermined
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permuted(np.broadcast_to(codes, (int(draws), len(codes))), axis=1)
+    null_in, null_between = within_between(eye[shuffled])
+    p = float((1 + np.sum(null_in - null_between >= observed - 1e-12)) / (draws + 1))
+    clustered = p < alpha and observed > 0
+    several = (dims.n_dimensions or 0) >= 2
+    verdict = "distinct" if clustered and several else "trace" if clustered else "not distinct"
+    return CategoryCheck(categories=[str(n) for n in names], sizes=sizes.tolist(), within=within,
+                         between=between, difference=observed, p_value=p, draws=int(draws),
+                         verdict=verdict, category_dimensions=cat_dims)

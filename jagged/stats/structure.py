@@ -1,0 +1,207 @@
+"""Is it the model or the benchmark? Level-adjusted jaggedness and the dimensions behind the domains.
+
+``cv_error`` mixes three things: how hard each domain is for every model, how uneven one
+model is beyond that, and sampling noise; and it grows with the model's level because it
+divides by the mean error. This module puts together what separates them:
+
+* :mod:`jagged.stats.decomposition` — logit(e_md) = μ + a_m + b_d + r_md (binomial, weighted
+  by items), per-model ``relative_jaggedness`` with its noise correction and flag, the
+  bootstrap replicate statistic, and the variance shares of the whole table;
+* :mod:`jagged.stats.dimensions` — parallel analysis of the domains and the category check;
+* here: :func:`structure` runs all of it (:class:`Structure`: what ``jagged structure``
+  prints and the report section shows), :func:`add_structure` adds the per-model columns to
+  the metrics table, :func:`level_correlations` relates both jaggedness measures to the level.
+
+The names of both modules are re-exported, so ``from jagged.stats.structure import decompose``
+works as well.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jagged.errors import JaggedInputError
+from jagged.stats.decomposition import (  # noqa: F401  (re-exported)
+    CONTINUITY, MAX_ITERATIONS, METRIC_COLUMNS, MODEL_COLUMNS, NOMINAL_ITEMS, NOTE_FEW_DOMAINS_MODEL,
+    NOTE_FEW_MODELS, NOTE_FLAG, NOTE_NO_N_ITEMS, NOTE_NOT_CONNECTED, RESIDUAL_COLUMNS, SHARE_COMPONENTS,
+    SHARE_LABELS, TOLERANCE, Decomposition, LogitFit, additive_wls, adjusted_errors, decompose, fit_logit,
+    logit_noise, model_structure, relative_jaggedness, replicate_statistic, residual_spread, score_grid,
+    variance_shares,
+)
+from jagged.stats.dimensions import (  # noqa: F401  (re-exported)
+    DEFAULT_DRAWS, PERCENTILE, CategoryCheck, Dimensions, category_check, dimensions, parallel_analysis,
+    permuted_eigenvalues,
+)
+from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD
+from jagged.text import join_note_columns
+
+
+@dataclass
+class Structure:
+    """The decomposition, the per-model table, the variance shares and the dimensions of a table.
+
+    Attributes
+    ----------
+    decomposition : Decomposition
+    models : pandas.DataFrame
+        :func:`model_structure`.
+    shares : pandas.DataFrame
+        :func:`variance_shares`.
+    dimensions : Dimensions
+    categories : CategoryCheck or None
+    """
+
+    decomposition: Decomposition
+    models: pd.DataFrame
+    shares: pd.DataFrame
+    dimensions: Dimensions
+    categories: CategoryCheck | None
+
+    def share(self, component: str) -> float:
+        """One variance share by component name (NaN when unknown)."""
+        row = self.shares.loc[self.shares["component"] == component, "share"]
+        return float(row.iloc[0]) if len(row) else math.nan
+
+    def summary(self) -> dict[str, Any]:
+        """Everything ``jagged structure --json`` prints, as plain JSON values (NaN → None)."""
+        dims, dec, cats = self.dimensions, self.decomposition, self.categories
+        out: dict[str, Any] = {
+            "models": int(len(dec.models)), "domains": int(len(dec.domains)),
+            "fitted_models": int(dec.fitted.any(axis=1).sum()), "n_items": dec.has_n,
+            "scale": "logit of the error rate",
+            "variance_shares": {c: _plain(s) for c, s in zip(self.shares["component"], self.shares["share"])},
+            "variance": {c: _plain(v) for c, v in zip(self.shares["component"], self.shares["variance"])},
+            "intercept": _plain(dec.intercept),
+            "median_relative_jaggedness_corrected": _plain(self.models["relative_jaggedness_corrected"].median()),
+            "flagged_models": int(self.models["relative_noise_flag"].sum()),
+            "n_dimensions": dims.n_dimensions, "first_share": _plain(dims.first_share),
+            "first_to_second": _plain(dims.first_to_second),
+            "eigenvalues": [_plain(v) for v in dims.eigenvalues], "thresholds": [_plain(v) for v in dims.thresholds],
+            "draws": dims.draws, "seed": dims.seed, "percentile": dims.percentile,
+            "models_used": dims.n_observations, "domains_used": dims.n_variables,
+            "rank": dims.rank, "rank_deficient": dims.rank_deficient,
+            "notes": dec.notes + dims.notes,
+            "categories": None,
+        }
+        if cats is not None:
+            cd = cats.category_dimensions
+            out["categories"] = {
+                "names": cats.categories, "sizes": cats.sizes, "within": _plain(cats.within),
+                "between": _plain(cats.between), "difference": _plain(cats.difference),
+                "p_value": _plain(cats.p_value), "verdict": cats.verdict, "notes": cats.notes,
+                "n_dimensions": None if cd is None else cd.n_dimensions,
+                "first_share": None if cd is None else _plain(cd.first_share),
+            }
+        return out
+
+
+def _plain(value: Any) -> Any:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def structure(scores: pd.DataFrame, *, draws: int = DEFAULT_DRAWS, seed: int = 0, ci: float = 0.95,
+              threshold: float = NOISE_SHARE_THRESHOLD) -> Structure:
+    """Decomposition, relative jaggedness, variance shares, dimensions and categories of a table.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table.
+    draws : int
+        Permutation draws of the parallel analysis and the category check.
+    seed : int
+        Their seed (``numpy.random.default_rng``).
+    ci : float
+        1 − ci is the level of the noise-flag test and of the category test, as for
+        ``noise_flag``.
+    threshold : float
+        Noise share above which a model's relative jaggedness is flagged.
+
+    Returns
+    -------
+    Structure
+    """
+    if not 0 < ci < 1:
+        raise JaggedInputError(f"interval level must be between 0 and 1 (e.g. 0.95), not {ci!r}")
+    dec = decompose(scores)
+    dims = dimensions(scores, draws=draws, seed=seed)
+    return Structure(decomposition=dec, models=model_structure(dec, threshold=threshold, alpha=1.0 - ci),
+                     shares=variance_shares(dec), dimensions=dims,
+                     categories=category_check(scores, dec, dims, draws=draws, seed=seed, alpha=1.0 - ci))
+
+
+def level_correlations(table: pd.DataFrame) -> dict[str, float]:
+    """How the two jaggedness measures relate to the level, across models (Spearman ρ).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A metrics table with ``macro_score``, ``cv_error`` and
+        ``relative_jaggedness_corrected`` (profile rows collapsed).
+
+    Returns
+    -------
+    dict
+        ``cv_error`` and ``relative_jaggedness_corrected``: ρ with ``macro_score``;
+        ``rank_agreement``: ρ between the two measures. NaN with fewer than 3 models
+        having both.
+
+    Notes
+    -----
+    Spearman's ρ is Pearson's correlation of the ranks (ties: average ranks). cv_error
+    divides by the mean error, so it tends to rise with the macro score; a level-adjusted
+    measure should not.
+    """
+    rows = table.drop_duplicates("model")
+    cols = ["macro_score", "cv_error", "relative_jaggedness_corrected"]
+    if not set(cols) <= set(rows.columns):
+        return {"cv_error": math.nan, "relative_jaggedness_corrected": math.nan, "rank_agreement": math.nan}
+    data = rows[cols].astype(float).dropna()
+    if len(data) < 3:
+        return {"cv_error": math.nan, "relative_jaggedness_corrected": math.nan, "rank_agreement": math.nan}
+    ranks = data.rank()
+    corr = ranks.corr()
+    return {"cv_error": float(corr.loc["cv_error", "macro_score"]),
+            "relative_jaggedness_corrected": float(corr.loc["relative_jaggedness_corrected", "macro_score"]),
+            "rank_agreement": float(corr.loc["cv_error", "relative_jaggedness_corrected"])}
+
+
+def add_structure(table: pd.DataFrame, decomposition: Decomposition, *, threshold: float = NOISE_SHARE_THRESHOLD,
+                  alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
+    """Add the :data:`METRIC_COLUMNS` of :func:`model_structure` to a metrics table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A metrics table with ``model`` and ``note`` (one row per model, or per profile ×
+        model).
+    decomposition : Decomposition
+        :func:`decompose` of the scores behind it.
+    threshold, alpha
+        The flag rule.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``table`` with the columns inserted before ``note``, every existing column in its
+        place; a model whose relative jaggedness is missing for a reason the note does not
+        already give gets that reason appended to ``note``.
+    """
+    per = model_structure(decomposition, threshold=threshold, alpha=alpha).set_index("model")
+    per = per.reindex(table["model"].to_numpy())
+    out = table.assign(**{c: per[c].to_numpy() for c in METRIC_COLUMNS})
+    out["relative_noise_flag"] = out["relative_noise_flag"].fillna(False).astype(bool)
+    extra = per["structure_note"].fillna("").to_numpy(dtype=object)
+    quiet = {NOTE_FEW_DOMAINS_MODEL, NOTE_NO_N_ITEMS} | {""}
+    extra = np.where([e in quiet or e.startswith(NOTE_FLAG) for e in extra], "", extra)
+    if "note" not in out.columns:
+        return out
+    out["note"] = join_note_columns(out["note"].to_numpy(dtype=object), extra)
+    rest = [c for c in out.columns if c != "note"]
+    return out[rest + ["note"]]

@@ -1,0 +1,481 @@
+"""Tables and sentences for "Is it the model or the benchmark?" (report section, per-model report, CLI).
+
+Everything here reshapes and phrases the results of :mod:`jagged.stats.structure`: the
+variance shares, the per-model relative jaggedness, the residual grid in the order of the
+error heatmap, the parallel analysis, the category check and one model's residual profile.
+No statistic is computed here beyond picking, sorting and counting.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jagged.stats.structure import Decomposition, Dimensions, Structure, level_correlations
+from jagged.text import listing, plural
+from jagged.views.overview import domain_order, left_out, model_order, others_label
+
+#: Columns of :func:`relative_table`, in order (interval columns only when present).
+RELATIVE_COLUMNS: tuple[str, ...] = (
+    "model", "macro_score", "cv_error", "model_effect", "relative_jaggedness", "relative_jaggedness_corrected",
+    "relative_jaggedness_lo", "relative_jaggedness_hi", "relative_noise_share", "relative_noise_flag",
+)
+PROFILE_COLUMNS: tuple[str, ...] = (
+    "domain", "error", "expected_error", "residual", "residual_lo", "residual_hi", "z", "departs",
+)
+_F3 = "{:.3f}"
+#: Display formats of the tables below.
+SHARE_FORMATS: dict[str, str] = {"variance": "{:.4f}", "share": "{:.1%}"}
+RELATIVE_FORMATS: dict[str, str] = {
+    "macro_score": "{:.4f}", "cv_error": "{:.4f}", "model_effect": "{:+.3f}", "relative_jaggedness": _F3,
+    "relative_jaggedness_corrected": _F3, "relative_jaggedness_lo": _F3, "relative_jaggedness_hi": _F3,
+    "relative_noise_share": "{:.0%}",
+}
+DIMENSION_FORMATS: dict[str, str] = {"eigenvalue": _F3, "threshold": _F3, "share": "{:.1%}"}
+PROFILE_FORMATS: dict[str, str] = {
+    "error": _F3, "expected_error": _F3, "residual": "{:+.3f}", "residual_lo": "{:+.3f}", "residual_hi": "{:+.3f}",
+    "z": "{:+.1f}",
+}
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0%}" if np.isfinite(value) else "unknown"
+
+
+# --------------------------------------------------------------------------- tables
+
+def share_table(structure: Structure) -> pd.DataFrame:
+    """The variance shares as a reader's table: ``part``, ``variance`` (logits²), ``share``.
+
+    The cross-term row is left out when it is below half a percent (a complete table).
+    """
+    shares = structure.shares
+    keep = (shares["component"] != "cross") | (shares["share"].abs() >= 0.005)
+    rows = shares[keep]
+    return pd.DataFrame({"part": rows["label"].to_numpy(dtype=object), "variance": rows["variance"].to_numpy(),
+                         "share": rows["share"].to_numpy()})
+
+
+def relative_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Per model: level, cv_error and relative jaggedness, most model-specific unevenness first.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Output of :func:`jagged.stats.analysis.metrics_table` (profile rows collapsed).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`RELATIVE_COLUMNS` that the table has, sorted by
+        ``relative_jaggedness_corrected`` (highest first, undefined last);
+        ``relative_noise_flag`` shown as ``"noise"`` or ``""``.
+    """
+    rows = table.drop_duplicates("model").loc[:, [c for c in RELATIVE_COLUMNS if c in table.columns]]
+    rows = rows.sort_values(["relative_jaggedness_corrected", "model"], ascending=[False, True],
+                            na_position="last", kind="mergesort").reset_index(drop=True)
+    if "relative_noise_flag" in rows.columns:
+        rows["relative_noise_flag"] = np.where(rows["relative_noise_flag"].fillna(False).astype(bool), "noise", "")
+    return rows
+
+
+def residual_grid(decomposition: Decomposition, scores: pd.DataFrame, metrics: pd.DataFrame, *,
+                  limit: int | None = None) -> tuple[pd.DataFrame, int]:
+    """The residuals r_md as a models × domains grid in the error heatmap's order.
+
+    Parameters
+    ----------
+    decomposition : Decomposition
+        :func:`jagged.stats.structure.decompose` of ``scores``.
+    scores : pandas.DataFrame
+        Canonical per-domain table (for the column order: lowest median error first, as
+        :func:`jagged.views.overview.error_matrix`).
+    metrics : pandas.DataFrame
+        Per-model table with ``cv_error`` (row order: most jagged first,
+        :func:`jagged.views.overview.model_order`).
+    limit : int, optional
+        Keep the most and least jagged models; between them one row, the median residual
+        per domain of the models left out (as the error heatmap's summary row).
+
+    Returns
+    -------
+    (pandas.DataFrame, int)
+        The grid (index: model names and, at the cut, :func:`others_label`; columns:
+        domains; NaN where a cell was not fitted) and the position of the summary row
+        (0: none).
+    """
+    res = pd.DataFrame(decomposition.residual, index=[str(m) for m in decomposition.models],
+                       columns=[str(d) for d in decomposition.domains])
+    errors = 1.0 - scores.pivot_table(index="model", columns="domain", values="score", aggfunc="first",
+                                      observed=True)
+    errors.columns = errors.columns.astype(str)
+    columns = domain_order(errors, "error")
+    shown, cut = model_order(metrics, limit=limit)
+    grid = res.reindex(index=shown, columns=columns)
+    if cut:
+        hidden = left_out(metrics, limit=limit)
+        summary = res.reindex(index=hidden, columns=columns).median(axis=0, skipna=True)
+        top, bottom = grid.iloc[:cut], grid.iloc[cut:]
+        grid = pd.concat([top, summary.to_frame(others_label(len(hidden))).T, bottom])
+    return grid, cut
+
+
+def dimension_table(dims: Dimensions, *, rows: int | None = None) -> pd.DataFrame:
+    """The parallel analysis as a table: ``dimension``, ``eigenvalue``, ``threshold``, ``share``, ``retained``.
+
+    ``rows`` keeps only the first ones (all by default); ``retained`` shows as "yes"/"".
+    """
+    table = dims.table()
+    if rows is not None:
+        table = table.head(rows)
+    return table.assign(retained=np.where(table["retained"], "yes", ""))
+
+
+def residual_profile(structure: Structure, model: str, *, ci: float = 0.95) -> pd.DataFrame:
+    """One model's residuals by domain: where it departs from the field, given its level.
+
+    Parameters
+    ----------
+    structure : Structure
+        :func:`jagged.stats.structure.structure` of the scores.
+    model : str
+        The model.
+    ci : float
+        Level of the residual intervals and of the departure test.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per domain the model was fitted on, largest residual (weakest relative
+        to expectation) first: :data:`PROFILE_COLUMNS` — ``error``, ``expected_error``
+        (what its level and the domain's difficulty predict), ``residual`` (logits),
+        ``residual_lo`` / ``residual_hi`` (± z √v, the sampling interval; NaN without
+        n_items), ``z`` and ``departs`` ("weaker than expected", "stronger than
+        expected" or ""): |z| beyond the Bonferroni limit z_{1 − (1 − ci)/(2 D)} over the
+        model's D domains, so that an even model is flagged somewhere with probability
+        at most 1 − ci.
+    """
+    cells = structure.decomposition.residuals()
+    mine = cells[cells["model"].astype(str) == str(model)]
+    d = max(len(mine), 1)
+    z_ci = NormalDist().inv_cdf((1 + ci) / 2)
+    z_limit = NormalDist().inv_cdf(1 - (1 - ci) / (2 * d))
+    z = mine["z"].to_numpy(dtype=float)
+    se = mine["residual_se"].to_numpy(dtype=float)
+    departs = np.where(z > z_limit, "weaker than expected", np.where(z < -z_limit, "stronger than expected", ""))
+    out = pd.DataFrame({
+        "domain": mine["domain"].to_numpy(dtype=object), "error": mine["error"].to_numpy(),
+        "expected_error": mine["expected_error"].to_numpy(), "residual": mine["residual"].to_numpy(),
+        "residual_lo": mine["residual"].to_numpy() - z_ci * se, "residual_hi": mine["residual"].to_numpy() + z_ci * se,
+        "z": z, "departs": departs.astype(object),
+    })
+    return out.sort_values(["residual", "domain"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- sentences
+
+def _shares_sentence(structure: Structure) -> str:
+    dec = structure.decomposition
+    n_models = int(dec.fitted.any(axis=1).sum())
+    n_domains = int(dec.fitted.any(axis=0).sum())
+    model, domain, residual = (structure.share(c) for c in ("model", "domain", "residual"))
+    noise = structure.share("noise")
+    text = (f"Of the variance of the error rates (on the logit scale) across {n_models} models × {n_domains} "
+            f"domains, {_pct(model)} is the models' level, {_pct(domain)} the domains' difficulty for every "
+            f"model, and {_pct(residual)} the model × domain residual")
+    text += f", of which sampling noise alone is expected to produce {_pct(noise)}." if np.isfinite(noise) else \
+        " (the noise in it is unknown without item counts)."
+    order = np.argsort(-np.nan_to_num(dec.domain_effect, nan=-np.inf), kind="mergesort")
+    fitted = dec.fitted.any(axis=0)
+    hard = [str(dec.domains[j]) for j in order if fitted[j]][:2]
+    easy = [str(dec.domains[j]) for j in order[::-1] if fitted[j]][:2]
+    if len(hard) == 2 and len(easy) == 2:
+        text += f" Hardest for the field: {hard[0]} and {hard[1]}; easiest: {easy[0]} and {easy[1]}."
+    return text
+
+
+def _meaning_sentence(structure: Structure) -> str:
+    residual = structure.share("residual")
+    beyond = structure.share("residual_beyond_noise")
+    level = structure.share("model") + structure.share("domain")
+    if not np.isfinite(residual):
+        return ""
+    part = beyond if np.isfinite(beyond) else residual
+    if part < 0.1:
+        return (f"So most of what cv_error registers is common to the field — which domains are hard, and how "
+                f"good each model is — and only about {_pct(part)} is unevenness particular to a model: "
+                f"compare models by relative_jaggedness, not by cv_error.")
+    if part < 0.3:
+        return (f"Level and difficulty explain {_pct(level)}; the model-specific part ({_pct(part)}) is small but "
+                f"real, and relative_jaggedness measures it model by model.")
+    return (f"The model-specific part is large ({_pct(part)}): models differ in which domains they handle, not "
+            f"only in how well; relative_jaggedness and the residual heatmap show where.")
+
+
+def _relative_sentence(structure: Structure, table: pd.DataFrame | None) -> str:
+    models = structure.models
+    known = models[np.isfinite(models["relative_jaggedness_corrected"].to_numpy(dtype=float))]
+    if known.empty:
+        defined = models[np.isfinite(models["relative_jaggedness"].to_numpy(dtype=float))]
+        if defined.empty:
+            return ""
+        top = defined.sort_values(["relative_jaggedness", "model"], ascending=[False, True], kind="mergesort")
+        return (f"Most model-specific unevenness: {listing(top['model'].head(3).astype(str), 3)} (relative "
+                f"jaggedness {', '.join(f'{v:.2f}' for v in top['relative_jaggedness'].head(3))} logits); "
+                "without item counts sampling noise cannot be separated from it.")
+    top = known.sort_values(["relative_jaggedness_corrected", "model"], ascending=[False, True], kind="mergesort")
+    head = top.head(3)
+    names = ", ".join(f"{r.model} ({r.relative_jaggedness_corrected:.2f})" for r in head.itertuples())
+    flagged = int(models["relative_noise_flag"].sum())
+    text = (f"With level, difficulty and expected noise removed, the most model-specific unevenness is that of "
+            f"{names} (logits).")
+    if flagged:
+        text += (f" For {plural(flagged, 'model')} of {len(known)} it cannot be told apart from sampling noise: "
+                 f"{listing(models.loc[models['relative_noise_flag'], 'model'].astype(str), 5)}.")
+    else:
+        text += f" Every one of the {len(known)} models shows some beyond noise."
+    if table is not None:
+        corr = level_correlations(table)
+        rho_cv, rho_rj = corr.get("cv_error", math.nan), corr.get("relative_jaggedness_corrected", math.nan)
+        rank = corr.get("rank_agreement", math.nan)
+        if np.isfinite(rho_cv) and np.isfinite(rho_rj):
+            text += (f" Across models cv_error has a rank correlation of {rho_cv:+.2f} with the macro score and "
+                     f"relative jaggedness {rho_rj:+.2f}")
+            text += f"; the two orderings agree at {rank:+.2f}." if np.isfinite(rank) else "."
+    return text
+
+
+def dimension_sentence(dims: Dimensions) -> str:
+    """What the parallel analysis says, in one or two sentences."""
+    if dims.n_dimensions is None:
+        return "The number of dimensions cannot be estimated: " + ("; ".join(dims.notes) or "too little data") + "."
+    p = dims.n_variables
+    what = "domains" if dims.variables and len(dims.variables) == p else "variables"
+    first = (f"the first eigenvalue ({dims.eigenvalues[0]:.1f} of {p}) carries {dims.first_share:.0%} of the "
+             f"variance")
+    if np.isfinite(dims.first_to_second):
+        first += f", {dims.first_to_second:.1f} times the second"
+    test = (f"parallel analysis ({dims.draws} column-permuted data sets, seed {dims.seed}, "
+            f"{dims.percentile:.0%} percentile) keeps")
+    if dims.n_dimensions == 0:
+        text = (f"No dimension stands out: {test} none, {first}. The {what} correlate no more than shuffled data "
+                f"would — the models' ranking changes from domain to domain.")
+    elif dims.n_dimensions == 1:
+        text = (f"One dimension: {test} 1, and {first}. The {what} rank the models nearly the same way, as one "
+                f"general ability would; choosing one model for some domains and another for others finds "
+                f"little support here beyond the residuals a model's own profile shows.")
+    else:
+        text = (f"{dims.n_dimensions} dimensions: {test} {dims.n_dimensions}; {first}. The {what} do not all "
+                f"measure the same thing, so which model is best can depend on the domains that matter to you.")
+    if dims.rank_deficient:
+        text += (f" With {dims.n_observations} models for {p} {what} the correlation matrix has rank at most "
+                 f"{dims.rank}: at most {dims.rank} dimensions could show, and how the {what} load on them cannot "
+                 "be estimated; the count and the first share are what can be said.")
+    return text
+
+
+def category_sentence(structure: Structure) -> str:
+    """Whether the categories look like distinct dimensions ("" without categories)."""
+    cats = structure.categories
+    if cats is None:
+        return ""
+    n = len(cats.categories)
+    if cats.verdict == "undetermined":
+        return f"With {n} categories, whether they behave like distinct abilities cannot be told: " + \
+            ("; ".join(cats.notes) or "too few models") + "."
+    base = (f"After each model's level is removed, domains of the same category correlate {cats.within:+.2f} on "
+            f"average and domains of different categories {cats.between:+.2f} (permutation p = "
+            f"{cats.p_value:.2g}, {cats.draws} draws)")
+    cd = cats.category_dimensions
+    extra = ""
+    if cd is not None and cd.n_dimensions is not None:
+        extra = (f" Parallel analysis of the {len(cd.variables)} category means keeps {cd.n_dimensions} "
+                 f"(first share {cd.first_share:.0%}).")
+    if cats.verdict == "distinct":
+        return base + ": the categories look like distinct abilities, and a model's category profile is worth " \
+                      "reading." + extra
+    if cats.verdict == "trace":
+        return base + ": the categories leave a trace beyond the general level, but not a separate dimension " \
+                      "that parallel analysis can find." + extra
+    return base + ": the categories do not look like distinct abilities; category labels say little about " \
+                  "which model to pick beyond its overall level." + extra
+
+
+def structure_sentences(structure: Structure, table: pd.DataFrame | None = None) -> list[str]:
+    """Plain sentences saying what the decomposition and the dimensions mean for this data.
+
+    Parameters
+    ----------
+    structure : Structure
+        :func:`jagged.stats.structure.structure`.
+    table : pandas.DataFrame, optional
+        The metrics table (adds how cv_error and relative jaggedness relate to the level).
+
+    Returns
+    -------
+    list of str
+        Empty values are left out; with nothing fitted, the reason.
+    """
+    dec = structure.decomposition
+    if not dec.ok:
+        return ["No decomposition: " + "; ".join(dec.notes) + "."]
+    out = [_shares_sentence(structure), _meaning_sentence(structure), _relative_sentence(structure, table),
+           dimension_sentence(structure.dimensions), category_sentence(structure)]
+    out += [f"Note: {n}." for n in dec.notes]
+    return [s for s in out if s]
+
+
+def describe_profile(profile: pd.DataFrame, model: str, *, ci: float = 0.95) -> str:
+    """One or two sentences on a model's residual profile (from :func:`residual_profile`)."""
+    if profile.empty:
+        return f"{model} was not part of the decomposition (see its note)."
+    weaker = profile[profile["departs"] == "weaker than expected"]
+    stronger = profile[profile["departs"] == "stronger than expected"]
+
+    def cells(rows: pd.DataFrame) -> str:
+        text = ", ".join(f"{r.domain} ({r.error:.1%} errors where {r.expected_error:.1%} were expected)"
+                         for r in rows.head(4).itertuples())
+        return text + (f" and {len(rows) - 4} more" if len(rows) > 4 else "")
+
+    if not np.isfinite(profile["z"].to_numpy(dtype=float)).any():
+        top, low = profile.iloc[0], profile.iloc[-1]
+        return (f"Given its level and each domain's difficulty for the field, {model} is weakest in "
+                f"{top['domain']} ({top['residual']:+.2f} logits) and strongest in {low['domain']} "
+                f"({low['residual']:+.2f}); without item counts it cannot be said which departures exceed noise.")
+    if weaker.empty and stronger.empty:
+        return (f"Given its level and each domain's difficulty for the field, {model} departs from the field in "
+                f"none of its {len(profile)} domains beyond sampling noise ({ci:.0%} level over all of them): "
+                "its errors follow the common pattern.")
+    parts = []
+    if len(weaker):
+        parts.append(f"more errors than expected in {cells(weaker)}")
+    if len(stronger):
+        parts.append(f"fewer in {cells(stronger.iloc[::-1])}")
+    return (f"Given its level and each domain's difficulty for the field, {model} makes " + ", and ".join(parts)
+            + f"; {len(weaker) + len(stronger)} of {len(profile)} domains depart beyond sampling noise ({ci:.0%} "
+            "level over all of them).")
+
+
+def structure_text(structure: Structure) -> str:
+    """The plain-text summary ``jagged structure`` prints."""
+    dec, dims = structure.decomposition, structure.dimensions
+    lines = [f"jagged structure: {plural(len(dec.models), 'model')} x {plural(len(dec.domains), 'domain')}"]
+    if dec.ok:
+        lines.append("variance of the logit error rates:")
+        for row in share_table(structure).itertuples():
+            lines.append(f"  {row.part:<50} {row.share:>7.1%}" if np.isfinite(row.share) else
+                         f"  {row.part:<50}  unknown")
+    lines.append("dimensions (parallel analysis):")
+    if dims.n_dimensions is None:
+        lines.append("  not computable: " + "; ".join(dims.notes))
+    else:
+        lines.append(f"  retained: {dims.n_dimensions} of {dims.n_variables}; first share {dims.first_share:.1%}; "
+                     f"draws {dims.draws}, seed {dims.seed}, {dims.percentile:.0%} percentile")
+        shown = dimension_table(dims, rows=min(dims.n_variables, 6))
+        lines.append("  eigenvalue  threshold")
+        lines += [f"  {r.eigenvalue:10.3f} {r.threshold:10.3f}{'  *' if r.retained else ''}"
+                  for r in shown.itertuples()]
+    lines += [f"  {s}" for s in structure_sentences(structure)]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- alt texts
+
+def shares_alt(structure: Structure) -> str:
+    """Alt text of :func:`jagged.plots.structure.variance_bars`."""
+    parts = [f"{row.part.strip()} {_pct(row.share)}" for row in share_table(structure).itertuples()]
+    return "Bar chart of the shares of the variance of the logit error rates: " + "; ".join(parts) + "."
+
+
+def residual_heatmap_alt(grid: pd.DataFrame, cut: int) -> str:
+    """Alt text of :func:`jagged.plots.structure.residual_heatmap`, with its largest cells."""
+    values = grid.to_numpy(dtype=float)
+    text = (f"Heatmap of model × domain residuals on the logit scale: {plural(len(grid) - (1 if cut else 0), 'model')}"
+            f" in rows in the order of the error heatmap, {plural(grid.shape[1], 'domain')} in columns; red cells "
+            "are more errors than the model's level and the domain's difficulty predict, blue fewer, white as "
+            "predicted.")
+    if np.isfinite(values).any():
+        flat = np.nan_to_num(values, nan=0.0)
+        hi = np.unravel_index(np.argmax(flat), flat.shape)
+        lo = np.unravel_index(np.argmin(flat), flat.shape)
+        text += (f" Largest: {grid.index[hi[0]]} in {grid.columns[hi[1]]} ({flat[hi]:+.2f}); most negative: "
+                 f"{grid.index[lo[0]]} in {grid.columns[lo[1]]} ({flat[lo]:+.2f}).")
+    return text
+
+
+def relative_alt(table: pd.DataFrame) -> str:
+    """Alt text of :func:`jagged.plots.structure.relative_vs_cv`."""
+    rows = relative_table(table)
+    defined = rows[np.isfinite(rows["relative_jaggedness_corrected"].to_numpy(dtype=float))] \
+        if "relative_jaggedness_corrected" in rows else rows.iloc[:0]
+    text = (f"Scatter plot of relative jaggedness (up, logits, noise removed) against cv_error (across), one point "
+            f"per model ({plural(len(defined), 'model')}).")
+    if len(defined):
+        text += f" Highest relative jaggedness: {defined.iloc[0]['model']}."
+    return text
+
+
+def scree_alt(dims: Dimensions) -> str:
+    """Alt text of :func:`jagged.plots.structure.scree`."""
+    if dims.n_dimensions is None:
+        return "Scree plot not available."
+    return (f"Scree plot: the {dims.n_variables} eigenvalues of the domains' correlation matrix, largest first, "
+            f"against the {dims.percentile:.0%} percentile of eigenvalues from column-permuted data; "
+            f"{dims.n_dimensions} lie above it; the first is {dims.eigenvalues[0]:.2f}.")
+
+
+def profile_alt(profile: pd.DataFrame, model: str) -> str:
+    """Alt text of :func:`jagged.plots.structure.residual_profile_plot`."""
+    if profile.empty:
+        return f"No residual profile for {model}."
+    top, low = profile.iloc[0], profile.iloc[-1]
+    return (f"Dot plot of {model}'s residual in each of {len(profile)} domains, weakest relative to expectation "
+            f"first, with sampling intervals and a line at 0: largest {top['domain']} ({top['residual']:+.2f}), "
+            f"smallest {low['domain']} ({low['residual']:+.2f}).")
+
+
+# --------------------------------------------------------------------------- "At a glance"
+
+def decomposition_finding(analysis: Any) -> Any:
+    """The "At a glance" finding of this section: how much of the unevenness is model-specific.
+
+    Parameters
+    ----------
+    analysis : jagged.stats.analysis.Analysis
+
+    Returns
+    -------
+    jagged.views.glance.Finding or None
+        ``statistic="residual_beyond_noise"`` (the share of the variance of the logit
+        error rates that the model × domain residual carries beyond noise; the plain
+        residual share without item counts), ``value`` that share; None when the section
+        does not apply.
+    """
+    if not analysis.sections.get("decomposition"):
+        return None
+    from jagged.views.glance import Finding
+
+    structure = analysis.structure
+    beyond = structure.share("residual_beyond_noise")
+    statistic = "residual_beyond_noise" if np.isfinite(beyond) else "residual"
+    value = beyond if np.isfinite(beyond) else structure.share("residual")
+    dims = structure.dimensions
+    level = structure.share("model")
+    difficulty = structure.share("domain")
+    sentence = (f"{_pct(value)} of the variance of the error rates is model-specific unevenness "
+                f"{'beyond sampling noise' if statistic == 'residual_beyond_noise' else '(noise unknown)'}; "
+                f"the models' level carries {_pct(level)} and the domains' difficulty {_pct(difficulty)}.")
+    if dims.n_dimensions is not None:
+        sentence += (f" Parallel analysis keeps {plural(dims.n_dimensions, 'dimension')} (the first carries "
+                     f"{dims.first_share:.0%})")
+        sentence += "." if not dims.rank_deficient else f", with fewer models than domains (rank ≤ {dims.rank})."
+    top = structure.models.sort_values(["relative_jaggedness_corrected", "model"], ascending=[False, True],
+                                       na_position="last", kind="mergesort").head(1)
+    if len(top) and np.isfinite(float(top["relative_jaggedness_corrected"].iloc[0])):
+        sentence += (f" Most model-specific: {top['model'].iloc[0]} (relative jaggedness "
+                     f"{float(top['relative_jaggedness_corrected'].iloc[0]):.2f} logits).")
+    return Finding("decomposition", "Model or benchmark", sentence, statistic=statistic, value=float(value))

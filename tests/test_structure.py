@@ -1,0 +1,435 @@
+"""Model or benchmark: the logit decomposition, relative jaggedness, variance shares, parallel analysis.
+
+Numbers are checked against independent computations (statsmodels' binomial GLM, dense
+least squares, numpy's eigendecomposition of ``np.corrcoef``, a per-draw permutation loop)
+and against simulated tables with known model levels, domain difficulties, planted
+residuals and factor structures (binomial draws, 1,000 items per domain). The larger rate
+studies are in ``benchmarks/bench_structure.py --study``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from clitools import assert_bad_input, run_cli
+from conftest import BUNDLED, TEST_DATA
+
+import jagged
+import jagged.readers.load
+from jagged.readers.dataset import Dataset
+from jagged.stats import structure as st
+from jagged.stats import uncertainty as u
+from jagged.stats.analysis import AnalysisOptions, analyse, metrics_table
+from jagged.views import structure as vs
+
+MMLU_SUBJECTS = TEST_DATA / "mmlu_per_subject_lmeval_5shot.csv"
+
+
+def expit(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def long_table(errors: np.ndarray, n: np.ndarray | None, *, categories: list[str] | None = None) -> pd.DataFrame:
+    """A canonical table from an M × D matrix of error rates (NaN: no score)."""
+    m, d = errors.shape
+    rows = []
+    for i in range(m):
+        for j in range(d):
+            if np.isfinite(errors[i, j]):
+                rows.append({"model": f"m{i:02d}", "domain": f"d{j:02d}", "score": 1.0 - errors[i, j],
+                             "n_items": float(n[i, j]) if n is not None else np.nan,
+                             **({"category": categories[j]} if categories else {})})
+    return jagged.validate_scores(pd.DataFrame(rows), "simulated", line_offset=None)
+
+
+def simulate(rng: np.random.Generator, *, models: int = 30, domains: int = 15, items: int = 1000,
+             residual_sd: float = 0.3) -> dict[str, np.ndarray]:
+    """Known a, b and planted residuals; binomial error counts."""
+    a = rng.normal(0.0, 0.8, models)
+    b = rng.normal(0.0, 0.6, domains)
+    rho = rng.normal(0.0, residual_sd, (models, domains)) if residual_sd > 0 else np.zeros((models, domains))
+    p = expit(-0.6 + a[:, None] + b[None, :] + rho)
+    n = np.full((models, domains), items)
+    k = rng.binomial(n, p)
+    return {"a": a, "b": b, "rho": rho, "p": p, "n": n, "errors": k / n}
+
+
+def glm_logits(cells: pd.DataFrame, proportion: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Fitted logits of statsmodels' binomial GLM with model and domain indicators."""
+    import statsmodels.api as sm
+
+    design = pd.get_dummies(cells[["model", "domain"]].astype(str), drop_first=True, dtype=float)
+    design.insert(0, "const", 1.0)
+    fit = sm.GLM(proportion, design.to_numpy(), family=sm.families.Binomial(), var_weights=weights).fit(tol=1e-13)
+    return design.to_numpy() @ fit.params
+
+
+# --------------------------------------------------------------------------- the fit
+
+
+def test_fit_equals_statsmodels_binomial_glm_on_an_incomplete_table_with_zero_cells():
+    rng = np.random.default_rng(3)
+    sim = simulate(rng, models=12, domains=7)
+    errors = sim["errors"].copy()
+    n = rng.integers(40, 400, errors.shape)
+    errors = rng.binomial(n, sim["p"]) / n
+    errors[0, 0], errors[1, 3], errors[2, 5] = 0.0, 1.0, 0.0           # no errors / all wrong
+    errors[3, 1] = errors[4, 6] = errors[5, 2] = np.nan                  # models missing domains
+    dec = st.decompose(long_table(errors, n))
+    cells = dec.residuals()
+    k = cells["error"] * cells["n_items"]
+    adjusted = (k + 0.5) / (cells["n_items"] + 1.0)
+    expected = glm_logits(cells, adjusted.to_numpy(), (cells["n_items"] + 1.0).to_numpy())
+    ours = np.log(cells["expected_error"] / (1 - cells["expected_error"])).to_numpy()
+    np.testing.assert_allclose(ours, expected, atol=1e-8)
+    assert len(cells) == errors.size - 3 and dec.converged
+    # the residual is the corrected empirical logit minus the fit, finite for 0 and 1 cells
+    np.testing.assert_allclose(cells["residual"], np.log(adjusted / (1 - adjusted)) - expected, atol=1e-8)
+    assert np.isfinite(cells["residual"]).all()
+    # effects: Σa = Σb = 0 and μ + a + b reproduces the fit
+    fitted = dec.intercept + dec.model_effect[:, None] + dec.domain_effect[None, :]
+    np.testing.assert_allclose(fitted[dec.fitted], dec.eta[dec.fitted], atol=1e-10)
+    assert abs(np.nansum(dec.model_effect)) < 1e-9 and abs(np.nansum(dec.domain_effect)) < 1e-9
+
+
+def test_continuity_correction_moves_many_item_fits_little_against_the_raw_glm():
+    rng = np.random.default_rng(4)
+    sim = simulate(rng, models=10, domains=6)
+    dec = st.decompose(long_table(sim["errors"], sim["n"]))
+    cells = dec.residuals()
+    raw = glm_logits(cells, cells["error"].to_numpy(), cells["n_items"].to_numpy())
+    ours = np.log(cells["expected_error"] / (1 - cells["expected_error"])).to_numpy()
+    assert 0 < np.abs(ours - raw).max() < 0.01
+
+
+def test_without_n_items_every_cell_weighs_the_same():
+    rng = np.random.default_rng(5)
+    sim = simulate(rng, models=8, domains=5)
+    dec = st.decompose(long_table(sim["errors"], None))
+    assert not dec.has_n and "n_items" in dec.notes[0]
+    cells = dec.residuals()
+    adjusted = (100 * cells["error"] + 0.5) / 101
+    expected = glm_logits(cells, adjusted.to_numpy(), np.ones(len(cells)))
+    ours = np.log(cells["expected_error"] / (1 - cells["expected_error"])).to_numpy()
+    np.testing.assert_allclose(ours, expected, atol=1e-8)
+    per = st.model_structure(dec)
+    assert per["relative_jaggedness"].notna().all() and per["relative_jaggedness_corrected"].isna().all()
+    assert not per["relative_noise_flag"].any() and (per["structure_note"] == st.NOTE_NO_N_ITEMS).all()
+
+
+def test_additive_wls_equals_dense_least_squares_and_is_batched():
+    rng = np.random.default_rng(6)
+    for shape in [(9, 4), (4, 9)]:                           # both elimination sides
+        w = rng.uniform(0.5, 3.0, (3,) + shape)
+        w[:, 0, 1] = 0.0                                      # a missing cell
+        z = rng.normal(size=(3,) + shape)
+        fitted = st.additive_wls(w, z)
+        r, c = shape
+        design = np.hstack([np.repeat(np.eye(r), c, axis=0), np.tile(np.eye(c), (r, 1))])
+        for b in range(3):
+            sw = np.sqrt(w[b].ravel())
+            coef = np.linalg.lstsq(design * sw[:, None], z[b].ravel() * sw, rcond=None)[0]
+            expected = (design @ coef).reshape(shape)
+            keep = w[b] > 0
+            np.testing.assert_allclose(fitted[b][keep], expected[keep], atol=1e-10)
+
+
+# --------------------------------------------------------------------------- edge cases
+
+
+def test_one_model_or_one_domain_gives_a_note_not_a_crash():
+    one_model = long_table(np.array([[0.2, 0.4, 0.5]]), np.full((1, 3), 100))
+    one_domain = long_table(np.array([[0.2], [0.3], [0.6]]), np.full((3, 1), 100))
+    for table in (one_model, one_domain):
+        dec = st.decompose(table)
+        assert not dec.ok and st.NOTE_FEW_MODELS in dec.notes[-1]
+        per = st.model_structure(dec)
+        assert per["relative_jaggedness"].isna().all() and (per["structure_note"] == st.NOTE_FEW_MODELS).all()
+        assert st.variance_shares(dec)["share"].isna().all()
+        assert vs.structure_sentences(st.structure(table, draws=20))[0].startswith("No decomposition")
+    dims = st.dimensions(one_model, draws=20)
+    assert dims.n_dimensions is None and "at least 3" in dims.notes[-1]
+
+
+def test_disconnected_models_are_left_out_with_a_note_and_single_domain_models_have_no_spread():
+    errors = np.full((6, 5), np.nan)
+    errors[:4, :3] = [[0.1, 0.2, 0.3], [0.2, 0.3, 0.5], [0.3, 0.5, 0.6], [0.05, 0.1, 0.2]]
+    errors[4:, 3:] = [[0.3, 0.4], [0.2, 0.5]]                 # share no domain with the first four
+    errors[3, 1:] = np.nan                                    # m03 has one domain left
+    errors[3, 0] = 0.1
+    dec = st.decompose(long_table(errors, np.full(errors.shape, 200)))
+    assert dec.fitted[:4].any() and not dec.fitted[4:].any()
+    assert "share no domain" in dec.notes[0] and "m04" in dec.notes[0]
+    per = st.model_structure(dec).set_index("model")
+    assert per.loc["m04", "structure_note"] == st.NOTE_NOT_CONNECTED
+    assert np.isnan(per.loc["m03", "relative_jaggedness"]) and per.loc["m03", "structure_note"] == \
+        st.NOTE_FEW_DOMAINS_MODEL
+    assert abs(dec.residual[3, 0]) < 1e-8                      # its level absorbs its only cell
+
+
+# --------------------------------------------------------------------------- known truth
+
+
+def test_residuals_recover_the_planted_ones():
+    rng = np.random.default_rng(11)
+    sim = simulate(rng)
+    dec = st.decompose(long_table(sim["errors"], sim["n"]))
+    r = np.corrcoef(dec.residual.ravel(), sim["rho"].ravel())[0, 1]
+    assert r >= 0.9, r
+    # the levels and difficulties too (up to the centring)
+    assert np.corrcoef(dec.model_effect, sim["a"])[0, 1] > 0.99
+    assert np.corrcoef(dec.domain_effect, sim["b"])[0, 1] > 0.99
+    # the corrected relative jaggedness tracks each model's true residual spread
+    per = st.model_structure(dec)
+    truth = sim["rho"].std(axis=1)
+    assert np.corrcoef(per["relative_jaggedness_corrected"], truth)[0, 1] > 0.9
+    assert not per["relative_noise_flag"].any()
+
+
+def test_without_planted_residuals_the_corrected_spread_is_near_zero_and_flagged():
+    rng = np.random.default_rng(12)
+    flagged, corrected, raw, ratio = [], [], [], []
+    for _ in range(5):
+        sim = simulate(rng, residual_sd=0.0)
+        dec = st.decompose(long_table(sim["errors"], sim["n"]))
+        per = st.model_structure(dec)
+        flagged.append(per["relative_noise_flag"].mean())
+        corrected.append(per["relative_jaggedness_corrected"].median())
+        raw.append(per["relative_jaggedness"].median())
+        _, v_obs, n_hat = st.residual_spread(dec.residual, dec.noise_var, dec.leverage, dec.fitted)
+        ratio.append(n_hat.sum() / v_obs.sum())
+    assert np.mean(flagged) >= 0.9, flagged
+    assert np.median(corrected) < 0.25 * np.median(raw), (corrected, raw)
+    assert np.median(raw) > 0.05                                # the raw spread is pure noise, not 0
+    assert 0.9 < np.mean(ratio) < 1.1, ratio                   # the expected noise is the observed spread
+
+
+def test_noise_share_of_the_table_is_the_residual_when_nothing_is_planted():
+    rng = np.random.default_rng(13)
+    sim = simulate(rng, residual_sd=0.0)
+    shares = st.variance_shares(st.decompose(long_table(sim["errors"], sim["n"]))).set_index("component")
+    assert 0.85 < shares.loc["noise", "share"] / shares.loc["residual", "share"] < 1.15
+    # exact additive logits from (nearly) infinite items: no residual, level and difficulty as simulated
+    exact = simulate(np.random.default_rng(14), residual_sd=0.0)
+    errors = expit(-0.6 + exact["a"][:, None] + exact["b"][None, :])
+    shares = st.variance_shares(st.decompose(long_table(errors, np.full(errors.shape, 10 ** 8)))).set_index("component")
+    total = exact["a"].var() + exact["b"].var()
+    assert abs(shares.loc["model", "share"] - exact["a"].var() / total) < 1e-4
+    assert abs(shares.loc["domain", "share"] - exact["b"].var() / total) < 1e-4
+    assert shares.loc["residual", "share"] < 1e-6
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def test_relative_jaggedness_replicates_are_the_other_intervals_replicates():
+    rng = np.random.default_rng(15)
+    sim = simulate(rng, models=8, domains=6, items=300)
+    scores = long_table(sim["errors"], sim["n"])
+
+    def macro(num, den, present, models, domains):
+        return np.where(present[None], num / np.where(den > 0, den, 1), 0).sum(axis=2) / present.sum(axis=1)
+
+    plain = u.bootstrap_replicates(scores, n_boot=60, seed=4)
+    both = u.bootstrap_replicates(scores, n_boot=60, seed=4, statistics={"macro": macro,
+                                  "rj": st.replicate_statistic(st.decompose(scores))})
+    np.testing.assert_array_equal(plain.cv_error, both.cv_error)          # extra statistics draw nothing
+    np.testing.assert_allclose(both.extra["macro"], both.macro_score, atol=1e-12)
+    assert both.extra["rj"].shape == (60, 8) and np.isfinite(both.extra["rj"]).all()
+
+
+def test_relative_jaggedness_interval_covers_the_truth():
+    rng = np.random.default_rng(16)
+    sim = simulate(rng, residual_sd=0.25)
+    scores = long_table(sim["errors"], sim["n"])
+    dataset = Dataset(scores=scores, source="sim", paths=[], format="long")
+    table = metrics_table(dataset, AnalysisOptions(bootstrap=300, seed=1))
+    logits = np.log(sim["p"] / (1 - sim["p"]))
+    centred = logits - logits.mean(axis=1, keepdims=True) - logits.mean(axis=0, keepdims=True) + logits.mean()
+    truth = centred.std(axis=1)
+    lo, hi = table["relative_jaggedness_lo"].to_numpy(), table["relative_jaggedness_hi"].to_numpy()
+    covered = np.mean((lo <= truth) & (truth <= hi))
+    assert covered >= 0.8, covered
+    assert (lo <= table["relative_jaggedness_corrected"]).all() and (table["relative_jaggedness_corrected"] <= hi).all()
+
+
+def test_item_level_bootstrap_gives_relative_jaggedness_intervals():
+    rate = np.repeat([[0.9, 0.6, 0.5, 0.8]], 60, axis=1) * np.array([[1.0], [0.9], [0.8]])
+    correct = (np.random.default_rng(17).random(rate.shape) < rate).astype(float)
+    frame = pd.DataFrame({"model": np.repeat(["a", "b", "c"], 240), "domain": np.tile(np.repeat(["w", "x", "y", "z"], 60), 3),
+                          "item": np.tile([f"q{j}" for j in range(240)], 3), "correct": correct.ravel()})
+    dataset = jagged.readers.load.frame_to_dataset(frame, source="t", paths=[], line_offset=None)
+    table = metrics_table(dataset, AnalysisOptions(bootstrap=80, seed=0))
+    assert set(table["interval_method"]) == {u.METHOD_ITEMS}
+    assert (table["relative_jaggedness_lo"] <= table["relative_jaggedness_hi"]).all()
+    assert table["relative_jaggedness_hi"].notna().all()
+
+
+# --------------------------------------------------------------------------- dimensions
+
+
+def factor_table(rng: np.random.Generator, factors: int, *, models: int = 30, domains: int = 15,
+                 items: int = 1000, factor_corr: float = 0.0, labels: int | None = None
+                 ) -> tuple[pd.DataFrame, list[str]]:
+    """Domain error rates driven by ``factors`` abilities (correlated ``factor_corr``), each behind a block of
+    domains, loadings U(0.6, 1.2) logits, unique parts sd 0.3, then binomial draws. The categories are the
+    blocks, or ``labels`` arbitrary groups of domains."""
+    cov = np.full((factors, factors), factor_corr) + (1 - factor_corr) * np.eye(factors)
+    theta = rng.multivariate_normal(np.zeros(factors), cov, models)
+    block = np.arange(domains) % factors
+    loading = rng.uniform(0.6, 1.2, domains)
+    logit = -0.5 + rng.normal(0, 0.5, domains)[None, :] - loading[None, :] * theta[:, block] \
+        + rng.normal(0, 0.3, (models, domains))
+    n = np.full((models, domains), items)
+    errors = rng.binomial(n, expit(logit)) / n
+    names = [f"c{c}" for c in (block if labels is None else np.arange(domains) % labels)]
+    return long_table(errors, n, categories=names), names
+
+
+def test_eigenvalues_and_thresholds_against_independent_computations():
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(25, 6))
+    dims = st.parallel_analysis(x, draws=2000, seed=3)
+    np.testing.assert_allclose(dims.eigenvalues, np.sort(np.linalg.eigvalsh(np.corrcoef(x, rowvar=False)))[::-1],
+                               atol=1e-10)
+    loop = np.empty((2000, 6))                                 # a plain per-draw loop with np.corrcoef
+    other = np.random.default_rng(99)
+    for b in range(2000):
+        shuffled = np.column_stack([other.permutation(x[:, j]) for j in range(6)])
+        loop[b] = np.sort(np.linalg.eigvalsh(np.corrcoef(shuffled, rowvar=False)))[::-1]
+    np.testing.assert_allclose(dims.thresholds, np.quantile(loop, 0.95, axis=0), atol=0.06)
+    z = (x - x.mean(axis=0)) / x.std(axis=0)
+    perm = st.permuted_eigenvalues(z, 50, np.random.default_rng(0))
+    np.testing.assert_allclose(perm.sum(axis=1), 6.0, atol=1e-9)  # trace of a correlation matrix
+    assert dims.draws == 2000 and dims.seed == 3 and dims.percentile == 0.95
+    again = st.parallel_analysis(x, draws=2000, seed=3)
+    np.testing.assert_array_equal(again.thresholds, dims.thresholds)
+    assert dims.n_dimensions == 0 or dims.eigenvalues[0] > dims.thresholds[0]
+
+
+@pytest.mark.parametrize("factors", [1, 3])
+def test_parallel_analysis_retains_the_simulated_number_of_dimensions(factors):
+    rng = np.random.default_rng(100 + factors)
+    found = [st.dimensions(factor_table(rng, factors)[0], draws=200, seed=k).n_dimensions for k in range(30)]
+    rate = np.mean(np.asarray(found) == factors)
+    assert rate >= 0.9, (factors, found)
+
+
+def test_rank_deficient_when_fewer_models_than_domains():
+    rng = np.random.default_rng(22)
+    table, _ = factor_table(rng, 1, models=10, domains=20)
+    dims = st.dimensions(table, draws=200)
+    assert dims.rank_deficient and dims.rank == 9 and dims.n_dimensions == 1
+    assert "rank-deficient" in dims.notes[-1] and "at most 9" in dims.notes[-1]
+    np.testing.assert_allclose(dims.eigenvalues[9:], 0.0, atol=1e-8)
+    assert "rank at most 9" in vs.dimension_sentence(dims)
+
+
+def test_incomplete_models_and_constant_domains_are_left_out_of_the_parallel_analysis():
+    errors = np.random.default_rng(23).uniform(0.1, 0.9, (8, 4))
+    errors[:, 2] = 0.5
+    errors[0, 0] = np.nan
+    dims = st.dimensions(long_table(errors, None), draws=50)
+    assert dims.n_observations == 7 and dims.n_variables == 3
+    assert "1 model lacking" in dims.notes[0] and "d02" in dims.notes[1]
+
+
+def test_categories_as_distinct_dimensions_or_not():
+    rng = np.random.default_rng(24)
+    table, _ = factor_table(rng, 3)
+    result = st.structure(table, draws=300)
+    assert result.dimensions.n_dimensions == 3
+    assert result.categories.verdict == "distinct" and result.categories.p_value < 0.05
+    assert result.categories.within > result.categories.between
+    verdicts = []
+    for k in range(12):                                        # one factor, arbitrary category labels
+        one, _ = factor_table(rng, 1, labels=3)
+        verdicts.append(st.structure(one, draws=200, seed=k).categories.verdict)
+    assert verdicts.count("distinct") == 0 and verdicts.count("not distinct") >= 10, verdicts
+
+
+# --------------------------------------------------------------------------- real data
+
+
+def test_bundled_mmlu_pro_one_dimension_and_cv_error_follows_the_level():
+    dataset = jagged.load(BUNDLED)
+    result = st.structure(dataset.scores, draws=300)
+    wide = 1 - dataset.scores.pivot_table(index="model", columns="domain", values="score", observed=True)
+    eig = np.sort(np.linalg.eigvalsh(np.corrcoef(wide.to_numpy(), rowvar=False)))[::-1]
+    np.testing.assert_allclose(result.dimensions.eigenvalues, eig, atol=1e-10)
+    assert result.dimensions.n_dimensions == 1 and eig[1] < 1 and not result.dimensions.rank_deficient
+    assert result.share("model") > result.share("domain") > result.share("residual") > result.share("noise")
+    table = metrics_table(dataset)
+    corr = st.level_correlations(table)
+    assert corr["cv_error"] > 0.8 and abs(corr["relative_jaggedness_corrected"]) < 0.4
+
+
+def test_mmlu_subjects_are_rank_deficient_and_say_so():
+    dataset = jagged.load(MMLU_SUBJECTS)
+    result = st.structure(dataset.scores, draws=200)
+    assert result.dimensions.rank_deficient and result.dimensions.rank == dataset.scores["model"].nunique() - 1
+    assert result.categories is not None and result.categories.category_dimensions.n_dimensions >= 1
+    text = " ".join(vs.structure_sentences(result))
+    assert "rank at most 19" in text and "categor" in text
+
+
+# --------------------------------------------------------------------------- surfaces
+
+
+def test_metrics_table_gains_the_columns_before_note_and_keeps_the_others_in_order():
+    from jagged.stats.analysis import add_deployment, add_hierarchy, profile_weights
+
+    dataset = jagged.load(BUNDLED)
+    options = AnalysisOptions(profiles=("uniform", "items"), bootstrap=40, seed=2)
+    table = metrics_table(dataset, options)
+    before = u.add_noise(jagged.jaggedness(dataset.scores), dataset.scores, dataset.items)
+    before = add_deployment(add_hierarchy(before, dataset.scores), dataset.scores, profile_weights(dataset, options))
+    before = u.add_intervals(before, dataset.scores, weights=profile_weights(dataset, options), n_boot=40, seed=2)
+    ours = [c for c in table.columns if c in st.METRIC_COLUMNS or c.startswith("relative_jaggedness_")]
+    assert [c for c in table.columns if c not in ours] == list(before.columns)
+    assert ours == ["model_effect", "relative_jaggedness", "relative_jaggedness_lo", "relative_jaggedness_hi",
+                    "relative_jaggedness_corrected", "relative_noise_share", "p_model_fit", "relative_noise_flag"]
+    assert list(table.columns[-3:]) == ["interval_method", "interval_note", "note"]
+    per = st.relative_jaggedness(dataset.scores).set_index("model")
+    first = table.drop_duplicates("model").set_index("model")
+    np.testing.assert_allclose(first["relative_jaggedness"], per.loc[first.index, "relative_jaggedness"])
+
+
+def test_cli_structure_json_text_and_residuals(tmp_path):
+    out = tmp_path / "residuals.csv"
+    code, stdout, stderr = run_cli("structure", BUNDLED, "--json", "-o", out, "--draws", 100, "--seed", 5)
+    assert code == 0, stderr
+    summary = json.loads(stdout)
+    for key in ("n_dimensions", "first_share", "eigenvalues", "thresholds", "draws", "seed", "variance_shares"):
+        assert key in summary
+    assert summary["draws"] == 100 and summary["seed"] == 5 and len(summary["thresholds"]) == 14
+    assert abs(sum(summary["variance_shares"][c] for c in ("domain", "model", "residual", "cross")) - 1) < 1e-9
+    residuals = pd.read_csv(out)
+    assert list(residuals.columns) == list(st.RESIDUAL_COLUMNS) and len(residuals) == 29 * 14
+    code, stdout, _ = run_cli("structure", BUNDLED, "--draws", 50)
+    assert code == 0 and "retained: 1 of 14" in stdout and "model level" in stdout
+    assert "--draws" in run_cli("structure", "--help")[1]
+
+
+def test_cli_structure_bad_and_small_input(tmp_path):
+    assert_bad_input("structure", tmp_path / "missing.csv", fragments=("missing.csv",))
+    one = tmp_path / "one.csv"
+    one.write_text("model,domain,score\na,x,0.5\na,y,0.7\n")
+    code, stdout, stderr = run_cli("structure", one, "--json")
+    assert code == 0 and "Traceback" not in stderr
+    summary = json.loads(stdout)
+    assert summary["n_dimensions"] is None and any(st.NOTE_FEW_MODELS in n for n in summary["notes"])
+
+
+def test_analysis_has_the_decomposition_section():
+    analysis = analyse(BUNDLED, bootstrap=0)
+    assert analysis.sections["decomposition"] and analysis.structure.dimensions.n_dimensions == 1
+    assert analysis.structure is analysis.structure               # computed once
+
+
+def test_cli_default_draws_is_the_library_default():
+    code, stdout, _ = run_cli("structure", "--help")
+    assert code == 0 and f"default: {st.DEFAULT_DRAWS}" in stdout.replace("\n", " ").replace("  ", " ")
