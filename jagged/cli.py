@@ -232,7 +232,7 @@ def _report_from_parameters(params_file: str | None, notebook: str | None, score
 
 
 @main.command()
-@click.argument("scores", type=str)
+@click.argument("scores", type=str, required=False, default=None)
 @click.option("--out-dir", "out_dir", type=click.Path(file_okay=False), default="reports/batch", show_default=True,
               help="Output folder: index.html, the cross-model report and models/<slug>.html.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
@@ -243,13 +243,16 @@ def _report_from_parameters(params_file: str | None, notebook: str | None, score
 @input_options
 @analysis_options
 @guarded
-def batch(scores: str, out_dir: str, jobs: int | None, models: tuple[str, ...], force: bool, **kwargs: Any) -> None:
-    """Write one HTML report per model of SCORES, the cross-model report and an index.
+def batch(scores: str | None, out_dir: str, jobs: int | None, models: tuple[str, ...], force: bool,
+          **kwargs: Any) -> None:
+    """Write one HTML report per model of SCORES (default: the bundled MMLU-Pro data), the cross-model report
+    and an index.
 
     Reports whose inputs, parameters, notebook and code are unchanged are skipped (their
     content hash is stored in each report); a failing model is listed as failed in the
-    index and the others are still written (exit 1). Ctrl-C keeps every finished report;
-    run the same command again to resume.
+    index and the others are still written (exit 1). Ctrl-C or SIGTERM stops the workers
+    and their kernels, keeps every finished report and writes the index of them (exit 130
+    or 143); run the same command again to resume.
     """
     from jagged.report.batch import run_batch
 
@@ -257,10 +260,10 @@ def batch(scores: str, out_dir: str, jobs: int | None, models: tuple[str, ...], 
     try:
         result = run_batch(scores, out_dir, jobs=jobs, models=models, force=force, load=opts.load_kwargs(kwargs),
                            analysis=analysis)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         click.echo("jagged: interrupted; finished reports are kept, run the same command again to resume",
                    err=True)
-        sys.exit(130)
+        sys.exit(128 + getattr(exc, "signum", 2))  # 130 for Ctrl-C, 143 for SIGTERM
     click.echo(result.summary(), err=True)
     if result.failed:
         sys.exit(EXIT_INTERNAL)

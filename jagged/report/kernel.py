@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -64,16 +65,50 @@ def capture_state() -> None:
     """Record the kernel's clean state (runs inside the kernel, once, after :func:`preload`)."""
     import random
     import sys
-    import warnings
 
     import matplotlib
     import numpy as np
 
     _STATE.update(
         rc=dict(matplotlib.rcParams), random=random.getstate(), np_random=np.random.get_state(),
-        np_err=np.geterr(), np_print=np.get_printoptions(), warnings=list(warnings.filters),
+        np_err=np.geterr(), np_print=np.get_printoptions(), warnings=_saved_warnings(),
         cwd=os.getcwd(), path=list(sys.path), environ=dict(os.environ),
     )
+
+
+def _saved_warnings() -> Any:
+    """The warnings filters and ``showwarning`` as they are now, put back by ``__exit__``.
+
+    :class:`warnings.catch_warnings` is the public way to save and restore them; leaving
+    it also tells the warnings machinery that the filters changed, which makes every
+    "already warned" registry stale (a "once"/"default" warning is shown again).
+    """
+    import warnings
+
+    saved = warnings.catch_warnings()
+    saved.__enter__()
+    return saved
+
+
+def _forget_shown_warnings() -> None:
+    """Empty every module's ``__warningregistry__`` and the "once" registry.
+
+    Leaving :class:`warnings.catch_warnings` already makes them stale; emptying them says
+    so without relying on that.
+    """
+    import sys
+    import warnings
+
+    for module in list(sys.modules.values()):
+        try:
+            registry = vars(module).get("__warningregistry__")
+        except TypeError:  # not a module (a placeholder some packages put in sys.modules)
+            continue
+        if isinstance(registry, dict):
+            registry.clear()
+    once = getattr(warnings, "onceregistry", None)
+    if isinstance(once, dict):
+        once.clear()
 
 
 def restore_state() -> None:
@@ -98,8 +133,9 @@ def restore_state() -> None:
     np.random.set_state(_STATE["np_random"])
     np.seterr(**_STATE["np_err"])
     np.set_printoptions(**_STATE["np_print"])
-    warnings.filters[:] = _STATE["warnings"]
-    warnings._filters_mutated()  # invalidates every __warningregistry__ ("once"/"default" show again)
+    _STATE["warnings"].__exit__(None, None, None)  # the recorded filters and showwarning
+    _forget_shown_warnings()
+    _STATE["warnings"] = _saved_warnings()
     os.chdir(_STATE["cwd"])
     sys.path[:] = _STATE["path"]
     os.environ.clear()
@@ -110,7 +146,9 @@ def restore_state() -> None:
 # In the process that drives the kernel
 
 
+@lru_cache(maxsize=None)
 def _register_engine() -> None:
+    """Register the ``jagged-warm`` engine with papermill (once per process)."""
     from papermill.clientwrap import PapermillNotebookClient
     from papermill.engines import NBClientEngine, papermill_engines
     from papermill.utils import merge_kwargs, remove_args
@@ -151,8 +189,20 @@ def _register_engine() -> None:
             client.kc = kc
             return client.execute()
 
-    if ENGINE_NAME not in papermill_engines._engines:
-        papermill_engines.register(ENGINE_NAME, WarmKernelEngine)
+    papermill_engines.register(ENGINE_NAME, WarmKernelEngine)
+
+
+def parent_arguments() -> list[str]:
+    """Kernel arguments that make the kernel exit when this process dies.
+
+    ipykernel's parent poller (``IPKernelApp.parent_handle``, a documented option) checks
+    every second whether the kernel's parent is still the process that started it, and
+    exits the kernel when it is not, e.g. after the parent was killed with SIGKILL.
+    jupyter_client usually asks for it through the ``JPY_PARENT_PID`` environment
+    variable; saying it here does not depend on that. (Kernels run in a session of their
+    own, so signals to the parent's process group never reach them.)
+    """
+    return [f"--IPKernelApp.parent_handle={os.getpid()}"] if os.name == "posix" else []
 
 
 def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> Any:
@@ -195,7 +245,7 @@ def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> An
     # The kernel's own stdout/stderr (not cell output, which travels over ZMQ) would
     # scribble over a progress bar.
     run_sync(km.start_kernel)(cwd=cwd or os.getcwd(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              extra_arguments=list(KERNEL_ARGUMENTS))
+                              extra_arguments=[*KERNEL_ARGUMENTS, *parent_arguments()])
     return km
 
 

@@ -4,14 +4,23 @@
 ``PATH.html`` and ``PATH.ipynb`` into place only when execution and rendering succeeded.
 A failing run leaves an earlier report untouched, keeps the failed notebook as
 ``PATH.failed.ipynb`` and raises :class:`~jagged.report.execution.ReportError`.
+
+The temporary folder has to be beside the destination (:func:`os.replace` is atomic only
+within one file system). A run that is killed outright (SIGKILL, power loss) cannot
+remove it, so its name carries the run's process id and host (:func:`make_workdir`), and
+the next run in that folder removes the folders of runs that are no longer alive
+(:func:`remove_stale_workdirs`); a live run's folder is never touched.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import socket
 import tempfile
 import threading
+import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -26,13 +35,85 @@ from jagged.text import one_line
 DEFAULT_TITLE = "Jaggedness report"
 
 
+#: ``.<stem>.<pid>-<host>.<random>``: a run's temporary folder (see :func:`make_workdir`).
+_WORKDIR = re.compile(r"^\..+\.(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8})\.[a-z0-9_]{8}$")
+
+
 def _failed_path(html_path: Path) -> Path:
     return html_path.with_suffix(".failed.ipynb")
+
+
+def _host_tag() -> str:
+    """Eight hex digits naming this machine (a folder shared between machines keeps their runs apart)."""
+    return f"{zlib.crc32(socket.gethostname().encode('utf-8', 'replace')):08x}"
+
+
+def make_workdir(html_path: Path) -> Path:
+    """A new hidden temporary folder beside ``html_path``, named after this process.
+
+    Returns
+    -------
+    pathlib.Path
+        ``.<stem>.<pid>-<host>.<random>`` in ``html_path``'s folder (at most 40
+        characters of the stem), made with :func:`tempfile.mkdtemp`.
+    """
+    prefix = f".{html_path.stem[:40]}.{os.getpid()}-{_host_tag()}."
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=html_path.parent))
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether a process with this id runs (a zombie, which has exited but is not reaped yet, does not)."""
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, and belongs to someone else
+        return True
+    try:  # Linux: the state letter follows the parenthesised command name
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rpartition(")")[2].split()
+    except OSError:  # no /proc (macOS), or it has just been reaped: os.kill said it exists
+        return True
+    return not state or state[0] not in ("Z", "X")
+
+
+def remove_stale_workdirs(folder: str | Path) -> list[Path]:
+    """Remove the temporary folders that runs which died left in ``folder``.
+
+    Only folders named by :func:`make_workdir` on this machine whose process is gone are
+    removed; another live run's folder, and anything else, is left alone.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        An output folder (missing: nothing to do).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The folders removed.
+    """
+    removed: list[Path] = []
+    host = _host_tag()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _WORKDIR.match(entry.name)
+        if (match is None or match["host"] != host or not entry.is_dir(follow_symlinks=False)
+                or int(match["pid"]) == os.getpid() or _process_alive(int(match["pid"]))):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
+
 
 def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[str, Any] | None = None, *,
                title: str = DEFAULT_TITLE, show_code: bool = False, facts: Iterable[Sequence[str]] = (),
                subtitle: str | None = None, metadata: Mapping[str, str] | None = None,
-               theme: str | None = None, **execute_kwargs: Any) -> Path:
+               theme: str | None = None, clean_stale: bool = True, **execute_kwargs: Any) -> Path:
     """Execute a notebook and render it to ``html_path``, atomically; keep the executed notebook.
 
     Parameters
@@ -54,6 +135,9 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
     theme : {"light", "dark", "auto"}, optional
         Page theme (see :func:`render`); by default the notebook's ``theme`` parameter
         when it declares one (so a rerun from stored parameters keeps it), else light.
+    clean_stale : bool
+        First remove the temporary folders that dead runs left beside ``html_path``
+        (:func:`remove_stale_workdirs`); a batch does it once per folder instead.
     **execute_kwargs
         Passed to :func:`execute` (``cwd``, ``timeout``, ``km``, ...).
 
@@ -71,9 +155,10 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
 
     Notes
     -----
-    Both files are written to a temporary folder beside the destination and moved into
-    place with :func:`os.replace` only after execution and rendering succeeded. A
-    successful run removes a stale ``PATH.failed.ipynb``.
+    Both files are written to a temporary folder beside the destination
+    (:func:`make_workdir`) and moved into place with :func:`os.replace` only after
+    execution and rendering succeeded. A successful run removes a stale
+    ``PATH.failed.ipynb``.
     """
     html_path = Path(html_path)
     if html_path.suffix.lower() not in (".html", ".htm"):
@@ -84,7 +169,9 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
     html_path.parent.mkdir(parents=True, exist_ok=True)
     ipynb_path = html_path.with_suffix(".ipynb")
     failed_path = _failed_path(html_path)
-    workdir = Path(tempfile.mkdtemp(prefix=f".{html_path.stem[:40]}.", dir=html_path.parent))
+    if clean_stale:
+        remove_stale_workdirs(html_path.parent)
+    workdir = make_workdir(html_path)
     # The kernel runs in another process; prepare the renderer meanwhile. papermill is
     # imported first so the two threads do not import the same modules at once.
     import papermill  # noqa: F401

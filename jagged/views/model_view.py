@@ -3,18 +3,11 @@
 Pure functions on the canonical per-domain table and the metrics table of
 :func:`jagged.stats.analysis.metrics_table`; the notebook only calls them and shows the results.
 Everything is vectorised over models and domains (a models × domains error matrix).
-
-Testing hook
-------------
-:func:`resolve_model` raises :class:`InjectedFailure` when the environment variable
-``JAGGED_FAIL_MODEL`` equals the model's name. The batch tests use it to make exactly one
-model's notebook fail; it is read only here, only raises, and is unset in normal use.
 """
 
 from __future__ import annotations
 
 import difflib
-import os
 import warnings
 from statistics import NormalDist
 from typing import Any
@@ -26,9 +19,6 @@ from jagged.stats.deployment import score_matrix
 from jagged.errors import JaggedInputError
 from jagged.views.overview import per_model
 
-#: Environment variable naming a model whose report should fail (tests only).
-FAIL_ENV = "JAGGED_FAIL_MODEL"
-
 DOMAIN_COLUMNS: tuple[str, ...] = (
     "domain", "error", "error_lo", "error_hi", "n_items", "field_n", "field_min", "field_q25",
     "field_median", "field_q75", "field_max", "vs_median", "rank", "ranked",
@@ -39,10 +29,6 @@ WEDGE_COLUMNS: tuple[str, ...] = (
     "profile", "macro_score", "dep_score", "wedge", "wedge_bound", "exposure_error_corr", "rank_macro",
     "rank_dep",
 )
-
-
-class InjectedFailure(RuntimeError):
-    """Raised on purpose for the model named by ``JAGGED_FAIL_MODEL`` (see the module notes)."""
 
 
 def _model_names(scores: pd.DataFrame) -> list[str]:
@@ -68,8 +54,6 @@ def resolve_model(scores: pd.DataFrame, model: str = "") -> str:
     ------
     JaggedInputError
         No such model (the message suggests close names).
-    InjectedFailure
-        The model is named by ``JAGGED_FAIL_MODEL`` (testing hook).
     """
     names = _model_names(scores)
     if not names:
@@ -79,8 +63,6 @@ def resolve_model(scores: pd.DataFrame, model: str = "") -> str:
         close = difflib.get_close_matches(chosen, names, n=3)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise JaggedInputError(f"no model {chosen!r} in the scores ({len(names)} models){hint}")
-    if os.environ.get(FAIL_ENV) == chosen:
-        raise InjectedFailure(f"{FAIL_ENV} names {chosen!r}: this report fails on purpose")
     return chosen
 
 

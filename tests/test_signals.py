@@ -1,0 +1,211 @@
+"""Stopping a batch or a report leaves no process behind (workers, Jupyter kernels) and nothing half-made.
+
+Each test starts ``jagged`` in a process of its own, watches its descendants with psutil
+until the batch is under way, sends one signal, and then waits (bounded) for every process
+it saw to be gone. SIGINT goes to the process group (what Ctrl-C in a terminal does),
+SIGTERM and SIGKILL to the parent alone (what ``timeout``, ``kill`` and CI cancellation
+do). Kernels run in a session of their own, so no signal to the group reaches them: they
+must notice by themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from jagged.report.run import make_workdir, remove_stale_workdirs
+from jagged.report.slug import unique_slugs
+from test_batch import index_rows, write_scores
+
+JAGGED = [sys.executable, "-m", "jagged.cli"]
+N_MODELS = 24
+#: How long every process may take to disappear after the signal (they take well under a second).
+GONE_WITHIN = 20.0
+
+
+def descendants(process: psutil.Process) -> list[psutil.Process]:
+    try:
+        return process.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def is_kernel(process: psutil.Process) -> bool:
+    try:
+        return "ipykernel_launcher" in " ".join(process.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return False
+
+
+def survivors(processes: list[psutil.Process], within: float = GONE_WITHIN) -> list[psutil.Process]:
+    """The processes still running (zombies count as gone) after waiting at most ``within`` seconds."""
+    def running(p: psutil.Process) -> bool:
+        try:
+            return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    deadline = time.monotonic() + within
+    alive = [p for p in processes if running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [p for p in alive if running(p)]
+    return alive
+
+
+def watch_until(popen: subprocess.Popen, ready, timeout: float = 180) -> dict[int, psutil.Process]:
+    """Every descendant seen until ``ready()`` holds (the process must still run then)."""
+    parent = psutil.Process(popen.pid)
+    seen: dict[int, psutil.Process] = {}
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert popen.poll() is None, f"jagged ended before the signal: {popen.communicate()}"
+        assert time.monotonic() < deadline, "jagged made no progress"
+        seen.update((p.pid, p) for p in descendants(parent))
+        time.sleep(0.05)
+    seen.update((p.pid, p) for p in descendants(parent))
+    return seen
+
+
+def start(args: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([*JAGGED, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                            start_new_session=True)
+
+
+@pytest.fixture(autouse=True)
+def _no_strays():
+    """Whatever a failed assertion leaves running is killed (the assertion already failed)."""
+    before = {p.pid for p in descendants(psutil.Process())}
+    yield
+    for p in descendants(psutil.Process()):
+        if p.pid not in before:
+            p.kill()
+
+
+MODELS = [f"model {i:02d}" for i in range(N_MODELS)]
+SLUGS = dict(zip(MODELS, unique_slugs(MODELS)))
+
+
+def batch_args(tmp_path: Path) -> tuple[list[str], Path]:
+    scores = write_scores(tmp_path / "scores.csv", MODELS)
+    out = tmp_path / "out"
+    return ["batch", str(scores), "--out-dir", str(out), "--jobs", "2", "--bootstrap", "0"], out
+
+
+@pytest.mark.parametrize("signum, to_group", [(signal.SIGINT, True), (signal.SIGTERM, False),
+                                              (signal.SIGKILL, False)], ids=["SIGINT", "SIGTERM", "SIGKILL"])
+def test_stopped_batch_leaves_no_worker_or_kernel_and_resumes(tmp_path, signum, to_group):
+    args, out = batch_args(tmp_path)
+    popen = start(args, tmp_path)
+    models = out / "models"
+    seen = watch_until(popen, lambda: len(list(models.glob("*.html"))) >= 2
+                       and sum(is_kernel(p) for p in descendants(psutil.Process(popen.pid))) == 2)
+    kernels = [p for p in seen.values() if is_kernel(p)]
+    workers = [p for p in seen.values() if not is_kernel(p)]
+    assert len(kernels) >= 2 and len(workers) >= 2                    # two warm kernels, two workers
+    (os.killpg if to_group else os.kill)(popen.pid, signum)
+    _, stderr = popen.communicate(timeout=60)
+    assert not survivors(list(seen.values())), "a worker or kernel outlived the batch"
+
+    done = {p.stem for p in models.glob("*.html")}
+    for report in models.glob("*.html"):                               # complete files only
+        text = report.read_text(encoding="utf-8")
+        assert text.rstrip().endswith("</html>") and "jagged-input-hash" in text
+    if signum == signal.SIGKILL:
+        assert popen.returncode == -signal.SIGKILL
+    else:
+        assert popen.returncode == 128 + signum, stderr
+        assert "run the same command again to resume" in stderr
+        rows = index_rows(out / "index.html")                          # the index of what finished
+        assert {SLUGS[name] for name in rows} == done
+        assert all(row[1] == "ok" for row in rows.values())
+        assert not [p for p in out.rglob(".*") if p.is_dir()]          # no unfinished report's folder
+    assert 2 <= len(done) < N_MODELS                                   # it did stop part-way
+
+    resumed = subprocess.run([*JAGGED, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    finished = len(done) + (out / "jaggedness_report.html").is_file()  # the cross-model report starts first
+    assert f"{N_MODELS + 1 - finished} written, {finished} up to date, 0 failed" in resumed.stderr
+    assert len(list(models.glob("*.html"))) == N_MODELS
+    assert len(index_rows(out / "index.html")) == N_MODELS
+    assert not [p for p in out.rglob(".*") if p.is_dir()]              # a killed run's folders are removed
+
+
+def test_a_killed_worker_fails_its_report_only(tmp_path):
+    """A worker killed outright (out of memory, say) fails the report it was making; a new worker goes on."""
+    args, out = batch_args(tmp_path)
+    popen = start(args, tmp_path)
+    parent = psutil.Process(popen.pid)
+    watch_until(popen, lambda: len(list((out / "models").glob("*.html"))) >= 1)
+    worker = next(p for p in parent.children() if not is_kernel(p))
+    kernel = next(p for p in worker.children() if is_kernel(p))
+    worker.kill()
+    _, stderr = popen.communicate(timeout=300)
+    assert popen.returncode == 1, stderr
+    assert f"{N_MODELS + 1} reports: {N_MODELS} written, 0 up to date, 1 failed" in stderr
+    assert not survivors([kernel])                                     # its kernel noticed and went
+    failed = [row for row in index_rows(out / "index.html").values() if row[1] != "ok"]
+    if failed:                                                         # a model's report (not the overview)
+        assert len(failed) == 1 and failed[0][1] == "failed worker died: killed by SIGKILL"
+    else:
+        assert "cross-model report" in stderr
+    assert not [p for p in out.rglob(".*") if p.is_dir()]
+
+
+def test_killed_report_leaves_no_kernel_and_the_next_run_cleans_up(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    earlier = out / "report.html"
+    earlier.write_text("<html>an earlier report</html>", encoding="utf-8")
+    live = make_workdir(out / "other.html")                            # a live run's folder (this process's)
+    popen = start(["report", "-o", str(earlier), "--bootstrap", "0"], tmp_path)
+    temporary = lambda: [p for p in out.iterdir() if p.name.startswith(".report.")]  # noqa: E731
+    seen = watch_until(popen, lambda: bool(temporary()))
+    kernels = [p for p in seen.values() if is_kernel(p)]
+    assert kernels
+    popen.kill()
+    popen.communicate(timeout=60)
+    assert not survivors(list(seen.values())), "the report's kernel outlived it"
+    left = temporary()
+    assert len(left) == 1 and f".{popen.pid}-" in left[0].name          # what the dead run left ...
+    assert earlier.read_text(encoding="utf-8") == "<html>an earlier report</html>"
+
+    again = subprocess.run([*JAGGED, "report", "-o", str(out / "second.html"), "--bootstrap", "0"],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert not left[0].exists()                                        # ... the next run removed
+    assert live.is_dir()                                               # and nothing else
+    assert earlier.read_text(encoding="utf-8") == "<html>an earlier report</html>"
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "report.html", "second.html", "second.ipynb"]
+
+
+def test_only_dead_runs_folders_are_removed(tmp_path):
+    mine = make_workdir(tmp_path / "a.html")
+    host = mine.name.split(".")[-2].split("-")[1]
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()                                                       # a process id that has ended
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead = tmp_path / f".b.{ended.pid}-{host}.abcdefgh"
+        live = tmp_path / f".c.{running.pid}-{host}.abcdefgh"
+        elsewhere = tmp_path / f".d.{ended.pid}-{'0' * 8 if host != '0' * 8 else '1' * 8}.abcdefgh"
+        unrelated = tmp_path / ".e.abcdefgh"
+        for folder in (dead, live, elsewhere, unrelated):
+            folder.mkdir()
+        (dead / "executed.ipynb").write_text("{}")
+        assert remove_stale_workdirs(tmp_path) == [dead]
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            [mine.name, live.name, elsewhere.name, unrelated.name])
+    finally:
+        running.kill()
+        running.wait()
+    assert remove_stale_workdirs(tmp_path) == [live]                   # once its process has ended
+    assert remove_stale_workdirs(tmp_path / "missing") == []
