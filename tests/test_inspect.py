@@ -252,3 +252,78 @@ def test_a_cancelled_run_superseded_by_a_finished_one_is_not_refused(tmp_path):
     # the other way round, the newest is the cancelled one and is refused
     write_json(tmp_path / "old.json", dict(old, eval=dict(old["eval"], created="2025-03-01T00:00:00+00:00")))
     assert_bad_input("metrics", tmp_path, fragments=("old.json", "status is 'cancelled'"))
+
+
+# --- logs written by a current inspect_ai (0.3.285): .eval members compressed with Zstandard ---------
+
+CURRENT = Path(__file__).parent / "data" / "inspect_current"
+
+
+def current(task: str, suffix: str) -> Path:
+    found = sorted(CURRENT.glob(f"*_{task}_*{suffix}"))
+    assert len(found) == 1
+    return found[0]
+
+
+def subject_scores(log: dict, scorer: str) -> dict[str, float]:
+    """Per-subject mean of the C/I values, computed from the .json log by hand."""
+    values: dict[str, list[float]] = {}
+    for s in log["samples"]:
+        values.setdefault(s["metadata"]["subject"], []).append(LETTERS[s["scores"][scorer]["value"]])
+    return {k: sum(v) / len(v) for k, v in values.items()}
+
+
+@pytest.mark.parametrize("task, scorer", [("quiz", "match"), ("mcq", "choice")])
+def test_current_eval_archives_use_zstandard_and_read_like_their_json_twins(task, scorer):
+    archive = current(task, ".eval")
+    with zipfile.ZipFile(archive) as z:
+        assert {info.compress_type for info in z.infolist()} == {93}  # Zstandard, which zipfile cannot read
+    log = json.loads(current(task, ".json").read_text())
+    from_eval = jagged.load(archive, domain_key="subject")
+    from_json = jagged.load(current(task, ".json"), domain_key="subject")
+    expected = subject_scores(log, scorer)
+    for dataset in (from_eval, from_json):
+        got = dict(zip(dataset.scores["domain"].astype(str), dataset.scores["score"]))
+        assert got == pytest.approx(expected) and dataset.scores["n_items"].sum() == 60
+        assert dataset.details["metric"] == scorer and dataset.format == "Inspect log"
+    pd.testing.assert_frame_equal(from_eval.scores, from_json.scores)
+    overall = log["results"]["scores"][0]["metrics"]["accuracy"]["value"]
+    assert from_eval.items["correct"].mean() == pytest.approx(overall)
+
+
+def test_choice_scorer_gives_the_chosen_letter_and_the_key():
+    from jagged.readers.evaluators import parse_file
+    from jagged.readers.inspect_logs import read_logs
+
+    archive = current("mcq", ".eval")
+    read = read_logs([parse_file(archive)], source=archive.name, domain_key="subject")
+    items = read.items.set_index("item")
+    log = json.loads(current("mcq", ".json").read_text())
+    for s in log["samples"]:
+        row = items.loc[s["id"]]
+        assert row["choice"] == s["scores"]["choice"]["answer"] and row["key"] == s["target"]
+        assert row["correct"] == float(row["choice"] == row["key"])
+    assert (items["choice"] != items["key"]).sum() > 0 and "60 items" in read.details["multiple choice"]
+    quiz = read_logs([parse_file(current("quiz", ".eval"))], source="quiz")  # match(): no choices, no columns
+    assert "choice" not in quiz.items.columns and "key" not in quiz.items.columns
+
+
+def test_damaged_zstandard_member_is_a_one_line_error(tmp_path):
+    archive = current("quiz", ".eval")
+    data = bytearray(archive.read_bytes())
+    with zipfile.ZipFile(archive) as z:
+        info = z.getinfo("header.json")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for i in range(start + 20, start + 60):  # inside the compressed data
+        data[i] ^= 0x5A
+    broken = tmp_path / "broken.eval"
+    broken.write_bytes(bytes(data))
+    assert_bad_input("validate", broken, fragments=("broken.eval: member header.json cannot be read",))
+
+
+def test_folder_of_current_logs_newest_of_each_task_wins():
+    dataset = jagged.load(CURRENT)  # .eval and .json of each task: the later run (the .json) is used
+    assert set(dataset.scores["domain"].astype(str)) == {"quiz", "mcq"}
+    superseded = dataset.details["superseded"]
+    assert len(superseded) == 2 and all(".eval (mockllm/model, task " in s and ".json" in s for s in superseded)
+    assert "make_logs.py" not in " ".join(dataset.details.get("not used", []))

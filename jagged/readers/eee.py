@@ -1,0 +1,646 @@
+"""Every Eval Ever (EEE) aggregate files: one model's results, read into domain rows.
+
+An EEE aggregate file (``data/<collection>/<developer>/<model>/<uuid>.json``, schema
+versions 0.1, 0.2 and 0.3) holds one model's results: ``model_info.id`` names the model and
+each entry of ``evaluation_results`` is one result, named by its ``evaluation_name``, scored
+by ``score_details.score`` on the metric ``metric_config`` describes. The fields jagged reads,
+and where each schema version keeps them:
+
+=============================== ======================= ====================================
+what                            0.1                     0.2 / 0.3
+=============================== ======================= ====================================
+model                           ``model_info.id``       ``model_info.id``
+when the record was made        ``retrieved_timestamp`` ``retrieved_timestamp``
+domain                          ``evaluation_name``     ``evaluation_name``
+score                           ``score_details.score`` ``score_details.score``
+scale, direction                ``metric_config.{min_score, max_score, lower_is_better, score_type}``
+metric                          ``evaluation_description`` ``metric_id`` / ``metric_name`` (0.2.2+),
+                                                        else ``evaluation_description``
+item count                      top-level               ``score_details.uncertainty.num_samples``
+                                ``source_data.sample_ids`` (0.2.2+); HELM's ``<name> - # eval``
+                                                        (a sibling row in 0.1, a nested entry of
+                                                        ``score_details.details`` in 0.2);
+                                                        per-result ``source_data.sample_ids``
+hierarchy                       --                      ``evaluation_result_id`` (0.2.2+,
+                                                        ``mmlu_pro/biology``), else a dotted
+                                                        ``evaluation_name`` (``vals_ai.<bench>.<task>``)
+instance-level file             inline samples (unused) ``detailed_evaluation_results.file_path``
+=============================== ======================= ====================================
+
+What becomes a domain, and what is left out (every exclusion is listed with its reason in
+``Dataset.details["left out"]``, which ``jagged validate`` and the report show):
+
+* **Scores are mapped to [0, 1]** from the declared ``min_score``/``max_score`` (a 0--100
+  percentage becomes a fraction). A score outside its declared range is an error. A result
+  with no declared range is used as it is when it lies in [0, 1] and left out otherwise; an
+  unbounded range (``"Infinity"``) is left out.
+* **Not scores**: ``lower_is_better: true`` results (inference time, calibration error);
+  HELM's efficiency and general-information columns (``- # eval``, ``- # train``,
+  ``- truncated``, ``- # prompt tokens``, ``- # output tokens``, ``- Observed inference time
+  (s)``), recognised by name or by HELM's ``tab``; metrics whose ``metric_unit`` /
+  ``metric_kind`` is a time, a count, a cost or a rank; mean win rates (a rank statistic);
+  ``levels`` scores; results of a perturbation (HELM robustness / fairness variants).
+  The nested statistics inside ``score_details.details`` (which carry their own ``score``
+  keys) are never read as results, except ``# eval`` for the item count.
+* **Aggregate rows** are not domains: names such as "All Subjects", "overall", "average",
+  "mean", "Score"; a row named like the benchmark itself (the ``dataset_name`` all the
+  file's results share, the source's name, the collection); a node of the hierarchy that
+  has rows below it; and Global-MMLU-Lite's "Culturally Sensitive" / "Culturally Agnostic",
+  which cut across the languages.
+* **-1 is "not evaluated"** (HELM's marker): a missing value, never a score. The model then
+  lacks that domain (it is incomplete), and the cells are listed.
+* **Several results with one name** (the 0.1 HELM converter repeats ``multiple_choice_joint``
+  per metric and split): the ``test`` split is preferred, then the metric named by
+  ``--metric`` (else ``exact_match``/``accuracy``/``acc``/``em`` when present, else the first);
+  the others are left out as duplicates.
+* HELM's 0.1 names ``<Subject> - EM`` lose their metric suffix when every score of the file
+  carries the same one ("Abstract Algebra - EM" is the domain "Abstract Algebra").
+
+Nothing here depends on the ``every-eval-ever`` package: the fields above are read and
+checked directly, with one-line errors naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jagged.errors import JaggedInputError
+
+#: Schema versions (major.minor) whose field places this module knows.
+KNOWN_SCHEMAS: tuple[str, ...] = ("0.1", "0.2", "0.3")
+#: Metric names preferred when a file gives one result name under several metrics.
+PREFERRED_METRICS: tuple[str, ...] = ("exact_match", "accuracy", "acc", "em")
+#: HELM column suffixes (``<dataset> - <column>``) that are no score.
+HELM_NON_SCORE = re.compile(
+    r"(# ?eval|# ?train|# ?trials|truncated|# ?prompt tokens|# ?output tokens|inference time|inference runtime|"
+    r"training emissions|training energy|runtime|latency|num(ber of)? (instances|tokens))", re.IGNORECASE)
+#: HELM ``tab`` values of columns that are no score.
+HELM_NON_SCORE_TABS: frozenset[str] = frozenset({"efficiency", "general information"})
+#: ``metric_unit`` / ``metric_kind`` values of metrics that are no score in [0, 1].
+NON_SCORE_UNITS: frozenset[str] = frozenset({
+    "s", "sec", "second", "seconds", "ms", "millisecond", "milliseconds", "minutes", "tokens", "token", "count",
+    "usd", "dollars", "$", "rank", "elo", "latency", "cost", "win_rate", "win rate", "tokens_per_second",
+})
+WIN_RATE = re.compile(r"\bwin[ _-]?rate\b", re.IGNORECASE)
+#: Names of aggregate rows (matched on the lower-cased name).
+AGGREGATE_NAMES = re.compile(
+    r"(\ball subjects\b|\boverall\b|\baverage\b|\bmacro[ _-]?avg\b|\bmicro[ _-]?avg\b|^mean\b|"
+    r"^(avg|total|aggregate|score|all|summary)$)")
+#: Rows that cut across the domains (Global-MMLU-Lite's question subsets).
+CROSS_CUTTING = re.compile(r"^culturally (sensitive|agnostic)$")
+NOT_EVALUATED = -1.0
+ITEM_COUNT_SUFFIX = " - # eval"
+
+
+def is_aggregate(content: Any) -> bool:
+    """Whether parsed JSON is an EEE aggregate file: ``evaluation_results`` (a list) and ``model_info``."""
+    return (isinstance(content, dict) and isinstance(content.get("evaluation_results"), list)
+            and isinstance(content.get("model_info"), dict))
+
+
+def normalised(name: str) -> str:
+    """Letters and digits only, lower case: ``"Global MMLU Lite"`` and ``"global-mmlu-lite"`` agree."""
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+def parse_timestamp(value: Any) -> float | None:
+    """Seconds since the epoch of an EEE timestamp (``"1770835937.459157"``, a number, or ISO 8601)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        number = float(text)
+        return number if math.isfinite(number) else None
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment.timestamp()
+
+
+def schema_of(content: dict[str, Any], path: Path) -> str:
+    """The file's ``schema_version`` as ``major.minor.patch`` text (``"0.2.0"``).
+
+    Raises
+    ------
+    JaggedInputError
+        Missing, or not a version string.
+    """
+    raw = content.get("schema_version")
+    if not isinstance(raw, str) or not re.search(r"\d+\.\d+", raw):
+        raise JaggedInputError(f"{path.name}: field 'schema_version' is {str(raw)[:30]!r}, not an EEE schema "
+                               "version such as '0.2.0'")
+    return re.search(r"\d+\.\d+(\.\d+)?", raw).group(0)
+
+
+def schema_family(version: str) -> str:
+    """``major.minor`` of a version (``"0.2.2"`` -> ``"0.2"``)."""
+    return ".".join(version.split(".")[:2])
+
+
+# --------------------------------------------------------------------------------------
+# one result
+
+
+@dataclass
+class Result:
+    """One entry of ``evaluation_results``, with what jagged needs of it.
+
+    Attributes
+    ----------
+    index : int
+        Position in ``evaluation_results`` (for messages).
+    name : str
+        ``evaluation_name`` (after a shared metric suffix is removed, the domain).
+    raw_name : str
+        ``evaluation_name`` as written.
+    score : float
+        ``score_details.score`` as written.
+    metric : str
+        The metric's name (``metric_id``, ``metric_name`` or ``evaluation_description``).
+    low, high : float or None
+        The declared range (None: not declared; infinite: unbounded).
+    lower_is_better : bool
+    score_type : str or None
+    tab : str or None
+        HELM's tab (``Accuracy``, ``Efficiency``, ``General information``).
+    unit : str
+        ``metric_unit`` and ``metric_kind``, lower case, joined.
+    split : str or None
+        HELM converter's ``details.split``.
+    perturbation : bool
+        A HELM perturbation variant.
+    n_items : float
+        Items behind the score (NaN when the file does not say).
+    path : tuple of str
+        The result's place in the file's hierarchy (its ``evaluation_result_id`` split at
+        ``/``, or the name).
+    """
+
+    index: int
+    name: str
+    raw_name: str
+    score: float
+    metric: str
+    low: float | None
+    high: float | None
+    lower_is_better: bool
+    score_type: str | None
+    tab: str | None
+    unit: str
+    split: str | None
+    perturbation: bool
+    n_items: float
+    path: tuple[str, ...]
+    dataset: str | None
+
+
+def _where(path: Path, index: int, name: Any = None) -> str:
+    shown = f" ({str(name)[:60]!r})" if isinstance(name, str) else ""
+    return f"{path.name}: evaluation_results[{index}]{shown}"
+
+
+def _bound(value: Any, where: str, key: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip() in ("Infinity", "-Infinity", "inf", "-inf"):
+        return float(value.strip().replace("Infinity", "inf"))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise JaggedInputError(f"{where}: field 'metric_config.{key}' is {str(value)[:30]!r}, not a number")
+    return float(value)
+
+
+def _detail_dict(value: Any) -> dict[str, Any] | None:
+    """A nested statistic of ``score_details.details``: a dict, or a JSON string of one (0.3 writes strings)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def _count(value: Any) -> float:
+    """A positive item count, else NaN."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        return math.nan
+    return float(round(value))
+
+
+def _n_items(entry: dict[str, Any], details: dict[str, Any], name: str) -> float:
+    """Items behind one result: ``uncertainty.num_samples``, HELM's ``# eval``, or ``sample_ids``."""
+    uncertainty = entry["score_details"].get("uncertainty")
+    if isinstance(uncertainty, dict):
+        found = _count(uncertainty.get("num_samples"))
+        if not math.isnan(found):
+            return found
+    nested = _detail_dict(details.get(name + ITEM_COUNT_SUFFIX))
+    if nested is not None:
+        found = _count(nested.get("score"))
+        if not math.isnan(found):
+            return found
+    source = entry.get("source_data")
+    if isinstance(source, dict) and isinstance(source.get("sample_ids"), list) and source["sample_ids"]:
+        return float(len(source["sample_ids"]))
+    return math.nan
+
+
+def _metric_name(config: dict[str, Any], name: str, result_id: Any) -> str:
+    """The metric of a result: ``metric_id``, ``metric_name``, ``metric_kind``, else from the description.
+
+    Per-domain labels (``mmlu_pro/biology`` for the domain "MMLU-Pro (Biology)") are skipped;
+    a description such as "EM on Abstract Algebra" gives "EM".
+    """
+    own = {normalised(name)}
+    if isinstance(result_id, str) and result_id.strip():
+        own |= {normalised(result_id), normalised(result_id.rsplit("/", 1)[-1])}
+    for key in ("metric_id", "metric_name", "metric_kind"):
+        value = config.get(key)
+        if isinstance(value, str) and value.strip() and not any(o and o in normalised(value) for o in own):
+            return value.strip()
+    text = config.get("evaluation_description")
+    if isinstance(text, str) and text.strip():
+        text = " ".join(text.split())
+        found = re.match(rf"^(.*?)\s+on\s+(the\s+)?{re.escape(name)}$", text, flags=re.IGNORECASE)
+        if found and found.group(1):
+            return found.group(1)
+        if normalised(name) not in normalised(text) and len(text) <= 40:
+            return text
+    return "score"
+
+
+def hierarchy_path(result_id: Any, name: str) -> tuple[str, ...]:
+    """A result's place in the hierarchy; ``(name,)`` when flat.
+
+    The hierarchy is the ``evaluation_result_id`` split at ``/`` (``mmlu_pro/biology``), else a
+    dotted namespaced ``evaluation_name`` of three or more parts, each with a letter and no
+    space (``vals_ai.mmlu_pro.biology``: benchmark ``mmlu_pro``, task ``biology``). Names with
+    ``/`` are not split: ``allenai/ai2_arc`` is a dataset id, not a path.
+    """
+    if isinstance(result_id, str) and "/" in result_id:
+        parts = tuple(p.strip() for p in result_id.split("/") if p.strip())
+    else:
+        dotted = name.split(".")
+        if len(dotted) < 3 or any(not p or any(c.isspace() for c in p) or not any(c.isalpha() for c in p)
+                                  for p in dotted):
+            return (name,)
+        parts = tuple(dotted)
+    return parts if len(parts) > 1 else (name,)
+
+
+def read_result(entry: Any, index: int, path: Path) -> Result:
+    """Check one ``evaluation_results`` entry and keep what jagged reads.
+
+    Raises
+    ------
+    JaggedInputError
+        A missing or mistyped field; the message names the file, the entry and the field.
+    """
+    where = _where(path, index)
+    if not isinstance(entry, dict):
+        raise JaggedInputError(f"{where} is {type(entry).__name__}, not an object")
+    name = entry.get("evaluation_name")
+    if not isinstance(name, str) or not name.strip():
+        raise JaggedInputError(f"{where}: field 'evaluation_name' is {str(name)[:30]!r}, not a name")
+    name = name.strip()
+    where = _where(path, index, name)
+    details_obj = entry.get("score_details")
+    if not isinstance(details_obj, dict) or "score" not in details_obj:
+        raise JaggedInputError(f"{where}: no field 'score_details.score'")
+    score = details_obj["score"]
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        raise JaggedInputError(f"{where}: field 'score_details.score' is {str(score)[:30]!r}, not a finite number")
+    config = entry.get("metric_config")
+    if not isinstance(config, dict):
+        raise JaggedInputError(f"{where}: no field 'metric_config'")
+    lib = config.get("lower_is_better", False)
+    if not isinstance(lib, bool):
+        raise JaggedInputError(f"{where}: field 'metric_config.lower_is_better' is {str(lib)[:20]!r}, not true or "
+                               "false")
+    details = details_obj.get("details") if isinstance(details_obj.get("details"), dict) else {}
+    tab = details.get("tab") if isinstance(details.get("tab"), str) else None
+    unit = " ".join(str(config.get(k) or "").strip().lower() for k in ("metric_unit", "metric_kind")).strip()
+    source = entry.get("source_data") if isinstance(entry.get("source_data"), dict) else {}
+    dataset = source.get("dataset_name") if isinstance(source.get("dataset_name"), str) else None
+    metric = _metric_name(config, name, entry.get("evaluation_result_id"))
+    return Result(index=index, name=name, raw_name=name, score=float(score), metric=metric,
+                  low=_bound(config.get("min_score"), where, "min_score"),
+                  high=_bound(config.get("max_score"), where, "max_score"),
+                  lower_is_better=lib, score_type=config.get("score_type") if isinstance(config.get("score_type"),
+                                                                                         str) else None,
+                  tab=tab, unit=unit, split=details.get("split") if isinstance(details.get("split"), str) else None,
+                  perturbation=bool(details.get("perturbation")), n_items=_n_items(entry, details, name),
+                  path=hierarchy_path(entry.get("evaluation_result_id"), name), dataset=dataset)
+
+
+def _not_a_score(result: Result) -> str | None:
+    """Why a result is no score in [0, 1], or None."""
+    if result.lower_is_better:
+        return "lower is better"
+    if WIN_RATE.search(result.name):
+        return "not a score (a win rate ranks models)"
+    suffix = result.name.rpartition(" - ")[2] if " - " in result.name else ""
+    if (suffix and HELM_NON_SCORE.fullmatch(suffix.strip())) or HELM_NON_SCORE.fullmatch(result.name):
+        return "not a score (HELM efficiency or general-information column)"
+    if result.tab and result.tab.strip().lower() in HELM_NON_SCORE_TABS:
+        return f"not a score (HELM tab {result.tab!r})"
+    if result.unit and set(result.unit.split()) & NON_SCORE_UNITS:
+        return f"not a score (metric unit/kind {result.unit!r})"
+    if result.score_type == "levels":
+        return "not a score (levels)"
+    if result.perturbation:
+        return "perturbed variant (HELM robustness/fairness)"
+    low, high = result.low, result.high
+    if (low is not None and math.isinf(low)) or (high is not None and math.isinf(high)):
+        return "unbounded scale"
+    if low is None or high is None:
+        if not 0.0 <= result.score <= 1.0 and result.score != NOT_EVALUATED:
+            return "no declared range (min_score/max_score) and not a fraction"
+    elif high <= low:
+        return f"empty declared range [{low:g}, {high:g}]"
+    return None
+
+
+def fraction(result: Result, path: Path) -> float:
+    """The score mapped to [0, 1] from the declared range.
+
+    Raises
+    ------
+    JaggedInputError
+        The score lies outside its declared range.
+    """
+    low, high = result.low, result.high
+    if low is None or high is None:
+        return result.score
+    if not low <= result.score <= high:
+        raise JaggedInputError(f"{_where(path, result.index, result.raw_name)}: field 'score_details.score' is "
+                               f"{result.score:g}, outside its declared range [{low:g}, {high:g}]")
+    return (result.score - low) / (high - low)
+
+
+# --------------------------------------------------------------------------------------
+# one file
+
+
+@dataclass(eq=False)
+class AggregateFile:
+    """One EEE aggregate file: a model and its domain scores.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+    schema : str
+        ``schema_version`` (``"0.2.0"``).
+    model : str
+        ``model_info.id`` (or the ``model_name`` override).
+    found_model : str
+        ``model_info.id`` as written.
+    retrieved : float or None
+        ``retrieved_timestamp`` in seconds since the epoch.
+    evaluated : float or None
+        ``evaluation_timestamp`` (file level, else the latest of the results).
+    scores : dict
+        Domain to (fraction, n_items, hierarchy path, metric).
+    missing : list of str
+        Domains whose score is -1 (not evaluated).
+    left_out : list of (str, str)
+        (evaluation name, reason) for every result that is no domain.
+    precision : str or None
+        ``model_info.additional_details.precision`` (Open LLM Leaderboard runs).
+    samples_file : str or None
+        ``detailed_evaluation_results.file_path``.
+    source_name : str or None
+        ``source_metadata.source_name``.
+    nested_stats : int
+        Nested statistics in ``score_details.details`` (never domains).
+    collection : str or None
+        Set by the collection reader from the file's place in the datastore.
+    """
+
+    path: Path
+    schema: str
+    model: str
+    found_model: str
+    retrieved: float | None
+    evaluated: float | None
+    scores: dict[str, tuple[float, float, tuple[str, ...], str]]
+    missing: list[str]
+    left_out: list[tuple[str, str]]
+    precision: str | None = None
+    samples_file: str | None = None
+    source_name: str | None = None
+    nested_stats: int = 0
+    collection: str | None = field(default=None)
+
+
+def _model_id(content: dict[str, Any], path: Path) -> str:
+    info = content["model_info"]
+    model = info.get("id")
+    if not isinstance(model, str) or not model.strip():
+        raise JaggedInputError(f"{path.name}: field 'model_info.id' is {str(model)[:30]!r}, not a model id")
+    return model.strip()
+
+
+def _choose_duplicates(results: list[Result], metric: str | None) -> tuple[list[Result], list[tuple[str, str]]]:
+    """One result per name: the test split, then the metric asked for (or a preferred one), then the first."""
+    by_name: dict[str, list[Result]] = {}
+    for result in results:
+        by_name.setdefault(result.name, []).append(result)
+    kept, dropped = [], []
+    for name, group in by_name.items():
+        if len(group) == 1:
+            kept.append(group[0])
+            continue
+        ranked = sorted(group, key=lambda r: (r.split not in (None, "test"), _metric_rank(r.metric, metric), r.index))
+        best = ranked[0]
+        kept.append(best)
+        kept_as = ", ".join(x for x in (f"split {best.split}" if best.split else "", f"metric {best.metric}") if x)
+        dropped.extend((name, f"duplicate name (kept the {kept_as} row)") for _ in ranked[1:])
+    return kept, dropped
+
+
+def _metric_rank(name: str, wanted: str | None) -> int:
+    lowered = name.lower()
+    if wanted:
+        return 0 if lowered == wanted.lower() else 1
+    return PREFERRED_METRICS.index(lowered) if lowered in PREFERRED_METRICS else len(PREFERRED_METRICS)
+
+
+def _strip_metric_suffix(results: list[Result]) -> str | None:
+    """Drop the ``" - <metric>"`` every score name of a HELM 0.1 file shares; return the metric."""
+    if len(results) < 2 or not all(" - " in r.name for r in results):
+        return None
+    suffixes = {r.name.rpartition(" - ")[2].strip() for r in results}
+    if len(suffixes) != 1:
+        return None
+    for result in results:
+        result.name = result.name.rpartition(" - ")[0].strip()
+        if result.path == (result.raw_name,):
+            result.path = (result.name,)
+    return suffixes.pop()
+
+
+def _aggregate_reason(result: Result, results: list[Result], benchmark_names: set[str]) -> str | None:
+    """Why a (score) result is an aggregate row rather than a domain, or None."""
+    lowered = " ".join(result.name.lower().split())
+    if CROSS_CUTTING.search(lowered):
+        return "subset across the domains (not a domain)"
+    if AGGREGATE_NAMES.search(lowered):
+        return "aggregate row"
+    if normalised(result.name) in benchmark_names and len(results) > 1:
+        return "aggregate row (named like the benchmark)"
+    if len(result.path) >= 1 and any(len(o.path) > len(result.path) and o.path[:len(result.path)] == result.path
+                                     for o in results if o is not result):
+        return "aggregate row (has rows below it)"
+    return None
+
+
+def _benchmark_names(content: dict[str, Any], results: list[Result], collection: str | None) -> set[str]:
+    """Names meaning "the whole benchmark": the dataset all results share, the source, the collection."""
+    names = set()
+    datasets = {r.dataset for r in results}
+    if len(datasets) == 1 and None not in datasets:
+        names.add(normalised(datasets.pop()))
+    source = content.get("source_metadata")
+    if isinstance(source, dict) and isinstance(source.get("source_name"), str):
+        text = re.sub(r"\b(leaderboard|benchmark)\b", "", source["source_name"], flags=re.IGNORECASE)
+        names.add(normalised(text))
+    top = content.get("source_data")
+    if isinstance(top, dict) and isinstance(top.get("dataset_name"), str):
+        names.add(normalised(top["dataset_name"]))
+    if collection:
+        names.add(normalised(collection))
+    return {n for n in names if n}
+
+
+def _top_level_items(content: dict[str, Any]) -> float:
+    """0.1: the item count of a top-level ``source_data.sample_ids``."""
+    top = content.get("source_data")
+    if isinstance(top, dict) and isinstance(top.get("sample_ids"), list) and top["sample_ids"]:
+        return float(len(top["sample_ids"]))
+    return math.nan
+
+
+def _sibling_counts(results: list[Result]) -> dict[str, float]:
+    """HELM 0.1 item counts: the score of the sibling row ``<name> - # eval``."""
+    counts = {}
+    for result in results:
+        if result.raw_name.endswith(ITEM_COUNT_SUFFIX):
+            found = _count(result.score)
+            if not math.isnan(found):
+                counts[result.raw_name[: -len(ITEM_COUNT_SUFFIX)].strip()] = found
+    return counts
+
+
+def _nested_stats(content: dict[str, Any]) -> int:
+    count = 0
+    for entry in content["evaluation_results"]:
+        details = entry.get("score_details", {}).get("details") if isinstance(entry, dict) else None
+        if isinstance(details, dict):
+            count += sum(1 for v in details.values() if (_detail_dict(v) or {}).get("score") is not None)
+    return count
+
+
+def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = None,
+                   model_name: str | None = None, collection: str | None = None) -> AggregateFile:
+    """Read one aggregate file into its domain scores and the results it leaves out.
+
+    Parameters
+    ----------
+    content : dict
+        The parsed file.
+    path : pathlib.Path
+        Where it came from.
+    metric : str, optional
+        Prefer results of this metric where a name appears several times.
+    model_name : str, optional
+        Replaces ``model_info.id``.
+    collection : str, optional
+        The collection the file belongs to (a row named like it is an aggregate).
+
+    Returns
+    -------
+    AggregateFile
+
+    Raises
+    ------
+    JaggedInputError
+        A field jagged needs is missing or mistyped, or a score lies outside its
+        declared range; one line naming the file and the field.
+    """
+    schema = schema_of(content, path)
+    found_model = _model_id(content, path)
+    results = [read_result(entry, i, path) for i, entry in enumerate(content["evaluation_results"])]
+    counts = _sibling_counts(results)
+    top_items = _top_level_items(content)
+    left_out: list[tuple[str, str]] = []
+    candidates = []
+    for result in results:
+        reason = _not_a_score(result)
+        if reason:
+            left_out.append((result.raw_name, reason))
+        else:
+            candidates.append(result)
+    candidates, duplicates = _choose_duplicates(candidates, metric)
+    left_out.extend(duplicates)
+    suffix = _strip_metric_suffix(candidates)
+    benchmark = _benchmark_names(content, candidates, collection)
+    scores: dict[str, tuple[float, float, tuple[str, ...], str]] = {}
+    missing: list[str] = []
+    for result in candidates:
+        reason = _aggregate_reason(result, candidates, benchmark)
+        if reason:
+            left_out.append((result.raw_name, reason))
+            continue
+        if result.score == NOT_EVALUATED:
+            missing.append(result.name)
+            continue
+        n_items = result.n_items
+        if math.isnan(n_items):  # 0.1: a sibling '# eval' row, else the run's sample ids (one split only)
+            n_items = counts.get(result.name, counts.get(result.raw_name, top_items if result.split is None
+                                                          else math.nan))
+        scores[result.name] = (fraction(result, path), n_items, result.path, suffix or result.metric)
+    info = content["model_info"]
+    extra = info.get("additional_details") if isinstance(info.get("additional_details"), dict) else {}
+    detailed = content.get("detailed_evaluation_results")
+    source = content.get("source_metadata") if isinstance(content.get("source_metadata"), dict) else {}
+    evaluated = parse_timestamp(content.get("evaluation_timestamp"))
+    if evaluated is None:
+        stamps = [parse_timestamp(e.get("evaluation_timestamp")) for e in content["evaluation_results"]
+                  if isinstance(e, dict)]
+        stamps = [s for s in stamps if s is not None]
+        evaluated = max(stamps) if stamps else None
+    return AggregateFile(
+        path=path, schema=schema, model=(model_name or found_model), found_model=found_model,
+        retrieved=parse_timestamp(content.get("retrieved_timestamp")), evaluated=evaluated, scores=scores,
+        missing=missing, left_out=left_out,
+        precision=str(extra["precision"]) if extra.get("precision") is not None else None,
+        samples_file=(detailed.get("file_path") if isinstance(detailed, dict)
+                      and isinstance(detailed.get("file_path"), str) else None),
+        source_name=source.get("source_name") if isinstance(source.get("source_name"), str) else None,
+        nested_stats=_nested_stats(content), collection=collection)
+
+
+__all__ = ["AggregateFile", "KNOWN_SCHEMAS", "Result", "fraction", "hierarchy_path", "is_aggregate", "normalised",
+           "parse_timestamp",
+           "read_aggregate", "read_result", "schema_family", "schema_of"]

@@ -1,0 +1,285 @@
+"""Every Eval Ever datastores: many aggregate files, one collection, one :class:`Dataset`.
+
+The EEE datastore keeps one file per model and scrape at
+``data/<collection>/<developer>/<model>/<uuid>.json``. jagged reads a file, a collection
+folder, the datastore's ``data/`` folder, the folder above it, or any folder of such files:
+
+* **The collection** of a file is the folder below ``data/`` on its path. A folder holding
+  several collections needs ``--collection NAME`` (the error lists them with their file
+  counts); with it, only that collection's files are read. A folder of EEE files outside
+  that layout is one set of files with no collection name.
+* **The model** is ``model_info.id``, never the folder (the folder is a sanitised id:
+  ``amazon/nova-lite-v1_0/`` holds ``amazon/nova-lite-v1:0``). Ids that differ only by case
+  are different ids and stay apart (``jagged validate`` lists them).
+* **Several files of one model in a collection**: the newest ``retrieved_timestamp``
+  wins and the others are listed as superseded. **Ties** (the Open LLM Leaderboard has
+  float16 and bfloat16 runs of one model, scraped at the same second) are decided by this
+  rule, in order: the later ``evaluation_timestamp``, then the file with more domains, then
+  the file whose path sorts last; each tie is reported with the precisions involved.
+  (:mod:`jagged.readers.supersede` applies the rule.)
+* The hierarchy of ``evaluation_result_id`` becomes ``category``
+  (:mod:`jagged.readers.hierarchy`); item counts become ``n_items``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.readers.dataset import Dataset
+from jagged.readers.eee import KNOWN_SCHEMAS, AggregateFile, normalised, read_aggregate, schema_family
+from jagged.readers.hierarchy import category_map
+from jagged.readers.supersede import Replaced, newest
+from jagged.readers.table import validate_scores
+from jagged.text import listing, plural
+
+FORMAT = "Every Eval Ever aggregate"
+#: The rule that decides between files of one model with the same retrieved_timestamp.
+TIE_RULE = ("newest retrieved_timestamp wins; on a tie, the later evaluation_timestamp, then the file with more "
+            "domains, then the file whose path sorts last")
+
+
+def datastore_data(folder: Path) -> Path | None:
+    """The ``data/`` folder of a datastore when ``folder`` is it or the folder above it, else None."""
+    if folder.name == "data":
+        return folder
+    if (folder / "data").is_dir():
+        return folder / "data"
+    return None
+
+
+def collection_of(path: Path, root: Path | None = None, model_id: str | None = None) -> str | None:
+    """The collection a file belongs to: the folder below ``data/`` on its path.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        An aggregate file.
+    root : pathlib.Path, optional
+        The folder the user named: a ``data/`` folder at or below it is a datastore's.
+    model_id : str, optional
+        The file's ``model_info.id``. Above ``root`` (or without one) a ``data/`` folder
+        counts only in the exact layout ``data/<collection>/<developer>/<model>/<file>``
+        whose developer folder matches the id's developer (so that a ``data`` folder
+        higher up, holding other things, is not taken for a datastore).
+
+    Returns
+    -------
+    str or None
+        None for files outside the datastore layout.
+    """
+    parts = path.parts
+    base = len(root.parts) - 1 if root is not None else len(parts)
+    for i in range(len(parts) - 3, -1, -1):
+        if parts[i] != "data":
+            continue
+        if i >= base:
+            return parts[i + 1]
+        developer = (model_id or "").split("/", 1)[0]
+        if i == len(parts) - 5 and developer and normalised(developer) == normalised(parts[-3]):
+            return parts[i + 1]
+        return None
+    return None
+
+
+def _iso(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "no timestamp"
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _rank(file: AggregateFile) -> tuple[float, float, int, str]:
+    return (file.retrieved if file.retrieved is not None else -math.inf,
+            file.evaluated if file.evaluated is not None else -math.inf, len(file.scores), str(file.path))
+
+
+def _replacement_note(r: Replaced[AggregateFile]) -> str:
+    old, new = r.old, r.new
+    text = (f"{old.path.name} ({old.model}, retrieved {_iso(old.retrieved)}) superseded by {new.path.name} "
+            f"({_iso(new.retrieved)})")
+    if not r.tie:
+        return text
+    if (old.evaluated or -math.inf) != (new.evaluated or -math.inf):
+        why = "later evaluation_timestamp"
+    elif len(old.scores) != len(new.scores):
+        why = f"more domains ({len(new.scores)} against {len(old.scores)})"
+    else:
+        why = "later path"
+    precisions = f"; precision {old.precision} / {new.precision}" if old.precision or new.precision else ""
+    return f"{text}: tie on retrieved_timestamp, kept by {why}{precisions}"
+
+
+def select_collection(files: list[AggregateFile], collection: str | None, source: str) -> list[AggregateFile]:
+    """The files of the one collection chosen (or the only one).
+
+    Raises
+    ------
+    JaggedInputError
+        Several collections and none chosen, or the chosen one is not there; the message
+        lists the collections with their file counts.
+    """
+    counts: dict[str | None, int] = {}
+    for file in files:
+        counts[file.collection] = counts.get(file.collection, 0) + 1
+    named = sorted((c for c in counts if c is not None), key=str.lower)
+    shown = listing([f"{c} ({plural(counts[c], 'file')})" for c in named], 20)
+    if collection:
+        chosen = [f for f in files if f.collection == collection]
+        if not chosen:
+            if not named:
+                warnings.warn(f"--collection {collection!r} does not apply: {source} is a folder of EEE files, not "
+                              "a datastore (data/<collection>/...); it is ignored", JaggedWarning, stacklevel=3)
+                return files
+            raise JaggedInputError(f"{source}: no Every Eval Ever collection {collection!r}; it holds {shown}")
+        return chosen
+    if len(counts) > 1:
+        raise JaggedInputError(f"{source}: holds {len(counts)} Every Eval Ever collections: {shown}"
+                               + (f" and {plural(counts[None], 'file')} outside data/<collection>/"
+                                  if None in counts else "") + "; choose one with --collection NAME")
+    return files
+
+
+def _left_out_summary(files: list[AggregateFile]) -> list[str]:
+    """One sentence per reason: the names left out for it and in how many files."""
+    by_reason: dict[str, dict[str, int]] = {}
+    for file in files:
+        for name, reason in dict.fromkeys(file.left_out):
+            by_reason.setdefault(reason, {})
+            by_reason[reason][name] = by_reason[reason].get(name, 0) + 1
+    lines = []
+    for reason, names in by_reason.items():
+        n_files = max(names.values())
+        lines.append(f"{reason}: {listing(list(names), 6, quote=True)} ({plural(len(names), 'name')}, "
+                     f"in {plural(n_files, 'file')})")
+    return lines
+
+
+def _case_twins(models: list[str]) -> list[str]:
+    groups: dict[str, list[str]] = {}
+    for model in models:
+        groups.setdefault(model.casefold(), []).append(model)
+    return [" / ".join(sorted(g)) for g in groups.values() if len(g) > 1]
+
+
+def _records(files: list[AggregateFile]) -> tuple[list[dict[str, Any]], dict[str, str | None]]:
+    paths: dict[str, tuple[str, ...]] = {}
+    for file in files:
+        for domain, (_, _, path, _) in file.scores.items():
+            paths.setdefault(domain, path)
+    roots = list(dict.fromkeys(p[0] for p in paths.values() if len(p) > 1))
+    categories = category_map(paths, roots)
+    records = [{"model": file.model, "domain": domain, "score": score, "n_items": n_items,
+                "category": categories.get(domain)}
+               for file in files for domain, (score, n_items, _, _) in file.scores.items()]
+    return records, categories
+
+
+def _schema_text(files: list[AggregateFile]) -> str:
+    counts: dict[str, int] = {}
+    for file in files:
+        counts[file.schema] = counts.get(file.schema, 0) + 1
+    return ", ".join(f"{v} ({plural(n, 'file')})" for v, n in sorted(counts.items()))
+
+
+def _details(files: list[AggregateFile], read: list[AggregateFile], records: list[dict[str, Any]],
+             notes: list[str], collection: str | None) -> dict[str, Any]:
+    n_items = [r["n_items"] for r in records]
+    known = sum(1 for n in n_items if not math.isnan(n))
+    metrics = list(dict.fromkeys(m for f in files for (_, _, _, m) in f.scores.values()))
+    details: dict[str, Any] = {
+        "detected": f"{FORMAT} ({plural(len(files), 'file')} used of {len(read)})",
+        "collection": collection or "none (a folder of EEE files)",
+        "schema versions": _schema_text(read),
+        "metric": listing(metrics, 4),
+        "models": sorted({f.model for f in files}),
+        "leaves": list(dict.fromkeys(d for f in files for d in f.scores)),
+        "item counts": (f"{known:,} of {len(n_items):,} scores" if known else "none in the files"),
+    }
+    left_out = _left_out_summary(files)
+    if left_out:
+        details["left out"] = left_out
+    missing = [f"{f.model}: {d}" for f in files for d in f.missing]
+    if missing:
+        details["not evaluated"] = [f"{plural(len(missing), 'score')} of -1 (not evaluated) are missing values, not "
+                                    f"scores: {listing(missing, 6)}"]
+    nested = sum(f.nested_stats for f in files)
+    if nested:
+        details["nested statistics"] = (f"{nested:,} statistics inside score_details.details (timings, token counts, "
+                                        "# eval) are not domains; '# eval' gives n_items")
+    if notes:
+        details["superseded"] = notes
+        if any("tie on retrieved_timestamp" in n for n in notes):
+            details["tie rule"] = TIE_RULE
+    twins = _case_twins(sorted({f.model for f in files}))
+    if twins:
+        details["ids differing by case"] = f"kept apart as different models: {listing(twins, 5)}"
+    unknown = sorted({f.schema for f in read if schema_family(f.schema) not in KNOWN_SCHEMAS})
+    if unknown:
+        details["schema note"] = f"schema {', '.join(unknown)} is newer than jagged knows; read as 0.3"
+    linked = sum(1 for f in files if f.samples_file)
+    if linked:
+        details["instance-level files"] = (f"{plural(linked, 'file')} point to *_samples.jsonl files; point jagged at "
+                                           "those for item-level data")
+    return details
+
+
+def load_aggregates(parsed: list[Any], *, source: str, root: Path | None = None, collection: str | None = None,
+                    metric: str | None = None, model_name: str | None = None, **_: Any) -> Dataset:
+    """Read EEE aggregate files into a :class:`~jagged.readers.dataset.Dataset`.
+
+    Parameters
+    ----------
+    parsed : list of jagged.readers.evaluators.Parsed
+        Aggregate files, already parsed.
+    source : str
+        Name used in messages (file or folder).
+    root : pathlib.Path, optional
+        The folder the user named (None for a single file).
+    collection : str, optional
+        The collection to read (required when the files hold several).
+    metric : str, optional
+        Preferred metric where a file names a result several times.
+    model_name : str, optional
+        Replaces every ``model_info.id``.
+
+    Returns
+    -------
+    Dataset
+        ``format="Every Eval Ever aggregate"``; ``details`` holds the collection, schema
+        versions, metric, what was left out and why, missing (-1) cells, superseded files
+        and ties; ``model_notes`` the models with missing (-1) cells.
+    """
+    files = []
+    for p in parsed:
+        info = p.content.get("model_info") if isinstance(p.content, dict) else None
+        name = collection_of(p.path, root, info.get("id") if isinstance(info, dict) and
+                             isinstance(info.get("id"), str) else None)
+        files.append(read_aggregate(p.content, p.path, metric=metric, model_name=model_name, collection=name))
+    label = files[0].path.name if len(files) == 1 else source
+    chosen = select_collection(files, collection, label)
+    found = sorted({f.found_model for f in chosen})
+    if model_name and len(found) > 1:
+        warnings.warn(f"--model-name {model_name!r} merges files of {len(found)} models ({listing(found)})",
+                      JaggedWarning, stacklevel=3)
+    winners, replaced = newest((((f.collection, f.model), f) for f in chosen), rank=_rank)
+    used = list(winners.values())
+    records, _ = _records(used)
+    if not records:
+        reasons = _left_out_summary(used)
+        raise JaggedInputError(f"{label}: no result is a domain score ({'; '.join(reasons[:3]) or 'no results'})")
+    scores = validate_scores(pd.DataFrame(records), label, line_offset=None)
+    notes = [_replacement_note(r) for r in replaced]
+    names = {f.collection for f in chosen}
+    details = _details(used, chosen, records, notes, next(iter(names)) if len(names) == 1 else None)
+    model_notes = {f.model: f"not evaluated (-1): {listing(f.missing, 4)}" for f in used if f.missing}
+    return Dataset(scores=scores, source=source, paths=[f.path for f in used], format=FORMAT,
+                   model_notes=model_notes, details=details)
+
+
+__all__ = ["FORMAT", "TIE_RULE", "collection_of", "datastore_data", "load_aggregates", "select_collection"]

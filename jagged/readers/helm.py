@@ -1,0 +1,288 @@
+"""HELM (Stanford CRFM) run directories: item-level results from ``per_instance_stats.json``.
+
+HELM writes one folder per run (``benchmark_output/runs/<suite>/<run name>/``) holding
+``run_spec.json``, ``scenario_state.json``, ``per_instance_stats.json`` and ``stats.json``.
+jagged reads one run folder, or any folder holding run folders (a suite, or several):
+
+* **model**: ``run_spec.adapter_spec.model``.
+* **domain**: the run's scenario arguments, from the run name
+  (``mmlu:subject=philosophy,method=...,model=...`` gives ``philosophy``; several arguments
+  give ``k=v`` pairs); a run without arguments is named by its scenario (``narrative_qa``).
+  The scenario (the name before ``:``) is the ``category`` when a read spans several.
+* **item**: ``instance_id``; **correct**: the per-instance ``mean`` of the run's main
+  metric (``--metric NAME``; default ``exact_match``, else the run spec's first metric),
+  on the ``test`` split where the run has one (else ``valid``), without perturbations;
+  several train trials are averaged.
+* **choice** and **key** (multiple-choice runs, whose requests carry an
+  ``output_mapping`` of option letters): the letter the model answered and the letter of
+  the reference tagged ``correct``, from ``scenario_state.json``.
+* Several runs of one model and domain: the newest (latest request time in
+  ``scenario_state.json``, else the folder's time) is used, the others are listed as
+  superseded.
+
+``stats.json`` holds HELM's own aggregates; jagged recomputes them from the instances (the
+tests check that both agree).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from jagged.errors import JaggedInputError
+from jagged.readers.files import read_json_text
+from jagged.readers.hierarchy import category_map
+from jagged.readers.items import ItemRead
+from jagged.readers.supersede import newest
+from jagged.text import listing, plural
+
+FORMAT = "HELM run"
+RUN_SPEC = "run_spec.json"
+PER_INSTANCE = "per_instance_stats.json"
+SCENARIO_STATE = "scenario_state.json"
+#: Run-name arguments that configure the adapter or name the model, not the scenario.
+ADAPTER_ARGS: frozenset[str] = frozenset({
+    "model", "model_deployment", "method", "data_augmentation", "max_train_instances", "max_eval_instances",
+    "num_outputs", "num_train_trials", "num_trials", "groups", "stop", "instructions", "temperature", "max_tokens",
+    "use_chain_of_thought", "use_few_shot", "eval_split", "chain_of_thought_prefix", "follow_format_instructions",
+})
+DEFAULT_METRIC = "exact_match"
+SPLITS = ("test", "valid", "train")
+
+
+def is_run_file(content: Any) -> bool:
+    """Whether parsed JSON is a HELM run's ``run_spec.json`` or ``per_instance_stats.json``."""
+    if isinstance(content, dict):
+        return "adapter_spec" in content and "scenario_spec" in content
+    return (isinstance(content, list) and bool(content) and isinstance(content[0], dict)
+            and "instance_id" in content[0] and "stats" in content[0])
+
+
+def run_folders(folder: Path) -> list[Path]:
+    """Run folders at or below ``folder``: folders with ``run_spec.json`` and ``per_instance_stats.json``."""
+    found = [p.parent for p in sorted(folder.rglob(RUN_SPEC)) if (p.parent / PER_INSTANCE).is_file()
+             and not any(part.startswith(".") for part in p.parent.relative_to(folder).parts)]
+    if (folder / RUN_SPEC).is_file() and (folder / PER_INSTANCE).is_file() and folder not in found:
+        found.insert(0, folder)
+    return found
+
+
+def parse_run_name(name: str) -> tuple[str, dict[str, str]]:
+    """``"mmlu:subject=philosophy,model=openai_gpt2"`` -> ``("mmlu", {"subject": "philosophy", "model": ...})``."""
+    scenario, _, rest = name.partition(":")
+    args = {}
+    for part in rest.split(","):
+        key, sep, value = part.partition("=")
+        if sep and key.strip():
+            args[key.strip()] = value.strip()
+    return scenario.strip(), args
+
+
+@dataclass(eq=False)
+class HelmRun:
+    """One HELM run folder, read and checked."""
+
+    folder: Path
+    name: str
+    scenario: str
+    domain: str
+    model: str
+    metrics: list[str]
+    instances: list[dict[str, Any]]
+    requests: list[dict[str, Any]]
+    stamp: float
+
+
+def _read(folder: Path, name: str) -> Any:
+    path = folder / name
+    if not path.is_file():
+        raise JaggedInputError(f"{folder.name}: HELM run folder without {name}")
+    return read_json_text(path)
+
+
+def read_run(folder: Path, *, model_name: str | None = None) -> HelmRun:
+    """Read one run folder.
+
+    Raises
+    ------
+    JaggedInputError
+        A file missing, or a field jagged needs missing or mistyped (the message names
+        the folder, the file and the field).
+    """
+    spec = _read(folder, RUN_SPEC)
+    where = f"{folder.name}/{RUN_SPEC}"
+    if not isinstance(spec, dict) or not isinstance(spec.get("adapter_spec"), dict):
+        raise JaggedInputError(f"{where}: no field 'adapter_spec'")
+    name = spec.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise JaggedInputError(f"{where}: field 'name' is {str(name)[:40]!r}, not a run name")
+    model = model_name or spec["adapter_spec"].get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise JaggedInputError(f"{where}: field 'adapter_spec.model' is {str(model)[:40]!r}, not a model; pass "
+                               "--model-name")
+    scenario, args = parse_run_name(name)
+    own = {k: v for k, v in args.items() if k not in ADAPTER_ARGS}
+    domain = (next(iter(own.values())) if len(own) == 1 else ",".join(f"{k}={v}" for k, v in own.items())) or scenario
+    metrics = [str(n) for m in spec.get("metric_specs") or [] if isinstance(m, dict)
+               for n in ((m.get("args") or {}).get("names") or [])]
+    instances = _read(folder, PER_INSTANCE)
+    if not isinstance(instances, list) or not all(isinstance(i, dict) for i in instances):
+        raise JaggedInputError(f"{folder.name}/{PER_INSTANCE}: not a list of instance objects")
+    state_path = folder / SCENARIO_STATE
+    state = read_json_text(state_path) if state_path.is_file() else {}
+    requests = state.get("request_states") if isinstance(state, dict) else None
+    requests = [r for r in requests if isinstance(r, dict)] if isinstance(requests, list) else []
+    times = [r.get("result", {}).get("request_datetime") for r in requests if isinstance(r.get("result"), dict)]
+    times = [t for t in times if isinstance(t, (int, float)) and not isinstance(t, bool)]
+    stamp = float(max(times)) if times else (folder / RUN_SPEC).stat().st_mtime
+    return HelmRun(folder=folder, name=name.strip(), scenario=scenario, domain=domain, model=model.strip(),
+                   metrics=metrics, instances=instances, requests=requests, stamp=stamp)
+
+
+def _stats_of(instance: dict[str, Any]) -> list[dict[str, Any]]:
+    stats = instance.get("stats")
+    return [s for s in stats if isinstance(s, dict) and isinstance(s.get("name"), dict)] if isinstance(stats, list) \
+        else []
+
+
+def _split_and_metric(run: HelmRun, metric: str | None) -> tuple[str, str]:
+    """The split (test, else valid, ...) and the metric of a run's items."""
+    names: dict[str, set[str]] = {}
+    for instance in run.instances:
+        for stat in _stats_of(instance):
+            key = stat["name"]
+            if not key.get("perturbation"):
+                names.setdefault(str(key.get("split")), set()).add(str(key.get("name")))
+    if not names:
+        raise JaggedInputError(f"{run.folder.name}/{PER_INSTANCE}: no per-instance stats")
+    split = next((s for s in SPLITS if s in names), sorted(names)[0])
+    found = names[split]
+    if metric:
+        if metric not in found:
+            raise JaggedInputError(f"{run.folder.name}/{PER_INSTANCE}: no metric {metric!r} on the {split} split; it "
+                                   f"has {listing(sorted(found), 12)}")
+        return split, metric
+    for name in (DEFAULT_METRIC, *run.metrics):
+        if name in found:
+            return split, name
+    raise JaggedInputError(f"{run.folder.name}/{PER_INSTANCE}: no {DEFAULT_METRIC} stat; choose a metric with "
+                           f"--metric NAME ({listing(sorted(found), 12)})")
+
+
+def _choices(run: HelmRun) -> dict[str, tuple[str | None, str | None]]:
+    """Instance id to (letter answered, letter of the correct reference), for multiple-choice requests."""
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for state in run.requests:
+        instance = state.get("instance") if isinstance(state.get("instance"), dict) else {}
+        mapping = state.get("output_mapping")
+        if instance.get("perturbation") or not isinstance(mapping, dict) or not mapping:
+            continue
+        correct = [ref.get("output", {}).get("text") for ref in instance.get("references") or []
+                   if isinstance(ref, dict) and "correct" in (ref.get("tags") or [])]
+        key = next((letter for letter, text in mapping.items() if correct and text == correct[0]), None)
+        completions = (state.get("result") or {}).get("completions") or []
+        answer = completions[0].get("text") if completions and isinstance(completions[0], dict) else None
+        answer = answer.strip() if isinstance(answer, str) else None
+        if answer not in mapping:  # an answer given as the option's text, else no option
+            answer = next((letter for letter, text in mapping.items() if answer and text == answer), None)
+        if key is not None:
+            out.setdefault(str(instance.get("id")), (answer, key))
+    return out
+
+
+def _run_rows(run: HelmRun, metric: str | None) -> tuple[list[tuple], str, str]:
+    """(model, domain, item, correct, choice, key) of one run; its split and metric."""
+    split, name = _split_and_metric(run, metric)
+    values: dict[str, list[float]] = {}
+    for instance in run.instances:
+        if instance.get("perturbation"):
+            continue
+        iid = instance.get("instance_id")
+        if iid is None or isinstance(iid, (dict, list, bool)):
+            raise JaggedInputError(f"{run.folder.name}/{PER_INSTANCE}: an instance_id is {str(iid)[:30]!r}")
+        for stat in _stats_of(instance):
+            key = stat["name"]
+            if key.get("name") == name and str(key.get("split")) == split and not key.get("perturbation"):
+                mean = stat.get("mean")
+                if isinstance(mean, bool) or not isinstance(mean, (int, float)) or not math.isfinite(mean) \
+                        or not 0.0 <= mean <= 1.0:
+                    raise JaggedInputError(f"{run.folder.name}/{PER_INSTANCE}: instance {iid!r}: {name} mean is "
+                                           f"{str(mean)[:30]!r}, not a score in [0, 1]")
+                values.setdefault(str(iid), []).append(float(mean))
+    choices = _choices(run)
+    rows = [(run.model, run.domain, iid, sum(v) / len(v), *choices.get(iid, (None, None)))
+            for iid, v in values.items()]
+    return rows, split, name
+
+
+def read_runs(folders: list[Path], *, source: str, metric: str | None = None, model_name: str | None = None,
+              **_: Any) -> ItemRead:
+    """Read HELM run folders into an item-level table.
+
+    Parameters
+    ----------
+    folders : list of pathlib.Path
+        Run folders (see :func:`run_folders`).
+    source : str
+        Name used in messages.
+    metric : str, optional
+        The per-instance stat used as ``correct`` (default ``exact_match``).
+    model_name : str, optional
+        Replaces ``adapter_spec.model``.
+
+    Returns
+    -------
+    ItemRead
+        ``model, domain, item, correct, category`` and, for multiple-choice runs,
+        ``choice`` and ``key``.
+    """
+    runs = [read_run(folder, model_name=model_name) for folder in folders]
+    winners, replaced = newest((((r.model, r.domain), r) for r in runs), rank=lambda r: (r.stamp, str(r.folder)))
+    used = list(winners.values())
+    several = len({r.domain for r in used}) > 1
+    rows, used_how = [], {}
+    for run in used:
+        found, split, name = _run_rows(run, metric)
+        if not found:
+            raise JaggedInputError(f"{run.folder.name}/{PER_INSTANCE}: no instance has a {name} stat on the "
+                                   f"{split} split")
+        rows.extend((m, d, f"{d}:{i}" if several else i, c, ch, k) for m, d, i, c, ch, k in found)
+        used_how[run.folder.name] = (split, name)
+    items = pd.DataFrame(rows, columns=["model", "domain", "item", "correct", "choice", "key"])
+    paths = {r.domain: (r.scenario, r.domain) if r.domain != r.scenario else (r.domain,) for r in used}
+    categories = category_map(paths, list(dict.fromkeys(p[0] for p in paths.values())))
+    items["category"] = items["domain"].map(categories).astype(object).where(items["domain"].map(categories).notna(),
+                                                                               None)
+    if items["key"].isna().all():
+        items = items.drop(columns=["choice", "key"])
+    items = items[[c for c in ("model", "domain", "item", "correct", "category", "choice", "key") if c in items]]
+    hows = sorted({f"{name} on the {split} split" for split, name in used_how.values()})
+    details: dict[str, Any] = {
+        "detected": f"{FORMAT} ({plural(len(used), 'run folder')})",
+        "runs": [r.name for r in used],
+        "metric": ", ".join(hows) + " (no perturbations; train trials averaged)",
+        "models": sorted({r.model for r in used}),
+        "leaves": list(dict.fromkeys(r.domain for r in used)),
+    }
+    if "key" in items.columns:
+        details["multiple choice"] = (f"{int(items['key'].notna().sum()):,} items with the chosen option (choice) and "
+                                      "the key, as letters")
+    if replaced:
+        details["superseded"] = [f"{r.old.folder.name} ({r.key[0]}, {r.key[1]}) superseded by {r.new.folder.name}"
+                                 for r in replaced]
+    return ItemRead(items=items, categories=categories, paths=[r.folder / PER_INSTANCE for r in used],
+                    model_notes={}, details=details)
+
+
+def load_runs(folders: list[Path], *, source: str, metric: str | None = None, model_name: str | None = None,
+              **_: Any):
+    """Read HELM run folders into an item-level :class:`~jagged.readers.dataset.Dataset` (see :func:`read_runs`)."""
+    return read_runs(folders, source=source, metric=metric, model_name=model_name).to_dataset(source=source,
+                                                                                               format=FORMAT)
+
+
+__all__ = ["FORMAT", "HelmRun", "is_run_file", "load_runs", "parse_run_name", "read_run", "read_runs", "run_folders"]
