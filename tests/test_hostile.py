@@ -82,7 +82,7 @@ def test_every_file_written_is_inside_the_output_folder(run):
     assert not any((run["root"] / "outside").iterdir())
     assert not any((run["root"] / "cwd").iterdir())
     for path in run["written"]:
-        assert len(path.name.encode("utf-8")) <= 255, path
+        assert len(path.name.encode("utf-8")) <= 100, path  # slugs are bounded (the OS would stop at 255)
         assert path.name.split(".")[0].upper() not in {"CON", "PRN", "AUX", "NUL"}, path
     if run["batched"]:  # one page per model, each in the models folder
         pages = [p for p in run["written"] if p.suffix == ".html" and p.parent.name == "models"]

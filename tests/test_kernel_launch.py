@@ -13,7 +13,8 @@ def test_launched_kernel_answers_and_stop_leaves_nothing_behind():
     from jupyter_core.utils import run_sync
 
     km = launch_kernel()
-    pattern = f"{glob.escape(km.ip)}-*" if km.transport == "ipc" else None
+    assert km.transport == "ipc"                     # local sockets on POSIX (the suite runs on Linux)
+    pattern = f"{glob.escape(km.ip)}-*"
     client = km.client()
     client.start_channels()
     try:
@@ -23,11 +24,11 @@ def test_launched_kernel_answers_and_stop_leaves_nothing_behind():
     finally:
         client.stop_channels()
     process = km.provisioner.process
+    assert glob.glob(pattern) and glob.glob(str(km.connection_file))   # there was something to remove
     stop_kernel(km)
     assert process.poll() is not None  # reaped, not a zombie left running
     assert not glob.glob(str(km.connection_file))
-    if pattern:
-        assert not glob.glob(pattern)
+    assert not glob.glob(pattern)
 
 
 def test_importing_the_cli_does_not_import_pandas():
