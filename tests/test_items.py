@@ -198,3 +198,72 @@ def test_validate_items_returns_canonical_columns():
     assert list(out.columns) == ["model", "domain", "item", "correct", "category"]
     assert out["model"].tolist() == ["A", "A"] and out["item"].tolist() == ["1", "2"]
     assert out["correct"].dtype == np.float64
+
+
+# --- choice, key, n_options --------------------------------------------------------------
+
+ANSWERS = """model,domain,item,correct,choice,key,n_options
+A,math,q1,1,B,B,4
+A,math,q2,0,,C,4
+A,law,q3,0,D,A,4
+B,math,q1,1,B,B,4
+B,math,q2,1,C,C,4
+B,law,q3,1,C,C,4
+"""
+
+
+def test_choice_key_columns_are_kept_and_keys_may_differ_between_models(tmp_path):
+    ds = jagged.load(write(tmp_path, "answers.csv", ANSWERS))
+    items = ds.items.set_index(["model", "item"])
+    assert list(ds.items.columns) == ["model", "domain", "item", "correct", "category", "choice", "key", "n_options"]
+    assert items.loc[("A", "q2"), "choice"] is None  # no answer extracted: counted wrong
+    assert items.loc[("A", "q3"), "key"] == "A" and items.loc[("B", "q3"), "key"] == "C"  # a finding, not an error
+    assert ds.details["choices"].startswith("choices present (3 labels: B, C, D; 1 rows without an answer)")
+    assert "1 items keyed differently across models" in ds.details["choices"]
+
+
+def test_numeric_labels_and_choice_without_key():
+    frame = pd.DataFrame({"model": ["A", "A", "B"], "domain": "x", "item": ["1", "2", "1"],
+                          "correct": [1, 0, 0], "choice": [2.0, np.nan, 0.0]})
+    out = items_module.validate_items(frame, "t", line_offset=None)
+    assert out["choice"].tolist() == ["2", None, "0"] and "key" not in out.columns
+
+
+@pytest.mark.parametrize("edit, fragments", [
+    (("A,math,q1,1,B,B,4", "A,math,q1,1,B,C,4"),
+     ["model 'A', item 'q1': correct is 1 but choice 'B' is not the key 'C' (line 2)"]),
+    (("A,math,q2,0,,C,4", "A,math,q2,1,,C,4"), ["model 'A', item 'q2': correct is 1 but there is no choice", "line 3"]),
+    (("B,law,q3,1,C,C,4", "B,law,q3,0,C,C,4"), ["model 'B', item 'q3': correct is 0 but choice 'C' is the key"]),
+    (("A,math,q1,1,B,B,4", "A,math,q1,0.5,B,B,4"), ["correct is 0.5 but a row with a key is scored 0 or 1"]),
+    (("A,math,q1,1,B,B,4", 'A,math,q1,1,"B,C",B,4'), ["column 'choice' has malformed value 'B,C' (line 2)"]),
+    (("A,math,q1,1,B,B,4", "A,math,q1,1,B,B,2.5"), ["column 'n_options' has value 2.5 (line 2)"]),
+    (("A,law,q3,0,D,A,4", "A,law,q3,0,D,F,4"), ["key 'F' names an option beyond n_options 4 (line 4)"]),
+])
+def test_bad_choice_key_rows(tmp_path, monkeypatch, edit, fragments):
+    text = ANSWERS.replace(*edit)
+    line = bad_input_line(write(tmp_path, "items.csv", text))
+    for fragment in fragments:
+        assert fragment in line, line
+    # the out-of-core path gives the same message, with the Parquet row
+    frame = pd.read_csv(write(tmp_path, "items.csv", text), keep_default_na=False, na_values=[""])
+    frame.to_parquet(tmp_path / "items.parquet")
+    monkeypatch.setattr(items_module, "IN_MEMORY_MAX_ROWS", 3)
+    with pytest.raises(jagged.JaggedInputError) as info:
+        jagged.load(tmp_path / "items.parquet")
+    expected = fragments[0].replace("(line 2)", "(row 1)").replace("(line 4)", "(row 3)")
+    assert expected.split(" (line")[0] in str(info.value), str(info.value)
+
+
+def test_choice_beyond_n_options_is_a_note_not_an_error(tmp_path):
+    ds = jagged.load(write(tmp_path, "items.csv", ANSWERS.replace("A,law,q3,0,D,A,4", "A,law,q3,0,G,A,4")))
+    assert "1 choices name an option beyond n_options" in ds.details["choices"]
+
+
+def test_out_of_core_choices_summary_matches_in_memory(tmp_path, monkeypatch):
+    frame = pd.read_csv(write(tmp_path, "items.csv", ANSWERS), keep_default_na=False, na_values=[""])
+    frame.to_parquet(tmp_path / "items.parquet")
+    in_memory = jagged.load(tmp_path / "items.parquet")
+    monkeypatch.setattr(items_module, "IN_MEMORY_MAX_ROWS", 3)
+    out_of_core = jagged.load(tmp_path / "items.parquet")
+    assert out_of_core.items is None
+    assert in_memory.details["choices"] == out_of_core.details["choices"]

@@ -624,3 +624,71 @@ def test_corrupted_real_files_give_one_line_errors_or_valid_scores(shared_data, 
             assert str(exc) and "\n" not in str(exc)
         else:
             assert dataset.scores["score"].between(0, 1).all()
+
+
+# --- multiple-choice samples: choice and key for the item audit --------------------------
+
+LMEVAL_CURRENT = Path(__file__).resolve().parent / "data" / "lmeval_current"
+
+
+def _independent_answers(path: Path) -> pd.DataFrame:
+    """doc_id, the argmax of the per-choice loglikelihoods (first of ties) and the target, read with json only."""
+    rows = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        lls = [float(pair[0]) for pair in record["filtered_resps"]]
+        rows.append({"item": str(record["doc_id"]), "choice": str(lls.index(max(lls))),
+                     "key": str(int(record["target"])), "acc": float(record["acc"]), "n": len(lls)})
+    return pd.DataFrame(rows)
+
+
+def test_current_lmeval_multiple_choice_samples_give_choice_and_key():
+    path = next(LMEVAL_CURRENT.glob("samples_toy_law_*.jsonl"))
+    ds = jagged.load(path)
+    items = ds.items.set_index("item")
+    expected = _independent_answers(path).set_index("item")
+    assert items.loc[expected.index, "choice"].tolist() == expected["choice"].tolist()
+    assert items.loc[expected.index, "key"].tolist() == expected["key"].tolist()
+    assert items.loc[expected.index, "n_options"].tolist() == expected["n"].astype(float).tolist()
+    assert items.loc[expected.index, "correct"].tolist() == expected["acc"].tolist()
+    assert "choices present (4 labels: 0, 1, 2, 3" in ds.details["choices"]
+
+
+def test_samples_folder_of_four_subjects_feeds_the_item_audit(tmp_path):
+    from jagged.stats.item_audit import audit_items
+
+    for path in LMEVAL_CURRENT.glob("samples_*.jsonl"):
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    audit = audit_items(jagged.load(tmp_path, model_name="dummy"))
+    assert len(audit.items) == 100 and audit.items["n_options"].eq(4).all()
+    assert audit.items["top_wrong"].notna().any()
+    assert any("only 1 models" in n for n in audit.notes)  # one model: no discrimination flags
+
+
+def test_samples_without_choice_information_keep_correctness_only(shared_data, tmp_path):
+    winogrande = next((shared_data / "lmeval").glob("*winogrande.jsonl"))  # target is the shared continuation
+    ds = jagged.load(winogrande, model_name="pythia")
+    assert "choice" not in ds.items.columns and "no choice or key columns" in ds.details["choices"]
+    # a record whose argmax does not reproduce its acc: the file keeps correctness only
+    path = next(LMEVAL_CURRENT.glob("samples_toy_law_*.jsonl"))
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["acc"] = 1.0 - float(first["acc"])
+    changed = tmp_path / path.name
+    changed.write_text("\n".join([json.dumps(first)] + lines[1:]) + "\n")
+    (tmp_path / next(LMEVAL_CURRENT.glob("results_*.json")).name).write_bytes(
+        next(LMEVAL_CURRENT.glob("results_*.json")).read_bytes())
+    ds = jagged.load(changed)
+    assert "choice" not in ds.items.columns
+
+
+def test_acc_norm_divides_by_the_choice_lengths():
+    from jagged.readers.choices import lmeval_choices
+
+    record = {"filtered_resps": [["-3.0", "False"], ["-4.0", "False"]], "target": "1", "acc_norm": 1.0,
+              "arguments": {"gen_args_0": {"arg_0": "q", "arg_1": " no"},
+                            "gen_args_1": {"arg_0": "q", "arg_1": " a much longer answer"}}}
+    columns, reason = lmeval_choices([record], "acc_norm")  # -3/3 = -1 < -4/21
+    assert reason == "" and columns == {"choice": ["1"], "key": ["1"], "n_options": [2]}
+    columns, reason = lmeval_choices([record], "exact_match")
+    assert columns is None and "not a multiple-choice accuracy" in reason

@@ -10,9 +10,14 @@ domain     the domain the item belongs to (one domain per item)
 item       item identifier (``item_id`` is accepted as an alias)
 correct    1 / 0, or partial credit in [0, 1]
 category   optional coarser group of the domain (constant within a domain)
+choice     optional: the option the model chose (empty: no answer extracted)
+key        optional: the option scored as correct for that model
+n_options  optional: how many options the item had for that model
 ========== ===================================================================
 
-Other columns (e.g. ``pred_missing``) are ignored. Aggregation gives the canonical table of
+``choice``, ``key`` and ``n_options`` are checked by :mod:`jagged.readers.choices`
+(``correct`` must equal ``choice == key`` where a row has a key) and feed the item audit
+(:mod:`jagged.stats.item_audit`). Other columns (e.g. ``pred_missing``) are ignored. Aggregation gives the canonical table of
 :mod:`jagged.readers.table` with ``score`` = mean of ``correct`` over the items the model has in the
 domain and ``n_items`` = the number of those items. Items a model lacks are counted per
 model (coverage) and never imputed.
@@ -90,6 +95,21 @@ ITEM_ALIASES: dict[str, str] = {"item_id": "item"}
 IN_MEMORY_MAX_ROWS: int = 5_000_000
 #: DuckDB memory cap for out-of-core aggregation (it spills to a temporary folder beyond it).
 DUCKDB_MEMORY_LIMIT: str = "1GB"
+#: The item-level MMLU-Pro responses behind the bundled per-category scores (choice and key
+#: included; see ``jagged/data/PROVENANCE.md``).
+BUNDLED_ITEMS_NAME = "mmlu_pro_responses.csv.gz"
+
+
+def load_bundled_items() -> Dataset:
+    """The bundled item-level MMLU-Pro responses (29 models × 12,032 items, with choice and key).
+
+    Their per-(model, domain) scores equal the bundled per-category scores exactly.
+    """
+    from jagged.readers.files import read_csv
+    from jagged.resources import data_dir
+
+    path = data_dir() / BUNDLED_ITEMS_NAME
+    return dataset_from_items(read_csv(path), source=path.name, paths=[path], line_offset=2)
 
 
 def is_item_table(columns: Any) -> bool:
@@ -177,14 +197,18 @@ def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset:
     -------
     pandas.DataFrame
         Columns ``model``, ``domain``, ``item`` (str), ``correct`` (float64) and
-        ``category`` (object, None when unknown), in input order.
+        ``category`` (object, None when unknown), in input order; then ``choice`` and
+        ``key`` (object, None when empty) and ``n_options`` (float64, NaN when empty),
+        each only when the input has it.
 
     Raises
     ------
     JaggedInputError
         Missing column; empty table; empty model, domain or item name; ``correct``
         missing, non-numeric or outside [0, 1]; the same (model, item) twice; an item
-        listed under two domains; a domain given two categories.
+        listed under two domains; a domain given two categories; a malformed choice or
+        key, a key beyond ``n_options``, or ``correct`` not equal to ``choice == key``
+        (see :mod:`jagged.readers.choices`).
     """
     frame = _rename_aliases(frame, source)
     _check_columns(frame.columns, source)
@@ -201,10 +225,30 @@ def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset:
         category = np.full(len(frame), None, dtype=object)
     table = pd.DataFrame({"model": model.to_numpy(), "domain": domain.to_numpy(), "item": item.to_numpy(),
                           "correct": correct, "category": category}, index=frame.index)
+    table = _with_answers(table, frame, source, line_offset)
     _check_duplicates(table, source, line_offset)
     _check_item_domains(table, source, line_offset)
     _check_categories(table, source, line_offset)
     return table.reset_index(drop=True)
+
+
+def _with_answers(table: pd.DataFrame, frame: pd.DataFrame, source: str, line_offset: int | None) -> pd.DataFrame:
+    """Add the optional ``choice``, ``key`` and ``n_options`` columns, checked (:mod:`jagged.readers.choices`)."""
+    from jagged.readers import choices
+
+    present = [c for c in choices.CHOICE_COLUMNS if c in frame.columns]
+    if not present:
+        return table
+    extra = {}
+    for column in present:
+        if column == "n_options":
+            extra[column] = choices.normalise_n_options(frame[column], source, line_offset)
+        else:
+            extra[column] = pd.Series(choices.normalise_labels(frame[column], column, source, line_offset),
+                                      index=table.index, dtype=object)
+    table = table.assign(**extra)
+    choices.check_answers(table, source, line_offset)
+    return table
 
 
 def _check_duplicates(table: pd.DataFrame, source: str, line_offset: int | None) -> None:
@@ -366,9 +410,17 @@ def dataset_from_items(frame: pd.DataFrame, *, source: str, paths: list[Path],
         "items": (f"{len(items):,} item results, {items['item'].nunique():,} distinct items"
                   + (", partial credit present" if partial else ", all 0/1")),
         "coverage": summary,
+        "choices": choices_summary(items),
     }
     return Dataset(scores=scores, source=source, paths=list(paths), format="items", items=items,
                    model_notes=notes, details=details)
+
+
+def choices_summary(items: pd.DataFrame) -> str:
+    """Whether an item table has choices and keys, in one line (``jagged validate``, the report)."""
+    from jagged.readers.choices import answers_summary
+
+    return answers_summary(items)
 
 
 # --- out of core ---------------------------------------------------------------------
@@ -403,6 +455,56 @@ def pa_is_text(dtype: Any) -> bool:
 
 def _sql_name(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _pa_kind(dtype: Any) -> str:
+    """``"text"``, ``"integer"``, ``"float"`` or ``"other"`` for a pyarrow type."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    if pa_is_text(dtype):
+        return "text"
+    if pa.types.is_integer(dtype):
+        return "integer"
+    if pa.types.is_floating(dtype):
+        return "float"
+    return "other"
+
+
+def parquet_columns(path: str | Path) -> dict[str, str]:
+    """SQL expressions for the canonical columns of an item-level Parquet file (view ``t``).
+
+    Keys ``model, domain, item, correct`` always; ``category, choice, key, n_options`` when
+    the file has them. Names and labels are trimmed text (NULL when empty), item ids and
+    labels written as in memory (``1.0`` → ``1``), ``correct`` and ``n_options`` as DOUBLE.
+    """
+    import pyarrow.parquet as pq
+
+    from jagged.readers.choices import sql_label
+
+    schema = pq.read_schema(path)
+    col = {str(raw).strip(): raw for raw in schema.names}
+    for alias, name in ITEM_ALIASES.items():
+        if alias in col and name not in col:
+            col[name] = col[alias]
+    kind = {name: _pa_kind(schema.field(raw).type) for name, raw in col.items()}
+    out = {}
+    for name in ("model", "domain"):
+        if name in col:
+            out[name] = f"trim({_sql_name(col[name])})" if kind[name] == "text" else _sql_name(col[name])
+    if "item" in col:
+        out["item"] = sql_label(_sql_name(col["item"]), kind["item"] if kind["item"] != "other" else "text")
+    if "correct" in col:
+        out["correct"] = f"TRY_CAST({_sql_name(col['correct'])} AS DOUBLE)"
+    if "category" in col:
+        out["category"] = f"NULLIF(trim(CAST({_sql_name(col['category'])} AS VARCHAR)), '')"
+    for name in ("choice", "key"):
+        if name in col:
+            out[name] = sql_label(_sql_name(col[name]), kind[name] if kind[name] != "other" else "text")
+    if "n_options" in col:
+        out["n_options"] = f"TRY_CAST({_sql_name(col['n_options'])} AS DOUBLE)"
+    return out
 
 
 def dataset_from_parquet(path: str | Path, *, source: str | None = None,
@@ -464,6 +566,7 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
             con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({literal}, file_row_number = true)")
             scores, domain_items, partial, n_rows, n_distinct = _duckdb_checks_and_aggregate(
                 con, source, keys["model"], keys["domain"], keys["item"], c, cat)
+            answers = _duckdb_answer_checks(con, source, parquet_columns(path))
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise JaggedInputError(f"{source}: cannot aggregate item-level Parquet: {first}") from None
@@ -479,13 +582,98 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
                   + (", partial credit present" if partial else ", all 0/1")
                   + "; aggregated out of core (DuckDB), item table not kept"),
         "coverage": summary,
+        "choices": answers,
     }
     return Dataset(scores=scores, source=source, paths=[path], format="items", items=None,
                    model_notes=notes, details=details)
 
 
+def out_of_core_path(dataset: Dataset) -> Path | None:
+    """The Parquet file behind an item-level dataset aggregated out of core (its item table not kept), else None."""
+    if dataset.format != "items" or dataset.items is not None or len(dataset.paths) != 1:
+        return None
+    path = Path(dataset.paths[0])
+    try:
+        with open(path, "rb") as handle:
+            return path if handle.read(4) == b"PAR1" else None
+    except OSError:
+        return None
+
+
 def _row(value: Any) -> str:
     return f"row {int(value) + 1}"
+
+
+def _duckdb_answer_checks(con: Any, source: str, expr: dict[str, str]) -> str:
+    """The checks of :func:`jagged.readers.choices.check_answers` in SQL on view ``t``; the summary line."""
+    from jagged.readers.choices import LABEL_MAX, sql_malformed, sql_option_index
+
+    has_choice, has_key = "choice" in expr, "key" in expr
+    if not has_choice and not has_key:
+        return "no choice or key columns: the item audit uses correctness only (no distractor analysis)"
+
+    def first(condition: str) -> Any:
+        return con.execute(f"SELECT min(file_row_number) FROM t WHERE {condition}").fetchone()[0]
+
+    def at(row: int, *columns: str) -> Any:
+        return con.execute(f"SELECT {', '.join(columns)} FROM t WHERE file_row_number = {int(row)}").fetchone()
+
+    for name in ("choice", "key"):
+        if name in expr:
+            bad = first(sql_malformed(expr[name]))
+            if bad is not None:
+                (value,) = at(bad, expr[name])
+                raise JaggedInputError(
+                    f"{source}: column {name!r} has malformed value {cell_repr(value)} ({_row(bad)}): an option label "
+                    f"is one letter, index or short name (at most {LABEL_MAX} characters, no spaces or separators)")
+    if "n_options" in expr:
+        n = expr["n_options"]
+        bad = first(f"{n} IS NOT NULL AND ({n} < 1 OR {n} <> round({n}) OR isinf({n}))")
+        if bad is not None:
+            (value,) = at(bad, n)
+            raise JaggedInputError(f"{source}: column 'n_options' has value {cell_repr(value)} ({_row(bad)}); it must "
+                                   "be a whole number of options, at least 1")
+    x, m, i = expr["correct"], expr["model"], expr["item"]
+    if has_key:
+        k = expr["key"]
+        choice = expr.get("choice", "NULL")
+        checks = [(f"{k} IS NOT NULL AND {x} > 0 AND {x} < 1",
+                   lambda r: f"correct is {r[2]:g} but a row with a key is scored 0 or 1")]
+        if "n_options" in expr:
+            checks.append((f"{k} IS NOT NULL AND {sql_option_index(k)} >= {expr['n_options']}",
+                           lambda r: f"key {r[3]!r} names an option beyond n_options {int(r[5])}"))
+        checks.append((f"{k} IS NOT NULL AND (({x} = 1) <> coalesce({choice} = {k}, false))",
+                       lambda r: (f"correct is {r[2]:g} but choice {r[4]!r} {'is' if r[4] == r[3] else 'is not'} "
+                                  f"the key {r[3]!r}" if r[4] is not None else
+                                  f"correct is {r[2]:g} but there is no choice (key {r[3]!r})")))
+        for condition, text in checks:
+            bad = first(condition)
+            if bad is not None:
+                row = at(bad, m, i, x, k, choice, expr.get("n_options", "NULL"))
+                raise JaggedInputError(f"{source}: model {row[0]!r}, item {row[1]!r}: {text(row)} ({_row(bad)})")
+    parts = []
+    if has_choice:
+        c = expr["choice"]
+        labels = [r[0] for r in con.execute(f"SELECT DISTINCT {c} FROM t WHERE {c} IS NOT NULL ORDER BY 1").fetchall()]
+        (empty,) = con.execute(f"SELECT count(*) FROM t WHERE {c} IS NULL").fetchone()
+        shown = ", ".join(labels[:10]) + (" ..." if len(labels) > 10 else "")
+        parts.append(f"choices present ({len(labels)} labels: {shown}; {int(empty):,} rows without an answer)")
+    else:
+        parts.append("no choice column")
+    if has_key:
+        k = expr["key"]
+        (keyed,) = con.execute(f"SELECT count(*) FROM t WHERE {k} IS NOT NULL").fetchone()
+        (several,) = con.execute(f"SELECT count(*) FROM (SELECT {i} FROM t WHERE {k} IS NOT NULL GROUP BY 1 "
+                                 f"HAVING count(DISTINCT {k}) > 1)").fetchone()
+        parts.append(f"keys present for {int(keyed):,} rows; {int(several):,} items keyed differently across models")
+    else:
+        parts.append("no key column")
+    if has_choice and "n_options" in expr:
+        (beyond,) = con.execute(f"SELECT count(*) FROM t WHERE {sql_option_index(expr['choice'])} >= "
+                                f"{expr['n_options']}").fetchone()
+        if beyond:
+            parts.append(f"{int(beyond):,} choices name an option beyond n_options (wrong answers, not distractors)")
+    return "; ".join(parts)
 
 
 def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, c: str,

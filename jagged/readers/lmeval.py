@@ -43,6 +43,7 @@ from jagged.readers.dataset import Dataset
 from jagged.readers.files import read_json_text
 from jagged.text import listing, plural
 from jagged.readers.hierarchy import category_map
+from jagged.readers.choices import lmeval_choices
 from jagged.readers.items import ItemRead
 from jagged.readers.supersede import newest
 from jagged.readers.table import validate_scores
@@ -764,6 +765,9 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
         # item ids must be unique across domains: doc_id restarts at 0 in every task
         item_ids = [f"{task_name}:{i}" for i in ids] if several_tasks else [str(i) for i in ids]
         frame = pd.DataFrame({"model": model, "domain": domains, "item": item_ids, "correct": values})
+        answers, _ = lmeval_choices(records, field_name)  # multiple choice: argmax of the loglikelihoods, target
+        if answers is not None:
+            frame = frame.assign(**answers)
         missing = frame["correct"].isna()
         if missing.any():
             warnings.warn(f"{name}: {plural(int(missing.sum()), 'sample')} without a {field_name!r} value left out",

@@ -1,0 +1,366 @@
+"""The optional ``choice``, ``key`` and ``n_options`` columns of item-level tables.
+
+========== ===================================================================
+column     meaning
+========== ===================================================================
+choice     the option the model chose: a label such as ``B`` or ``2``; empty
+           when no answer was extracted (the row then counts as wrong)
+key        the option scored as correct for that model; it may differ
+           between models for the same item (an audit finding, not an error);
+           an empty key means the row carries no choice information
+n_options  how many options the item had for that model (optional)
+========== ===================================================================
+
+A label is one token: a letter, an index or a short name, at most
+:data:`LABEL_MAX` characters, without whitespace or the separators ``, ; |``
+(several answers in one cell are refused). Letters ``A``–``Z`` stand for options
+0–25 and non-negative integers for 0-based option indices (as lm-eval writes them),
+so with ``n_options`` a choice can be recognised as naming an option the item does
+not have: such a row counts as wrong and the audit counts it separately, not as a
+distractor (a note, not an error). A *key* beyond ``n_options`` is an error.
+
+Where a row has a key, ``correct`` must be 0 or 1 and equal ``choice == key``; the
+first row that disagrees is reported with its model, item and line.
+
+This module also derives choice and key from lm-evaluation-harness samples of
+multiple-choice tasks (:func:`lmeval_choices`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from jagged.errors import JaggedInputError
+from jagged.readers.table import cell_repr, row_location
+
+#: Longest option label accepted.
+LABEL_MAX = 40
+#: Optional columns of an item table that carry answers (in this order in the validated table).
+CHOICE_COLUMNS: tuple[str, ...] = ("choice", "key", "n_options")
+_MALFORMED = re.compile(r"[\s,;|]")
+_LETTER = re.compile(r"^[A-Z]$")
+_INDEX = re.compile(r"^\d{1,6}$")
+
+
+def _labels(raw: pd.Series) -> np.ndarray:
+    """Cells as stripped strings (None for empty); integral numbers lose their ``.0``."""
+    if pd.api.types.is_bool_dtype(raw.dtype):
+        raise JaggedInputError("boolean")
+    if pd.api.types.is_numeric_dtype(raw.dtype):
+        values = raw.to_numpy(dtype=float)
+        out = np.full(len(values), None, dtype=object)
+        finite = np.isfinite(values)
+        integral = finite & (values == np.round(values))
+        out[integral] = values[integral].astype(np.int64).astype(str)
+        out[finite & ~integral] = values[finite & ~integral].astype(str)
+        return out
+    codes, uniques = pd.factorize(raw, use_na_sentinel=True)  # work on the distinct values only
+    text = pd.Series(uniques, dtype=object).astype("string").str.strip()
+    text = text.str.replace(r"^(-?\d+)\.0+$", r"\1", regex=True)  # 1.0 -> 1, as item ids
+    names = text.to_numpy(dtype=object, na_value=None)
+    names[names == ""] = None
+    out = np.full(len(raw), None, dtype=object)
+    valid = codes >= 0
+    out[valid] = names[codes[valid]]
+    return out
+
+
+def normalise_labels(raw: pd.Series, column: str, source: str, line_offset: int | None) -> np.ndarray:
+    """An option-label column as an object array of strings, None where empty.
+
+    Parameters
+    ----------
+    raw : pandas.Series
+        The column as read.
+    column : str
+        ``"choice"`` or ``"key"``, for messages.
+    source : str
+        File name, for messages.
+    line_offset : int or None
+        Added to integer row labels to give file lines.
+
+    Raises
+    ------
+    JaggedInputError
+        A malformed label (whitespace or a separator inside, longer than
+        :data:`LABEL_MAX`, or a true/false value), naming the value and the line.
+    """
+    try:
+        labels = _labels(raw)
+    except JaggedInputError:
+        raise JaggedInputError(f"{source}: column {column!r} holds true/false values; an option label is a "
+                               "letter, an index or a short name") from None
+    present = np.flatnonzero(pd.notna(labels))
+    if len(present):
+        values = pd.Series(labels[present], dtype=object)
+        uniques = pd.unique(values)
+        bad = {u for u in uniques if len(u) > LABEL_MAX or _MALFORMED.search(u)}
+        if bad:
+            first = present[int(np.argmax(values.isin(bad).to_numpy()))]
+            raise JaggedInputError(
+                f"{source}: column {column!r} has malformed value {cell_repr(labels[first])} "
+                f"({row_location(raw.index[first], line_offset)}): an option label is one letter, index or short "
+                f"name (at most {LABEL_MAX} characters, no spaces or separators)")
+    return labels
+
+
+def option_index(labels: np.ndarray) -> np.ndarray:
+    """0-based option index of each label: ``A``→0 … ``Z``→25, ``"3"``→3; NaN for other labels."""
+    labels = np.asarray(labels, dtype=object)
+    out = np.full(len(labels), np.nan)
+    if not len(labels):
+        return out
+    codes, uniques = pd.factorize(pd.Series(labels, dtype=object))
+    index = np.full(len(uniques), np.nan)
+    for k, label in enumerate(uniques):  # distinct labels only (a few dozen)
+        if _LETTER.match(label):
+            index[k] = ord(label) - ord("A")
+        elif _INDEX.match(label):
+            index[k] = int(label)
+    valid = codes >= 0
+    out[valid] = index[codes[valid]]
+    return out
+
+
+def normalise_n_options(raw: pd.Series, source: str, line_offset: int | None) -> np.ndarray:
+    """``n_options`` as float (NaN where empty); a non-integer or a value below 1 is an error."""
+    if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
+        values = raw.to_numpy(dtype=float)
+        text_bad = np.zeros(len(values), dtype=bool)
+    else:
+        values = pd.to_numeric(raw, errors="coerce").astype("float64").to_numpy()
+        text_bad = (np.isnan(values) & raw.notna().to_numpy()
+                    & (raw.astype("string").str.strip() != "").fillna(False).to_numpy(dtype=bool))
+    bad = text_bad | (np.isfinite(values) & ((values < 1) | (values != np.round(values)))) | np.isinf(values)
+    if bad.any():
+        first = int(np.argmax(bad))
+        raise JaggedInputError(f"{source}: column 'n_options' has value {cell_repr(raw.iloc[first])} "
+                               f"({row_location(raw.index[first], line_offset)}); it must be a whole number of "
+                               "options, at least 1")
+    return values
+
+
+def check_answers(table: pd.DataFrame, source: str, line_offset: int | None) -> None:
+    """Check ``choice``/``key`` against ``correct`` and ``n_options`` (see the module docstring).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Item table with ``model``, ``item``, ``correct`` and any of ``choice``, ``key``,
+        ``n_options`` (labels already normalised), indexed by the input's row labels.
+    source : str
+        File name, for messages.
+    line_offset : int or None
+        Added to integer row labels to give file lines.
+
+    Raises
+    ------
+    JaggedInputError
+        A keyed row with partial credit, a key beyond ``n_options``, or ``correct`` not
+        equal to ``choice == key``: the first such row, with its model, item and line.
+    """
+    if "key" not in table.columns:
+        return
+    key = table["key"].to_numpy(dtype=object)
+    keyed = pd.notna(key)
+    if not keyed.any():
+        return
+    x = table["correct"].to_numpy(dtype=float)
+
+    def fail(mask: np.ndarray, text: str) -> None:
+        first = int(np.argmax(mask))
+        row = table.iloc[first]
+        raise JaggedInputError(f"{source}: model {row['model']!r}, item {row['item']!r}: {text(row)} "
+                               f"({row_location(table.index[first], line_offset)})")
+
+    partial = keyed & (x > 0) & (x < 1)
+    if partial.any():
+        fail(partial, lambda r: f"correct is {r['correct']:g} but a row with a key is scored 0 or 1")
+    if "n_options" in table.columns:
+        n = table["n_options"].to_numpy(dtype=float)
+        beyond = keyed & (option_index(key) >= n)
+        if beyond.any():
+            fail(beyond, lambda r: f"key {r['key']!r} names an option beyond n_options {int(r['n_options'])}")
+    choice = table["choice"].to_numpy(dtype=object) if "choice" in table.columns else np.full(len(table), None)
+    same = keyed & (pd.Series(choice, dtype=object).to_numpy() == key)
+    wrong = keyed & ((x == 1) != same)
+    if wrong.any():
+        fail(wrong, lambda r: (f"correct is {r['correct']:g} but choice {r.get('choice')!r} "
+                               f"{'is' if r.get('choice') == r['key'] else 'is not'} the key {r['key']!r}"
+                               if pd.notna(r.get("choice")) else
+                               f"correct is {r['correct']:g} but there is no choice (key {r['key']!r})"))
+
+
+def answers_summary(table: pd.DataFrame) -> str:
+    """One line for ``jagged validate``: whether choices and keys are present, and what they hold."""
+    has_choice, has_key = "choice" in table.columns, "key" in table.columns
+    if not has_choice and not has_key:
+        return "no choice or key columns: the item audit uses correctness only (no distractor analysis)"
+    parts = []
+    if has_choice:
+        choice = table["choice"]
+        labels = pd.unique(choice.dropna())
+        shown = ", ".join(sorted(map(str, labels))[:10]) + (" ..." if len(labels) > 10 else "")
+        parts.append(f"choices present ({len(labels)} labels: {shown}; {int(choice.isna().sum()):,} rows without "
+                     "an answer)")
+    else:
+        parts.append("no choice column")
+    if has_key:
+        key = table["key"]
+        n_keys = key.dropna().groupby(table["item"][key.notna()], sort=False).nunique()
+        parts.append(f"keys present for {int(key.notna().sum()):,} rows; {int((n_keys > 1).sum()):,} items keyed "
+                     "differently across models")
+    else:
+        parts.append("no key column")
+    if has_choice and "n_options" in table.columns:
+        beyond = option_index(table["choice"].to_numpy(dtype=object)) >= table["n_options"].to_numpy(dtype=float)
+        if beyond.any():
+            parts.append(f"{int(beyond.sum()):,} choices name an option beyond n_options (wrong answers, not "
+                         "distractors)")
+    return "; ".join(parts)
+
+
+# --- lm-evaluation-harness samples of multiple-choice tasks ----------------------------
+
+def _loglikelihoods(resps: Any) -> list[float] | None:
+    """Per-choice loglikelihoods from ``filtered_resps`` (``[[ll, is_greedy], ...]``, numbers or strings)."""
+    if not isinstance(resps, list) or len(resps) < 2:
+        return None
+    out = []
+    for entry in resps:
+        if isinstance(entry, list) and len(entry) == 1 and isinstance(entry[0], list):
+            entry = entry[0]
+        if not isinstance(entry, list) or len(entry) != 2:
+            return None
+        try:
+            value = float(entry[0])
+        except (TypeError, ValueError):
+            return None
+        if math.isnan(value):
+            return None
+        out.append(value)
+    return out
+
+
+def _continuations(arguments: Any, n: int) -> list[str] | None:
+    """The choice texts of a multiple-choice request (``arguments.gen_args_k.arg_1``)."""
+    if isinstance(arguments, dict):
+        texts = []
+        for k in range(n):
+            request = arguments.get(f"gen_args_{k}")
+            if not isinstance(request, dict) or not isinstance(request.get("arg_1"), str):
+                return None
+            texts.append(request["arg_1"])
+        return texts
+    return None
+
+
+def _target_index(target: Any, texts: list[str] | None, n: int) -> int | None:
+    """The key as a 0-based index: an integer target in range, or the one choice text equal to it."""
+    if isinstance(target, bool):
+        return None
+    if isinstance(target, (int, float)) and float(target).is_integer() and 0 <= int(target) < n:
+        return int(target)
+    if isinstance(target, str):
+        stripped = target.strip()
+        if _INDEX.match(stripped) and int(stripped) < n:
+            return int(stripped)
+        if texts is not None:
+            hits = [k for k, t in enumerate(texts) if t.strip() == stripped]
+            if len(hits) == 1:
+                return hits[0]
+    return None
+
+
+def lmeval_choices(records: Sequence[dict[str, Any]], metric: str) -> tuple[dict[str, list[Any]] | None, str]:
+    """Choice, key and option count of lm-eval multiple-choice samples, where they can be derived.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        One samples file's records, in the order of its item table.
+    metric : str
+        The metric field used as ``correct`` (``acc`` or ``acc_norm``).
+
+    Returns
+    -------
+    columns : dict or None
+        ``choice``, ``key`` (0-based option indices as strings) and ``n_options`` per
+        record; None when the file is no multiple-choice task or the derived answers
+        do not reproduce the metric.
+    reason : str
+        Empty when derived, else why not (for the dataset's details).
+
+    Notes
+    -----
+    lm-eval scores a multiple-choice item by the argmax of the per-choice
+    loglikelihoods in ``filtered_resps`` (``acc``), or of the loglikelihoods divided by
+    the choice texts' lengths in characters (``acc_norm``); ``numpy.argmax`` takes the
+    first of tied maxima, and so does this. The key is ``target``: an option index, or
+    the text of exactly one choice. The derivation is used only when it reproduces the
+    metric for every record (choice == key exactly where the metric is 1); otherwise
+    the file keeps correctness only.
+    """
+    if metric not in ("acc", "acc_norm"):
+        return None, f"metric {metric!r} is not a multiple-choice accuracy"
+    choice, key, n_options = [], [], []
+    for record in records:
+        lls = _loglikelihoods(record.get("filtered_resps"))
+        if lls is None:
+            return None, "samples carry no per-choice loglikelihoods"
+        texts = _continuations(record.get("arguments"), len(lls))
+        if metric == "acc_norm":
+            if texts is None:
+                return None, "acc_norm needs the choice texts, which the samples lack"
+            lls = [ll / max(len(t), 1) for ll, t in zip(lls, texts)]
+        target = _target_index(record.get("target"), texts, len(lls))
+        if target is None:
+            return None, "target is not one of the choices"
+        chosen = int(np.argmax(lls))
+        value = record.get(metric)
+        try:
+            scored = float(value)
+        except (TypeError, ValueError):
+            return None, f"metric {metric!r} is not a number"
+        if scored not in (0.0, 1.0) or (scored == 1.0) != (chosen == target):
+            return None, f"argmax of the loglikelihoods does not reproduce {metric!r}"
+        choice.append(str(chosen))
+        key.append(str(target))
+        n_options.append(len(lls))
+    return {"choice": choice, "key": key, "n_options": n_options}, ""
+
+
+# --- the same rules in SQL, for the out-of-core path ------------------------------------
+
+def sql_label(column: str, kind: str) -> str:
+    """SQL for a label column as :func:`normalise_labels` reads it (NULL where empty).
+
+    Parameters
+    ----------
+    column : str
+        The quoted column name.
+    kind : {"text", "integer", "float"}
+        The column's Parquet type.
+    """
+    if kind == "integer":
+        return f"CAST({column} AS VARCHAR)"
+    if kind == "float":
+        return (f"CASE WHEN {column} = round({column}) THEN CAST(CAST({column} AS BIGINT) AS VARCHAR) "
+                f"ELSE CAST({column} AS VARCHAR) END")
+    return f"NULLIF(regexp_replace(trim(CAST({column} AS VARCHAR)), '^(-?[0-9]+)\\.0+$', '\\1'), '')"
+
+
+def sql_option_index(label: str) -> str:
+    """SQL for :func:`option_index` of a label expression (NULL for other labels)."""
+    return (f"CASE WHEN regexp_full_match({label}, '[A-Z]') THEN ascii({label}) - 65 "
+            f"WHEN regexp_full_match({label}, '[0-9]{{1,6}}') THEN CAST({label} AS BIGINT) END")
+
+
+def sql_malformed(label: str) -> str:
+    """SQL condition: a label that :func:`normalise_labels` refuses."""
+    return f"({label} IS NOT NULL AND (length({label}) > {LABEL_MAX} OR regexp_matches({label}, '[\\s,;|]')))"
