@@ -1,0 +1,213 @@
+"""The item audit for a reader: tables and sentences of the report section "Items to look at".
+
+Nothing here computes a statistic; the functions pick, order, rename and phrase the
+columns of :mod:`jagged.stats.item_audit`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jagged.stats.item_audit import (FLAGS, REVIEW_FLAGS, ItemAudit, domain_flags, flag_counts,
+                                     rescoring_options)
+from jagged.text import plural
+
+#: Items per domain in the evidence table of the report.
+TOP_PER_DOMAIN = 3
+
+
+def flag_table(audit: ItemAudit) -> pd.DataFrame:
+    """Counts per flag with the share of items each catches (report table).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``flag``, ``meaning``, ``items`` (count), ``share of items``, ``share where
+        computed``, ``review`` ("yes" for the flags that make an item *flagged*).
+    """
+    counts = flag_counts(audit)
+    return pd.DataFrame({
+        "flag": counts["flag"].str.replace("_", " "),
+        "meaning": counts["meaning"],
+        "items": counts["n_items"],
+        "share of items": counts["share"],
+        "share where computed": counts["share_computed"],
+        "review": np.where(counts["review"], "yes", "no"),
+    })
+
+
+def domain_table(audit: ItemAudit) -> pd.DataFrame:
+    """Flagged share per domain (report table), most flagged first.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``domain``, ``items``, ``flagged``, ``share flagged``, the shares of the review
+        flags, and ``what-if re-scored`` (items with a likely key error and a clear
+        alternative).
+    """
+    d = domain_flags(audit)
+    out = pd.DataFrame({"domain": d["domain"], "items": d["n_items"], "flagged": d["n_flagged"],
+                        "share flagged": d["share_flagged"]})
+    for name in REVIEW_FLAGS:
+        out[name.replace("_", " ")] = d[f"share_{name}"]
+    out["what-if re-scored"] = d["n_rescored"]
+    return out
+
+
+def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN) -> pd.DataFrame:
+    """The most suspicious items of every domain with their evidence (report table).
+
+    Parameters
+    ----------
+    audit : ItemAudit
+        The audit.
+    per_domain : int
+        Items per domain.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Domains in the order of their most suspicious item, then by rank: ``domain``,
+        ``item``, ``rank``, ``p_correct``, ``discrimination`` (r_rest), ``strong models
+        chose`` (the upper group's most chosen option and its share), ``key`` (with every
+        key when they differ), ``likely answer`` and ``flags``.
+    """
+    items = audit.items
+    top = items.groupby("domain", sort=False).head(per_domain)
+    first = top.groupby("domain", sort=False)["suspicion_rank"].min().sort_values(kind="mergesort")
+    top = top.assign(_order=top["domain"].map({d: i for i, d in enumerate(first.index)}))
+    top = top.sort_values(["_order", "suspicion_rank"], kind="mergesort")
+    strong = [("—" if pd.isna(c) else f"{c} ({s:.0%})") for c, s in zip(top["strong_choice"],
+                                                                       top["strong_choice_share"])]
+    key = [("—" if pd.isna(k) else (str(ks) if ks else str(k))) for k, ks in zip(top["key"], top["keys"])]
+    return pd.DataFrame({
+        "domain": top["domain"].to_numpy(dtype=object), "item": top["item"].to_numpy(dtype=object),
+        "rank": top["suspicion_rank"].to_numpy(), "p_correct": top["p_correct"].to_numpy(dtype=float),
+        "discrimination": top["r_rest"].to_numpy(dtype=float), "strong models chose": strong, "key": key,
+        "likely answer": top["likely_key"].fillna("—").to_numpy(dtype=object),
+        "flags": top["flags"].str.replace("_", " ").to_numpy(dtype=object),
+    })
+
+
+def sensitivity_table(sensitivity: pd.DataFrame) -> pd.DataFrame:
+    """The sensitivity of cv_error to the flagged items (report table), largest change first.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, ``cv_error`` (all items), ``set aside`` (flagged items left out),
+        ``change``, ``what-if re-scored`` and its ``change``; the what-if columns are
+        labelled as such.
+    """
+    s = sensitivity.assign(_abs=sensitivity["cv_change"].abs()).sort_values(
+        ["_abs", "model"], ascending=[False, True], kind="mergesort")
+    return pd.DataFrame({
+        "model": s["model"].to_numpy(dtype=object), "cv_error (all items)": s["cv_error"].to_numpy(dtype=float),
+        "flagged set aside": s["cv_error_set_aside"].to_numpy(dtype=float),
+        "change": s["cv_change"].to_numpy(dtype=float),
+        "what-if: key errors re-scored": s["cv_error_rescored"].to_numpy(dtype=float),
+        "what-if change": s["cv_change_rescored"].to_numpy(dtype=float),
+    })
+
+
+def _share(n: int, total: int) -> str:
+    return f"{n:,} of {total:,} items ({n / total:.1%})" if total else "no items"
+
+
+def audit_sentences(audit: ItemAudit, sensitivity: pd.DataFrame | None = None) -> list[str]:
+    """What the audit found, in a few plain sentences (names as they are; escape when shown as HTML).
+
+    Returns
+    -------
+    list of str
+        How many items are flagged and by what, the most flagged domain, the what-if
+        count, how the set-aside CV moves (median and range over models), and the
+        dataset-level notes.
+    """
+    items = audit.items
+    total = len(items)
+    counts = flag_counts(audit).set_index("flag")
+    flagged = int(items["flagged"].sum())
+    by_flag = ", ".join(f"{name.replace('_', ' ')} {int(counts.loc[name, 'n_items']):,}" for name in REVIEW_FLAGS)
+    out = [f"{_share(flagged, total)} carry at least one review flag ({by_flag}); flags are reasons to look, "
+           f"not to exclude."]
+    domains = domain_flags(audit)
+    if len(domains) > 1:
+        top, low = domains.iloc[0], domains.iloc[-1]
+        out.append(f"The most flagged domain is {top['domain']} ({top['share_flagged']:.0%} of its "
+                   f"{int(top['n_items']):,} items), the least {low['domain']} ({low['share_flagged']:.0%}).")
+    rescore = rescoring_options(audit)
+    if rescore:
+        out.append(f"{plural(len(rescore), 'item')} look like key errors with a clear alternative (at least half "
+                   "of the strongest models agree on one other option, decisive evidence): the what-if columns "
+                   "re-score them against that option.")
+    if sensitivity is not None and len(sensitivity):
+        change = sensitivity["cv_change"].to_numpy(dtype=float)
+        change = change[np.isfinite(change)]
+        if len(change):
+            out.append(f"Setting the flagged items aside changes cv_error by {np.median(change):+.3f} for the median "
+                       f"model (from {change.min():+.3f} to {change.max():+.3f}); this is a sensitivity analysis, not a "
+                       "corrected CV: leaving out hard but valid items lowers the mean error and so raises the CV.")
+    out.extend(audit.notes)
+    return out
+
+
+def discrimination_alt(audit: ItemAudit) -> str:
+    """Alt text of :func:`jagged.plots.item_audit.discrimination_difficulty`."""
+    items = audit.items
+    shown = items["r_rest"].notna() & items["p_correct"].notna()
+    flagged = int((items["flagged"] & shown).sum())
+    negative = int((items["r_rest"] < 0).sum())
+    return (f"Scatter plot of {int(shown.sum()):,} items: share of models right across, item–rest correlation up; "
+            f"{flagged:,} flagged items in red, {negative:,} below zero (weaker models do better).")
+
+
+def domain_alt(audit: ItemAudit) -> str:
+    """Alt text of :func:`jagged.plots.item_audit.flagged_share_by_domain`."""
+    d = domain_flags(audit)
+    if not len(d):
+        return "No domains."
+    return (f"Bar chart of the flagged share of items in {plural(len(d), 'domain')}, from {d['domain'].iloc[0]} "
+            f"({d['share_flagged'].iloc[0]:.0%}) down to {d['domain'].iloc[-1]} ({d['share_flagged'].iloc[-1]:.0%}).")
+
+
+def items_glance(analysis: Any) -> dict[str, Any] | None:
+    """The item audit's line in "At a glance", as the fields of a ``jagged.views.glance.Finding``.
+
+    Returns
+    -------
+    dict or None
+        ``label``, ``sentence``, ``statistic="flagged"``, ``count`` (flagged items),
+        ``total`` (items) and ``value`` (the median change of cv_error when the flagged
+        items are set aside); None when the section does not apply.
+    """
+    if not analysis.sections.get("items"):
+        return None
+    audit = analysis.item_audit
+    if audit is None:
+        return None
+    items = audit.items
+    total, flagged = len(items), int(items["flagged"].sum())
+    sentence = (f"{_share(flagged, total)} carry a review flag (discrimination, distractors, strong models' "
+                "agreement on a wrong option, key)")
+    value = float("nan")
+    sensitivity = analysis.item_sensitivity
+    if sensitivity is not None and len(sensitivity):
+        change = sensitivity["cv_change"].to_numpy(dtype=float)
+        change = change[np.isfinite(change)]
+        if len(change):
+            value = float(np.median(change))
+            sentence += f"; setting them aside moves the median model's cv_error by {value:+.3f} (a sensitivity check)"
+    if total and float(items["suspicion"].iloc[0]) > 0:
+        sentence += f"; most suspicious: item {items['item'].iloc[0]} ({items['domain'].iloc[0]})"
+    return {"label": "Items to look at", "sentence": sentence + ".", "statistic": "flagged", "value": value,
+            "count": float(flagged), "total": float(total)}
+
+
+def flag_names() -> list[str]:
+    """Every flag's name, in report order."""
+    return list(FLAGS)

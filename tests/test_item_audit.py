@@ -1,0 +1,609 @@
+"""The item audit: every statistic against an independent computation, flags, suspicion, scale paths.
+
+Independent computations: a tiny response matrix worked by hand; scipy.stats.pointbiserialr
+and pearsonr(alternative="greater") per item and option; scipy's false_discovery_control
+and statsmodels' multipletests for Benjamini–Hochberg; a loop for the upper/lower groups;
+a brute-force loop over the difficulty grid for the suspicion score. Truth: a 2PL
+simulation with planted miskeyed items, and the 31 MMLU-Pro items whose key letter was
+revised between file versions (``tests/data/mmlu_pro_items.csv.gz``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import jagged
+from clitools import assert_bad_input, run_cli
+from item_simulation import simulate, recall_and_auc
+from jagged.errors import JaggedInputError
+from jagged.readers import items as items_module
+from jagged.readers.items import validate_items
+from jagged.stats import item_audit as ia
+from jagged.stats.item_sums import item_sums, upper_lower_weights
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_DATA = ROOT / "tests" / "data"
+#: Items whose option list differs between MMLU-Pro file versions (shared provenance, section 7).
+REVISED_OPTIONS = {2129, 2253, 2453, 3983, 5457, 5664, 5666, 6921, 8410, 8582, 8584}
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def bundled() -> ia.ItemAudit:
+    return ia.audit_items(items_module.load_bundled_items())
+
+
+@pytest.fixture(scope="module")
+def revised_keys() -> set[str]:
+    """The 31 MMLU-Pro items whose key letter differs between files while their options do not."""
+    table = pd.read_csv(TEST_DATA / "mmlu_pro_items.csv.gz")
+    differ = set(table.loc[table["answer_key_differs_across_files"] == 1, "item_id"])
+    return {str(i) for i in differ - REVISED_OPTIONS}
+
+
+def tiny() -> pd.DataFrame:
+    """4 models × 3 items of one domain (worked by hand below)."""
+    x = {"A": (1, 1, 1), "B": (1, 1, 0), "C": (1, 0, 0), "D": (0, 0, 1)}
+    choice = {"A": ("A", "A", "A"), "B": ("A", "A", "B"), "C": ("A", "C", "B"), "D": ("B", "C", "A")}
+    rows = [{"model": m, "domain": "d", "item": f"i{k + 1}", "correct": x[m][k], "choice": choice[m][k], "key": "A"}
+            for m in x for k in range(3)]
+    return pd.DataFrame(rows)
+
+
+def guttman(n_models: int = 12, n_anchor: int = 20) -> pd.DataFrame:
+    """Anchor items that order the models (model j right on anchor k when j > k·n/anchor), plus target items."""
+    rows = []
+    models = [f"m{j:02d}" for j in range(n_models)]
+    for k in range(n_anchor):
+        for j, m in enumerate(models):
+            right = j > k * n_models / n_anchor
+            rows.append((m, "d", f"anchor{k:02d}", "A" if right else "BCD"[(j + k) % 3], "A"))
+    strong = range(n_models // 2, n_models)
+    for j, m in enumerate(models):
+        rows.append((m, "d", "sound", "A" if j in strong else "BCD"[j % 3], "A"))
+        rows.append((m, "d", "reversed", "C" if j in strong else "A", "A"))
+        rows.append((m, "d", "easy", "A", "A"))
+        rows.append((m, "d", "hard", "BCD"[j % 3], "A"))
+        rows.append((m, "d", "keyed", "A", "A" if j % 2 else "B"))
+    table = pd.DataFrame(rows, columns=["model", "domain", "item", "choice", "key"])
+    table["correct"] = (table["choice"] == table["key"]).astype(int)
+    table["n_options"] = 4
+    return table
+
+
+def independent_rest(table: pd.DataFrame) -> pd.DataFrame:
+    """Each row's rest score by pandas: the model's mean correct over its other items of the domain."""
+    g = table.groupby(["model", "domain"])["correct"]
+    s, n = g.transform("sum"), g.transform("size")
+    return table.assign(rest=(s - table["correct"]) / (n - 1))
+
+
+# --------------------------------------------------------------------------- hand-worked
+
+
+def test_tiny_matrix_worked_by_hand():
+    a = ia.audit_items(tiny()).items.set_index("item")
+    # rest scores: i1 R = (1, .5, 0, .5) with x = (1, 1, 1, 0): cov 0
+    assert a.loc["i1", "r_rest"] == pytest.approx(0.0, abs=1e-12)
+    # i2: x = (1, 1, 0, 0), R = (1, .5, .5, .5): r = .0625 / sqrt(.25 · .046875) = 1/sqrt(3)
+    assert a.loc["i2", "r_rest"] == pytest.approx(1 / math.sqrt(3))
+    # i3: x = (1, 0, 0, 1), R = (1, 1, .5, 0): r = -1/sqrt(11)
+    assert a.loc["i3", "r_rest"] == pytest.approx(-1 / math.sqrt(11))
+    # k = floor(.27 · 4 + .5) = 1; i2: upper A (1), lower shared by B, C, D (1/3 each): 1 - 1/3
+    assert a.loc["i2", "ul_index"] == pytest.approx(2 / 3)
+    assert a.loc["i1", "ul_index"] == pytest.approx(0.0)
+    # i3: upper tie A, B (1/2 each: (1 + 0)/2), lower D (1): .5 - 1
+    assert a.loc["i3", "ul_index"] == pytest.approx(-0.5)
+    assert a.loc["i2", "p_correct"] == 0.5 and a.loc["i1", "p_correct"] == 0.75
+    assert a.loc["i2", "top_wrong"] == "C" and a.loc["i2", "top_wrong_share"] == 0.5
+    assert a.loc["i1", "top_wrong"] == "B" and a.loc["i1", "top_wrong_share"] == 0.25
+    # 4 models < MIN_MODELS: discrimination flags are not computed, the note says so
+    assert a["flag_negative_discrimination"].isna().all() and a["flag_distractor_attracts_able"].isna().all()
+    assert a["note"].str.contains("discrimination not flagged").all()
+
+
+def test_tiny_matrix_distractor_correlation_and_p_value_by_hand():
+    o = ia.audit_items(tiny()).options.set_index(["item", "option"])
+    # i3, option B: D = (0, 1, 1, 0), R = (1, 1, .5, 0): r = +1/sqrt(11)
+    r = o.loc[("i3", "B"), "r_rest"]
+    assert r == pytest.approx(1 / math.sqrt(11))
+    # t = r sqrt(2 / (1 - r²)) = sqrt(.2); Student t with 2 df: sf(t) = 1/2 - t / (2 sqrt(2 + t²))
+    t = math.sqrt(0.2)
+    assert o.loc[("i3", "B"), "p_value"] == pytest.approx(0.5 - t / (2 * math.sqrt(2 + t * t)))
+    # i2, option C is 1 - x: r = -1/sqrt(3)
+    assert o.loc[("i2", "C"), "r_rest"] == pytest.approx(-1 / math.sqrt(3))
+
+
+def test_benjamini_hochberg_hand_worked_and_against_scipy_and_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    # sorted .01 .03 .04 .20 -> .04 .06 .0533 .20 -> running min from the right: .04 .0533 .0533 .20
+    q = ia.benjamini_hochberg(np.array([0.01, 0.04, 0.03, 0.20, np.nan]))
+    assert q[:4] == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.20])
+    assert np.isnan(q[4])
+    p = np.random.default_rng(3).uniform(size=500) ** 3
+    assert ia.benjamini_hochberg(p) == pytest.approx(stats.false_discovery_control(p))
+    assert ia.benjamini_hochberg(p) == pytest.approx(multipletests(p, method="fdr_bh")[1])
+
+
+# --------------------------------------------------------------------------- against scipy, per item
+
+
+def test_statistics_against_per_item_scipy_on_simulated_data():
+    table, _ = simulate(n_models=14, n_items=240, n_domains=3, seed=5)
+    audit = ia.audit_items(table)
+    got = audit.items.set_index("item")
+    rows = independent_rest(table)
+    checked = 0
+    for item, g in rows.groupby("item"):
+        x, r = g["correct"].to_numpy(), g["rest"].to_numpy()
+        assert got.loc[item, "p_correct"] == pytest.approx(x.mean())
+        if x.std() > 0 and r.std() > 0:
+            assert got.loc[item, "r_rest"] == pytest.approx(stats.pointbiserialr(x, r).statistic, abs=1e-9)
+            checked += 1
+        else:
+            assert np.isnan(got.loc[item, "r_rest"])
+    assert checked > 200
+    # each wrong option: share, correlation with the rest score, one-sided p (scipy pearsonr)
+    options = audit.options[audit.options["valid"] & (audit.options["n_wrong"] > 0)].set_index(["item", "option"])
+    n_p = 0
+    for (item, option), row in options.iterrows():
+        g = rows[rows["item"] == item]
+        d = ((g["choice"] == option) & (g["correct"] == 0)).to_numpy(dtype=float)
+        assert row["wrong_share"] == pytest.approx(d.mean())
+        if 0 < d.sum() < len(d) and g["rest"].std() > 0:
+            res = stats.pearsonr(d, g["rest"].to_numpy(), alternative="greater")
+            assert row["r_rest"] == pytest.approx(res.statistic, abs=1e-9)
+            assert row["p_value"] == pytest.approx(res.pvalue, rel=1e-6, abs=1e-12)
+            n_p += 1
+    assert n_p > 300
+    q = options["q_value"].to_numpy()
+    ok = np.isfinite(options["p_value"].to_numpy())
+    assert q[ok] == pytest.approx(stats.false_discovery_control(options["p_value"].to_numpy()[ok]))
+
+
+def _loop_weights(item: np.ndarray, rest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Upper/lower weights by a plain loop: sort each item's models, share the boundary among ties."""
+    wu, wl = np.zeros(len(rest)), np.zeros(len(rest))
+    for it in np.unique(item):
+        rows = np.flatnonzero(item == it)
+        k = max(1, math.floor(0.27 * len(rows) + 0.5))
+        for out, sign in ((wu, 1), (wl, -1)):
+            values = sign * rest[rows]
+            for r, v in zip(rows, values):
+                above = int((values > v).sum())
+                tied = int((values == v).sum())
+                out[r] = min(1.0, max(0.0, (k - above) / tied)) if above + tied > k else 1.0
+    return wu, wl
+
+
+def test_upper_lower_weights_against_a_loop_with_ties():
+    rng = np.random.default_rng(1)
+    item = np.repeat(np.arange(40), rng.integers(2, 30, 40))
+    rest = rng.integers(0, 5, len(item)) / 4.0  # many ties
+    wu, wl, k = upper_lower_weights(item, rest, 40)
+    lu, ll = _loop_weights(item, rest)
+    assert wu == pytest.approx(lu) and wl == pytest.approx(ll)
+    assert np.bincount(item, wu) == pytest.approx(k) and np.bincount(item, wl) == pytest.approx(k)
+
+
+def _brute_force_suspicion(audit: ia.ItemAudit, table: pd.DataFrame, item: str) -> float:
+    """The suspicion of one item from its definition, with loops over models and the grid."""
+    a, grid, prior = audit.slope, audit.grid, audit.prior
+    dom = table.groupby(["model", "domain"])["correct"].agg(["sum", "size"])
+    theta = np.log((dom["sum"] + 0.5) / (dom["size"] - dom["sum"] + 0.5))
+    g = table[table["item"] == item]
+    th = np.array([theta[(m, d)] for m, d in zip(g["model"], g["domain"])])
+
+    def sound(y: np.ndarray) -> float:
+        total = 0.0
+        for b, w in zip(grid, prior):
+            p = 1 / (1 + np.exp(-a * (th - b)))
+            total += w * np.prod(np.where(y == 1, p, 1 - p))
+        return math.log(total)
+
+    def dirmult(counts: list[int], categories: int) -> float:
+        n = sum(counts)
+        return math.lgamma(categories) - math.lgamma(n + categories) + sum(math.lgamma(c + 1) for c in counts)
+
+    labels = g["choice"].fillna("").to_numpy(dtype=object)
+    n_opt = int(g["n_options"].max())
+    options = list("ABCDEFGHIJ"[:n_opt])
+    key = g["key"].mode().sort_values().iloc[0]
+
+    def hypothesis(j: str) -> float:
+        others = pd.Series(labels[labels != j]).value_counts().tolist()
+        return sound((labels == j).astype(int)) + dirmult(others, n_opt + 1)
+
+    flat = dirmult(pd.Series(labels).value_counts().tolist(), n_opt + 2)
+    alt = [hypothesis(j) for j in options if j != key]
+    l_alt = math.log(np.mean(np.exp(alt)))
+    return math.log(0.5 * math.exp(flat) + 0.5 * math.exp(l_alt)) - hypothesis(key)
+
+
+def test_suspicion_against_its_definition_by_brute_force():
+    table, planted = simulate(n_models=12, n_items=90, n_domains=2, miskeyed=0.1, seed=2)
+    audit = ia.audit_items(table)
+    got = audit.items.set_index("item")["suspicion"]
+    for item in list(planted[:3]) + ["q00000", "q00001", "q00002"]:
+        assert got[item] == pytest.approx(_brute_force_suspicion(audit, table, item), abs=1e-6)
+
+
+def test_correctness_only_suspicion_against_its_definition():
+    table, _ = simulate(n_models=12, n_items=90, n_domains=2, seed=4)
+    plain = table.drop(columns=["choice", "key"])
+    audit = ia.audit_items(plain)
+    a, grid, prior = audit.slope, audit.grid, audit.prior
+    dom = plain.groupby(["model", "domain"])["correct"].agg(["sum", "size"])
+    theta = np.log((dom["sum"] + 0.5) / (dom["size"] - dom["sum"] + 0.5))
+    for item in ["q00003", "q00010", "q00050"]:
+        g = plain[plain["item"] == item]
+        th = np.array([theta[(m, d)] for m, d in zip(g["model"], g["domain"])])
+        y = g["correct"].to_numpy()
+
+        def marginal(sign: int) -> float:
+            return math.log(sum(w * np.prod(np.where(y == 1, p, 1 - p))
+                                for b, w in zip(grid, prior) for p in [1 / (1 + np.exp(-sign * a * (th - b)))]))
+
+        n, k = len(y), y.sum()
+        flat = math.lgamma(k + 1) + math.lgamma(n - k + 1) - math.lgamma(n + 2)
+        expected = math.log(0.5 * math.exp(marginal(-1)) + 0.5 * math.exp(flat)) - marginal(1)
+        assert audit.items.set_index("item").loc[item, "suspicion"] == pytest.approx(expected, abs=1e-6)
+    assert audit.items["top_wrong"].isna().all()
+    assert any("no choice column" in n for n in audit.notes)
+
+
+# --------------------------------------------------------------------------- flags
+
+
+def test_named_flags_on_constructed_items():
+    audit = ia.audit_items(guttman())
+    a = audit.items.set_index("item")
+    rows = independent_rest(guttman())
+    for item, g in rows.groupby("item"):
+        x, r = g["correct"].to_numpy(), g["rest"].to_numpy()
+        if x.std() > 0:
+            rr = stats.pointbiserialr(x, r).statistic
+            assert bool(a.loc[item, "flag_negative_discrimination"]) == (rr < 0)
+            assert bool(a.loc[item, "flag_weak_discrimination"]) == (0 <= rr < 0.20)
+        p = x.mean()
+        assert bool(a.loc[item, "flag_too_hard"]) == (p < 0.25)  # chance 1/4 is above 0.20
+        assert bool(a.loc[item, "flag_too_easy"]) == (p > 0.90)
+    assert a.loc["reversed", "flag_negative_discrimination"] and a.loc["reversed", "flag_strong_agree_wrong"]
+    assert a.loc["reversed", "flag_distractor_attracts_able"] and a.loc["reversed", "top_wrong"] == "C"
+    assert a.loc["reversed", "strong_choice"] == "C" and a.loc["reversed", "likely_key"] == "C"
+    assert not a.loc["sound", "flagged"] and a.loc["sound", "r_rest"] > 0.5
+    assert a.loc["easy", "flag_uninformative"] and a.loc["easy", "flag_too_easy"]
+    assert a.loc["hard", "flag_uninformative"] and a.loc["hard", "flag_too_hard"]
+    assert "every model wrong" in a.loc["hard", "note"] and pd.isna(a.loc["hard", "flag_weak_discrimination"])
+    assert a.loc["keyed", "flag_key_inconsistent"] and a.loc["keyed", "keys"] == "A×6, B×6"
+    assert not a.loc["sound", "flag_key_inconsistent"]
+    # the reversed item (able models agree on C) is the most suspicious; the sound one is not suspicious
+    assert a["suspicion_rank"].idxmin() == "reversed" and a.loc["sound", "suspicion"] < 0
+    assert set(a.index[a["flagged"]]) >= {"reversed", "keyed"}
+
+
+def test_flagged_means_any_review_flag_and_counts_add_up(bundled):
+    items = bundled.items
+    review = items[[f"flag_{f}" for f in ia.REVIEW_FLAGS]].fillna(False).to_numpy(dtype=bool).any(axis=1)
+    assert (items["flagged"].to_numpy() == review).all()
+    counts = ia.flag_counts(bundled).set_index("flag")
+    for name in ia.FLAGS:
+        assert counts.loc[name, "n_items"] == int(items[f"flag_{name}"].fillna(False).sum())
+    assert counts.loc["flagged", "n_items"] == int(review.sum())
+    assert items["suspicion_rank"].is_monotonic_increasing
+    assert (np.diff(items["suspicion"].to_numpy()) <= 1e-12).all()
+
+
+def test_single_model_items_and_few_models_get_notes_not_flags():
+    table = tiny()
+    extra = pd.DataFrame([{"model": "A", "domain": "d", "item": "solo", "correct": 1, "choice": "A", "key": "A"}])
+    audit = ia.audit_items(pd.concat([table, extra], ignore_index=True))
+    solo = audit.items.set_index("item").loc["solo"]
+    assert solo["n_models"] == 1 and "one model only" in solo["note"]
+    assert pd.isna(solo["flag_uninformative"]) and pd.isna(solo["flag_too_easy"]) and not solo["flagged"]
+    assert any("only 4 models" in n for n in audit.notes)
+
+
+def test_partial_credit_without_keys_is_audited_and_constant_items_are_uninformative():
+    table = guttman()[["model", "domain", "item", "correct"]].astype({"correct": float})
+    table.loc[table["item"] == "easy", "correct"] = 0.5  # every model the same partial score
+    a = ia.audit_items(table).items.set_index("item")
+    assert a.loc["easy", "flag_uninformative"] and np.isnan(a.loc["easy", "r_rest"])
+    assert a.loc["easy", "p_correct"] == 0.5
+
+
+def test_choices_beyond_n_options_are_counted_not_distractors():
+    table = guttman()
+    table.loc[(table["item"] == "hard") & (table["model"] == "m00"), "choice"] = "H"  # 4 options: H does not exist
+    audit = ia.audit_items(table)
+    hard = audit.items.set_index("item").loc["hard"]
+    assert hard["share_invalid"] == pytest.approx(1 / 12) and "option the item does not have" in hard["note"]
+    opts = audit.options.set_index(["item", "option"])
+    assert not opts.loc[("hard", "H"), "valid"] and np.isnan(opts.loc[("hard", "H"), "r_rest"])
+    assert hard["top_wrong"] != "H"
+
+
+def test_revised_option_lists_are_audited_on_correctness_only():
+    table = guttman()
+    table.loc[(table["item"] == "sound") & (table["model"] == "m00"), "n_options"] = 2
+    table.loc[(table["item"] == "sound") & (table["model"] == "m00"), "choice"] = "B"
+    a = ia.audit_items(table).items.set_index("item")
+    assert "option list revised" in a.loc["sound", "note"] and pd.isna(a.loc["sound", "top_wrong"])
+    assert pd.isna(a.loc["sound", "flag_strong_agree_wrong"])
+
+
+def test_rest_within_domain_or_whole_test():
+    table, _ = simulate(n_models=14, n_items=120, n_domains=3, seed=8)
+    whole = ia.item_audit(table, rest="test").set_index("item")
+    rows = table.assign(domain_was=table["domain"], domain="all")
+    rows = independent_rest(rows)
+    g = rows[rows["item"] == "q00007"]
+    assert whole.loc["q00007", "r_rest"] == pytest.approx(stats.pointbiserialr(g["correct"], g["rest"]).statistic)
+    with pytest.raises(JaggedInputError, match="domain' or 'test"):
+        ia.item_audit(table, rest="nope")
+
+
+# --------------------------------------------------------------------------- truth: simulation and MMLU-Pro
+
+
+@pytest.mark.parametrize("regime, kwargs, recall_min, auc_min", [
+    ("30 models of mixed ability", {}, 0.70, 0.98),
+    ("30 strong models that answer most items alike", {"ability": (3.0, 0.5)}, 0.95, 0.99),
+])
+def test_suspicion_finds_planted_miskeyed_items_in_a_2pl_simulation(regime, kwargs, recall_min, auc_min):
+    table, planted = simulate(n_models=30, n_items=3000, seed=11, **kwargs)
+    items = ia.item_audit(table).set_index("item")
+    recall, auc = recall_and_auc(items["suspicion"], planted)
+    assert recall >= recall_min and auc >= auc_min, (regime, recall, auc)
+    # the likely answer of a caught miskeyed item is the option the able models chose, not the key
+    top = items.loc[items.index.isin(planted)].nsmallest(20, "suspicion_rank")
+    assert (top["likely_key"] != top["key"]).mean() >= 0.9
+    if kwargs:  # where most correlations are undefined, -r_rest cannot rank them; suspicion can
+        r_recall, _ = recall_and_auc(-items["r_rest"], planted)
+        assert r_recall < recall - 0.5
+
+
+def test_revised_key_items_rank_high_on_mmlu_pro(bundled, revised_keys):
+    items = bundled.items.set_index("item")
+    assert len(revised_keys) == 31
+    assert set(items.index[items["flag_key_inconsistent"].fillna(False)]) == revised_keys
+    _, auc = recall_and_auc(items["suspicion"], np.asarray(sorted(revised_keys), dtype=object))
+    ranks = items.loc[sorted(revised_keys), "suspicion_rank"]
+    assert auc > 0.85 and ranks.median() < 0.05 * len(items)
+    # discrimination alone ranks them far lower
+    _, auc_r = recall_and_auc(-items["r_rest"], np.asarray(sorted(revised_keys), dtype=object))
+    assert auc_r < auc - 0.2
+
+
+def test_likely_answer_of_revised_items_is_mostly_the_revised_key(bundled, revised_keys):
+    """The newest files (gemini, jamba) carry the revised key; the audit's likely answer is that key."""
+    raw = pd.read_csv(TEST_DATA / "mmlu_pro_responses.csv.gz", keep_default_na=False, dtype=str)
+    newest = raw[raw["model"].isin(["gemini-1.5-pro-002", "jamba-1.5-large"]) & raw["item_id"].isin(revised_keys)]
+    revised = newest.groupby("item_id")["answer"].first()
+    likely = bundled.items.set_index("item").loc[revised.index, "likely_key"]
+    assert (likely == revised).mean() > 0.75
+
+
+# --------------------------------------------------------------------------- sensitivity
+
+
+def test_sensitivity_against_an_independent_recomputation(bundled):
+    s = ia.flag_sensitivity(bundled).set_index("model")
+    per_category = pd.read_csv(ROOT / "jagged" / "data" / "mmlu_pro_per_category.csv")
+    expected = jagged.jaggedness(per_category).set_index("model")["cv_error"]
+    assert s["cv_error"].to_numpy() == pytest.approx(expected.reindex(s.index).to_numpy())
+    table = items_module.load_bundled_items().items
+    aside = set(bundled.items.loc[bundled.items["flagged"], "item"])
+    kept = table[~table["item"].isin(aside)]
+    scores = kept.groupby(["model", "domain"])["correct"].mean().rename("score").reset_index()
+    cv_kept = jagged.jaggedness(scores).set_index("model")["cv_error"]
+    assert s["cv_error_set_aside"].to_numpy() == pytest.approx(cv_kept.reindex(s.index).to_numpy())
+    assert s["cv_change"].to_numpy() == pytest.approx((s["cv_error_set_aside"] - s["cv_error"]).to_numpy())
+    alt = ia.rescoring_options(bundled)
+    assert 0 < len(alt) < 0.1 * len(bundled.items)
+    option = table["item"].map(alt)
+    rescored = table["correct"].where(option.isna(), (table["choice"] == option).astype(float))
+    scores = table.assign(correct=rescored).groupby(["model", "domain"])["correct"].mean().rename("score")
+    cv_alt = jagged.jaggedness(scores.reset_index()).set_index("model")["cv_error"]
+    assert s["cv_error_rescored"].to_numpy() == pytest.approx(cv_alt.reindex(s.index).to_numpy())
+
+
+def test_domain_flags_share(bundled):
+    d = ia.domain_flags(bundled).set_index("domain")
+    items = bundled.items
+    for domain, g in items.groupby("domain"):
+        assert d.loc[domain, "n_items"] == len(g)
+        assert d.loc[domain, "share_flagged"] == pytest.approx(g["flagged"].mean())
+    assert d["share_flagged"].is_monotonic_decreasing
+
+
+# --------------------------------------------------------------------------- inputs and paths
+
+
+def test_per_domain_scores_have_no_items_one_line_error():
+    dataset = jagged.load()
+    with pytest.raises(JaggedInputError, match="no item-level results"):
+        ia.item_audit(dataset)
+    assert_bad_input("items", str(ROOT / "jagged" / "data" / "mmlu_pro_per_category.csv"),
+                     fragments=("no item-level results",))
+
+
+def test_bad_choice_rows_are_one_line_errors(tmp_path):
+    table = guttman()
+    bad = table.copy()
+    bad.loc[3, "correct"] = 1 - bad.loc[3, "correct"]
+    path = tmp_path / "bad.csv"
+    bad.to_csv(path, index=False)
+    row = bad.loc[3]
+    assert_bad_input("items", path, fragments=(f"model '{row['model']}'", f"item '{row['item']}'", "line 5"))
+    bad = table.copy()
+    bad.loc[0, "choice"] = "A B"
+    bad.to_csv(path, index=False)
+    assert_bad_input("items", path, fragments=("malformed value 'A B'", "line 2"))
+
+
+def test_out_of_core_parquet_gives_the_same_audit(tmp_path, monkeypatch):
+    table, _ = simulate(n_models=12, n_items=400, n_domains=3, seed=9)
+    table.loc[table.sample(frac=0.05, random_state=1).index, "correct"] = np.nan
+    table = table.dropna(subset=["correct"])  # models lack some items
+    path = tmp_path / "items.parquet"
+    table.to_parquet(path)
+    monkeypatch.setattr(items_module, "IN_MEMORY_MAX_ROWS", 10)
+    dataset = jagged.load(path)
+    assert dataset.items is None
+    for rest in ("domain", "test"):
+        ooc = ia.audit_items(dataset, rest=rest)
+        mem = ia.audit_items(table, rest=rest)
+        assert ooc.sums.source == "duckdb" and mem.sums.source == "memory"
+        a, b = mem.items.set_index("item"), ooc.items.set_index("item").loc[mem.items["item"]]
+        for column in a.columns:
+            if a[column].dtype.kind == "f":
+                assert np.allclose(a[column], b[column], equal_nan=True, atol=1e-9), column
+            elif column != "suspicion_rank":
+                assert a[column].astype(object).fillna("-").tolist() == b[column].astype(object).fillna("-").tolist()
+        sa, sb = ia.flag_sensitivity(mem), ia.flag_sensitivity(ooc)
+        assert np.allclose(sa.select_dtypes("number"), sb.select_dtypes("number"), equal_nan=True)
+
+
+def test_bundled_responses_rebuilt_from_the_shared_copies():
+    items = pd.read_csv(TEST_DATA / "mmlu_pro_item_level.csv.gz")
+    raw = pd.read_csv(TEST_DATA / "mmlu_pro_responses.csv.gz", keep_default_na=False, dtype={"pred": str, "answer": str})
+    assert (items[["model", "item_id"]].to_numpy() == raw[["model", "item_id"]].to_numpy()).all()
+    revised = raw["item_id"].isin(REVISED_OPTIONS)
+    table = pd.DataFrame({"model": items["model"], "item_id": items["item_id"], "domain": items["domain"],
+                          "correct": items["correct"], "choice": raw["pred"].where(~revised, ""),
+                          "key": raw["answer"].where(~revised, ""), "n_options": raw["n_options"]})
+    text = table.to_csv(index=False, lineterminator="\n").encode()
+    shipped = (ROOT / "jagged" / "data" / items_module.BUNDLED_ITEMS_NAME).read_bytes()
+    assert gzip.decompress(shipped) == text
+
+
+def test_bundled_items_reproduce_the_bundled_scores():
+    items = items_module.load_bundled_items()
+    per_category = pd.read_csv(ROOT / "jagged" / "data" / "mmlu_pro_per_category.csv")
+    merged = items.scores.merge(per_category, on=["model", "domain"], suffixes=("", "_file"))
+    assert len(merged) == len(per_category) == 406
+    assert (merged["score"] == merged["score_file"]).all() and (merged["n_items"] == merged["n_items_file"]).all()
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_items_csv_json_and_top(tmp_path):
+    code, out, err = run_cli("items", "--top", "5")
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert len(table) == 5 and table["suspicion_rank"].tolist() == sorted(table["suspicion_rank"])
+    assert list(table.columns) == list(ia.AUDIT_COLUMNS)
+    assert "12,032 items from 29 models" in err
+    target = tmp_path / "items.json"
+    code, _, err = run_cli("items", str(TEST_DATA / "mmlu_pro_responses.csv.gz"), "-o", target, "--top", "3")
+    assert code == 2  # the raw shared file has pred/answer, not choice/key: no item column either
+    path = tmp_path / "items.csv"
+    guttman().to_csv(path, index=False)
+    code, _, err = run_cli("items", path, "-o", target)
+    assert code == 0, err
+    records = pd.read_json(target)
+    assert records.loc[0, "item"] == "reversed" and len(records) == 25
+
+
+def test_validate_says_whether_choices_and_keys_are_present(tmp_path):
+    path = tmp_path / "with.csv"
+    guttman().to_csv(path, index=False)
+    code, out, _ = run_cli("validate", path)
+    assert code == 0 and "choices present (4 labels: A, B, C, D" in out and "1 items keyed differently" in out
+    path = tmp_path / "without.csv"
+    guttman().drop(columns=["choice", "key"]).to_csv(path, index=False)
+    code, out, _ = run_cli("validate", path)
+    assert code == 0 and "no choice or key columns" in out
+
+
+# --------------------------------------------------------------------------- views, plots, analysis
+
+
+def test_views_tables_pick_the_audit_numbers(bundled):
+    from jagged.views import item_audit as views
+
+    flags = views.flag_table(bundled).set_index("flag")
+    items = bundled.items
+    for name in ia.FLAGS:
+        hits = int(items[f"flag_{name}"].fillna(False).sum())
+        assert flags.loc[name.replace("_", " "), "items"] == hits
+        assert flags.loc[name.replace("_", " "), "share of items"] == pytest.approx(hits / len(items))
+    domains = views.domain_table(bundled)
+    assert domains["share flagged"].is_monotonic_decreasing and domains["items"].sum() == len(items)
+    top = views.top_items(bundled, per_domain=2)
+    assert top.groupby("domain").size().max() == 2 and set(top["domain"]) == set(items["domain"])
+    first = top.iloc[0]
+    assert first["rank"] == 1 and first["item"] == items["item"].iloc[0]
+    assert first["strong models chose"].startswith(str(items["strong_choice"].iloc[0]) + " (")
+    sens = views.sensitivity_table(ia.flag_sensitivity(bundled))
+    assert sens["change"].abs().is_monotonic_decreasing
+    assert list(sens.columns)[-2:] == ["what-if: key errors re-scored", "what-if change"]
+
+
+def test_views_sentences_and_alt_text(bundled):
+    from jagged.views import item_audit as views
+
+    items = bundled.items
+    flagged = int(items["flagged"].sum())
+    sentences = views.audit_sentences(bundled, ia.flag_sensitivity(bundled))
+    assert sentences[0].startswith(f"{flagged:,} of {len(items):,} items ({flagged / len(items):.1%})")
+    assert any("not a corrected CV" in s for s in sentences)
+    assert any(f"{len(ia.rescoring_options(bundled))} items look like key errors" in s for s in sentences)
+    alt = views.discrimination_alt(bundled)
+    assert f"{int(items['r_rest'].notna().sum()):,} items" in alt
+    assert f"{int((items['r_rest'] < 0).sum()):,} below zero" in alt
+
+
+def test_plots_draw_what_they_are_given(bundled):
+    from matplotlib.axes import Axes
+
+    from jagged.plots import item_audit as plots
+
+    items = bundled.items
+    ax = plots.discrimination_difficulty(items)
+    assert isinstance(ax, Axes)
+    by_gid = {c.get_gid(): c for c in ax.collections}
+    shown = items["r_rest"].notna()
+    assert len(by_gid["flagged"].get_offsets()) == int((shown & items["flagged"]).sum())
+    assert len(by_gid["sound"].get_offsets()) == int((shown & ~items["flagged"]).sum())
+    assert f"{int((~shown).sum()):,} items with an undefined correlation" in ax.get_title(loc="left")
+    domains = ia.domain_flags(bundled)
+    ax = plots.flagged_share_by_domain(domains)
+    widths = [p.get_width() for p in ax.patches]
+    assert widths == pytest.approx(domains["share_flagged"].tolist())
+    with pytest.raises(ValueError, match="lacks column"):
+        plots.discrimination_difficulty(items.drop(columns="flagged"))
+
+
+def test_analysis_section_and_glance_finding(tmp_path):
+    from jagged.stats.analysis import SECTIONS, analyse
+    from jagged.views.glance import glance
+
+    assert "items" in SECTIONS
+    analysis = analyse(None, example_profiles=True)
+    assert analysis.sections["items"] and analysis.item_audit is not None
+    finding = next(f for f in glance(analysis) if f.section == "items")
+    items = analysis.item_audit.items
+    assert finding.count == int(items["flagged"].sum()) and finding.total == len(items) == 12032
+    median = float(np.median(analysis.item_sensitivity["cv_change"]))
+    assert finding.value == pytest.approx(median) and f"{median:+.3f}" in finding.sentence
+    # the report's other numbers still come from the per-category file
+    assert analysis.dataset.format == "long" and analysis.dataset.items is None
+    path = tmp_path / "scores.csv"
+    pd.read_csv(ROOT / "jagged" / "data" / "mmlu_pro_per_category.csv").to_csv(path, index=False)
+    plain = analyse(path)
+    assert not plain.sections["items"] and plain.item_audit is None
+    assert all(f.section != "items" for f in glance(plain))
