@@ -177,6 +177,39 @@ def validate(scores: str, **kwargs: Any) -> None:
     click.echo(describe(dataset))
 
 
+@main.command("items")
+@click.argument("scores", type=str, required=False, default=None)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the table to OUT.csv or OUT.json (default: CSV on stdout).")
+@click.option("--top", type=click.IntRange(min=1), default=None, metavar="N", help="Only the N most suspicious items.")
+@click.option("--rest", type=click.Choice(["domain", "test"]), default="domain", show_default=True,
+              help="Rest score of the item-rest correlation: the other items of the item's domain, or of the whole "
+                   "test.")
+@input_options
+@guarded
+def items_command(scores: str | None, output: str | None, top: int | None, rest: str, **kwargs: Any) -> None:
+    """Audit the items of SCORES (item-level results), most suspicious first.
+
+    One row per item: difficulty (p_correct), discrimination (r_rest, ul_index), the
+    distractors when the table has choice and key columns, the named flags and the
+    suspicion score with its rank (see the README). Without SCORES: the bundled
+    MMLU-Pro responses. A summary goes to stderr.
+    """
+    from jagged.readers.items import load_bundled_items
+    from jagged.readers.load import load
+    from jagged.stats.item_audit import audit_items
+
+    dataset = load(scores, **opts.load_kwargs(kwargs)) if scores else load_bundled_items()
+    audit = audit_items(dataset, rest=rest)
+    table = audit.items.head(top) if top else audit.items
+    write_table(table, output)
+    n, flagged = len(audit.items), int(audit.items["flagged"].sum())
+    click.echo(f"jagged: {n:,} items from {audit.n_models} models; {flagged:,} ({flagged / n:.1%}) carry a review "
+               f"flag; the most suspicious first", err=True)
+    for note in audit.notes:
+        click.echo(f"jagged: note: {note}", err=True)
+
+
 @main.command()
 @click.argument("scores", type=str, required=False, default=None)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="reports/jaggedness_report.html",

@@ -23,7 +23,7 @@ from jagged.stats.metrics import jaggedness
 from jagged.text import join_note_columns
 
 #: Report sections that apply only to some inputs, in report order (see :attr:`Analysis.sections`).
-SECTIONS: tuple[str, ...] = ("noise", "hierarchy", "profiles", "decomposition")
+SECTIONS: tuple[str, ...] = ("noise", "hierarchy", "profiles", "items", "decomposition")
 #: MIME type of the display output that records :attr:`Analysis.sections` in an executed notebook;
 #: the report renderer reads it to drop the cells of sections that do not apply (notebooks/SECTIONS.md).
 SECTIONS_MIME = "application/vnd.jagged.sections+json"
@@ -72,6 +72,32 @@ class Analysis:
 
         return structure(self.dataset.scores, seed=self.options.seed, ci=self.options.ci)
 
+    @cached_property
+    def item_audit(self) -> Any:
+        """The item audit (:func:`jagged.stats.item_audit.audit_items`), None without item-level results.
+
+        For the bundled per-category scores it audits the bundled item-level responses behind
+        them (the same scores), so every other number of the report stays as it was.
+        """
+        from jagged.stats.item_audit import audit_items, audit_source
+
+        source = audit_source(self.dataset, bundled=self.bundled)
+        return None if source is None else audit_items(source)
+
+    @cached_property
+    def item_sensitivity(self) -> pd.DataFrame | None:
+        """cv_error with the flagged items set aside (:func:`jagged.stats.item_audit.flag_sensitivity`)."""
+        from jagged.stats.item_audit import flag_sensitivity
+
+        return None if self.item_audit is None else flag_sensitivity(self.item_audit)
+
+    @property
+    def has_items(self) -> bool:
+        """Whether item-level results exist for the item audit ("Items to look at")."""
+        from jagged.stats.item_audit import has_item_results
+
+        return has_item_results(self.dataset, bundled=self.bundled)
+
     @property
     def scores(self) -> pd.DataFrame:
         """The canonical per-domain table of the dataset."""
@@ -98,7 +124,7 @@ class Analysis:
     def sections(self) -> dict[str, bool]:
         """Which of the optional report sections (:data:`SECTIONS`) apply to this input."""
         return {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles,
-                "decomposition": self.structure.decomposition.ok}
+                "items": self.has_items, "decomposition": self.structure.decomposition.ok}
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """How a notebook shows the analysis: a one-line summary, and :attr:`sections` as JSON.

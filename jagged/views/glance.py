@@ -221,15 +221,13 @@ def profiles_finding(analysis: Any) -> Finding | None:
 
 
 def items_finding(analysis: Any) -> Finding | None:
-    """How many items the item audit flags ("Items to look at"); None until that section exists.
-
-    The item audit fills this in: when ``analysis.sections.get("items")`` is true, return
-    e.g. ``Finding("items", "Items to look at", "412 of 12,032 items (3.4 %) are flagged ...",
-    statistic="flagged", count=412, total=12032)``.
-    """
+    """How many items the item audit flags ("Items to look at"), from :func:`jagged.views.item_audit.items_glance`."""
     if not analysis.sections.get("items"):
         return None
-    return None
+    from jagged.views.item_audit import items_glance
+
+    parts = items_glance(analysis)
+    return None if parts is None else Finding("items", **parts)
 
 
 def decomposition_finding(analysis: Any) -> Finding | None:
