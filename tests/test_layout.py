@@ -1,73 +1,102 @@
-"""Estimated margins (jagged.plots.layout) against matplotlib's measured text extents."""
+"""Every report figure keeps all its text inside the figure, however long the names.
+
+Each plot is drawn as the report draws it (``jagged.views.display.figure_png``), then the
+figure's tight bounding box (``Figure.get_tightbbox``: every drawn label, title, legend and
+colour bar, as ``savefig(bbox_inches="tight")`` would crop to) must lie inside the figure:
+anything outside would be cut off in the PNG.
+"""
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 
-from jagged.plots.layout import estimated_margins
+from jagged.plots import deployment as deployment_plots
+from jagged.plots import dispersion, hierarchy as hierarchy_plots, uncertainty as uncertainty_plots
+from jagged.plots.model import domain_errors_vs_field
+from jagged.stats import deployment, hierarchy
+from jagged.stats.analysis import analyse
+from jagged.views import display, model_view
+
+#: A model id as long as the longest of the Open LLM Leaderboard (102 characters).
+LONG = "organisation-with-a-long-name/" + "merged-model_" * 5 + "instruct-v0.1-dpo-lora-r64-" + "x" * 6
 
 
-def _inside(fig) -> None:
-    """Every visible text's rendered box lies inside the figure (nothing cut off)."""
-    fig.canvas.draw()
+@pytest.fixture(scope="module")
+def analysis(tmp_path_factory):
+    """30 models with 100-character names, 14 domains in 3 categories, three profiles with long names."""
+    rng = np.random.default_rng(3)
+    folder = tmp_path_factory.mktemp("long")
+    models = [f"{LONG[:96]}-{i:03d}" for i in range(30)]
+    domains = [f"domain {j:02d}: a fairly long subject name" for j in range(14)]
+    rows = [(m, d, float(np.clip(rng.normal(0.3 + 0.02 * i, 0.15), 0.02, 0.98)), 200, f"category {j % 3}")
+            for i, m in enumerate(models) for j, d in enumerate(domains)]
+    pd.DataFrame(rows, columns=["model", "domain", "score", "n_items", "category"]).to_csv(folder / "s.csv", index=False)
+    weights = [(f"profile-{k}-for-a-department-with-a-long-name", d, float(rng.uniform(0, 10)))
+               for k in range(3) for d in domains]
+    pd.DataFrame(weights, columns=["profile", "domain", "weight"]).to_csv(folder / "w.csv", index=False)
+    return analyse(folder / "s.csv", weights=str(folder / "w.csv"), bootstrap=50)
+
+
+def _figures(a):
+    table, scores = a.table, a.scores
+    focus = deployment.focus_model(table, "")
+    profile = deployment.most_reordered_profile(table)
+    rows = table[table["model"] == focus]
+    leaves, categories = hierarchy.leaf_errors(scores), hierarchy.category_table(scores)
+    errors = model_view.domain_errors(scores, focus)
+    return {
+        "dispersion": lambda: dispersion.error_dispersion(scores, table, limit=10),
+        "heatmap": lambda: dispersion.error_heatmap(scores, table, limit=10),
+        "scatter": lambda: dispersion.cv_vs_macro(table),
+        "forest": lambda: uncertainty_plots.cv_forest(table, limit=10),
+        "macro_vs_dep": lambda: deployment_plots.macro_vs_dep(table),
+        "wedge_dots": lambda: deployment_plots.wedge_dots(table, limit=10),
+        "wedge_bars": lambda: deployment_plots.wedge_bars(table, profile=profile, limit=10),
+        "rank_slope": lambda: deployment_plots.rank_slope(table, profile=profile, highlight=[focus], limit=10),
+        "exposure_dots": lambda: deployment_plots.exposure_dots(
+            deployment.exposure_profile(scores, a.weights, focus), model=focus),
+        "exposure_vs_error": lambda: deployment_plots.exposure_vs_error(
+            deployment.exposure_profile(scores, a.weights, focus), profile=profile, model=focus),
+        "drift_bound": lambda: deployment_plots.drift_bound(
+            deployment.drift_bound_curve(rows["sd_error"].iloc[0], int(rows["n_domains"].iloc[0])), rows, model=focus),
+        "category_strip": lambda: hierarchy_plots.category_strip(leaves, categories=categories, model=focus,
+                                                                 overall=0.3, label_leaves=1),
+        "model_field": lambda: domain_errors_vs_field(errors, model=focus),
+    }
+
+
+NAMES = ["dispersion", "heatmap", "scatter", "forest", "macro_vs_dep", "wedge_dots", "wedge_bars", "rank_slope",
+         "exposure_dots", "exposure_vs_error", "drift_bound", "category_strip", "model_field"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_text_is_cut_off(analysis, name):
+    ax = _figures(analysis)[name]()
+    fig = ax.figure
+    size = tuple(fig.get_size_inches())
+    png = display.figure_png(ax)
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (round(size[0] * display.DEFAULT_DPI), round(size[1] * display.DEFAULT_DPI))
     renderer = fig.canvas.get_renderer()
-    width, height = fig.bbox.width, fig.bbox.height
-    for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent")):
-        if not text.get_visible() or not text.get_text():
-            continue
-        box = text.get_window_extent(renderer)
-        assert box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1, text.get_text()
+    box = fig.get_tightbbox(renderer)  # inches
+    slack = 1.5 / fig.dpi
+    assert box.x0 >= -slack and box.y0 >= -slack, (name, box.bounds)
+    assert box.x1 <= size[0] + slack and box.y1 <= size[1] + slack, (name, box.bounds, size)
+    legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None] + list(fig.legends)
+    for legend in legends:
+        extent = legend.get_window_extent(renderer)
+        assert extent.x0 >= -1 and extent.y0 >= -1 and extent.x1 <= fig.bbox.width + 1 \
+            and extent.y1 <= fig.bbox.height + 1, (name, extent.bounds)
 
 
-def test_long_tick_labels_title_and_legend_above_fit():
-    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
-    names = [f"a-rather-long-model-name-{i:02d}" for i in range(12)]
-    ax.scatter(np.linspace(0, 1, 12), np.arange(12), label="points")
-    ax.set_yticks(np.arange(12), labels=names, fontsize=8)
-    ax.set_xlabel("error rate in a domain (1 − score)")
-    ax.set_title("A title on the left", loc="left")
-    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.04), ncols=2)
-    ax.text(1.01, 3, "CV 0.37", transform=ax.get_yaxis_transform(), ha="left")
-    assert estimated_margins(fig)
-    from matplotlib.layout_engine import ConstrainedLayoutEngine
-
-    assert not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)
-    _inside(fig)
-    left = ax.get_position().x0 * 6
-    assert 1.0 < left < 3.5  # room for 32 characters at 8 pt, not half the figure
-
-
-def test_colour_bar_is_placed_right_of_the_axes():
-    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
-    image = ax.imshow(np.random.default_rng(0).uniform(size=(5, 7)), aspect="auto")
-    ax.set_yticks(range(5), labels=[f"model {i}" for i in range(5)])
-    ax.set_xticks(range(7), labels=[f"domain {j}" for j in range(7)], rotation=45, ha="right")
-    bar = fig.colorbar(image, ax=ax)
-    bar.set_label("error rate")
-    assert estimated_margins(fig)
-    assert bar.ax.get_position().x0 > ax.get_position().x1
-    _inside(fig)
-
-
-@pytest.mark.parametrize("case", ["panels", "aspect", "legend-beside", "figure-legend", "no-engine"])
-def test_figures_it_does_not_understand_keep_their_layout(case):
-    if case == "panels":
-        fig, _ = plt.subplots(1, 2, layout="constrained")
-    elif case == "aspect":
-        fig, ax = plt.subplots(layout="constrained")
-        ax.set_aspect("equal")
-    elif case == "figure-legend":
-        fig, ax = plt.subplots(layout="constrained")
-        ax.plot([0, 1], label="x")
-        fig.legend(loc="outside upper left")
-    elif case == "legend-beside":
-        fig, ax = plt.subplots(layout="constrained")
-        ax.plot([0, 1], label="x")
-        ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
-    else:
-        fig, _ = plt.subplots()
-    engine = fig.get_layout_engine()
-    assert not estimated_margins(fig)
-    assert fig.get_layout_engine() is engine
+def test_the_heatmap_keeps_the_page_width_with_long_names(analysis):
+    ax = _figures(analysis)["heatmap"]()
+    assert ax.figure.get_size_inches()[0] <= dispersion.PAGE_WIDTH
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert max(len(t) for t in labels) <= 32  # shortened, the end kept: "…-007"
+    models = [t for t in labels if not t.startswith("median of")]
+    assert len(models) == 10 and len({t[-4:] for t in models}) == 10  # the ends still tell them apart
+    image = ax.images[0].get_window_extent(ax.figure.canvas.get_renderer())
+    assert image.width > 0.45 * ax.figure.bbox.width  # the grid keeps most of the width

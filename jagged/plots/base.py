@@ -18,8 +18,9 @@ def check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None
 def new_axes(width: float, height: float) -> Axes:
     """One Axes on a new figure of this size (inches), with constrained layout.
 
-    When the figure is rendered for a report, :func:`jagged.plots.layout.estimated_margins`
-    replaces the layout engine by cheaper estimated margins where it can.
+    Constrained layout measures the drawn texts (tick labels, titles, legends outside the
+    axes, colour bars) and sizes the margins to them, so nothing is cut off whatever the
+    names; the figure keeps the size asked for.
     """
     import matplotlib.pyplot as plt
 

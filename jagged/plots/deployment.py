@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from jagged.plots.base import check_columns as _check_columns, new_axes as _new_axes
-from jagged.plots.labels import plain
+from jagged.plots.labels import legend_columns, plain
 
 PROFILE_COLORS: tuple[str, ...] = ("#3b6ea8", "#c0504d", "#4f9a5a", "#8064a2", "#d08a2c", "#4bacc6",
                                    "#7f7f7f", "#b5739d")
@@ -270,8 +270,11 @@ def wedge_dots(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, li
     ax.set_xlabel("wedge = macro score − deployment-weighted score\n(right of 0: the average overstates "
                   "what the mix experiences)", fontsize=8.5)
     ax.set_title("Wedge per model and profile", fontsize=10, loc="left")
-    ax.legend(fontsize=7, frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=min(len(names), 4),
-              borderaxespad=0.3)
+    # A figure legend above the axes, in as many columns as the profile names allow: it has the
+    # figure's whole width, and constrained layout makes room for its rows.
+    handles, labels = ax.get_legend_handles_labels()
+    ax.figure.legend(handles, labels, loc="outside upper left", fontsize=7, frameon=False,
+                     ncols=legend_columns(labels, ax.figure.get_figwidth(), 7))
     ax.grid(axis="x", alpha=0.25)
     return ax
 
@@ -320,7 +323,7 @@ def exposure_dots(exposure: pd.DataFrame, *, model: str = "", profiles: Sequence
     ax.set_ylim(-0.7, len(row) - 0.3)
     ax.set_xlim(0, None)
     ax.set_xlabel("exposure w_d (share of the task mix)", fontsize=9)
-    ax.set_title(f"{plain(model)}: error per domain (worst at the top)\nand how much each profile uses it"
+    ax.set_title(f"{plain(model)}\nerror per domain (worst at the top)\nand how much each profile uses it"
                  if model else "Error per domain (worst at the top)\nand how much each profile uses it",
                  fontsize=9.5, loc="left")
     ax.legend(fontsize=7, frameon=True, framealpha=0.9, loc="lower right")
@@ -410,17 +413,21 @@ def exposure_vs_error(exposure: pd.DataFrame, *, profile: str | None = None, mod
     error = sub["error"].to_numpy(dtype=float)
     ax.scatter(weight, error, s=28, color=PROFILE_COLORS[0], edgecolor="white", lw=0.5, zorder=3,
                gid="domain-point")
+    top = float(np.nanmax(weight)) if weight.size else 1.0
+    low = min(0.0, float(np.nanmin(weight))) if weight.size else 0.0
+    middle = (low + top) / 2
     for w, e, name in zip(weight, error, sub["domain"].astype(str)):
-        if np.isfinite(e):
-            ax.annotate(plain(name), (w, e), xytext=(4, 2), textcoords="offset points", fontsize=6.5, color="0.25")
+        if np.isfinite(e):  # labels point inwards, so that none runs off the figure
+            right = w > middle
+            ax.annotate(plain(name), (w, e), xytext=(-4 if right else 4, 2), textcoords="offset points",
+                        ha="right" if right else "left", fontsize=6.5, color="0.25")
     uniform = float(sub["uniform_weight"].iloc[0])
     ax.axvline(uniform, color="0.45", ls="--", lw=1, label=f"uniform weight 1/D = {uniform:.3f}")
-    top = float(np.nanmax(weight)) if weight.size else 1.0
-    ax.set_xlim(min(0.0, float(np.nanmin(weight))) - 0.01, top * 1.18 + 0.01)  # room for the labels
+    ax.set_xlim(low - 0.01, top * 1.05 + 0.01)
     ax.set_xlabel(f"exposure w_d under {plain(profile)}", fontsize=9)
     ax.set_ylabel("error rate e_d = 1 − score", fontsize=9)
-    ax.set_title(f"{plain(model)}: exposure vs error per domain ({plain(profile)})" if model else
-                 f"Exposure vs error per domain ({plain(profile)})", fontsize=10, loc="left")
+    ax.set_title((f"{plain(model)}\n" if model else "") + f"Exposure vs error per domain\nprofile {plain(profile)}",
+                 fontsize=10, loc="left")
     ax.legend(fontsize=7, frameon=False, loc="best")
     ax.grid(alpha=0.25)
     return ax

@@ -38,6 +38,17 @@ def shorten(text: str, limit: int = LABEL_MAX) -> str:
     return text[:head] + "…" + text[len(text) - tail:]
 
 
+def legend_columns(labels: list[str], width_in: float, fontsize: float, *, most: int = 4) -> int:
+    """How many legend columns of these labels fit side by side in ``width_in`` inches.
+
+    Each column is as wide as the longest label (0.62 em per character, generous for
+    DejaVu Sans) plus the marker and the gap between columns; at least one column.
+    """
+    longest = max((len(t) for t in labels), default=0)
+    column_in = longest * 0.62 * fontsize / 72 + 0.55
+    return max(1, min(most, len(labels), int(width_in // column_in)))
+
+
 def plain(text: str, limit: int | None = LABEL_MAX) -> str:
     """A name as a matplotlib label: shortened (unless ``limit`` is None), ``$`` escaped.
 

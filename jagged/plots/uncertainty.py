@@ -92,7 +92,7 @@ def cv_forest(table: pd.DataFrame, *, sort: bool = True, limit: int | None = Non
     ax.set_xlabel("jaggedness CV of domain error rates", fontsize=9)
     title = "Jaggedness with sampling noise removed"
     if left_out:
-        title += f" ({left_out} middle models not shown)"
+        title += f"\n({left_out} middle models not shown)"
     if flagged.any():
         title += "\n(* grey: indistinguishable from sampling noise)"
     ax.set_title(title, fontsize=10, loc="left")

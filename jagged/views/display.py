@@ -66,8 +66,6 @@ def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI, colors: int | None = None) -
     """
     import matplotlib as mpl
 
-    from jagged.plots.layout import estimated_margins
-
     buffer = io.BytesIO()
     families = list(dict.fromkeys([*mpl.rcParams["font.sans-serif"][:1], *_installed_fallbacks(),
                                    *mpl.rcParams["font.sans-serif"]]))
@@ -75,8 +73,7 @@ def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI, colors: int | None = None) -
         # A name in a script no installed font covers draws as boxes; the tables beside the
         # figure show it as text, so the warning would only clutter the report.
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
-        figure = _figure_of(obj)
-        estimated_margins(figure)  # skips constrained layout's text measuring where it can
+        figure = _figure_of(obj)  # laid out by its own engine (constrained layout) as it is drawn
         if colors is None:
             figure.savefig(buffer, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
             return buffer.getvalue()
