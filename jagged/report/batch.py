@@ -22,8 +22,14 @@ How a batch runs
 4. The index is rendered with jinja2 (autoescaped) from ``templates/batch/`` and written
    only when its content changed.
 
-Ctrl-C stops the workers and their kernels; finished reports are complete files, the
-others were never moved into place, so the next run resumes where this one stopped.
+Stopping a batch
+----------------
+Ctrl-C (SIGINT) or SIGTERM stops the workers and their kernels and writes the index of the
+reports that finished; finished reports are complete files, the others were never moved
+into place, so the next run resumes where this one stopped. Nothing outlives a batch that
+is killed outright (SIGKILL) either: each worker watches its parent and each kernel its
+worker (see :func:`execute_plan`), and the next run removes the temporary folders the dead
+processes left (:func:`jagged.report.run.remove_stale_workdirs`).
 """
 
 from __future__ import annotations
