@@ -123,10 +123,16 @@ def test_illustrative_profiles_are_labelled():
     assert "(an illustrative profile, not measured traffic)" in finding.sentence
 
 
-def test_sections_that_do_not_exist_yet_contribute_nothing():
+#: The contributors of the sections this file tests (the others have their own tests).
+BASIC = [("jaggedness", g.jaggedness_findings), ("noise", g.noise_finding), ("profiles", g.profiles_finding)]
+
+
+def test_every_section_has_a_contributor_in_report_order():
+    sections = [name for name, _ in g.CONTRIBUTORS]
+    assert sections[:3] == ["jaggedness", "noise", "profiles"] and len(set(sections)) == len(sections)
     analysis = make_analysis(per_model_table())
-    assert g.items_finding(analysis) is None and g.decomposition_finding(analysis) is None
-    assert [f.section for f in g.glance(analysis)] == ["jaggedness", "jaggedness", "noise"]
+    assert [f.section for f in g.glance(analysis, BASIC)] == ["jaggedness", "jaggedness", "noise"]
+    assert g.items_finding(analysis) is None  # no item-level data
 
 
 def test_the_extension_point_takes_none_one_finding_or_several_in_order():
@@ -142,10 +148,11 @@ def test_the_extension_point_takes_none_one_finding_or_several_in_order():
 
 def test_html_escapes_names_and_keeps_one_item_per_finding():
     table = per_model_table(model=["<script>x</script>", "b&b", "c", "d"])
-    markup = g.glance_html(g.glance(make_analysis(table)))
+    findings = g.glance(make_analysis(table), BASIC)
+    markup = g.glance_html(findings)
     assert "<script>" not in markup and "&lt;script&gt;x&lt;/script&gt;" in markup and "b&amp;b" in markup
     assert markup.count("<li ") == 3 and markup.startswith('<ul class="glance">')
-    assert g.glance_text(g.glance(make_analysis(table))).count("\n- ") == 2
+    assert g.glance_text(findings).count("\n- ") == 2
 
 
 def test_bundled_report_glance_numbers_come_from_its_table():

@@ -23,6 +23,7 @@ from matplotlib.axes import Axes
 
 from jagged.plots.base import check_columns as _check_columns, new_axes as _new_axes
 from jagged.plots.labels import legend_columns, plain
+from jagged.views.overview import ends
 
 PROFILE_COLORS: tuple[str, ...] = ("#3b6ea8", "#c0504d", "#4f9a5a", "#8064a2", "#d08a2c", "#4bacc6",
                                    "#7f7f7f", "#b5739d")
@@ -84,6 +85,13 @@ def _interval(frame: pd.DataFrame, column: str) -> np.ndarray | None:
     lower = np.clip(value - frame[lo].to_numpy(dtype=float), 0, None)
     upper = np.clip(frame[hi].to_numpy(dtype=float) - value, 0, None)
     return np.nan_to_num(np.vstack([lower, upper]))
+
+
+def _others_rule(ax: Axes, y: float, hidden: int) -> None:
+    """The dashed rule where a top/bottom cut left models out, with their count."""
+    ax.axhline(y, color="0.4", ls="--", lw=0.8)
+    ax.text(1.0, y, f"{hidden} models not shown ", transform=ax.get_yaxis_transform(), ha="right", va="bottom",
+            fontsize=7, color="0.3")
 
 
 def macro_vs_dep(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, label: bool | int = True,
@@ -180,11 +188,10 @@ def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, limit: int | 
     """
     _check_columns(table, ("model", "profile", "wedge", "wedge_bound"), "metrics table")
     sub, profile = _one_profile(table, profile, "metrics table")
-    sub = sub[sub["wedge"].notna()].sort_values(["wedge", "model"], kind="mergesort")
-    hidden = 0
-    if limit is not None and len(sub) > limit:
-        hidden = len(sub) - limit
-        sub = pd.concat([sub.head(limit // 2), sub.tail(limit - limit // 2)])
+    sub = sub[sub["wedge"].notna()].sort_values(["wedge", "model"], ascending=[False, True], kind="mergesort")
+    kept, cut = ends(range(len(sub)), limit)
+    hidden = len(sub) - len(kept)
+    sub = sub.iloc[kept[::-1]]  # the largest wedge in the top row
     if ax is None:
         ax = _new_axes(6.8, 1.0 + 0.24 * max(len(sub), 3))
     y = np.arange(len(sub))
@@ -199,9 +206,7 @@ def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, limit: int | 
         ax.errorbar(wedge, y, xerr=err, fmt="none", ecolor="0.15", elinewidth=0.8, zorder=4, gid="interval")
     ax.axvline(0, color="0.2", lw=0.8)
     if hidden:
-        ax.axhline(limit // 2 - 0.5, color="0.4", ls="--", lw=0.8)
-        ax.text(1.0, limit // 2 - 0.5, f"{hidden} models not shown ", transform=ax.get_yaxis_transform(),
-                ha="right", va="bottom", fontsize=7, color="0.3")
+        _others_rule(ax, len(sub) - cut - 0.5, hidden)
     ax.set_yticks(y, labels=[plain(m) for m in sub["model"].astype(str)], fontsize=7.5)
     ax.set_xlabel("wedge = macro score − deployment-weighted score", fontsize=9)
     ax.set_title(f"Wedge per model: {plain(profile)}\n(right: the average overstates this mix's score)", fontsize=10,
@@ -241,12 +246,11 @@ def wedge_dots(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, li
     _check_columns(table, ("model", "profile", "wedge"), "metrics table")
     names = list(profiles) if profiles is not None else pd.unique(table["profile"]).tolist()
     data = table[table["profile"].isin(names) & table["wedge"].notna()]
-    order = data.groupby("model", observed=True)["wedge"].mean().sort_values(kind="mergesort")
-    models = order.index.astype(str).tolist()
-    hidden = 0
-    if limit is not None and len(models) > limit:
-        hidden = len(models) - limit
-        models = models[: limit // 2] + models[len(models) - (limit - limit // 2):]
+    order = data.groupby("model", observed=True)["wedge"].mean().sort_values(ascending=False, kind="mergesort")
+    everyone = order.index.astype(str).tolist()
+    models, cut = ends(everyone, limit)
+    hidden = len(everyone) - len(models)
+    models = models[::-1]  # the largest mean wedge in the top row
     row = {m: i for i, m in enumerate(models)}
     if ax is None:
         ax = _new_axes(6.8, 1.3 + 0.2 * max(len(models), 3))
@@ -262,9 +266,7 @@ def wedge_dots(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, li
                         zorder=2, gid="interval")
         ax.scatter(sub["wedge"], y, s=16, color=color, zorder=3, label=plain(name), gid="wedge-dot")
     if hidden:
-        ax.axhline(limit // 2 - 0.5, color="0.4", ls="--", lw=0.8)
-        ax.text(1.0, limit // 2 - 0.5, f"{hidden} models not shown ", transform=ax.get_yaxis_transform(),
-                ha="right", va="bottom", fontsize=7, color="0.3")
+        _others_rule(ax, len(models) - cut - 0.5, hidden)
     ax.set_yticks(np.arange(len(models)), labels=[plain(m) for m in models], fontsize=7)
     ax.set_ylim(-0.7, len(models) - 0.3)
     ax.set_xlabel("wedge = macro score − deployment-weighted score\n(right of 0: the average overstates "

@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.views.overview import (error_matrix, left_out, median_errors, model_order, others_label,
-                             per_model)
+from jagged.views.overview import (ends, error_matrix, left_out, median_errors, model_order, others_label,
+                                   per_model)
 from jagged.plots.base import check_columns as _check_columns, new_axes as _new_axes
 from jagged.plots.labels import plain
 
@@ -396,7 +396,7 @@ def cv_vs_macro(metrics: pd.DataFrame, *, label: bool | int = True, ax: Axes | N
         else:
             k = int(label)
             ranked = np.argsort(-y, kind="mergesort")
-            chosen = np.unique(np.concatenate([ranked[:k], ranked[-k:]])) if k > 0 else np.array([], int)
+            chosen = np.unique(ends(ranked, 2 * k)[0]) if k > 0 else np.array([], int)
         fontsize = 6.5
         engine = ax.figure.get_layout_engine()
         if engine is not None:  # settle the axes' final size before measuring in pixels

@@ -13,6 +13,7 @@ from matplotlib.axes import Axes
 
 from jagged.plots.base import new_axes
 from jagged.plots.labels import plain
+from jagged.views.overview import ends
 
 RAW_COLOR = "#3b6ea8"
 CORRECTED_COLOR = "#c0504d"
@@ -57,7 +58,7 @@ def cv_forest(table: pd.DataFrame, *, sort: bool = True, limit: int | None = Non
     left_out = 0
     if limit is not None and len(data) > limit:
         by = data.sort_values(["cv_error_corrected", "cv_error"], ascending=False, na_position="last")
-        keep = by.index[:(limit + 1) // 2].append(by.index[len(by) - limit // 2:] if limit // 2 else by.index[:0])
+        keep = ends(by.index, limit)[0]
         left_out = len(data) - len(keep)
         data = data.loc[data.index.isin(keep)]
     if sort:

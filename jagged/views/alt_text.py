@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jagged.views.overview import domain_order, left_out, model_order, per_model
+from jagged.views.overview import by_jaggedness, domain_order, left_out, model_order, per_model
 
 
 def _count(n: int, word: str) -> str:
@@ -48,11 +48,9 @@ def cut_note(metrics: pd.DataFrame, limit: int | None) -> str:
 
 
 def _extremes(metrics: pd.DataFrame) -> str:
-    rows = per_model(metrics)
-    rows = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
+    rows = by_jaggedness(metrics)
     if rows.empty:
         return ""
-    rows = rows.sort_values(["cv_error", "model"], ascending=[False, True], kind="mergesort")
     top, low = rows.iloc[0], rows.iloc[-1]
     if len(rows) == 1:
         return f" The only model with a defined cv_error is {top['model']} ({_fmt(top['cv_error'])})."

@@ -118,9 +118,9 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
         noise-free CV when a bootstrap ran); one when a single model has a defined CV;
         none when no model has.
     """
-    rows = _per_model(analysis.table)
-    rows = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
-    rows = rows.sort_values(["cv_error", "model"], ascending=[False, True], kind="mergesort")
+    from jagged.views.overview import by_jaggedness
+
+    rows = by_jaggedness(analysis.table)
     if rows.empty:
         return []
     n = len(rows)

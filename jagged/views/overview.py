@@ -6,8 +6,9 @@ These only reshape and count; the metrics come from :mod:`jagged.stats.metrics` 
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, TypeVar
 
+import numpy as np
 import pandas as pd
 
 from jagged.readers.dataset import Dataset
@@ -58,6 +59,46 @@ def ranked(table: pd.DataFrame, by: str = "cv_error") -> pd.DataFrame:
                             kind="mergesort").reset_index(drop=True)
 
 
+T = TypeVar("T")
+
+
+def ends(items: Sequence[T], limit: int | None) -> tuple[list[T], int]:
+    """The top/bottom cut of an ordered sequence: its first ``ceil(limit / 2)`` and last ``floor(limit / 2)`` items.
+
+    Every plot and table that shows only the extremes of many models cuts with this
+    (:func:`model_order` by cv_error, the forest plot by corrected CV, the wedge plots by
+    wedge).
+
+    Parameters
+    ----------
+    items : sequence
+        In display order (e.g. most jagged first).
+    limit : int, optional
+        Keep at most this many (at least 2); ``None`` keeps all.
+
+    Returns
+    -------
+    kept : list
+        The items kept, in order.
+    cut : int
+        Position in ``kept`` after which items were left out (0 when none were).
+    """
+    items = list(items)
+    if limit is None or len(items) <= limit:
+        return items, 0
+    if limit < 2:
+        raise ValueError(f"limit must be at least 2, not {limit}")
+    head = (limit + 1) // 2
+    return items[:head] + items[len(items) - (limit - head):], head
+
+
+def by_jaggedness(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per model (every column of ``table``) with a defined cv_error, most jagged first, ties by name."""
+    rows = table.drop_duplicates("model")
+    rows = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
+    return rows.sort_values(["cv_error", "model"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+
+
 def model_order(metrics: pd.DataFrame, *, limit: int | None = None) -> tuple[list[str], int]:
     """Models from most to least jagged, cut to a top/bottom form when there are many.
 
@@ -85,14 +126,7 @@ def model_order(metrics: pd.DataFrame, *, limit: int | None = None) -> tuple[lis
         raise ValueError("metrics table needs columns model and cv_error")
     ranked = per_model(metrics).sort_values(["cv_error", "model"], ascending=[False, True], na_position="last",
                                  kind="mergesort")
-    models = ranked["model"].astype(str).tolist()
-    if limit is None or len(models) <= limit:
-        return models, 0
-    if limit < 2:
-        raise ValueError(f"limit must be at least 2, not {limit}")
-    head = (limit + 1) // 2
-    tail = limit - head
-    return models[:head] + models[len(models) - tail:], head
+    return ends(ranked["model"].astype(str).tolist(), limit)
 
 
 def left_out(metrics: pd.DataFrame, *, limit: int | None = None) -> list[str]:
