@@ -10,6 +10,7 @@ import copy
 import io
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -444,3 +445,82 @@ def test_newest_keeps_first_seen_key_order_and_flags_ties():
     assert list(winners) == ["a", "b"] and winners == {"a": (3, "z"), "b": (5, "y")}
     assert [(r.key, r.old, r.new, r.tie) for r in replaced] == [
         ("a", (1, "x"), (3, "z"), False), ("a", (3, "w"), (3, "z"), True), ("b", (2, "v"), (5, "y"), False)]
+
+
+# --- damaged documents: a Dataset or one line of error, never a traceback ------------------------
+
+from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**12), 10**12)
+    | st.text(max_size=6) | st.sampled_from(["-1", "Infinity", "0.2.0", "", "accuracy"]),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3), max_leaves=6)
+
+
+def _slots(node, out):
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in list(items):
+        out.append((node, key))
+        _slots(value, out)
+    return out
+
+
+@st.composite
+def damaged_aggregate(draw):
+    doc = load_json(files(GMMLU / "cohere")[0])
+    doc["evaluation_results"] = doc["evaluation_results"][:6]
+    for _ in range(draw(st.integers(1, 4))):
+        container, key = draw(st.sampled_from(_slots(doc, [])))
+        action = draw(st.sampled_from(["replace", "replace", "delete"]))
+        if action == "replace":
+            container[key] = draw(JSON_VALUES)
+        else:
+            del container[key]
+    return doc
+
+
+@seed(20261301)
+@settings(max_examples=150, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(doc=damaged_aggregate())
+def test_fuzz_damaged_aggregates(tmp_path, doc):
+    path = tmp_path / "damaged.json"
+    path.write_text(json.dumps(doc))
+    try:
+        dataset = jagged.load(path)
+    except JaggedInputError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    scores = dataset.scores
+    assert ((scores["score"] >= 0) & (scores["score"] <= 1)).all() and len(scores) > 0
+
+
+@st.composite
+def damaged_samples(draw):
+    path = next((EEE / "instance_level_data").glob("ai2_arc_anthropic*.jsonl"))
+    doc = [json.loads(line) for line in path.read_text().splitlines()]
+    for _ in range(draw(st.integers(1, 4))):
+        container, key = draw(st.sampled_from(_slots(doc, [])))
+        if draw(st.booleans()):
+            container[key] = draw(JSON_VALUES)
+        else:
+            del container[key]
+    return doc
+
+
+@seed(20261302)
+@settings(max_examples=150, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(doc=damaged_samples(), key=st.sampled_from([None, "stop_reason"]))
+def test_fuzz_damaged_instance_level_files(tmp_path, doc, key):
+    path = tmp_path / "damaged_samples.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in doc))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JaggedWarning)  # left-out samples are expected here
+            dataset = jagged.load(path, domain_key=key)
+    except JaggedInputError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    assert ((dataset.scores["score"] >= 0) & (dataset.scores["score"] <= 1)).all()

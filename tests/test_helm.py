@@ -12,6 +12,7 @@ import pytest
 import jagged
 from clitools import assert_bad_input, run_cli
 from conftest import TEST_DATA
+from jagged.errors import JaggedInputError
 from jagged.readers.helm import parse_run_name, read_runs, run_folders
 
 RUNS = TEST_DATA / "helm_runs"
@@ -151,3 +152,44 @@ def test_run_names(name, scenario, args):
 def test_run_folders_are_found_below_a_suite():
     assert [p.name for p in run_folders(RUNS)] == sorted(p.name for p in (MMLU, HELLASWAG, NARRATIVE))
     assert run_folders(MMLU) == [MMLU]
+
+
+# --- damaged run folders: a Dataset or one line of error ------------------------------------------
+
+from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from test_eee import JSON_VALUES, _slots  # noqa: E402
+
+FILES = ("run_spec.json", "per_instance_stats.json", "scenario_state.json")
+
+
+@st.composite
+def damaged_run(draw):
+    doc = {name: load(MMLU / name) for name in FILES}
+    doc["per_instance_stats.json"] = doc["per_instance_stats.json"][:3]
+    doc["scenario_state.json"]["request_states"] = doc["scenario_state.json"]["request_states"][:3]
+    for _ in range(draw(st.integers(1, 4))):
+        container, key = draw(st.sampled_from([s for s in _slots(doc, []) if s[0] is not doc]))
+        if draw(st.booleans()):
+            container[key] = draw(JSON_VALUES)
+        else:
+            del container[key]
+    return doc
+
+
+@seed(20261303)
+@settings(max_examples=120, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(doc=damaged_run())
+def test_fuzz_damaged_run_folders(tmp_path, doc):
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    for name, content in doc.items():
+        (run / name).write_text(json.dumps(content))
+    try:
+        dataset = jagged.load(run)
+    except JaggedInputError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    assert ((dataset.scores["score"] >= 0) & (dataset.scores["score"] <= 1)).all()

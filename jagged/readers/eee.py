@@ -62,6 +62,7 @@ checked directly, with one-line errors naming the file and the field.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -104,9 +105,13 @@ def is_aggregate(content: Any) -> bool:
             and isinstance(content.get("model_info"), dict))
 
 
+_NOT_ALNUM = re.compile(r"[^0-9a-z]")
+
+
+@functools.lru_cache(maxsize=65536)
 def normalised(name: str) -> str:
     """Letters and digits only, lower case: ``"Global MMLU Lite"`` and ``"global-mmlu-lite"`` agree."""
-    return re.sub(r"[^0-9a-z]", "", name.lower())
+    return _NOT_ALNUM.sub("", name.lower())
 
 
 def parse_timestamp(value: Any) -> float | None:
@@ -212,14 +217,15 @@ def _where(path: Path, index: int, name: Any = None) -> str:
     return f"{path.name}: evaluation_results[{index}]{shown}"
 
 
-def _bound(value: Any, where: str, key: str) -> float | None:
+def _bound(value: Any, path: Path, index: int, name: str, key: str) -> float | None:
     if value is None:
         return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
     if isinstance(value, str) and value.strip() in ("Infinity", "-Infinity", "inf", "-inf"):
         return float(value.strip().replace("Infinity", "inf"))
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise JaggedInputError(f"{where}: field 'metric_config.{key}' is {str(value)[:30]!r}, not a number")
-    return float(value)
+    raise JaggedInputError(f"{_where(path, index, name)}: field 'metric_config.{key}' is {str(value)[:30]!r}, not "
+                           "a number")
 
 
 def _detail_dict(value: Any) -> dict[str, Any] | None:
@@ -271,19 +277,27 @@ def _metric_name(config: dict[str, Any], name: str, result_id: Any) -> str:
     Per-domain labels (``mmlu_pro/biology`` for the domain "MMLU-Pro (Biology)") are skipped;
     a description such as "EM on Abstract Algebra" gives "EM".
     """
+    get = config.get
+    keys = (get("metric_id"), get("metric_name"), get("metric_kind"), get("evaluation_description"))
+    keys = tuple(k if isinstance(k, str) else None for k in keys)
+    return _metric_from(keys, name, result_id if isinstance(result_id, str) else None)
+
+
+@functools.lru_cache(maxsize=65536)
+def _metric_from(keys: tuple[str | None, ...], name: str, result_id: str | None) -> str:
     own = {normalised(name)}
-    if isinstance(result_id, str) and result_id.strip():
+    if result_id and result_id.strip():
         own |= {normalised(result_id), normalised(result_id.rsplit("/", 1)[-1])}
-    for key in ("metric_id", "metric_name", "metric_kind"):
-        value = config.get(key)
-        if isinstance(value, str) and value.strip() and not any(o and o in normalised(value) for o in own):
+    for value in keys[:3]:
+        if value and value.strip() and not any(o and o in normalised(value) for o in own):
             return value.strip()
-    text = config.get("evaluation_description")
-    if isinstance(text, str) and text.strip():
+    text = keys[3]
+    if text and text.strip():
         text = " ".join(text.split())
-        found = re.match(rf"^(.*?)\s+on\s+(the\s+)?{re.escape(name)}$", text, flags=re.IGNORECASE)
-        if found and found.group(1):
-            return found.group(1)
+        lowered, target = text.lower(), name.lower()
+        for joint in (" on the ", " on "):
+            if lowered.endswith(joint + target) and len(text) > len(joint + target):
+                return text[: len(text) - len(joint + target)]
         if normalised(name) not in normalised(text) and len(text) <= 40:
             return text
     return "score"
@@ -316,36 +330,36 @@ def read_result(entry: Any, index: int, path: Path) -> Result:
     JaggedInputError
         A missing or mistyped field; the message names the file, the entry and the field.
     """
-    where = _where(path, index)
     if not isinstance(entry, dict):
-        raise JaggedInputError(f"{where} is {type(entry).__name__}, not an object")
+        raise JaggedInputError(f"{_where(path, index)} is {type(entry).__name__}, not an object")
     name = entry.get("evaluation_name")
     if not isinstance(name, str) or not name.strip():
-        raise JaggedInputError(f"{where}: field 'evaluation_name' is {str(name)[:30]!r}, not a name")
+        raise JaggedInputError(f"{_where(path, index)}: field 'evaluation_name' is {str(name)[:30]!r}, not a name")
     name = name.strip()
-    where = _where(path, index, name)
     details_obj = entry.get("score_details")
     if not isinstance(details_obj, dict) or "score" not in details_obj:
-        raise JaggedInputError(f"{where}: no field 'score_details.score'")
+        raise JaggedInputError(f"{_where(path, index, name)}: no field 'score_details.score'")
     score = details_obj["score"]
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-        raise JaggedInputError(f"{where}: field 'score_details.score' is {str(score)[:30]!r}, not a finite number")
+        raise JaggedInputError(f"{_where(path, index, name)}: field 'score_details.score' is {str(score)[:30]!r}, "
+                               "not a finite number")
     config = entry.get("metric_config")
     if not isinstance(config, dict):
-        raise JaggedInputError(f"{where}: no field 'metric_config'")
+        raise JaggedInputError(f"{_where(path, index, name)}: no field 'metric_config'")
     lib = config.get("lower_is_better", False)
     if not isinstance(lib, bool):
-        raise JaggedInputError(f"{where}: field 'metric_config.lower_is_better' is {str(lib)[:20]!r}, not true or "
-                               "false")
+        raise JaggedInputError(f"{_where(path, index, name)}: field 'metric_config.lower_is_better' is "
+                               f"{str(lib)[:20]!r}, not true or false")
     details = details_obj.get("details") if isinstance(details_obj.get("details"), dict) else {}
     tab = details.get("tab") if isinstance(details.get("tab"), str) else None
-    unit = " ".join(str(config.get(k) or "").strip().lower() for k in ("metric_unit", "metric_kind")).strip()
+    unit_, kind_ = config.get("metric_unit"), config.get("metric_kind")
+    unit = f"{unit_ or ''} {kind_ or ''}".strip().lower() if unit_ or kind_ else ""
     source = entry.get("source_data") if isinstance(entry.get("source_data"), dict) else {}
     dataset = source.get("dataset_name") if isinstance(source.get("dataset_name"), str) else None
     metric = _metric_name(config, name, entry.get("evaluation_result_id"))
     return Result(index=index, name=name, raw_name=name, score=float(score), metric=metric,
-                  low=_bound(config.get("min_score"), where, "min_score"),
-                  high=_bound(config.get("max_score"), where, "max_score"),
+                  low=_bound(config.get("min_score"), path, index, name, "min_score"),
+                  high=_bound(config.get("max_score"), path, index, name, "max_score"),
                   lower_is_better=lib, score_type=config.get("score_type") if isinstance(config.get("score_type"),
                                                                                          str) else None,
                   tab=tab, unit=unit, split=details.get("split") if isinstance(details.get("split"), str) else None,
@@ -353,15 +367,35 @@ def read_result(entry: Any, index: int, path: Path) -> Result:
                   path=hierarchy_path(entry.get("evaluation_result_id"), name), dataset=dataset)
 
 
+@functools.lru_cache(maxsize=65536)
+def _name_not_a_score(name: str) -> str | None:
+    """Why a result's name says it is no score (win rates, HELM's non-accuracy columns), or None."""
+    if WIN_RATE.search(name):
+        return "not a score (a win rate ranks models)"
+    suffix = name.rpartition(" - ")[2] if " - " in name else ""
+    if (suffix and HELM_NON_SCORE.fullmatch(suffix.strip())) or HELM_NON_SCORE.fullmatch(name):
+        return "not a score (HELM efficiency or general-information column)"
+    return None
+
+
+@functools.lru_cache(maxsize=65536)
+def _name_is_aggregate(name: str) -> str | None:
+    """Why a result's name says it is an aggregate row, or None."""
+    lowered = " ".join(name.lower().split())
+    if CROSS_CUTTING.search(lowered):
+        return "subset across the domains (not a domain)"
+    if AGGREGATE_NAMES.search(lowered):
+        return "aggregate row"
+    return None
+
+
 def _not_a_score(result: Result) -> str | None:
     """Why a result is no score in [0, 1], or None."""
     if result.lower_is_better:
         return "lower is better"
-    if WIN_RATE.search(result.name):
-        return "not a score (a win rate ranks models)"
-    suffix = result.name.rpartition(" - ")[2] if " - " in result.name else ""
-    if (suffix and HELM_NON_SCORE.fullmatch(suffix.strip())) or HELM_NON_SCORE.fullmatch(result.name):
-        return "not a score (HELM efficiency or general-information column)"
+    by_name = _name_not_a_score(result.name)
+    if by_name:
+        return by_name
     if result.tab and result.tab.strip().lower() in HELM_NON_SCORE_TABS:
         return f"not a score (HELM tab {result.tab!r})"
     if result.unit and set(result.unit.split()) & NON_SCORE_UNITS:
@@ -500,19 +534,18 @@ def _strip_metric_suffix(results: list[Result]) -> str | None:
     return suffixes.pop()
 
 
-def _aggregate_reason(result: Result, results: list[Result], benchmark_names: set[str]) -> str | None:
-    """Why a (score) result is an aggregate row rather than a domain, or None."""
-    lowered = " ".join(result.name.lower().split())
-    if CROSS_CUTTING.search(lowered):
-        return "subset across the domains (not a domain)"
-    if AGGREGATE_NAMES.search(lowered):
-        return "aggregate row"
-    if normalised(result.name) in benchmark_names and len(results) > 1:
-        return "aggregate row (named like the benchmark)"
-    if len(result.path) >= 1 and any(len(o.path) > len(result.path) and o.path[:len(result.path)] == result.path
-                                     for o in results if o is not result):
-        return "aggregate row (has rows below it)"
-    return None
+def _aggregate_reasons(results: list[Result], benchmark_names: set[str]) -> list[str | None]:
+    """Why each (score) result is an aggregate row rather than a domain, or None."""
+    parents = {r.path[:k] for r in results for k in range(1, len(r.path))}
+    out = []
+    for result in results:
+        reason = _name_is_aggregate(result.name)
+        if reason is None and len(results) > 1 and normalised(result.name) in benchmark_names:
+            reason = "aggregate row (named like the benchmark)"
+        if reason is None and result.path in parents:
+            reason = "aggregate row (has rows below it)"
+        out.append(reason)
+    return out
 
 
 def _benchmark_names(content: dict[str, Any], results: list[Result], collection: str | None) -> set[str]:
@@ -607,8 +640,7 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
     benchmark = _benchmark_names(content, candidates, collection)
     scores: dict[str, tuple[float, float, tuple[str, ...], str]] = {}
     missing: list[str] = []
-    for result in candidates:
-        reason = _aggregate_reason(result, candidates, benchmark)
+    for result, reason in zip(candidates, _aggregate_reasons(candidates, benchmark)):
         if reason:
             left_out.append((result.raw_name, reason))
             continue

@@ -163,7 +163,8 @@ def choice_and_key(record: dict[str, Any]) -> tuple[str | None, str | None]:
     key = _option_letter(source.get("reference"), choices)
     if key is None:
         return None, None
-    attributions = [a for a in record.get("answer_attribution") or [] if isinstance(a, dict)]
+    raw = record.get("answer_attribution")
+    attributions = [a for a in raw if isinstance(a, dict)] if isinstance(raw, list) else []
     terminal = [a for a in attributions if a.get("is_terminal")]
     chosen = (terminal or attributions)[-1].get("extracted_value") if attributions else None
     if chosen is None:

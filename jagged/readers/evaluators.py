@@ -45,6 +45,7 @@ Options (all optional, ``None`` meaning "not given"):
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -264,15 +265,20 @@ def load_file(path: Path, kind: str, **options: Any):
     return _dispatch([parsed], source=path.name, options=_options(options), ignored=[])
 
 
-def _visible(path: Path, root: Path) -> bool:
-    return not any(part.startswith(".") for part in path.relative_to(root).parts)
+def _walk(path: Path):
+    """Files that may be evaluator outputs below ``path``, hidden files and folders skipped, in walk order."""
+    for folder, dirs, names in os.walk(path):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if not name.startswith(".") and os.path.splitext(name)[1].lower() in EVALUATOR_SUFFIXES:
+                file = Path(folder, name)
+                if file.is_file():
+                    yield file
 
 
-def _candidates(path: Path, skip: tuple[Path, ...] = ()) -> list[Path]:
-    """Files that may be evaluator outputs below ``path`` (hidden folders and ``skip`` folders left out)."""
-    return [p for p in sorted(path.rglob("*"))
-            if p.suffix.lower() in EVALUATOR_SUFFIXES and p.is_file() and _visible(p, path)
-            and not any(p.is_relative_to(s) for s in skip)]
+def _candidates(path: Path) -> list[Path]:
+    """Files that may be evaluator outputs below ``path`` (see :func:`_walk`), sorted by their path parts."""
+    return sorted(_walk(path), key=lambda p: p.parts)
 
 
 def handles_directory(path: Path) -> bool:
@@ -281,8 +287,7 @@ def handles_directory(path: Path) -> bool:
     Only the names are looked at here (``.json``, ``.jsonl``, ``.eval`` anywhere below
     ``path``, hidden folders skipped); :func:`load_directory` then decides by content.
     """
-    path = Path(path)
-    return any(p.suffix.lower() in EVALUATOR_SUFFIXES and p.is_file() and _visible(p, path) for p in path.rglob("*"))
+    return next(_walk(Path(path)), None) is not None
 
 
 def _datastore_files(path: Path, collection: str | None) -> tuple[list[Path], list[str]] | None:
@@ -356,12 +361,17 @@ def load_directory(path: Path, **options: Any):
     """
     path = Path(path)
     options = _options(options)
-    runs = helm.run_folders(path)
-    store = None if runs else _datastore_files(path, options.get("collection"))
-    files, outside = store if store is not None else (_candidates(path, skip=tuple(runs)), [])
-    parsed, ignored, damaged = _parse_all(files, path)
-    if store is not None and not any(p.kind == EEE_AGGREGATE for p in parsed):  # a data/ folder but no datastore
-        files, outside = _candidates(path), []
+    store = _datastore_files(path, options.get("collection"))
+    runs: list[Path] = []
+    if store is not None:
+        files, outside = store
+        parsed, ignored, damaged = _parse_all(files, path)
+    if store is None or not any(p.kind == EEE_AGGREGATE for p in parsed):  # no data/ folder, or no datastore
+        found = _candidates(path)
+        runs = helm.runs_among(found)
+        inside = set(runs)
+        files = [f for f in found if f.parent not in inside]
+        outside = []
         parsed, ignored, damaged = _parse_all(files, path)
     parsed += [Parsed(folder, HELM_RUN, folder) for folder in runs]
     if damaged:

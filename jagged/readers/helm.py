@@ -71,6 +71,15 @@ def run_folders(folder: Path) -> list[Path]:
     return found
 
 
+def runs_among(files: list[Path]) -> list[Path]:
+    """The run folders among a list of files: folders holding both ``run_spec.json`` and ``per_instance_stats.json``."""
+    names: dict[Path, set[str]] = {}
+    for file in files:
+        if file.name in (RUN_SPEC, PER_INSTANCE):
+            names.setdefault(file.parent, set()).add(file.name)
+    return [folder for folder, present in names.items() if len(present) == 2]
+
+
 def parse_run_name(name: str) -> tuple[str, dict[str, str]]:
     """``"mmlu:subject=philosophy,model=openai_gpt2"`` -> ``("mmlu", {"subject": "philosophy", "model": ...})``."""
     scenario, _, rest = name.partition(":")
@@ -95,6 +104,14 @@ class HelmRun:
     instances: list[dict[str, Any]]
     requests: list[dict[str, Any]]
     stamp: float
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _read(folder: Path, name: str) -> Any:
@@ -127,17 +144,16 @@ def read_run(folder: Path, *, model_name: str | None = None) -> HelmRun:
     scenario, args = parse_run_name(name)
     own = {k: v for k, v in args.items() if k not in ADAPTER_ARGS}
     domain = (next(iter(own.values())) if len(own) == 1 else ",".join(f"{k}={v}" for k, v in own.items())) or scenario
-    metrics = [str(n) for m in spec.get("metric_specs") or [] if isinstance(m, dict)
-               for n in ((m.get("args") or {}).get("names") or [])]
+    metrics = [str(n) for m in _list(spec.get("metric_specs")) for n in _list(_dict(_dict(m).get("args")).get("names"))]
     instances = _read(folder, PER_INSTANCE)
     if not isinstance(instances, list) or not all(isinstance(i, dict) for i in instances):
         raise JaggedInputError(f"{folder.name}/{PER_INSTANCE}: not a list of instance objects")
     state_path = folder / SCENARIO_STATE
     state = read_json_text(state_path) if state_path.is_file() else {}
-    requests = state.get("request_states") if isinstance(state, dict) else None
-    requests = [r for r in requests if isinstance(r, dict)] if isinstance(requests, list) else []
-    times = [r.get("result", {}).get("request_datetime") for r in requests if isinstance(r.get("result"), dict)]
+    requests = [r for r in _list(_dict(state).get("request_states")) if isinstance(r, dict)]
+    times = [_dict(r.get("result")).get("request_datetime") for r in requests]
     times = [t for t in times if isinstance(t, (int, float)) and not isinstance(t, bool)]
+    times = [t for t in times if math.isfinite(t)]
     stamp = float(max(times)) if times else (folder / RUN_SPEC).stat().st_mtime
     return HelmRun(folder=folder, name=name.strip(), scenario=scenario, domain=domain, model=model.strip(),
                    metrics=metrics, instances=instances, requests=requests, stamp=stamp)
@@ -177,14 +193,17 @@ def _choices(run: HelmRun) -> dict[str, tuple[str | None, str | None]]:
     """Instance id to (letter answered, letter of the correct reference), for multiple-choice requests."""
     out: dict[str, tuple[str | None, str | None]] = {}
     for state in run.requests:
-        instance = state.get("instance") if isinstance(state.get("instance"), dict) else {}
+        instance = _dict(state.get("instance"))
         mapping = state.get("output_mapping")
         if instance.get("perturbation") or not isinstance(mapping, dict) or not mapping:
             continue
-        correct = [ref.get("output", {}).get("text") for ref in instance.get("references") or []
-                   if isinstance(ref, dict) and "correct" in (ref.get("tags") or [])]
-        key = next((letter for letter, text in mapping.items() if correct and text == correct[0]), None)
-        completions = (state.get("result") or {}).get("completions") or []
+        references = instance.get("references") if isinstance(instance.get("references"), list) else []
+        correct = [ref["output"].get("text") for ref in references if isinstance(ref, dict)
+                   and isinstance(ref.get("output"), dict) and isinstance(ref.get("tags"), list)
+                   and "correct" in ref["tags"]]
+        key = next((str(letter) for letter, text in mapping.items() if correct and text == correct[0]), None)
+        result = state.get("result") if isinstance(state.get("result"), dict) else {}
+        completions = result.get("completions") if isinstance(result.get("completions"), list) else []
         answer = completions[0].get("text") if completions and isinstance(completions[0], dict) else None
         answer = answer.strip() if isinstance(answer, str) else None
         if answer not in mapping:  # an answer given as the option's text, else no option
@@ -285,4 +304,5 @@ def load_runs(folders: list[Path], *, source: str, metric: str | None = None, mo
                                                                                                format=FORMAT)
 
 
-__all__ = ["FORMAT", "HelmRun", "is_run_file", "load_runs", "parse_run_name", "read_run", "read_runs", "run_folders"]
+__all__ = ["FORMAT", "HelmRun", "is_run_file", "load_runs", "parse_run_name", "read_run", "read_runs", "run_folders",
+           "runs_among"]

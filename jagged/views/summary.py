@@ -86,7 +86,8 @@ NOTE_KEYS: dict[str, str] = {
     "limit": "limited run (--limit)",
     "status": "incomplete log",
     "superseded": "superseded by a newer run",
-    "left out": "leaf left out (no usable value)",
+    "left out": "left out (no usable value, or not a domain)",
+    "not evaluated": "not evaluated (-1 read as missing)",
     "not used": "file not used",
 }
 
