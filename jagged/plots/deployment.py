@@ -34,35 +34,6 @@ SAME_COLOR = "0.6"
 LABEL_DEFAULT = 8
 
 
-def panels(n: int, *, width: float = 6.4, height: float = 4.6, ncols: int = 2) -> list[Axes]:
-    """A grid of ``n`` panels (one per profile), ``ncols`` wide; unused cells are hidden.
-
-    Parameters
-    ----------
-    n : int
-        Number of panels.
-    width, height : float
-        Size of one panel in inches.
-    ncols : int
-        Panels per row.
-
-    Returns
-    -------
-    list of matplotlib.axes.Axes
-        ``n`` axes in reading order, all on one figure.
-    """
-    import matplotlib.pyplot as plt
-
-    ncols = max(1, min(ncols, n))
-    nrows = max(1, -(-n // ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), layout="constrained",
-                             squeeze=False)
-    flat = list(axes.ravel())
-    for ax in flat[n:]:
-        ax.set_visible(False)
-    return flat[:n]
-
-
 def _one_profile(table: pd.DataFrame, profile: str | None, what: str) -> tuple[pd.DataFrame, str]:
     """Rows of one profile (the only one when ``profile`` is None)."""
     _check_columns(table, ("profile",), what)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jagged.views.overview import by_jaggedness, domain_order, left_out, model_order, per_model
+from jagged.views.overview import by_jaggedness, error_matrix, left_out, model_order, per_model
 
 
 def _count(n: int, word: str) -> str:
@@ -47,6 +47,11 @@ def cut_note(metrics: pd.DataFrame, limit: int | None) -> str:
             "(their median error per domain)")
 
 
+def _as_sentence(clause: str) -> str:
+    """A clause as a sentence to append (leading space, capital, full stop); "" stays ""."""
+    return f" {clause[0].upper()}{clause[1:]}." if clause else ""
+
+
 def _extremes(metrics: pd.DataFrame) -> str:
     rows = by_jaggedness(metrics)
     if rows.empty:
@@ -76,13 +81,10 @@ def dispersion_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | 
     """
     n_models = per_model(metrics)["model"].nunique()
     n_domains = scores["domain"].nunique()
-    note = cut_note(metrics, limit)
     text = (f"Dot plot of error rates (1 − score), one row per model ({_count(n_models, 'model')}), most "
             f"jagged at the top; each row has one dot per domain ({_count(n_domains, 'domain')}) at its "
             "error rate, a bar at the model's mean error, and its cv_error at the right.")
-    if note:
-        text += f" {note[0].upper()}{note[1:]}."
-    return text + _extremes(metrics)
+    return text + _as_sentence(cut_note(metrics, limit)) + _extremes(metrics)
 
 
 def heatmap_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | None = None) -> str:
@@ -101,20 +103,14 @@ def heatmap_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | Non
     -------
     str
     """
-    errors = 1.0 - scores.pivot_table(index="model", columns="domain", values="score", aggfunc="first",
-                                      observed=True)
-    errors.columns = errors.columns.astype(str)
-    order = domain_order(errors, "error")
+    order = error_matrix(scores, order="error").columns[1:].tolist()
     n_models = per_model(metrics)["model"].nunique()
     text = (f"Heatmap of error rates (1 − score): {_count(n_models, 'model')} in rows, most jagged at the "
             f"top; {_count(len(order), 'domain')} in columns")
     if len(order) > 1:
         text += f", from the lowest median error ({order[0]}) on the left to the highest ({order[-1]}) on the right"
     text += "; darker cells are more errors, grey cells have no score."
-    note = cut_note(metrics, limit)
-    if note:
-        text += f" {note[0].upper()}{note[1:]}."
-    return text + " The numbers are in the table below the figure."
+    return text + _as_sentence(cut_note(metrics, limit)) + " The numbers are in the table below the figure."
 
 
 def scatter_alt(metrics: pd.DataFrame) -> str:
