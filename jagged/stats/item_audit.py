@@ -32,7 +32,7 @@ from scipy.stats import t as student_t
 
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
-from jagged.stats.item_sums import NO_ANSWER, ItemSums, item_sums, softplus
+from jagged.stats.item_sums import NO_ANSWER, ItemSums, item_sums, softplus, text_column
 
 #: Fewer models than this: discrimination and distractor flags are not computed (a note instead).
 MIN_MODELS = 10
@@ -49,6 +49,8 @@ SLOPES: tuple[float, ...] = (0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
 GRID_POINTS = 25
 GRID_REACH = 6.0
 EM_ITERATIONS = 30
+#: Items (evenly spaced in item order) that choose the slope; all items when there are fewer.
+SLOPE_ITEMS = 20_000
 #: Bayes factor above which a likely key error with a clear alternative is re-scored in the what-if
 #: (100: "decisive" on Jeffreys' scale).
 RESCORE_BAYES_FACTOR = 100.0
@@ -263,22 +265,27 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
     "all chose the key" or "all chose the same other option" is for models of these
     abilities.
 
-    *Why this score* (candidates compared, recall at the planted count / AUC):
-    on 2PL simulations (30 models, 3,000 items, 3% miskeyed: a distractor is the true
-    answer; 3 seeds) with heterogeneous models, −r_rest reached 0.20–0.29 / 0.50–0.54
-    (miskeyed items are often answered by nobody, leaving r undefined), −ul_index
-    0.13–0.21 / 0.88–0.91, the largest distractor correlation 0.34–0.44 / 0.86–0.93,
-    the upper group's margin of its top wrong option over the key 0.58–0.63 /
-    0.97–0.98, and this score 0.61–0.68 / 0.97–0.99; with 30 strong models answering
-    most items alike, the correlation-based scores fell to AUC 0.34–0.81 while the
-    upper-group margin and this score stayed at 0.72–0.78 / 0.99 (difficulty alone ranks
-    miskeyed items well in simulation, but on MMLU-Pro 640 items nobody answers and most
-    are not miskeyed). On the bundled MMLU-Pro data the 31 items whose key letter was
-    revised between file versions rank at a median of 422 of 12,032 with this score
-    (AUC 0.92; 18 in the top 500), against 1,995 (AUC 0.80) for the upper-group margin,
-    3,735 (0.62) for −r_rest and 4,056 (0.56) for the largest distractor correlation.
-    ``benchmarks/bench_item_audit.py`` and ``tests/test_item_audit.py`` rerun the
-    comparison.
+    *Why this score* (``benchmarks/bench_item_audit.py --part evidence`` reruns the
+    comparison; recall at the planted count / AUC over 3 seeds). On 2PL simulations of 30
+    models × 3,000 items with 3% planted miskeyed items (a distractor is the true answer):
+    with models of mixed ability this score reaches 0.77–0.85 / 0.991–0.997, the upper
+    group's margin of its top wrong option over the key 0.78–0.84 / 0.988–0.996, the
+    number of flags 0.60–0.76 / 0.98–0.99, −p_correct 0.63–0.69 / 0.96–0.98, the largest
+    distractor correlation 0.40–0.55 / 0.88–0.95, −ul_index 0.16–0.38 / 0.90–0.96 and
+    −r_rest 0.24–0.51 / 0.55–0.73 (a miskeyed item that nobody answers "correctly" has no
+    correlation at all); with trap distractors that many models fall for, 0.62–0.71 /
+    0.975–0.988 against 0.58–0.63 / 0.971–0.976 for the margin; with 30 strong models
+    that answer most items alike, 0.98–1.00 / 1.000 while −r_rest falls to 0.04–0.11 /
+    0.21–0.31 (difficulty alone and the margin also reach 1.00 there, because in the
+    simulation only miskeyed items are that hard). Real data separate the candidates: on
+    the bundled MMLU-Pro responses the 31 items whose key letter was revised between
+    file versions rank at a median of 389 of 12,032 with this score (19 in the top 500,
+    AUC 0.93), against 627 (0.88) for the margin, 1,293 (0.76) for the number of flags
+    (key_inconsistent left out, which defines these items), 1,849 (0.77) for difficulty,
+    3,735 (0.62) for −r_rest and 4,031 (0.56) for the largest distractor correlation.
+    Without choices the score uses correctness only and is weaker (simulated AUC
+    0.91–0.95 with mixed abilities, 0.99 with strong models; on MMLU-Pro 0.60, where
+    difficulty gives 0.77): choices carry most of the evidence of a wrong key.
 
     **Edge cases.** An item with one model gets statistics but no flags (note "one
     model only"); all-equal responses give NaN correlations, the ``uninformative``
@@ -381,10 +388,12 @@ def audit_from_sums(sums: ItemSums, *, rest: str = "domain") -> ItemAudit:
     per_item = _option_summary(options, t, choice_ok)
     slope, grid, prior, suspicion, likely = _suspicion(sums, t, keys["key"], choice_ok, nopt)
     table = pd.DataFrame({
-        "item": t["item"].to_numpy(dtype=object), "domain": t["domain"].to_numpy(dtype=object),
+        "item": text_column(t["item"]), "domain": text_column(t["domain"]),
         "n_models": n.astype(np.int64), "n_options": nopt, "chance": chance, "p_correct": p, "r_rest": r_rest,
         "ul_index": p_upper - p_lower, "p_upper": p_upper, "p_lower": p_lower,
-        "key": keys["key"], "keys": keys["keys"], **per_item, "likely_key": likely, "suspicion": suspicion,
+        "key": text_column(keys["key"]), "keys": text_column(keys["keys"]),
+        **{k: (text_column(v) if v.dtype == object else v) for k, v in per_item.items()},
+        "likely_key": text_column(likely), "suspicion": suspicion,
     })
     var_x = t["sxx"].to_numpy(dtype=float) / n - p * p
     table = _flags(table, choice_ok, keys["n_keys"], var_x <= 1e-12)
@@ -410,23 +419,21 @@ def _rest_correlation(t: pd.DataFrame) -> np.ndarray:
 
 def _keys(sums: ItemSums, t: pd.DataFrame) -> dict[str, np.ndarray]:
     """Per item: the key most rows carry (ties: the first label), how many keys, and the list."""
-    items = t["item"].to_numpy(dtype=object)
+    n_items = len(t)
     k = sums.keys
-    key = np.full(len(items), None, dtype=object)
-    n_keys = np.zeros(len(items), dtype=np.int64)
-    listing = np.full(len(items), "", dtype=object)
+    key = np.full(n_items, None, dtype=object)
+    n_keys = np.zeros(n_items, dtype=np.int64)
+    listing = np.full(n_items, "", dtype=object)
     if len(k):
-        ordered = k.sort_values(["item", "count", "key"], ascending=[True, False, True], kind="mergesort")
-        first = ordered.drop_duplicates("item")
-        pos = pd.Index(items).get_indexer(first["item"])
-        key[pos] = first["key"].to_numpy(dtype=object)
-        counts = ordered.groupby("item", sort=False).size()
-        n_keys[pd.Index(items).get_indexer(counts.index)] = counts.to_numpy()
-        several = ordered[ordered["item"].isin(counts.index[counts > 1])]
+        ordered = k.sort_values(["pos", "count", "key"], ascending=[True, False, True], kind="mergesort")
+        first = ordered.drop_duplicates("pos")
+        key[first["pos"].to_numpy()] = first["key"].to_numpy(dtype=object)
+        n_keys = np.bincount(ordered["pos"].to_numpy(), minlength=n_items).astype(np.int64)
+        several = ordered[n_keys[ordered["pos"].to_numpy()] > 1]
         if len(several):
             text = (several["key"].astype(str) + "×" + several["count"].astype(np.int64).astype(str)).groupby(
-                several["item"], sort=False).agg(", ".join)
-            listing[pd.Index(items).get_indexer(text.index)] = text.to_numpy(dtype=object)
+                several["pos"].to_numpy(), sort=False).agg(", ".join)
+            listing[text.index.to_numpy()] = text.to_numpy(dtype=object)
     return {"key": key, "n_keys": n_keys, "keys": listing}
 
 
@@ -437,8 +444,7 @@ def _options(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.nda
     o = sums.options
     if not len(o):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in OPTION_COLUMNS})
-    index = pd.Index(t["item"].to_numpy(dtype=object))
-    pos = index.get_indexer(o["item"])
+    pos = o["pos"].to_numpy()
     keep = choice_ok[pos]
     o, pos = o[keep].reset_index(drop=True), pos[keep]
     n = t["n"].to_numpy(dtype=float)[pos]
@@ -469,8 +475,9 @@ def _options(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.nda
     with np.errstate(invalid="ignore", divide="ignore"):
         upper = np.where(k_ul > 0, o["swu"].to_numpy(dtype=float) / k_ul, np.nan)
     return pd.DataFrame({
-        "item": o["item"].to_numpy(dtype=object), "domain": t["domain"].to_numpy(dtype=object)[pos],
-        "option": np.where(label == NO_ANSWER, None, label), "is_key": label == key[pos], "valid": valid,
+        "item": text_column(t["item"].to_numpy(dtype=object)[pos]),
+        "domain": text_column(t["domain"].to_numpy(dtype=object)[pos]),
+        "option": text_column(np.where(label == NO_ANSWER, None, label)), "is_key": label == key[pos], "valid": valid,
         "n_chose": count.astype(np.int64), "share": count / n, "n_wrong": n_wrong.astype(np.int64),
         "wrong_share": n_wrong / n, "upper_share": upper, "r_rest": r, "p_value": p_value, "q_value": q_value,
         "_pos": pos, "_swu_wrong": o["swu_wrong"].to_numpy(dtype=float),
@@ -516,21 +523,22 @@ def _option_summary(options: pd.DataFrame, t: pd.DataFrame, choice_ok: np.ndarra
     invalid = ~valid & ~none
     np.add.at(out["share_invalid"], pos[invalid], options["share"].to_numpy(dtype=float)[invalid])
 
-    def best(mask: np.ndarray, value: np.ndarray) -> pd.DataFrame:
-        frame = pd.DataFrame({"pos": pos[mask], "value": value[mask], "label": label[mask],
-                              "row": np.flatnonzero(mask)})
-        frame = frame.sort_values(["pos", "value", "label"], ascending=[True, False, True], kind="mergesort")
-        return frame.drop_duplicates("pos")
+    def best(mask: np.ndarray, value: np.ndarray) -> dict[str, np.ndarray]:
+        """Per item, the row with the highest value (ties: the first label; rows come sorted by item, label)."""
+        rows = np.flatnonzero(mask)
+        order = rows[np.lexsort((-value[rows], pos[rows]))]  # stable: ties keep label order
+        first = order[np.r_[True, pos[order][1:] != pos[order][:-1]]] if len(order) else order
+        return {"pos": pos[first], "value": value[first], "label": label[first], "row": first}
 
     upper = options["upper_share"].to_numpy(dtype=float)
     strong = best(valid & np.isfinite(upper), upper)
-    out["strong_choice"][strong["pos"]] = strong["label"].to_numpy(dtype=object)
-    out["strong_choice_share"][strong["pos"]] = strong["value"].to_numpy(dtype=float)
+    out["strong_choice"][strong["pos"]] = strong["label"]
+    out["strong_choice_share"][strong["pos"]] = strong["value"]
     wrong = valid & (options["n_wrong"].to_numpy() > 0)
     top = best(wrong, options["wrong_share"].to_numpy(dtype=float))
-    rows = top["row"].to_numpy()
-    out["top_wrong"][top["pos"]] = top["label"].to_numpy(dtype=object)
-    out["top_wrong_share"][top["pos"]] = top["value"].to_numpy(dtype=float)
+    rows = top["row"]
+    out["top_wrong"][top["pos"]] = top["label"]
+    out["top_wrong_share"][top["pos"]] = top["value"]
     out["top_wrong_r"][top["pos"]] = options["r_rest"].to_numpy(dtype=float)[rows]
     out["top_wrong_q"][top["pos"]] = options["q_value"].to_numpy(dtype=float)[rows]
     attracts = wrong & (options["r_rest"].to_numpy(dtype=float) > DISTRACTOR_R) & \
@@ -540,8 +548,8 @@ def _option_summary(options: pd.DataFrame, t: pd.DataFrame, choice_ok: np.ndarra
     with np.errstate(invalid="ignore", divide="ignore"):
         strong_wrong = np.where(k_ul > 0, options["_swu_wrong"].to_numpy(dtype=float) / k_ul, np.nan)
     sw = best(wrong & np.isfinite(strong_wrong), strong_wrong)
-    out["_strong_wrong_share"][sw["pos"]] = sw["value"].to_numpy(dtype=float)
-    out["_strong_wrong"][sw["pos"]] = sw["label"].to_numpy(dtype=object)
+    out["_strong_wrong_share"][sw["pos"]] = sw["value"]
+    out["_strong_wrong"][sw["pos"]] = sw["label"]
     return out
 
 
@@ -595,21 +603,23 @@ def _choose_slope(sums: ItemSums, t: pd.DataFrame) -> tuple[float, np.ndarray]:
     """The slope in :data:`SLOPES` with the highest marginal likelihood of the scored responses.
 
     For the choice of a only, every model of a group is taken to have every item of it
-    (so Σ softplus is a per-group constant); the audit itself uses the exact sums.
+    (so Σ softplus is a per-group constant), and at most :data:`SLOPE_ITEMS` items, evenly
+    spaced in item order, are used; the audit itself uses the exact sums of every item.
     """
     mg = sums.model_group
     theta = mg["theta"].to_numpy(dtype=float)
     groups = pd.Index(pd.unique(mg["group"]))
     group_of_row = groups.get_indexer(mg["group"])
-    item_group = groups.get_indexer(t["group"])
-    sx = t["sx"].to_numpy(dtype=float)
-    sxt = t["sxtheta"].to_numpy(dtype=float)
+    chosen = np.unique(np.linspace(0, len(t) - 1, min(len(t), SLOPE_ITEMS)).astype(np.int64))
+    item_group = groups.get_indexer(t["group"].to_numpy(dtype=object)[chosen])
+    sx = t["sx"].to_numpy(dtype=float)[chosen]
+    sxt = t["sxtheta"].to_numpy(dtype=float)[chosen]
     best = (-np.inf, SLOPES[0], _grid(theta, SLOPES[0]))
     for a in SLOPES:
         grid = _grid(theta, a)
         per_group = np.zeros((len(groups), len(grid)))
         np.add.at(per_group, group_of_row, softplus(a * (theta[:, None] - grid[None, :])))
-        blocks = [_log_lik(sx[b], sxt[b], per_group[item_group[b]], a, grid) for b in _blocks(len(t))]
+        blocks = [_log_lik(sx[b], sxt[b], per_group[item_group[b]], a, grid) for b in _blocks(len(chosen))]
         _, total = _em_prior(blocks, len(grid), iterations=10)
         if total > best[0]:
             best = (total, a, grid)
@@ -657,7 +667,7 @@ def _choice_suspicion(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_o
 
     o = sums.options
     n_items = len(t)
-    pos = pd.Index(t["item"].to_numpy(dtype=object)).get_indexer(o["item"])
+    pos = o["pos"].to_numpy()
     keep = choice_ok[pos]
     o, pos = o[keep], pos[keep]
     label = o["label"].to_numpy(dtype=object)
@@ -697,7 +707,7 @@ def _choice_suspicion(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_o
     with np.errstate(divide="ignore"):
         l_alt = np.where(n_alt > 0, top + np.log(mass) - np.log(np.maximum(n_alt, 1)), -np.inf)
     suspicion = np.logaddexp(l_flat, l_alt) - np.log(2.0) - l_key
-    frame = pd.DataFrame({"pos": pos[valid], "l": l_j[valid], "label": label[valid]})
+    frame = pd.DataFrame({"pos": pos[valid], "l": l_j[valid], "label": text_column(label[valid])})
     frame = frame.sort_values(["pos", "l", "label"], ascending=[True, False, True], kind="mergesort")
     frame = frame.drop_duplicates("pos")
     likely = np.full(n_items, None, dtype=object)
@@ -895,18 +905,12 @@ def flag_sensitivity(audit: ItemAudit, *, flags: Iterable[str] = REVIEW_FLAGS) -
         "n_items": n_items.to_numpy(dtype=np.int64),
         "n_set_aside": (n_items - n_kept).to_numpy(dtype=np.int64),
         "cv_error_rescored": rescored["cv_error"].reindex(models).to_numpy(dtype=float),
-        "n_rescored": _rescored_counts(audit, rescore).reindex(models).fillna(0).to_numpy(dtype=np.int64),
+        "n_rescored": md.groupby("model")["n_rescored"].sum().reindex(models).fillna(0).to_numpy(dtype=np.int64),
         "note": notes,
     })
     out["cv_change"] = out["cv_error_set_aside"] - out["cv_error"]
     out["cv_change_rescored"] = out["cv_error_rescored"] - out["cv_error"]
     return out[list(SENSITIVITY_COLUMNS)]
-
-
-def _rescored_counts(audit: ItemAudit, rescore: dict[str, str]) -> pd.Series:
-    """Items of each model that the what-if re-scores (every model with the item counts)."""
-    md = audit.sums.model_domain_sums(np.asarray(list(rescore), dtype=object), {})
-    return (md.groupby("model")["n"].sum() - md.groupby("model")["n_kept"].sum()).astype(np.int64)
 
 
 def domain_flags(audit: ItemAudit) -> pd.DataFrame:

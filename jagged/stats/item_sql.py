@@ -91,21 +91,38 @@ STATEMENTS: tuple[str, ...] = (
     """CREATE TEMP TABLE key_counts AS
        SELECT item, {key_label} AS key, count(*) AS count
        FROM rows WHERE {key_label} IS NOT NULL GROUP BY item, {key_label}""",
+    # items and labels numbered (the Python side gets integers, not a string per row)
+    """CREATE TEMP TABLE item_pos AS SELECT item, row_number() OVER (ORDER BY item) - 1 AS pos FROM item_sums""",
+    """CREATE TEMP TABLE label_code AS
+       SELECT label, row_number() OVER (ORDER BY label) - 1 AS code
+       FROM (SELECT DISTINCT label FROM option_sums UNION SELECT DISTINCT key FROM key_counts)""",
     # the per-row table for the on-demand queries
-    """CREATE TEMP TABLE presence AS SELECT item, mg_id FROM w""",
+    """CREATE TEMP TABLE presence AS SELECT item_pos.pos, w.mg_id FROM w JOIN item_pos ON w.item = item_pos.item""",
     """DROP TABLE w""",
 )
 
+#: What the Python side fetches (items in order; options and keys by item position and label code).
+FETCH_ITEMS = "SELECT * FROM item_sums ORDER BY item"
+FETCH_OPTIONS = """SELECT item_pos.pos, label_code.code AS label, o.count, o.stheta, o.swu, o.n_wrong, o.n_wrong_r,
+                          o.sr_wrong, o.swu_wrong
+                   FROM option_sums o JOIN item_pos ON o.item = item_pos.item
+                   JOIN label_code ON o.label = label_code.label ORDER BY item_pos.pos, o.label"""
+FETCH_KEYS = """SELECT item_pos.pos, label_code.code AS key, k.count
+                FROM key_counts k JOIN item_pos ON k.item = item_pos.item
+                JOIN label_code ON k.key = label_code.label ORDER BY item_pos.pos, k.key"""
+FETCH_LABELS = "SELECT label FROM label_code ORDER BY code"
+
 #: Σ_m softplus(a (θ_m − b_g)) per item: ``sp`` holds one row per (model, group) with one column per grid point.
-SOFTPLUS_SQL = """SELECT presence.item, {sums} FROM presence JOIN sp ON presence.mg_id = sp.mg_id
-                  GROUP BY presence.item"""
+SOFTPLUS_SQL = """SELECT presence.pos, {sums} FROM presence JOIN sp ON presence.mg_id = sp.mg_id
+                  GROUP BY presence.pos"""
 
 #: Per (model, domain): all items, those not set aside, and the what-if re-scoring.
 SENSITIVITY_SQL = """SELECT rows.model, rows.domain, sum(rows.x) AS s, count(*) AS n,
                             coalesce(sum(rows.x) FILTER (WHERE aside.item IS NULL), 0) AS s_kept,
                             count(*) FILTER (WHERE aside.item IS NULL) AS n_kept,
                             sum(CASE WHEN alt.option IS NULL THEN rows.x
-                                     WHEN rows.choice = alt.option THEN 1.0 ELSE 0.0 END) AS s_rescored
+                                     WHEN rows.choice = alt.option THEN 1.0 ELSE 0.0 END) AS s_rescored,
+                            count(*) FILTER (WHERE alt.option IS NOT NULL) AS n_rescored
                      FROM rows LEFT JOIN aside ON rows.item = aside.item LEFT JOIN alt ON rows.item = alt.item
                      GROUP BY rows.model, rows.domain"""
 
@@ -191,18 +208,19 @@ def parquet_item_sums(path: str | Path, *, rest: str = "domain", memory_limit: s
         for statement in STATEMENTS:
             con.execute(statement.format(upper_lower=repr(UPPER_LOWER), key_label=key_label))
         mg = con.execute("SELECT mg_id, model, grp, s, n, theta FROM mg ORDER BY mg_id").fetch_df()
-        items = con.execute("SELECT * FROM item_sums ORDER BY item").fetch_df()
-        options = con.execute("SELECT * FROM option_sums ORDER BY item, label").fetch_df()
-        keys = con.execute("SELECT * FROM key_counts ORDER BY item, key").fetch_df()
+        items = con.execute(FETCH_ITEMS).fetch_df()
+        labels = np.asarray([r[0] for r in con.execute(FETCH_LABELS).fetchall()], dtype=object)
+        options = con.execute(FETCH_OPTIONS).fetchnumpy()
+        keys = con.execute(FETCH_KEYS).fetchnumpy()
     except duckdb.Error as exc:
         session.close()
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise JaggedInputError(f"{path.name}: cannot audit item-level Parquet: {first}") from None
     items = _typed(items, ("item", "domain", "grp"))
     items = items.rename(columns={"grp": "group"})
-    options = _typed(options, ("item", "label"))[list(OPTION_SUM_COLUMNS)]
-    keys = _typed(keys, ("item", "key"))
-    item_index = pd.Index(items["item"].to_numpy(dtype=object))
+    options = _coded(options, labels, "label")[list(OPTION_SUM_COLUMNS)]
+    keys = _coded(keys, labels, "key")
+    n_items = len(items)
     theta = mg["theta"].to_numpy(dtype=float)
 
     def softplus_sums(a: float, grid: np.ndarray) -> np.ndarray:
@@ -215,9 +233,8 @@ def parquet_item_sums(path: str | Path, *, rest: str = "domain", memory_limit: s
         con.unregister("sp_frame")
         sums = ", ".join(f"sum(sp.sp_{g}) AS sp_{g}" for g in range(len(grid)))
         out = con.execute(SOFTPLUS_SQL.format(sums=sums)).fetch_df()
-        order = item_index.get_indexer(out["item"].astype(str))
-        result = np.zeros((len(item_index), len(grid)))
-        result[order] = out[[f"sp_{g}" for g in range(len(grid))]].to_numpy(dtype=float)
+        result = np.zeros((n_items, len(grid)))
+        result[out["pos"].to_numpy(dtype=np.int64)] = out[[f"sp_{g}" for g in range(len(grid))]].to_numpy(dtype=float)
         return result
 
     def model_domain_sums(set_aside: np.ndarray, rescore: dict[str, str]) -> pd.DataFrame:
@@ -233,7 +250,7 @@ def parquet_item_sums(path: str | Path, *, rest: str = "domain", memory_limit: s
         con.unregister("alt_frame")
         out = con.execute(SENSITIVITY_SQL + " ORDER BY rows.model, rows.domain").fetch_df()
         out = _typed(out, ("model", "domain"))
-        for column in ("s", "n", "s_kept", "n_kept", "s_rescored"):
+        for column in ("s", "n", "s_kept", "n_kept", "s_rescored", "n_rescored"):
             out[column] = out[column].to_numpy(dtype=float)
         return out
 
@@ -255,6 +272,20 @@ def _typed(frame: pd.DataFrame, text: tuple[str, ...]) -> pd.DataFrame:
             out[column] = pd.Series(values, dtype=object)
         else:
             out[column] = pd.to_numeric(frame[column]).to_numpy(dtype=float)
+    return pd.DataFrame(out)
+
+
+def _coded(columns: dict[str, np.ndarray], labels: np.ndarray, label_column: str) -> pd.DataFrame:
+    """A fetched table with ``pos`` as int64, the label codes back as label text, the rest as float."""
+    out = {}
+    for name, values in columns.items():
+        values = np.asarray(values)
+        if name == "pos":
+            out[name] = values.astype(np.int64)
+        elif name == label_column:
+            out[name] = pd.Series(labels[values.astype(np.int64)], dtype=object)
+        else:
+            out[name] = values.astype(float)
     return pd.DataFrame(out)
 
 

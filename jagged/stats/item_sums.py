@@ -38,7 +38,7 @@ ITEM_SUM_COLUMNS: tuple[str, ...] = (
 )
 #: Columns of :attr:`ItemSums.options` (per item and chosen label, rows with choice information).
 OPTION_SUM_COLUMNS: tuple[str, ...] = (
-    "item", "label", "count", "stheta", "swu", "n_wrong", "n_wrong_r", "sr_wrong", "swu_wrong",
+    "pos", "label", "count", "stheta", "swu", "n_wrong", "n_wrong_r", "sr_wrong", "swu_wrong",
 )
 
 
@@ -57,16 +57,23 @@ class ItemSums:
         choice information; the smallest and largest ``n_options`` (NaN: unknown).
     options : pandas.DataFrame
         One row per (item, chosen label) over rows with choice information
-        (:data:`OPTION_SUM_COLUMNS`): rows choosing it, their Σθ and Σw_u, how many of them
+        (:data:`OPTION_SUM_COLUMNS`; ``pos`` is the item's row in :attr:`items`, sorted by
+        ``pos`` then label): rows choosing it, their Σθ and Σw_u, how many of them
         were wrong, how many of those have a rest score, their ΣR and Σw_u. The label
         :data:`NO_ANSWER` is "no answer".
     keys : pandas.DataFrame
-        ``item``, ``key``, ``count``: how many rows carry each key.
+        ``pos`` (the item's row in :attr:`items`), ``key``, ``count``: how many rows carry
+        each key.
     has_choice, has_key : bool
         Whether the table has the columns.
     softplus : callable
         ``softplus(a, grid)`` → items × grid array of Σ_m ln(1 + exp(a (θ_m − b))) over the
         models that have the item (exact, for the chosen slope).
+    model_domain_sums : callable
+        ``model_domain_sums(set_aside, rescore)`` → per (model, domain) ``s, n`` over all
+        items, ``s_kept, n_kept`` without the items ``set_aside``, and ``s_rescored`` with
+        the items of ``rescore`` (item → option) scored against that option (``n_rescored``
+        of them).
     source : str
         Where the sums come from (``"memory"`` or ``"duckdb"``).
     """
@@ -170,8 +177,6 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain") -> ItemSums:
     -------
     ItemSums
     """
-    from jagged.readers.choices import option_index
-
     model_code, models = _codes(items["model"])
     domain_code, domains = _codes(items["domain"])
     item_code, item_names = _codes(items["item"])
@@ -227,8 +232,8 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain") -> ItemSums:
         "sxwu": per_item(x * w_u), "sxwl": per_item(x * w_l), "n_choice": per_item(informed.astype(float)),
         "nopt_min": nopt_min, "nopt_max": nopt_max,
     })
-    options = _option_sums(item_code, item_names, x, r, theta, w_u, informed, choice, nopt, option_index)
-    keys = _key_counts(item_code, item_names, x, key, choice)
+    options = _option_sums(item_code, x, r, theta, w_u, informed, choice)
+    keys = _key_counts(item_code, x, key, choice)
     mg_table = pd.DataFrame({"model": text_column(np.repeat(models, n_groups)),
                              "group": text_column(np.tile(groups, len(models))),
                              "s": s_mg, "n": n_mg, "theta": theta_mg})
@@ -249,11 +254,10 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain") -> ItemSums:
                     has_key=has_key, softplus=softplus_sums, model_domain_sums=model_domain_sums, source="memory")
 
 
-def _option_sums(item_code: np.ndarray, item_names: np.ndarray, x: np.ndarray, r: np.ndarray, theta: np.ndarray,
-                 w_u: np.ndarray, informed: np.ndarray, choice: np.ndarray | None, nopt: np.ndarray,
-                 option_index: Callable[[np.ndarray], np.ndarray]) -> pd.DataFrame:
+def _option_sums(item_code: np.ndarray, x: np.ndarray, r: np.ndarray, theta: np.ndarray, w_u: np.ndarray,
+                 informed: np.ndarray, choice: np.ndarray | None) -> pd.DataFrame:
     if choice is None or not informed.any():
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("item", "label") else float)
+        return pd.DataFrame({c: pd.Series(dtype=object if c == "label" else (np.int64 if c == "pos" else float))
                              for c in OPTION_SUM_COLUMNS})
     rows = np.flatnonzero(informed)
     label = np.where(pd.isna(choice[rows]), NO_ANSWER, choice[rows]).astype(object)
@@ -268,7 +272,7 @@ def _option_sums(item_code: np.ndarray, item_names: np.ndarray, x: np.ndarray, r
         return np.bincount(pair_code, values, n_pairs)
 
     return pd.DataFrame({
-        "item": text_column(item_names[pair_item]),
+        "pos": pair_item.astype(np.int64),
         "label": text_column(pair_label),
         "count": per_pair(), "stheta": per_pair(theta[rows]), "swu": per_pair(w_u[rows]),
         "n_wrong": per_pair(wrong.astype(float)), "n_wrong_r": per_pair((wrong & ok).astype(float)),
@@ -276,7 +280,7 @@ def _option_sums(item_code: np.ndarray, item_names: np.ndarray, x: np.ndarray, r
     })
 
 
-def _key_counts(item_code: np.ndarray, item_names: np.ndarray, x: np.ndarray, key: np.ndarray | None,
+def _key_counts(item_code: np.ndarray, x: np.ndarray, key: np.ndarray | None,
                 choice: np.ndarray | None) -> pd.DataFrame:
     """Rows per (item, key); without a key column, the choices of correct rows stand for the key."""
     if key is not None:
@@ -286,11 +290,11 @@ def _key_counts(item_code: np.ndarray, item_names: np.ndarray, x: np.ndarray, ke
         keyed = pd.notna(choice) & (x == 1)
         values = choice
     else:
-        return pd.DataFrame({"item": pd.Series(dtype=object), "key": pd.Series(dtype=object),
+        return pd.DataFrame({"pos": pd.Series(dtype=np.int64), "key": pd.Series(dtype=object),
                              "count": pd.Series(dtype=float)})
     rows = np.flatnonzero(keyed)
     pair_code, pair_item, pair_label = pair_codes(item_code[rows], values[rows].astype(object))
-    return pd.DataFrame({"item": text_column(item_names[pair_item]), "key": text_column(pair_label),
+    return pd.DataFrame({"pos": pair_item.astype(np.int64), "key": text_column(pair_label),
                          "count": np.bincount(pair_code, minlength=len(pair_item)).astype(float)})
 
 
@@ -305,7 +309,7 @@ def _model_domain_sums(model_code: np.ndarray, models: np.ndarray, domain_code: 
     n_domains = len(domains)
     md = model_code * n_domains + domain_code
     size = len(models) * n_domains
-    aside = np.isin(item_names, np.asarray(list(set_aside), dtype=object))[item_code]
+    aside = pd.Index(item_names).isin(list(set_aside))[item_code]
     alt_of_item = pd.Series(rescore, dtype=object).reindex(item_names).to_numpy(dtype=object)
     alt = alt_of_item[item_code]
     has_alt = pd.notna(alt)
@@ -318,5 +322,6 @@ def _model_domain_sums(model_code: np.ndarray, models: np.ndarray, domain_code: 
         "s_kept": np.bincount(md, np.where(aside, 0.0, x), size),
         "n_kept": np.bincount(md, (~aside).astype(float), size),
         "s_rescored": np.bincount(md, x_alt, size),
+        "n_rescored": np.bincount(md, has_alt.astype(float), size),
     })
     return out[out["n"] > 0].reset_index(drop=True)
