@@ -135,12 +135,13 @@ def write_table(table: Any, output: str | None) -> None:
               "eigenvalues, thresholds, draws, seed, variance_shares, ...).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Also write the per (model, domain) residuals to OUT.csv (or .json).")
-@click.option("--draws", type=click.IntRange(min=1), default=500, show_default=True, metavar="N",
-              help="Permuted data sets of the parallel analysis (and of the category check).")
+@click.option("--draws", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Permuted data sets of the parallel analysis and the category check (default 500; fewer "
+                   "for very large tables, the output says how many).")
 @input_options
 @opts.cli_options(opts.ANALYSIS, exclude=("weights", "profiles", "missing_weight", "bootstrap"))
 @guarded
-def structure(scores: str, as_json: bool, output: str | None, draws: int, **kwargs: Any) -> None:
+def structure(scores: str, as_json: bool, output: str | None, draws: int | None, **kwargs: Any) -> None:
     """Is it the model or the benchmark? Decompose SCORES' error rates and count the dimensions.
 
     Fits logit(error) = model level + domain difficulty + residual, prints the share of the

@@ -430,6 +430,136 @@ def test_analysis_has_the_decomposition_section():
     assert analysis.structure is analysis.structure               # computed once
 
 
-def test_cli_default_draws_is_the_library_default():
+def test_default_draws_shrink_only_for_very_large_tables(monkeypatch):
+    assert st.default_draws(29, 14) == st.DEFAULT_DRAWS == 500 and st.default_draws(300, 60) == 500
+    assert st.default_draws(10_000, 100) == 200 and st.default_draws(10_000, 1_000) == st.MIN_DRAWS
     code, stdout, _ = run_cli("structure", "--help")
-    assert code == 0 and f"default: {st.DEFAULT_DRAWS}" in stdout.replace("\n", " ").replace("  ", " ")
+    assert code == 0 and "default 500" in " ".join(stdout.split())
+    table = long_table(np.random.default_rng(30).uniform(0.1, 0.9, (40, 4)), None)
+    monkeypatch.setattr("jagged.stats.dimensions.WORK_BUDGET", 40 * 16 * 120)  # as if huge: 120 draws
+    dims = st.dimensions(table)
+    assert dims.draws == 120 and "120 permutation draws instead of 500" in dims.notes[0]
+
+
+# --------------------------------------------------------------------------- views and plots
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    dataset = jagged.load(BUNDLED)
+    table = metrics_table(dataset, AnalysisOptions(bootstrap=60, seed=0))
+    return dataset, table, st.structure(dataset.scores, draws=100)
+
+
+def test_residual_heatmap_has_the_error_heatmaps_order_and_a_diverging_scale_centred_at_zero(bundled):
+    from jagged.plots import dispersion
+    from jagged.plots import structure as ps
+
+    dataset, table, result = bundled
+    for limit in (None, 10):
+        grid, cut = vs.residual_grid(result.decomposition, dataset.scores, table, limit=limit)
+        errors_ax = dispersion.error_heatmap(dataset.scores, table, limit=limit)
+        ax = ps.residual_heatmap(grid, cut=cut)
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert labels == [t.get_text() for t in errors_ax.get_yticklabels()]
+        assert [t.get_text() for t in ax.get_xticklabels()] == [t.get_text() for t in errors_ax.get_xticklabels()]
+        image = ax.images[0]
+        lo, hi = image.get_clim()
+        assert lo == -hi and hi == pytest.approx(np.nanmax(np.abs(grid.to_numpy())))
+        assert image.get_cmap().name.startswith("RdBu")
+        np.testing.assert_allclose(np.ma.filled(image.get_array(), np.nan), grid.to_numpy(), equal_nan=True)
+    # the summary row is the median residual of the models left out
+    grid, cut = vs.residual_grid(result.decomposition, dataset.scores, table, limit=10)
+    from jagged.views.overview import left_out
+
+    hidden = left_out(table, limit=10)
+    res = result.decomposition.residuals()
+    median = res[res["model"].isin(hidden)].groupby("domain")["residual"].median()
+    np.testing.assert_allclose(grid.iloc[cut].to_numpy(), median.reindex(grid.columns).to_numpy())
+
+
+def test_scree_bars_and_scatter_draw_the_numbers(bundled):
+    from jagged.plots import structure as ps
+
+    dataset, table, result = bundled
+    dims = result.dimensions.table()
+    ax = ps.scree(dims)
+    lines = {line.get_gid(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["eigenvalues"].get_ydata(), result.dimensions.eigenvalues)
+    np.testing.assert_allclose(lines["threshold"].get_ydata(), result.dimensions.thresholds)
+    ax = ps.variance_bars(result.shares)
+    widths = {p.get_gid(): p.get_width() for p in ax.patches}
+    assert widths["share-model"] == pytest.approx(result.share("model"))
+    assert widths["share-residual"] == pytest.approx(result.share("residual"))
+    ax = ps.relative_vs_cv(table)
+    points = ax.collections[[c.get_gid() for c in ax.collections].index("models")].get_offsets()
+    first = table.drop_duplicates("model")
+    np.testing.assert_allclose(np.sort(points[:, 1]), np.sort(first["relative_jaggedness_corrected"].to_numpy()))
+    top = set(first.nlargest(5, "relative_jaggedness_corrected")["model"]) | set(first.nlargest(5, "cv_error")["model"])
+    assert {t.get_text() for t in ax.texts} == top                 # 29 models: the 5 highest on each axis
+
+
+def test_residual_profile_marks_a_planted_departure():
+    rng = np.random.default_rng(31)
+    sim = simulate(rng, residual_sd=0.0)
+    logit = -0.6 + sim["a"][:, None] + sim["b"][None, :]
+    logit[4, 7] += 1.0                                             # m04 much weaker in d07
+    logit[4, 2] -= 1.0                                             # and much stronger in d02
+    errors = rng.binomial(sim["n"], expit(logit)) / sim["n"]
+    dec = st.decompose(long_table(errors, sim["n"]))
+    profile = vs.residual_profile(dec, "m04")
+    assert list(profile.columns) == list(vs.PROFILE_COLUMNS) and len(profile) == 15
+    assert profile.iloc[0]["domain"] == "d07" and profile.iloc[0]["departs"] == "weaker than expected"
+    assert profile.iloc[-1]["domain"] == "d02" and profile.iloc[-1]["departs"] == "stronger than expected"
+    assert (profile["departs"] != "").sum() == 2                    # nothing else beyond noise
+    assert (profile["residual_lo"] < profile["residual"]).all() and (profile["residual"] < profile["residual_hi"]).all()
+    text = vs.describe_profile(profile, "m04")
+    assert "more errors than expected in d07" in text and "fewer in d02" in text and "2 of 15" in text
+    even = vs.residual_profile(dec, "m05")
+    assert (even["departs"] == "").all() and "none of its 15 domains" in vs.describe_profile(even, "m05")
+    from jagged.plots import structure as ps
+
+    ax = ps.residual_profile_plot(profile, model="m04")
+    assert [t.get_text() for t in ax.get_yticklabels()] == profile["domain"].tolist()
+
+
+def test_sentences_and_text_quote_the_numbers(bundled):
+    dataset, table, result = bundled
+    text = " ".join(vs.structure_sentences(result, table))
+    assert f"{result.share('model'):.0%} is the models' level" in text
+    assert f"{result.share('domain'):.0%} the domains' difficulty" in text
+    assert "keeps 1" in text and f"{result.dimensions.first_share:.0%} of the variance" in text
+    top = result.models.sort_values("relative_jaggedness_corrected", ascending=False).iloc[0]
+    assert f"{top['model']} ({top['relative_jaggedness_corrected']:.2f})" in text
+    corr = st.level_correlations(table)
+    assert f"{corr['cv_error']:+.2f} with the macro score" in text
+    printed = vs.structure_text(result)
+    assert f"{result.share('residual'):.1%}" in printed and "retained: 1 of 14" in printed
+    shares = vs.share_table(result)
+    assert "cross terms (unbalanced table)" in shares["part"].tolist()      # -1.2% here: shown
+    rel = vs.relative_table(table)
+    assert rel["relative_jaggedness_corrected"].is_monotonic_decreasing
+    assert set(rel["relative_noise_flag"]) <= {"noise", ""}
+    assert "Heatmap of model × domain residuals" in vs.residual_heatmap_alt(*vs.residual_grid(
+        result.decomposition, dataset.scores, table))
+    assert "1 lie above it" in vs.scree_alt(result.dimensions)
+
+
+def test_glance_finding_from_a_hand_made_table():
+    from jagged.stats.analysis import Analysis
+    from jagged.views import glance
+
+    errors = np.array([[0.10, 0.20, 0.40], [0.20, 0.35, 0.55], [0.30, 0.45, 0.70], [0.15, 0.30, 0.20]])
+    scores = long_table(errors, np.full(errors.shape, 400))
+    analysis = Analysis(dataset=Dataset(scores=scores, source="hand.csv", paths=[], format="long"),
+                        options=AnalysisOptions())
+    found = glance.decomposition_finding(analysis)
+    result = analysis.structure
+    assert found.section == "decomposition" and found.statistic == "residual_beyond_noise"
+    assert found.value == pytest.approx(result.share("residual_beyond_noise"))
+    assert found.sentence.startswith(f"{result.share('residual_beyond_noise'):.0%} of the variance")
+    top = result.models.sort_values("relative_jaggedness_corrected", ascending=False).iloc[0]
+    assert top["model"] == "m03" and "Most model-specific: m03" in found.sentence   # the one out of line
+    one = long_table(errors[:1], np.full((1, 3), 400))
+    solo = Analysis(dataset=Dataset(scores=one, source="one.csv", paths=[], format="long"), options=AnalysisOptions())
+    assert not solo.sections["decomposition"] and glance.decomposition_finding(solo) is None

@@ -123,8 +123,10 @@ class Analysis:
     @property
     def sections(self) -> dict[str, bool]:
         """Which of the optional report sections (:data:`SECTIONS`) apply to this input."""
+        from jagged.stats.decomposition import decomposable
+
         return {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles,
-                "items": self.has_items, "decomposition": self.structure.decomposition.ok}
+                "items": self.has_items, "decomposition": decomposable(self.dataset.scores)}
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """How a notebook shows the analysis: a one-line summary, and :attr:`sections` as JSON.

@@ -371,6 +371,21 @@ def score_grid(scores: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return models, domains, error, n
 
 
+def decomposable(scores: pd.DataFrame) -> bool:
+    """Whether :func:`decompose` can fit anything: 2 models and 2 domains linked by shared domains.
+
+    Cheap (no fit): the report asks it to decide whether its section applies.
+    """
+    _, _, error, _ = score_grid(scores)
+    observed = ~np.isnan(error)
+    if observed.shape[0] < 2 or observed.shape[1] < 2:
+        return False
+    model_label, domain_label = _components(observed)
+    cells = np.bincount(model_label, weights=observed.sum(axis=1), minlength=sum(observed.shape))
+    main = int(np.argmax(cells))
+    return bool((model_label == main).sum() >= 2 and (domain_label == main).sum() >= 2)
+
+
 def decompose(scores: pd.DataFrame) -> Decomposition:
     """Fit logit(e_md) = μ + a_m + b_d + r_md to a per-domain score table.
 

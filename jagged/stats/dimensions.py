@@ -29,6 +29,18 @@ DEFAULT_DRAWS: int = 500
 PERCENTILE: float = 0.95
 #: Upper bound on the entries of one block of permuted data (draws × models × domains).
 _BLOCK_ENTRIES = 4_000_000
+#: Multiply-adds the default number of draws may cost (draws × n × p², the permuted correlations).
+WORK_BUDGET: float = 2e10
+#: The fewest draws the work budget may leave.
+MIN_DRAWS: int = 50
+
+
+def default_draws(n: int, p: int) -> int:
+    """:data:`DEFAULT_DRAWS`, fewer (never below :data:`MIN_DRAWS`) when n × p² makes them too costly.
+
+    For 29 models × 14 domains (or 300 × 60) this is 500; for 10,000 models × 100 domains 200.
+    """
+    return int(max(MIN_DRAWS, min(DEFAULT_DRAWS, WORK_BUDGET // max(n * p * p, 1))))
 
 
 @dataclass
@@ -200,9 +212,12 @@ def parallel_analysis(data: np.ndarray, *, draws: int = DEFAULT_DRAWS, seed: int
                       percentile=percentile, variables=names, notes=notes)
 
 
-def dimensions(scores: pd.DataFrame, *, draws: int = DEFAULT_DRAWS, seed: int = 0,
+def dimensions(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0,
                percentile: float = PERCENTILE) -> Dimensions:
     """:func:`parallel_analysis` of a score table's domains, the models as observations.
+
+    ``draws`` None means :func:`default_draws` (500 unless the table is very large; a note
+    says when fewer were used).
 
     Models lacking a domain are left out (listwise; the note counts them) and domains in
     which every remaining model has the same score (no variance, no correlation) are
@@ -219,6 +234,11 @@ def dimensions(scores: pd.DataFrame, *, draws: int = DEFAULT_DRAWS, seed: int = 
     if len(x) and (~varies).any():
         notes.append(f"{plural(int((~varies).sum()), 'domain')} with the same score for every model dropped: "
                      f"{listing(domains[~varies])}")
+    if draws is None:
+        draws = default_draws(*x[:, varies].shape)
+        if draws < DEFAULT_DRAWS:
+            notes.append(f"{draws} permutation draws instead of {DEFAULT_DRAWS}, to bound the work on "
+                         f"{len(x)} models × {int(varies.sum())} domains")
     result = parallel_analysis(x[:, varies], draws=draws, seed=seed, percentile=percentile,
                                variables=[str(d) for d in domains[varies]])
     result.notes = notes + result.notes
@@ -272,7 +292,7 @@ def _category_of(scores: pd.DataFrame, domains: np.ndarray) -> np.ndarray | None
 
 
 def category_check(scores: pd.DataFrame, decomposition: Decomposition, dims: Dimensions, *,
-                   draws: int = DEFAULT_DRAWS, seed: int = 0, alpha: float = EQUAL_ERROR_ALPHA
+                   draws: int | None = None, seed: int = 0, alpha: float = EQUAL_ERROR_ALPHA
                    ) -> CategoryCheck | None:
     """Whether domains of the same category share more than the general level.
 
@@ -285,7 +305,7 @@ def category_check(scores: pd.DataFrame, decomposition: Decomposition, dims: Dim
     dims : Dimensions
         Its :func:`dimensions` result.
     draws, seed : int
-        Category-label permutations and their seed.
+        Category-label permutations (None: as many as ``dims`` used) and their seed.
     alpha : float
         Level of the permutation test.
 
@@ -314,6 +334,7 @@ def category_check(scores: pd.DataFrame, decomposition: Decomposition, dims: Dim
     labels = _category_of(scores, dec.domains)
     if labels is None:
         return None
+    draws = int(dims.draws if draws is None else draws)
     names, codes = np.unique(labels, return_inverse=True)
     sizes = np.bincount(codes, minlength=len(names))
     wide = 1.0 - dec.error

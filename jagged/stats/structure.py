@@ -29,13 +29,13 @@ from jagged.errors import JaggedInputError
 from jagged.stats.decomposition import (  # noqa: F401  (re-exported)
     CONTINUITY, MAX_ITERATIONS, METRIC_COLUMNS, MODEL_COLUMNS, NOMINAL_ITEMS, NOTE_FEW_DOMAINS_MODEL,
     NOTE_FEW_MODELS, NOTE_FLAG, NOTE_NO_N_ITEMS, NOTE_NOT_CONNECTED, RESIDUAL_COLUMNS, SHARE_COMPONENTS,
-    SHARE_LABELS, TOLERANCE, Decomposition, LogitFit, additive_wls, adjusted_errors, decompose, fit_logit,
+    SHARE_LABELS, TOLERANCE, Decomposition, LogitFit, additive_wls, adjusted_errors, decomposable, decompose, fit_logit,
     logit_noise, model_structure, relative_jaggedness, replicate_statistic, residual_spread, score_grid,
     variance_shares,
 )
 from jagged.stats.dimensions import (  # noqa: F401  (re-exported)
-    DEFAULT_DRAWS, PERCENTILE, CategoryCheck, Dimensions, category_check, dimensions, parallel_analysis,
-    permuted_eigenvalues,
+    DEFAULT_DRAWS, MIN_DRAWS, PERCENTILE, WORK_BUDGET, CategoryCheck, Dimensions, category_check, default_draws,
+    dimensions, parallel_analysis, permuted_eigenvalues,
 )
 from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD
 from jagged.text import join_note_columns
@@ -105,7 +105,7 @@ def _plain(value: Any) -> Any:
     return value if math.isfinite(value) else None
 
 
-def structure(scores: pd.DataFrame, *, draws: int = DEFAULT_DRAWS, seed: int = 0, ci: float = 0.95,
+def structure(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0, ci: float = 0.95,
               threshold: float = NOISE_SHARE_THRESHOLD) -> Structure:
     """Decomposition, relative jaggedness, variance shares, dimensions and categories of a table.
 
@@ -113,8 +113,10 @@ def structure(scores: pd.DataFrame, *, draws: int = DEFAULT_DRAWS, seed: int = 0
     ----------
     scores : pandas.DataFrame
         Canonical per-domain table.
-    draws : int
-        Permutation draws of the parallel analysis and the category check.
+    draws : int, optional
+        Permutation draws of the parallel analysis and the category check (default
+        :data:`DEFAULT_DRAWS`, fewer for very large tables: see
+        :func:`jagged.stats.dimensions.default_draws`).
     seed : int
         Their seed (``numpy.random.default_rng``).
     ci : float

@@ -233,13 +233,19 @@ def items_finding(analysis: Any) -> Finding | None:
 def decomposition_finding(analysis: Any) -> Finding | None:
     """How much of the jaggedness is model-specific ("Is it the model or the benchmark?").
 
-    The decomposition fills this in: when ``analysis.sections.get("decomposition")`` is true,
-    return e.g. the share of the variance of the error rates that the model × domain
-    residual carries rather than domain difficulty, with ``statistic`` naming the column.
+    Returns
+    -------
+    Finding or None
+        ``statistic="residual_beyond_noise"`` (``"residual"`` without item counts),
+        ``value`` = that share of the variance of the logit error rates; the sentence is
+        :func:`jagged.views.structure.glance_finding`'s. None when the section does not apply.
     """
     if not analysis.sections.get("decomposition"):
         return None
-    return None
+    from jagged.views.structure import glance_finding
+
+    sentence, statistic, value = glance_finding(analysis.structure)
+    return Finding("decomposition", "Model or benchmark", sentence, statistic=statistic, value=value)
 
 
 #: The glance's contributors, in report order: (section, function). See the module notes.

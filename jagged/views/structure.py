@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -135,13 +134,13 @@ def dimension_table(dims: Dimensions, *, rows: int | None = None) -> pd.DataFram
     return table.assign(retained=np.where(table["retained"], "yes", ""))
 
 
-def residual_profile(structure: Structure, model: str, *, ci: float = 0.95) -> pd.DataFrame:
+def residual_profile(decomposition: Decomposition, model: str, *, ci: float = 0.95) -> pd.DataFrame:
     """One model's residuals by domain: where it departs from the field, given its level.
 
     Parameters
     ----------
-    structure : Structure
-        :func:`jagged.stats.structure.structure` of the scores.
+    decomposition : Decomposition
+        :func:`jagged.stats.structure.decompose` of the scores (or ``Structure.decomposition``).
     model : str
         The model.
     ci : float
@@ -159,7 +158,7 @@ def residual_profile(structure: Structure, model: str, *, ci: float = 0.95) -> p
         model's D domains, so that an even model is flagged somewhere with probability
         at most 1 − ci.
     """
-    cells = structure.decomposition.residuals()
+    cells = decomposition.residuals()
     mine = cells[cells["model"].astype(str) == str(model)]
     d = max(len(mine), 1)
     z_ci = NormalDist().inv_cdf((1 + ci) / 2)
@@ -440,42 +439,39 @@ def profile_alt(profile: pd.DataFrame, model: str) -> str:
 
 # --------------------------------------------------------------------------- "At a glance"
 
-def decomposition_finding(analysis: Any) -> Any:
+def glance_finding(structure: Structure) -> tuple[str, str, float]:
     """The "At a glance" finding of this section: how much of the unevenness is model-specific.
 
     Parameters
     ----------
-    analysis : jagged.stats.analysis.Analysis
+    structure : Structure
+        :func:`jagged.stats.structure.structure` of the report's scores.
 
     Returns
     -------
-    jagged.views.glance.Finding or None
-        ``statistic="residual_beyond_noise"`` (the share of the variance of the logit
-        error rates that the model × domain residual carries beyond noise; the plain
-        residual share without item counts), ``value`` that share; None when the section
-        does not apply.
+    (sentence, statistic, value)
+        ``statistic`` is ``"residual_beyond_noise"`` (the share of the variance of the
+        logit error rates that the model × domain residual carries beyond sampling noise),
+        or ``"residual"`` without item counts; ``value`` is that share. The sentence adds
+        the level and difficulty shares, the number of dimensions and the model with the
+        most model-specific unevenness. :func:`jagged.views.glance.decomposition_finding`
+        turns it into a ``Finding``.
     """
-    if not analysis.sections.get("decomposition"):
-        return None
-    from jagged.views.glance import Finding
-
-    structure = analysis.structure
     beyond = structure.share("residual_beyond_noise")
     statistic = "residual_beyond_noise" if np.isfinite(beyond) else "residual"
     value = beyond if np.isfinite(beyond) else structure.share("residual")
     dims = structure.dimensions
-    level = structure.share("model")
-    difficulty = structure.share("domain")
     sentence = (f"{_pct(value)} of the variance of the error rates is model-specific unevenness "
                 f"{'beyond sampling noise' if statistic == 'residual_beyond_noise' else '(noise unknown)'}; "
-                f"the models' level carries {_pct(level)} and the domains' difficulty {_pct(difficulty)}.")
+                f"the models' level carries {_pct(structure.share('model'))} and the domains' difficulty "
+                f"{_pct(structure.share('domain'))}.")
     if dims.n_dimensions is not None:
         sentence += (f" Parallel analysis keeps {plural(dims.n_dimensions, 'dimension')} (the first carries "
-                     f"{dims.first_share:.0%})")
-        sentence += "." if not dims.rank_deficient else f", with fewer models than domains (rank ≤ {dims.rank})."
+                     f"{dims.first_share:.0%} of the variance")
+        sentence += ")." if not dims.rank_deficient else f"; fewer models than domains, rank at most {dims.rank})."
     top = structure.models.sort_values(["relative_jaggedness_corrected", "model"], ascending=[False, True],
                                        na_position="last", kind="mergesort").head(1)
     if len(top) and np.isfinite(float(top["relative_jaggedness_corrected"].iloc[0])):
         sentence += (f" Most model-specific: {top['model'].iloc[0]} (relative jaggedness "
-                     f"{float(top['relative_jaggedness_corrected'].iloc[0]):.2f} logits).")
-    return Finding("decomposition", "Model or benchmark", sentence, statistic=statistic, value=float(value))
+                     f"{float(top['relative_jaggedness_corrected'].iloc[0]):.2f} logits, noise removed).")
+    return sentence, statistic, float(value)
