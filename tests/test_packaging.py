@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tarfile
 import tomllib
 import zipfile
@@ -114,10 +113,10 @@ def test_wheel_ships_notebooks_templates_data_and_licence(built):
 def installed(built, tmp_path_factory) -> tuple[Path, dict[str, str], Path]:
     """A new virtual environment with the wheel installed, and a work folder outside the source tree.
 
-    The wheel is installed without its dependencies; those come from this test environment
-    through a path entry (a ``.pth`` line), which adds its folder to ``sys.path`` but runs
-    none of that folder's own ``.pth`` files, so this environment's editable jagged stays
-    out; their data files (``share/jupyter``) are linked in. HOME is a new folder, so no
+    The wheel is installed without its dependencies; those come from this test process's
+    ``sys.path`` (but no folder holding a ``jagged``) through path entries (``.pth`` lines), which add
+    folders to ``sys.path`` but run none of those folders' own ``.pth`` files, so this
+    environment's editable jagged stays out; their data files (``share/jupyter``) are linked in. HOME is a new folder, so no
     user-wide Jupyter kernel spec is used. (.ci/run does
     the same round trip with the dependencies installed from the package index.)
     """
@@ -128,7 +127,9 @@ def installed(built, tmp_path_factory) -> tuple[Path, dict[str, str], Path]:
     python = venv / "bin" / "python"
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    Path(site, "jagged-test-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n", encoding="utf-8")
+    deps = [entry for entry in sys.path if entry and Path(entry).is_dir() and entry != site
+            and not Path(entry, "jagged").exists() and not Path(entry).resolve().is_relative_to(ROOT / "tests")]
+    Path(site, "jagged-test-dependencies.pth").write_text("".join(f"{e}\n" for e in deps), encoding="utf-8")
     data = Path(sys.prefix, "share", "jupyter")  # the dependencies' data files (nbconvert's base templates, ...)
     (venv / "share" / "jupyter").mkdir(parents=True)
     for entry in data.iterdir():

@@ -20,9 +20,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from jagged.report.batch import up_to_date
 from jagged.report.run import make_workdir, remove_stale_workdirs
 from jagged.report.slug import unique_slugs
-from test_batch import index_rows, write_scores
+from test_batch import index_rows, plan_as_cli, write_scores
 
 JAGGED = [sys.executable, "-m", "jagged.cli"]
 N_MODELS = 24
@@ -129,9 +130,12 @@ def test_stopped_batch_leaves_no_worker_or_kernel_and_resumes(tmp_path, signum, 
         assert not [p for p in out.rglob(".*") if p.is_dir()]          # no unfinished report's folder
     assert 2 <= len(done) < N_MODELS                                   # it did stop part-way
 
+    finished = len(done) + (out / "jaggedness_report.html").is_file()  # the cross-model report starts first
+    plan = plan_as_cli(args[1:])
+    stale = [j.html_path.name for j in plan.jobs if j.html_path.is_file() and not up_to_date(j)]
+    assert not stale, f"finished reports the next run would redo: {stale}"
     resumed = subprocess.run([*JAGGED, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    finished = len(done) + (out / "jaggedness_report.html").is_file()  # the cross-model report starts first
     assert f"{N_MODELS + 1 - finished} written, {finished} up to date, 0 failed" in resumed.stderr
     assert len(list(models.glob("*.html"))) == N_MODELS
     assert len(index_rows(out / "index.html")) == N_MODELS
