@@ -47,10 +47,15 @@ def long_table(errors: np.ndarray, n: np.ndarray | None, *, categories: list[str
 
 def simulate(rng: np.random.Generator, *, models: int = 30, domains: int = 15, items: int = 1000,
              residual_sd: float = 0.3) -> dict[str, np.ndarray]:
-    """Known a, b and planted residuals; binomial error counts."""
+    """Known a, b and planted residuals; binomial error counts.
+
+    The planted residuals are a pure interaction (double-centred: mean 0 in every row and
+    column), since any row or column mean of them would be part of a or b.
+    """
     a = rng.normal(0.0, 0.8, models)
     b = rng.normal(0.0, 0.6, domains)
     rho = rng.normal(0.0, residual_sd, (models, domains)) if residual_sd > 0 else np.zeros((models, domains))
+    rho = rho - rho.mean(axis=1, keepdims=True) - rho.mean(axis=0, keepdims=True) + rho.mean()
     p = expit(-0.6 + a[:, None] + b[None, :] + rho)
     n = np.full((models, domains), items)
     k = rng.binomial(n, p)
