@@ -32,7 +32,8 @@ from scipy.stats import t as student_t
 
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
-from jagged.stats.item_sums import NO_ANSWER, ItemSums, item_sums, softplus, text_column
+from jagged.stats.item_model import SLOPES, blocks, choose_slope, em_prior, log_lik, marginal  # noqa: F401 (SLOPES)
+from jagged.stats.item_sums import NO_ANSWER, ItemSums, item_sums, text_column
 
 #: Fewer models than this: discrimination and distractor flags are not computed (a note instead).
 MIN_MODELS = 10
@@ -43,22 +44,11 @@ EASY_P = 0.90
 DISTRACTOR_R = 0.05
 FDR_Q = 0.05
 STRONG_AGREE = 0.5
-#: Candidate slopes a of the response model (the one with the highest marginal likelihood is used).
-SLOPES: tuple[float, ...] = (0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
-#: Points of the difficulty grid, and how far (in units of 1/a) it reaches beyond the abilities.
-GRID_POINTS = 25
-GRID_REACH = 6.0
-EM_ITERATIONS = 30
-#: Items (evenly spaced in item order) that choose the slope; all items when there are fewer.
-SLOPE_ITEMS = 20_000
 #: Bayes factor above which a likely key error with a clear alternative is re-scored in the what-if
 #: (100: "decisive" on Jeffreys' scale).
 RESCORE_BAYES_FACTOR = 100.0
 #: Dirichlet concentration of the "did not know" choice distribution.
 DIRICHLET = 1.0
-#: Items per block in the grid computations (bounds memory on very large tables).
-BLOCK = 100_000
-
 #: Every named flag and what it means, in report order.
 FLAGS: dict[str, str] = {
     "negative_discrimination": "item–rest correlation below 0: weaker models do better on it",
@@ -248,7 +238,7 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
     (the smoothed logit of the model's domain score) says a sound item with difficulty
     b is answered correctly with probability σ(a (θ_m − b)). The difficulty is
     integrated out over a grid with prior weights fitted to all items by EM (the
-    nonparametric maximum-likelihood prior), and a is the value in :data:`SLOPES` with
+    nonparametric maximum-likelihood prior), and a is the value in :data:`jagged.stats.item_model.SLOPES` with
     the highest marginal likelihood. With choices (every row of the item keyed), the
     hypotheses are H_j: option j is the true answer, whose choosers follow the sound
     item, while models that did not know spread over the other categories (options, no
@@ -385,8 +375,10 @@ def audit_from_sums(sums: ItemSums, *, rest: str = "domain") -> ItemAudit:
     keys = _keys(sums, t)
     choice_ok = (t["n_choice"].to_numpy(dtype=float) == n) & (t["n_choice"].to_numpy(dtype=float) > 0) & ~revised
     options = _options(sums, t, keys["key"], choice_ok)
+    sums.options = sums.options.iloc[:0]  # released: the audit's option table has what is still needed
     per_item = _option_summary(options, t, choice_ok)
-    slope, grid, prior, suspicion, likely = _suspicion(sums, t, keys["key"], choice_ok, nopt)
+    slope, grid, prior, suspicion, likely = _suspicion(sums, t, keys["key"], choice_ok, nopt, options)
+    options = options.drop(columns=["_pos", "_swu_wrong", "_stheta"])
     table = pd.DataFrame({
         "item": text_column(t["item"]), "domain": text_column(t["domain"]),
         "n_models": n.astype(np.int64), "n_options": nopt, "chance": chance, "p_correct": p, "r_rest": r_rest,
@@ -438,50 +430,60 @@ def _keys(sums: ItemSums, t: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 def _options(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.ndarray) -> pd.DataFrame:
-    """The per-(item, option) table with correlations, p- and q-values."""
+    """The per-(item, option) table with correlations, p- and q-values (computed in blocks of rows)."""
     from jagged.readers.choices import option_index
 
     o = sums.options
+    internal = ("_pos", "_swu_wrong", "_stheta")
     if not len(o):
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in OPTION_COLUMNS})
-    pos = o["pos"].to_numpy()
-    keep = choice_ok[pos]
-    o, pos = o[keep].reset_index(drop=True), pos[keep]
-    n = t["n"].to_numpy(dtype=float)[pos]
-    n_r = t["n_r"].to_numpy(dtype=float)[pos]
-    label = o["label"].to_numpy(dtype=object)
-    nopt = t["nopt_max"].to_numpy(dtype=float)[pos]
-    idx = option_index(np.where(label == NO_ANSWER, None, label))
-    valid = (label != NO_ANSWER) & ~(idx >= nopt)
-    count = o["count"].to_numpy(dtype=float)
-    n_wrong = o["n_wrong"].to_numpy(dtype=float)
-    k_wrong = o["n_wrong_r"].to_numpy(dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = t["sr"].to_numpy(dtype=float)[pos] / n_r
-        var = t["srr"].to_numpy(dtype=float)[pos] / n_r - mean * mean
-        share_r = k_wrong / n_r
-        r = (o["sr_wrong"].to_numpy(dtype=float) / k_wrong - mean) / np.sqrt(var) * np.sqrt(share_r / (1 - share_r))
-    distractor = valid & (n_wrong > 0)
-    defined = distractor & (n_r >= 3) & (var > 1e-14) & (k_wrong > 0) & (k_wrong < n_r)
-    r = np.where(defined, np.clip(r, -1.0, 1.0), np.nan)
-    p_value = np.full(len(o), np.nan)
-    df = n_r[defined] - 2
-    rd = r[defined]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tstat = rd * np.sqrt(df / np.maximum(1 - rd * rd, 0.0))
-    p_value[defined] = np.where(rd >= 1.0, 0.0, student_t.sf(tstat, df))
-    q_value = benjamini_hochberg(p_value)
-    k_ul = t["k_ul"].to_numpy(dtype=float)[pos]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        upper = np.where(k_ul > 0, o["swu"].to_numpy(dtype=float) / k_ul, np.nan)
-    return pd.DataFrame({
-        "item": text_column(t["item"].to_numpy(dtype=object)[pos]),
-        "domain": text_column(t["domain"].to_numpy(dtype=object)[pos]),
-        "option": text_column(np.where(label == NO_ANSWER, None, label)), "is_key": label == key[pos], "valid": valid,
-        "n_chose": count.astype(np.int64), "share": count / n, "n_wrong": n_wrong.astype(np.int64),
-        "wrong_share": n_wrong / n, "upper_share": upper, "r_rest": r, "p_value": p_value, "q_value": q_value,
-        "_pos": pos, "_swu_wrong": o["swu_wrong"].to_numpy(dtype=float),
-    })
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in (*OPTION_COLUMNS, *internal)})
+    kept = np.flatnonzero(choice_ok[o["pos"].to_numpy()])
+    size = len(kept)
+    columns = {name: o[name].to_numpy() for name in o.columns}
+    item_names, domains = t["item"].to_numpy(dtype=object), t["domain"].to_numpy(dtype=object)
+    per_item = {name: t[name].to_numpy(dtype=float) for name in ("n", "n_r", "nopt_max", "sr", "srr", "k_ul")}
+    out = {"item": np.empty(size, dtype=object), "domain": np.empty(size, dtype=object),
+           "option": np.empty(size, dtype=object), "is_key": np.zeros(size, dtype=bool),
+           "valid": np.zeros(size, dtype=bool), "n_chose": np.zeros(size, dtype=np.int32),
+           "share": np.zeros(size), "n_wrong": np.zeros(size, dtype=np.int32), "wrong_share": np.zeros(size),
+           "upper_share": np.zeros(size), "r_rest": np.full(size, np.nan), "p_value": np.full(size, np.nan),
+           "_pos": np.zeros(size, dtype=np.int64), "_swu_wrong": np.zeros(size), "_stheta": np.zeros(size)}
+    for b in blocks(size):
+        rows = kept[b]
+        pos = columns["pos"][rows].astype(np.int64)
+        label = columns["label"][rows].astype(object)
+        n, n_r = per_item["n"][pos], per_item["n_r"][pos]
+        idx = option_index(np.where(label == NO_ANSWER, None, label))
+        valid = (label != NO_ANSWER) & ~(idx >= per_item["nopt_max"][pos])
+        count = columns["count"][rows].astype(float)
+        n_wrong = columns["n_wrong"][rows].astype(float)
+        k_wrong = columns["n_wrong_r"][rows].astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = per_item["sr"][pos] / n_r
+            var = per_item["srr"][pos] / n_r - mean * mean
+            share_r = k_wrong / n_r
+            r = ((columns["sr_wrong"][rows] / k_wrong - mean) / np.sqrt(var) * np.sqrt(share_r / (1 - share_r)))
+            k_ul = per_item["k_ul"][pos]
+            upper = np.where(k_ul > 0, columns["swu"][rows] / k_ul, np.nan)
+        defined = valid & (n_wrong > 0) & (n_r >= 3) & (var > 1e-14) & (k_wrong > 0) & (k_wrong < n_r)
+        r = np.where(defined, np.clip(r, -1.0, 1.0), np.nan)
+        p_value = np.full(len(rows), np.nan)
+        df, rd = n_r[defined] - 2, r[defined]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tstat = rd * np.sqrt(df / np.maximum(1 - rd * rd, 0.0))
+        p_value[defined] = np.where(rd >= 1.0, 0.0, student_t.sf(tstat, df))
+        out["item"][b], out["domain"][b] = item_names[pos], domains[pos]
+        out["option"][b] = np.where(label == NO_ANSWER, None, label)
+        out["is_key"][b], out["valid"][b] = label == key[pos], valid
+        out["n_chose"][b], out["share"][b] = count, count / n
+        out["n_wrong"][b], out["wrong_share"][b] = n_wrong, n_wrong / n
+        out["upper_share"][b], out["r_rest"][b], out["p_value"][b] = upper, r, p_value
+        out["_pos"][b] = pos
+        out["_swu_wrong"][b], out["_stheta"][b] = columns["swu_wrong"][rows], columns["stheta"][rows]
+    out["q_value"] = benjamini_hochberg(out["p_value"])
+    frame = pd.DataFrame({name: (text_column(out[name]) if name in ("item", "domain", "option") else out[name])
+                          for name in (*OPTION_COLUMNS, *internal)})
+    return frame
 
 
 def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
@@ -557,161 +559,90 @@ def _option_summary(options: pd.DataFrame, t: pd.DataFrame, choice_ok: np.ndarra
 # The suspicion score: a response model with the difficulty integrated out
 
 
-def _grid(theta: np.ndarray, a: float) -> np.ndarray:
-    lo, hi = float(np.min(theta)), float(np.max(theta))
-    return np.linspace(lo - GRID_REACH / a, hi + GRID_REACH / a, GRID_POINTS)
-
-
-def _log_lik(sy: np.ndarray, syt: np.ndarray, sp: np.ndarray, a: float, grid: np.ndarray) -> np.ndarray:
-    """ln Π_m σ(a(θ_m − b))^y (1 − σ)^(1 − y) on the grid: a Σyθ − a b Σy − Σ softplus(a(θ − b))."""
-    return a * syt[:, None] - a * grid[None, :] * sy[:, None] - sp
-
-
-def _em_prior(blocks: Iterable[np.ndarray], n_grid: int, iterations: int = EM_ITERATIONS) -> tuple[np.ndarray, float]:
-    """Nonparametric ML prior on the grid (EM), and the total log marginal likelihood at it.
-
-    Each block of log-likelihoods (items × grid) is exponentiated once, shifted by its row
-    maximum; an EM step is then two matrix-vector products per block.
-    """
-    scaled = []
-    for ll in blocks:
-        top = ll.max(axis=1)
-        scaled.append((np.exp(ll - top[:, None]), top))
-    prior = np.full(n_grid, 1.0 / n_grid)
-    for _ in range(iterations):
-        weight = np.zeros(n_grid)
-        for e, _top in scaled:
-            weight += e.T @ (1.0 / (e @ prior))
-        prior = prior * weight
-        prior = np.maximum(prior / prior.sum(), 1e-300)
-    total = float(sum((top + np.log(e @ prior)).sum() for e, top in scaled))
-    return np.log(prior), total
-
-
-def _marginal(ll: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """ln Σ_g prior_g exp(ll_g) per row (ll: rows × grid), stably."""
-    top = ll.max(axis=1)
-    with np.errstate(divide="ignore"):
-        return top + np.log(np.exp(ll - top[:, None]) @ prior)
-
-
-def _blocks(n: int) -> list[slice]:
-    return [slice(start, min(start + BLOCK, n)) for start in range(0, max(n, 1), BLOCK)]
-
-
-def _choose_slope(sums: ItemSums, t: pd.DataFrame) -> tuple[float, np.ndarray]:
-    """The slope in :data:`SLOPES` with the highest marginal likelihood of the scored responses.
-
-    For the choice of a only, every model of a group is taken to have every item of it
-    (so Σ softplus is a per-group constant), and at most :data:`SLOPE_ITEMS` items, evenly
-    spaced in item order, are used; the audit itself uses the exact sums of every item.
-    """
-    mg = sums.model_group
-    theta = mg["theta"].to_numpy(dtype=float)
-    groups = pd.Index(pd.unique(mg["group"]))
-    group_of_row = groups.get_indexer(mg["group"])
-    chosen = np.unique(np.linspace(0, len(t) - 1, min(len(t), SLOPE_ITEMS)).astype(np.int64))
-    item_group = groups.get_indexer(t["group"].to_numpy(dtype=object)[chosen])
-    sx = t["sx"].to_numpy(dtype=float)[chosen]
-    sxt = t["sxtheta"].to_numpy(dtype=float)[chosen]
-    best = (-np.inf, SLOPES[0], _grid(theta, SLOPES[0]))
-    for a in SLOPES:
-        grid = _grid(theta, a)
-        per_group = np.zeros((len(groups), len(grid)))
-        np.add.at(per_group, group_of_row, softplus(a * (theta[:, None] - grid[None, :])))
-        blocks = [_log_lik(sx[b], sxt[b], per_group[item_group[b]], a, grid) for b in _blocks(len(chosen))]
-        _, total = _em_prior(blocks, len(grid), iterations=10)
-        if total > best[0]:
-            best = (total, a, grid)
-    return best[1], best[2]
-
-
 def _dirichlet_multinomial(total: np.ndarray, lg_sum: np.ndarray, categories: np.ndarray) -> np.ndarray:
     """ln of the Dirichlet(α)-multinomial probability of a sequence with these counts."""
     return gammaln(categories * DIRICHLET) - gammaln(total + categories * DIRICHLET) + lg_sum
 
 
-def _suspicion(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.ndarray,
-               nopt: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _suspicion(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.ndarray, nopt: np.ndarray,
+               options: pd.DataFrame) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(slope, grid, prior, suspicion, likely_key) per item; see the Notes of :func:`item_audit`."""
-    a, grid = _choose_slope(sums, t)
+    a, grid = choose_slope(sums.model_group, t)
     sp = sums.softplus(a, grid)
     n = t["n"].to_numpy(dtype=float)
     sx = t["sx"].to_numpy(dtype=float)
     sxt = t["sxtheta"].to_numpy(dtype=float)
     st = t["stheta"].to_numpy(dtype=float)
-    blocks = [_log_lik(sx[b], sxt[b], sp[b], a, grid) for b in _blocks(len(t))]
-    log_prior, _ = _em_prior(blocks, len(grid))
+    parts = [log_lik(sx[b], sxt[b], sp[b], a, grid) for b in blocks(len(t))]
+    log_prior, _ = em_prior(parts, len(grid))
     prior = np.exp(log_prior)
-    l_sound = np.concatenate([_marginal(ll, prior) for ll in blocks])
+    l_sound = np.concatenate([marginal(ll, prior) for ll in parts])
     # reversed item: σ(−a(θ − b)); Σ softplus(−a(θ − b)) = Σ softplus(a(θ − b)) − a Σθ + a b n
     l_rev = np.concatenate([
-        _marginal(-a * sxt[b, None] + a * grid[None, :] * sx[b, None]
+        marginal(-a * sxt[b, None] + a * grid[None, :] * sx[b, None]
                   - (sp[b] - a * st[b, None] + a * grid[None, :] * n[b, None]), prior)
-        for b in _blocks(len(t))])
+        for b in blocks(len(t))])
     l_flat = gammaln(sx + 1) - gammaln(n + 2) + gammaln(n - sx + 1)
     suspicion = np.logaddexp(l_rev, l_flat) - np.log(2.0) - l_sound
     likely = np.full(len(t), None, dtype=object)
-    if choice_ok.any() and len(sums.options):
-        s_choice, likely_choice = _choice_suspicion(sums, t, key, choice_ok, nopt, a, grid, sp, prior)
+    if choice_ok.any() and len(options):
+        s_choice, likely_choice = _choice_suspicion(options, t, key, nopt, a, grid, sp, prior)
         suspicion = np.where(choice_ok, s_choice, suspicion)
         likely = np.where(choice_ok, likely_choice, None)
     return a, grid, np.exp(log_prior), suspicion, likely
 
 
-def _choice_suspicion(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.ndarray, nopt: np.ndarray,
-                      a: float, grid: np.ndarray, sp: np.ndarray,
-                      prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The choice version of the score (hypotheses H_j, H_flat; see :func:`item_audit`)."""
-    from jagged.readers.choices import option_index
+def _choice_suspicion(options: pd.DataFrame, t: pd.DataFrame, key: np.ndarray, nopt: np.ndarray, a: float,
+                      grid: np.ndarray, sp: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The choice version of the score (hypotheses H_j, H_flat; see :func:`item_audit`), in blocks of items.
 
-    o = sums.options
+    ``options`` is the audit's option table (rows sorted by item position, then label).
+    """
     n_items = len(t)
-    pos = o["pos"].to_numpy()
-    keep = choice_ok[pos]
-    o, pos = o[keep], pos[keep]
-    label = o["label"].to_numpy(dtype=object)
-    count = o["count"].to_numpy(dtype=float)
-    idx = option_index(np.where(label == NO_ANSWER, None, label))
-    valid = (label != NO_ANSWER) & ~(idx >= nopt[pos])
-    n = t["n"].to_numpy(dtype=float)
-    # options of the item: n_options where known, else the valid labels seen (and the key)
-    seen = np.bincount(pos[valid], minlength=n_items)
-    key_seen = np.zeros(n_items, dtype=bool)
-    key_seen[pos[valid & (label == key[pos])]] = True
-    n_opt = np.maximum(np.where(np.isfinite(nopt), nopt, 0), seen + (~key_seen & pd.notna(key))).astype(float)
-    categories = n_opt + 2  # the options, "no answer" and "invalid"
-    lg = gammaln(count + DIRICHLET) - gammaln(DIRICHLET)
-    lg_all = np.bincount(pos, lg, n_items)
-    l_flat = _dirichlet_multinomial(n, lg_all, categories)
-    # sound marginal of the choosers of each valid option, and of "nobody chose it"
-    l_choose = np.full(len(o), -np.inf)
-    st = o["stheta"].to_numpy(dtype=float)
-    order = np.argsort(pos, kind="mergesort")
-    for b in _blocks(len(order)):
-        rows = order[b]
-        l_choose[rows] = _marginal(_log_lik(count[rows], st[rows], sp[pos[rows]], a, grid), prior)
-    l_nobody = np.concatenate([_marginal(-sp[b], prior) for b in _blocks(n_items)])
-    l_j = l_choose + _dirichlet_multinomial(n[pos] - count, lg_all[pos] - lg, categories[pos] - 1)
-    l_unseen = l_nobody + _dirichlet_multinomial(n, lg_all, categories - 1)
-    is_key = valid & (label == key[pos])
-    l_key = l_unseen.copy()
-    l_key[pos[is_key]] = l_j[is_key]
-    alt = valid & ~is_key
-    n_alt_seen = np.bincount(pos[alt], minlength=n_items)
-    n_unseen = np.maximum(n_opt - 1 - n_alt_seen, 0)
-    top = np.maximum(np.full(n_items, -np.inf), l_unseen)
-    np.maximum.at(top, pos[alt], l_j[alt])
-    mass = np.bincount(pos[alt], np.exp(l_j[alt] - top[pos[alt]]), n_items) + n_unseen * np.exp(l_unseen - top)
-    n_alt = n_alt_seen + n_unseen
-    with np.errstate(divide="ignore"):
-        l_alt = np.where(n_alt > 0, top + np.log(mass) - np.log(np.maximum(n_alt, 1)), -np.inf)
-    suspicion = np.logaddexp(l_flat, l_alt) - np.log(2.0) - l_key
-    frame = pd.DataFrame({"pos": pos[valid], "l": l_j[valid], "label": text_column(label[valid])})
-    frame = frame.sort_values(["pos", "l", "label"], ascending=[True, False, True], kind="mergesort")
-    frame = frame.drop_duplicates("pos")
+    suspicion = np.full(n_items, np.nan)
     likely = np.full(n_items, None, dtype=object)
-    likely[frame["pos"].to_numpy()] = frame["label"].to_numpy(dtype=object)
+    pos_all = options["_pos"].to_numpy()
+    label_all = options["option"].to_numpy(dtype=object)
+    valid_all = options["valid"].to_numpy(dtype=bool)
+    is_key_all = options["is_key"].to_numpy(dtype=bool)
+    count_all = options["n_chose"].to_numpy(dtype=float)
+    st_all = options["_stheta"].to_numpy(dtype=float)
+    n_all = t["n"].to_numpy(dtype=float)
+    for b in blocks(n_items):
+        lo, hi = np.searchsorted(pos_all, [b.start, b.stop])
+        pos = pos_all[lo:hi] - b.start
+        label, valid, is_key = label_all[lo:hi], valid_all[lo:hi], is_key_all[lo:hi] & valid_all[lo:hi]
+        count, st = count_all[lo:hi], st_all[lo:hi]
+        m = b.stop - b.start
+        n, spb, key_b, nopt_b = n_all[b], sp[b], key[b], nopt[b]
+        # options of the item: n_options where known, else the valid labels seen (and the key)
+        seen = np.bincount(pos[valid], minlength=m)
+        key_seen = np.bincount(pos[is_key], minlength=m) > 0
+        n_opt = np.maximum(np.where(np.isfinite(nopt_b), nopt_b, 0), seen + (~key_seen & pd.notna(key_b))).astype(float)
+        categories = n_opt + 2  # the options, "no answer" and "invalid"
+        lg = gammaln(count + DIRICHLET) - gammaln(DIRICHLET)
+        lg_all = np.bincount(pos, lg, m)
+        l_flat = _dirichlet_multinomial(n, lg_all, categories)
+        # sound marginal of the choosers of each option, and of "nobody chose it"
+        l_choose = marginal(log_lik(count, st, spb[pos], a, grid), prior) if len(pos) else np.zeros(0)
+        l_j = l_choose + _dirichlet_multinomial(n[pos] - count, lg_all[pos] - lg, categories[pos] - 1)
+        l_unseen = marginal(-spb, prior) + _dirichlet_multinomial(n, lg_all, categories - 1)
+        l_key = l_unseen.copy()
+        l_key[pos[is_key]] = l_j[is_key]
+        alt = valid & ~is_key
+        n_alt_seen = np.bincount(pos[alt], minlength=m)
+        n_unseen = np.maximum(n_opt - 1 - n_alt_seen, 0)
+        top = l_unseen.copy()
+        np.maximum.at(top, pos[alt], l_j[alt])
+        mass = np.bincount(pos[alt], np.exp(l_j[alt] - top[pos[alt]]), m) + n_unseen * np.exp(l_unseen - top)
+        n_alt = n_alt_seen + n_unseen
+        with np.errstate(divide="ignore"):
+            l_alt = np.where(n_alt > 0, top + np.log(mass) - np.log(np.maximum(n_alt, 1)), -np.inf)
+        suspicion[b] = np.logaddexp(l_flat, l_alt) - np.log(2.0) - l_key
+        rows = np.flatnonzero(valid)
+        order = rows[np.lexsort((-l_j[rows], pos[rows]))]  # stable: ties keep label order
+        first = order[np.r_[True, pos[order][1:] != pos[order][:-1]]] if len(order) else order
+        likely[b.start + pos[first]] = label[first]
     return suspicion, likely
 
 

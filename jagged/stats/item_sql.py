@@ -13,9 +13,10 @@ unchanged. They produce exactly the tables of :class:`jagged.stats.item_sums.Ite
    above give both groups' tie-sharing weights);
 3. ``item_sums``, ``option_sums``, ``key_counts``: sums per item, per (item, label),
    per (item, key);
-4. on demand, Σ softplus(a (θ − b_g)) per item for a difficulty grid (a join with a
-   small per-(model, group) table), and the per-(model, domain) sums for the
-   sensitivity analysis.
+4. Σ softplus(a (θ − b_g)) per item on the difficulty grid of the slope that
+   :func:`jagged.stats.item_model.choose_slope` picks from the item sums (a join with a
+   small per-(model, group) table), after which the per-row tables are dropped; and,
+   on demand, the per-(model, domain) sums for the sensitivity analysis.
 
 DuckDB runs them with a memory limit and spills to a temporary folder, so peak memory
 stays bounded whatever the file size (``benchmarks/bench_item_audit.py``).
@@ -33,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.stats.item_model import choose_slope
 from jagged.stats.item_sums import OPTION_SUM_COLUMNS, UPPER_LOWER, ItemSums
 
 #: The statements, in order. ``{upper_lower}`` is :data:`jagged.stats.item_sums.UPPER_LOWER`.
@@ -131,7 +133,7 @@ MEMORY_LIMIT = "1GB"
 
 
 class _Session:
-    """An open DuckDB connection with its spill folder, closed when the sums are dropped."""
+    """A DuckDB connection with its own spill folder (memory limit, threads)."""
 
     def __init__(self, memory_limit: str, threads: int | None) -> None:
         import duckdb
@@ -147,11 +149,6 @@ class _Session:
         finally:
             shutil.rmtree(self.spill, ignore_errors=True)
 
-    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def _rows_view(path: Path, expr: dict[str, str], rest: str) -> str:
@@ -190,8 +187,8 @@ def parquet_item_sums(path: str | Path, *, rest: str = "domain", memory_limit: s
     Returns
     -------
     ItemSums
-        ``source="duckdb"``; its ``softplus`` and ``model_domain_sums`` query the open
-        connection, which is closed when the object is garbage-collected.
+        ``source="duckdb"``; its ``softplus`` returns the sums for the chosen slope, and
+        its ``model_domain_sums`` runs :data:`SENSITIVITY_SQL` in a new DuckDB session.
     """
     import duckdb
 
@@ -209,57 +206,83 @@ def parquet_item_sums(path: str | Path, *, rest: str = "domain", memory_limit: s
             con.execute(statement.format(upper_lower=repr(UPPER_LOWER), key_label=key_label))
         mg = con.execute("SELECT mg_id, model, grp, s, n, theta FROM mg ORDER BY mg_id").fetch_df()
         items = con.execute(FETCH_ITEMS).fetch_df()
+        # the slope and the softplus sums now, so the 50M-row presence table can go before the options come
+        items = _typed(items, ("item", "domain", "grp")).rename(columns={"grp": "group"})
+        group_table = _typed(mg.drop(columns="mg_id").rename(columns={"grp": "group"}), ("model", "group"))
+        slope, grid = choose_slope(group_table, items)
+        softplus_table = _softplus_sums(con, mg, slope, grid, len(items))
+        con.execute("DROP TABLE presence")
         labels = np.asarray([r[0] for r in con.execute(FETCH_LABELS).fetchall()], dtype=object)
         options = con.execute(FETCH_OPTIONS).fetchnumpy()
         keys = con.execute(FETCH_KEYS).fetchnumpy()
+        for table in ("option_sums", "key_counts", "item_sums", "item_pos", "label_code", "sp"):
+            con.execute(f"DROP TABLE {table}")  # the sensitivity query reads the file again
     except duckdb.Error as exc:
         session.close()
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise JaggedInputError(f"{path.name}: cannot audit item-level Parquet: {first}") from None
-    items = _typed(items, ("item", "domain", "grp"))
-    items = items.rename(columns={"grp": "group"})
     options = _coded(options, labels, "label")[list(OPTION_SUM_COLUMNS)]
     keys = _coded(keys, labels, "key")
-    n_items = len(items)
-    theta = mg["theta"].to_numpy(dtype=float)
 
-    def softplus_sums(a: float, grid: np.ndarray) -> np.ndarray:
-        table = pd.DataFrame({"mg_id": mg["mg_id"].to_numpy()})
-        z = a * (theta[:, None] - np.asarray(grid)[None, :])
-        for g in range(len(grid)):
-            table[f"sp_{g}"] = np.logaddexp(0.0, z[:, g])
-        con.register("sp_frame", table)
-        con.execute("CREATE OR REPLACE TEMP TABLE sp AS SELECT * FROM sp_frame")
-        con.unregister("sp_frame")
-        sums = ", ".join(f"sum(sp.sp_{g}) AS sp_{g}" for g in range(len(grid)))
-        out = con.execute(SOFTPLUS_SQL.format(sums=sums)).fetch_df()
-        result = np.zeros((n_items, len(grid)))
-        result[out["pos"].to_numpy(dtype=np.int64)] = out[[f"sp_{g}" for g in range(len(grid))]].to_numpy(dtype=float)
-        return result
+    def softplus_sums(a: float, g: np.ndarray) -> np.ndarray:
+        if a != slope or not np.array_equal(np.asarray(g), grid):
+            raise ValueError("the out-of-core sums were computed for the slope and grid of choose_slope only")
+        return softplus_table
+
+    session.close()  # frees DuckDB's memory before the audit's own arrays grow
 
     def model_domain_sums(set_aside: np.ndarray, rescore: dict[str, str]) -> pd.DataFrame:
+        return _sensitivity_sums(path, expr, rest, set_aside, rescore, memory_limit, threads)
+
+    return ItemSums(model_group=group_table, items=items, options=options, keys=keys, has_choice=has_choice,
+                    has_key=has_key, softplus=softplus_sums, model_domain_sums=model_domain_sums, source="duckdb")
+
+
+def _sensitivity_sums(path: Path, expr: dict[str, str], rest: str, set_aside: np.ndarray, rescore: dict[str, str],
+                      memory_limit: str, threads: int | None) -> pd.DataFrame:
+    """:data:`SENSITIVITY_SQL` in a fresh DuckDB session (one more pass over the file)."""
+    import duckdb
+
+    session = _Session(memory_limit, threads)
+    con = session.con
+    try:
+        con.execute(_rows_view(path, expr, rest))
         aside = pd.DataFrame({"item": pd.Series(np.asarray(list(set_aside), dtype=object), dtype=object)})
         alt = pd.DataFrame({"item": pd.Series(list(rescore), dtype=object),
                             "option": pd.Series(list(rescore.values()), dtype=object)})
         con.register("aside_frame", aside)
         con.register("alt_frame", alt)
-        con.execute("CREATE OR REPLACE TEMP TABLE aside AS SELECT CAST(item AS VARCHAR) AS item FROM aside_frame")
-        con.execute("CREATE OR REPLACE TEMP TABLE alt AS SELECT CAST(item AS VARCHAR) AS item, "
-                    "CAST(option AS VARCHAR) AS option FROM alt_frame")
-        con.unregister("aside_frame")
-        con.unregister("alt_frame")
+        con.execute("CREATE TEMP TABLE aside AS SELECT CAST(item AS VARCHAR) AS item FROM aside_frame")
+        con.execute("CREATE TEMP TABLE alt AS SELECT CAST(item AS VARCHAR) AS item, CAST(option AS VARCHAR) AS option "
+                    "FROM alt_frame")
         out = con.execute(SENSITIVITY_SQL + " ORDER BY rows.model, rows.domain").fetch_df()
-        out = _typed(out, ("model", "domain"))
-        for column in ("s", "n", "s_kept", "n_kept", "s_rescored", "n_rescored"):
-            out[column] = out[column].to_numpy(dtype=float)
-        return out
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise JaggedInputError(f"{path.name}: cannot audit item-level Parquet: {first}") from None
+    finally:
+        session.close()
+    out = _typed(out, ("model", "domain"))
+    for column in ("s", "n", "s_kept", "n_kept", "s_rescored", "n_rescored"):
+        out[column] = out[column].to_numpy(dtype=float)
+    return out
 
-    sums = ItemSums(model_group=_typed(mg.drop(columns="mg_id").rename(columns={"grp": "group"}),
-                                       ("model", "group")),
-                    items=items, options=options, keys=keys, has_choice=has_choice, has_key=has_key,
-                    softplus=softplus_sums, model_domain_sums=model_domain_sums, source="duckdb")
-    sums._session = session  # keeps the connection (and its temp tables) as long as the sums live
-    return sums
+
+def _softplus_sums(con: Any, mg: pd.DataFrame, a: float, grid: np.ndarray, n_items: int) -> np.ndarray:
+    """Σ_m softplus(a (θ_m − b_g)) per item (rows: item positions) with :data:`SOFTPLUS_SQL`."""
+    table = pd.DataFrame({"mg_id": mg["mg_id"].to_numpy()})
+    z = a * (mg["theta"].to_numpy(dtype=float)[:, None] - np.asarray(grid)[None, :])
+    for g in range(len(grid)):
+        table[f"sp_{g}"] = np.logaddexp(0.0, z[:, g])
+    con.register("sp_frame", table)
+    con.execute("CREATE OR REPLACE TEMP TABLE sp AS SELECT * FROM sp_frame")
+    con.unregister("sp_frame")
+    sums = ", ".join(f"sum(sp.sp_{g}) AS sp_{g}" for g in range(len(grid)))
+    out = con.execute(SOFTPLUS_SQL.format(sums=sums)).fetchnumpy()
+    result = np.zeros((n_items, len(grid)))
+    pos = np.asarray(out["pos"], dtype=np.int64)
+    for g in range(len(grid)):
+        result[pos, g] = np.asarray(out[f"sp_{g}"], dtype=float)
+    return result
 
 
 def _typed(frame: pd.DataFrame, text: tuple[str, ...]) -> pd.DataFrame:
@@ -280,15 +303,10 @@ def _coded(columns: dict[str, np.ndarray], labels: np.ndarray, label_column: str
     out = {}
     for name, values in columns.items():
         values = np.asarray(values)
-        if name == "pos":
-            out[name] = values.astype(np.int64)
+        if name == "pos" or name in ("count", "n_wrong", "n_wrong_r"):
+            out[name] = values.astype(np.int32 if name != "pos" or len(values) < 2 ** 31 else np.int64)
         elif name == label_column:
             out[name] = pd.Series(labels[values.astype(np.int64)], dtype=object)
         else:
-            out[name] = values.astype(float)
-    return pd.DataFrame(out)
-
-
-def session_of(sums: ItemSums) -> Any:
-    """The DuckDB session behind out-of-core sums (None for in-memory sums)."""
-    return getattr(sums, "_session", None)
+            out[name] = np.asarray(values, dtype=float)
+    return pd.DataFrame(out, copy=False)
