@@ -166,6 +166,14 @@ def test_unreadable_bytes(tmp_path):
     assert_bad_metrics(path, "latin.csv", "not UTF-8", "0xe9")
 
 
+def test_rows_longer_than_the_header(tmp_path):
+    """pandas would take the first column as an index (duplicate labels); found by bench_fuzz."""
+    path = write(tmp_path, "long.csv", "model;category;Score\r\n\r\n../x;139286;6e-05;-6e+16\r\n3;0.95\r\n")
+    assert_bad_metrics(path, "long.csv", "line 3 has more fields than the header's 3 column(s)")
+    wide = write(tmp_path, "wide.csv", "model,a\nx,0.5,0.2\ny,0.4,0.1\n")
+    assert_bad_metrics(wide, "wide.csv", "line 2 has more fields")
+
+
 def test_unknown_file_type(tmp_path):
     path = write(tmp_path, "image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
     assert_bad_metrics(path, "image.png", "unknown file type")

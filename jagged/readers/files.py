@@ -84,11 +84,31 @@ def read_csv(path: Path) -> pd.DataFrame:
     except (pd.errors.ParserError, ValueError, OverflowError) as exc:
         first = first_line(exc)
         raise JaggedInputError(f"{path.name}: cannot parse as CSV: {first}") from None
+    if not isinstance(frame.index, pd.RangeIndex):
+        # pandas makes the first column the index when every row has one field more than the header
+        raise JaggedInputError(f"{path.name}: {_long_row(text, sep)} has more fields than the header's "
+                               f"{len(frame.columns)} column(s)")
     frame.columns = [str(c).strip() for c in frame.columns]
     if len(set(frame.columns)) != len(frame.columns):
         dupes = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
         raise JaggedInputError(f"{path.name}: duplicate column name(s) {', '.join(dupes)}")
     return frame
+
+
+def _long_row(text: str, sep: str) -> str:
+    """Where the first row with more fields than the header is (``line N``), for a message."""
+    import csv
+
+    rows = csv.reader(io.StringIO(text), delimiter=sep)
+    width = None
+    for row in rows:
+        if not row:
+            continue
+        if width is None:
+            width = len(row)
+        elif len(row) > width:
+            return f"line {rows.line_num}"
+    return "a row"  # pragma: no cover - pandas and csv agree on quoting in practice
 
 
 def read_parquet(path: Path) -> pd.DataFrame:
