@@ -115,11 +115,13 @@ def test_cross_model_report_opens_on_its_findings(browser, cross_model):
         parameters = page.locator("table[aria-label=Parameters] tbody tr").count()
     assert headings[0] == {"level": 1, "text": "Jaggedness report"}
     assert headings[1] == {"level": 2, "text": "At a glance"}
-    assert labels == ["Most jagged.", "Least jagged.", "Sampling noise.", "Largest wedge."]
+    assert labels[:4] == ["Most jagged.", "Least jagged.", "Sampling noise.", "Largest wedge."]
     assert glance_box["y"] + glance_box["height"] < 800  # every finding on the first screen
     assert summary_box["y"] < 800 and summary_box["y"] > glance_box["y"] + glance_box["height"]
     assert not provenance_open and not provenance_table_shown
-    assert opened and parameters == 16  # complete once opened
+    from jagged.report.notebooks import notebook_parameters
+
+    assert opened and parameters == len(notebook_parameters("jaggedness_report"))  # complete once opened
     assert not log.console_errors and not log.remote_requests
 
 
@@ -275,3 +277,70 @@ def test_scale_report_is_small_and_shows_a_cut(browser, scale_report):
     assert any("40 of 300 models are shown" in alt for alt in alts)
     heatmap = next(image for image in found["images"] if image["alt"].startswith("Heatmap"))
     assert heatmap["width"] <= 952  # fits the page's text column: shown at its natural size
+
+
+# --- long names at leaderboard scale ------------------------------------------------------
+
+#: Open LLM Leaderboard scale: 4,496 models with ids up to 102 characters, six benchmarks.
+N_LONG_MODELS = 4500
+
+
+@pytest.fixture(scope="module")
+def long_names_page(tmp_path_factory) -> Path:
+    """The per-model table of 4,500 models with 100-character names, rendered as the report renders it."""
+    import numpy as np
+    import pandas as pd
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    import jagged
+    from jagged.views import display
+    from jagged.views.overview import ranked
+
+    rng = np.random.default_rng(7)
+    orgs = ["meta-llama", "Qwen", "mistralai", "some-research-lab_with_a-long-name", "user/merges"]
+    models = []
+    for i in range(N_LONG_MODELS):
+        base = f"{orgs[i % len(orgs)]}/{'Merged-Model_' * 3}SFT-DPO_lora-r64_v{i % 7}.{i % 3}-{i:05d}"
+        models.append((base + "-x" * 60)[:100])
+    domains = ["IFEval", "BBH", "MATH Lvl 5", "GPQA", "MUSR", "MMLU-PRO"]
+    scores = pd.DataFrame([(m, d, float(rng.uniform(0.05, 0.9))) for m in models for d in domains],
+                          columns=["model", "domain", "score"])
+    scores["n_items"], scores["category"] = np.nan, None
+    table = jagged.jaggedness(scores)
+    table.loc[table.index % 3 == 0, "note"] = ("jaggedness indistinguishable from sampling noise (noise share "
+                                              "62% > 50%; equal-error test p = 0.31)")
+    cell = new_code_cell("display.show_metrics(table)")
+    cell.outputs = [new_output("display_data", data={
+        "text/html": display.table_block(ranked(table), caption="Per-model jaggedness", formats=display.METRIC_FORMATS),
+        "text/plain": "table"})]
+    nb = new_notebook(cells=[new_markdown_cell("## Jaggedness per model"), cell])
+    path = tmp_path_factory.mktemp("long") / "long_names.html"
+    path.write_text(report.render(nb, title="Long names"), encoding="utf-8")
+    return path
+
+
+def test_long_names_leave_the_numbers_in_view_and_rows_short(browser, long_names_page):
+    with open_page(browser, long_names_page, width=1280, height=900) as (page, log):
+        found = page.evaluate("""() => {
+            const region = document.querySelector('.table-scroll').getBoundingClientRect();
+            const heads = Array.from(document.querySelectorAll('.table-scroll thead th'));
+            const rows = Array.from(document.querySelectorAll('.table-scroll tbody tr')).slice(0, 60);
+            const cell = document.querySelector('.table-scroll tbody td');
+            return {regionLeft: region.left, regionRight: region.right,
+                    heads: heads.map(h => ({text: h.textContent, left: h.getBoundingClientRect().left,
+                                           right: h.getBoundingClientRect().right})),
+                    heights: rows.map(r => r.getBoundingClientRect().height),
+                    nameWidth: rows[0].cells[0].getBoundingClientRect().width,
+                    lineHeight: parseFloat(getComputedStyle(cell).lineHeight),
+                    rowCount: document.querySelectorAll('.table-scroll tbody tr').length,
+                    firstName: rows[0].cells[0].textContent};
+        }""")
+        screenshot(page, "long_names_table", full_page=False)
+    assert found["rowCount"] == N_LONG_MODELS and len(found["firstName"]) == 100  # the whole name, as text
+    columns = {h["text"]: h for h in found["heads"]}
+    for name in ("n_domains", "complete", "macro_score", "mean_error", "sd_error", "cv_error"):
+        assert columns[name]["right"] <= found["regionRight"] + 1, (name, columns[name], found["regionRight"])
+    assert found["nameWidth"] <= 0.45 * (found["regionRight"] - found["regionLeft"])
+    tallest = max(found["heights"])
+    assert tallest <= 2 * found["lineHeight"] + 12, (tallest, found["lineHeight"])  # two lines and padding
+    assert not log.console_errors and not log.remote_requests

@@ -22,7 +22,7 @@ def test_table_html_escapes_every_name_and_has_header_cells():
     frame = pd.DataFrame({"model": [HOSTILE, "plain"], "cv_error": [0.25, np.nan], "complete": [True, False]})
     markup = display.table_html(frame, caption="<i>caption</i>")
     assert "<script>" not in markup and "<i>" not in markup
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co" in markup
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co" in markup.replace("<wbr/>", "")
     assert "&lt;i&gt;caption&lt;/i&gt;" in markup
     assert markup.count('<th scope="col">') == 3
     assert markup.count('<th scope="row">') == 2  # first cell of each row names the row
@@ -206,3 +206,17 @@ def test_show_heading_is_escaped_markdown_at_its_level(monkeypatch):
     assert rendered.startswith("<h3") and "<b>" not in rendered and "<em>" not in rendered
     with pytest.raises(ValueError, match="level"):
         display.show_heading("x", level=1)
+
+
+def test_long_names_get_line_break_opportunities_at_their_joints_and_stay_the_same_text():
+    name = "some-organisation/a-model_name-with-many.parts-v0.1-" + "x" * 40
+    markup = display.cell_markup(name)
+    assert markup.startswith('<span class="wrap">') and markup.endswith("</span>")
+    inner = markup[len('<span class="wrap">'):-len("</span>")]
+    assert inner.replace("<wbr/>", "") == name
+    pieces = inner.split("<wbr/>")
+    assert len(pieces) >= 4 and all(p[-1] in "/_-." for p in pieces[:-1])  # breaks only after a joint
+    assert all(len(p) >= display.WRAP_STEP for p in pieces[:-1])  # and not after every one
+    assert display.cell_markup("a" * display.WRAP_MIN) == "a" * display.WRAP_MIN  # short: as it is
+    hostile = display.cell_markup("<b>-x" * 10)
+    assert "<b>" not in hostile and hostile.replace("<wbr/>", "").count("&lt;b&gt;-x") == 10

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 import warnings
 from functools import lru_cache
 from typing import Any, Callable, Mapping
@@ -30,6 +31,9 @@ DEFAULT_DPI = 90
 NA_TEXT = "—"
 #: Tables with more rows scroll inside a box of their own (the header row stays in view).
 SCROLL_ROWS = 40
+#: Cell texts longer than this (the plots' label length) may wrap after ``/``, ``_``, ``-``, ``.`` inside a
+#: box of at most 23rem (report.css ``.wrap``).
+WRAP_MIN = 32
 #: Fonts tried, in order, for characters DejaVu Sans lacks (CJK, emoji), when installed.
 FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "WenQuanYi Zen Hei", "Droid Sans Fallback",
                   "Noto Color Emoji", "Noto Emoji")
@@ -248,16 +252,49 @@ def table_html(frame: pd.DataFrame, *, caption: str | None = None,
     if caption:
         parts.append(f"<caption>{esc(caption)}</caption>")
     parts.append("<thead><tr>")
-    parts.extend(f'<th scope="col">{esc(str(c))}</th>' for c in text.columns)
+    parts.extend(f'<th scope="col">{cell_markup(str(c))}</th>' for c in text.columns)
     parts.append("</tr></thead><tbody>")
-    align = [' class="num"' if c in numeric else "" for c in text.columns]
+    is_num = [c in numeric for c in text.columns]
     for row in text.itertuples(index=False, name=None):
-        cells = [f"<td{a}>{esc(v)}</td>" for a, v in zip(align, row)]
+        cells = [f'<td class="num">{esc(v)}</td>' if num else f"<td>{cell_markup(v)}</td>"
+                 for num, v in zip(is_num, row)]
         if row_header and cells:
-            cells[0] = f'<th scope="row">{esc(row[0])}</th>'
+            cells[0] = f'<th scope="row">{cell_markup(row[0])}</th>'
         parts.append(f"<tr>{''.join(cells)}</tr>")
     parts.append("</tbody></table>")
     return "\n".join(parts)
+
+
+def cell_markup(text: str) -> str:
+    """A cell's text as HTML: escaped; a long one (over :data:`WRAP_MIN` characters) in a
+    ``<span class="wrap">`` with line-break opportunities (``<wbr/>``) after ``/``, ``_``,
+    ``-`` and ``.``, at most one per :data:`WRAP_STEP` characters, so that a 100-character
+    model id wraps into a narrow column at its natural joints instead of taking the table's
+    whole width. The text a reader copies or a screen reader speaks is unchanged (``<wbr/>``
+    has no content).
+
+    Notes
+    -----
+    ``<wbr/>`` is written self-closed and sparingly: nbconvert parses the whole page with
+    BeautifulSoup, whose ``html.parser`` builder slows down quadratically on many unclosed
+    void elements (4,500 long names: 100 s for ``<wbr>`` everywhere, 2 s like this).
+    """
+    escaped = html.escape(text)
+    if len(text) <= WRAP_MIN:
+        return escaped
+    out, last = [], 0
+    for match in _JOINTS.finditer(escaped):
+        if match.end() - last >= WRAP_STEP and match.end() < len(escaped):
+            out.append(escaped[last:match.end()] + "<wbr/>")
+            last = match.end()
+    out.append(escaped[last:])
+    return '<span class="wrap">' + "".join(out) + "</span>"
+
+
+#: Where long names may wrap (the escaped text has no such character inside an entity).
+_JOINTS = re.compile(r"[/_.\-]")
+#: Fewest characters between two line-break opportunities in a long name.
+WRAP_STEP = 8
 
 
 def table_text(frame: pd.DataFrame, formats: Mapping[str, Format] | None = None) -> str:
@@ -288,13 +325,20 @@ def show_table(frame: pd.DataFrame, *, caption: str | None = None,
     """
     from IPython.display import display
 
+    display({"text/html": table_block(frame, caption=caption, formats=formats, collapsed=collapsed),
+             "text/plain": table_text(frame, formats)}, raw=True)
+
+
+def table_block(frame: pd.DataFrame, *, caption: str | None = None,
+                formats: Mapping[str, Format] | None = None, collapsed: str | None = None) -> str:
+    """The HTML :func:`show_table` displays: the table, in its scrolling region and ``<details>`` when asked."""
     markup = table_html(frame, caption=caption, formats=formats)
     if len(frame) > SCROLL_ROWS:
         label = html.escape(caption or collapsed or "table", quote=True)
         markup = f'<div class="table-scroll" role="region" tabindex="0" aria-label="{label}">\n{markup}\n</div>'
     if collapsed:
         markup = f"<details><summary>{html.escape(collapsed)}</summary>\n{markup}\n</details>"
-    display({"text/html": markup, "text/plain": table_text(frame, formats)}, raw=True)
+    return markup
 
 
 #: Characters that mean something in Markdown (CommonMark lets any ASCII punctuation be escaped).
