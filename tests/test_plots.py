@@ -250,3 +250,19 @@ def test_plots_reject_tables_without_needed_columns(data):
         dispersion.error_dispersion(scores, metrics.drop(columns="mean_error"))
     with pytest.raises(ValueError, match="limit must be at least 2"):
         dispersion.error_dispersion(scores, metrics, limit=1)
+
+
+def test_long_names_differing_in_the_middle_get_distinct_labels():
+    from jagged.plots.labels import LABEL_MAX, distinct_labels
+
+    names = [("org/" + "Merged-Model_" * 3 + f"SFT_v2.1-{i:05d}" + "-x" * 40)[:100] for i in (16, 2956, 696)]
+    labels = distinct_labels(names)
+    assert len(set(labels)) == 3 and all(len(label) <= LABEL_MAX for label in labels)
+    assert [("00016" in labels[0]), ("02956" in labels[1]), ("00696" in labels[2])] == [True] * 3
+    assert distinct_labels(["same", "b", "same"]) == ["same", "b", "same #2"]
+    assert distinct_labels(["a$b"]) == [r"a\$b"]
+    scores = pd.DataFrame([(n, d, s) for n, s0 in zip(names, (0.2, 0.5, 0.8)) for d, s in
+                           (("x", s0), ("y", s0 / 2), ("z", 0.9))], columns=["model", "domain", "score"])
+    scores["n_items"], scores["category"] = np.nan, None
+    ax = dispersion.error_heatmap(scores, jagged.jaggedness(scores))
+    assert len(set(_tick_labels(ax))) == 3

@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from jagged.plots.base import check_columns as _check_columns, new_axes as _new_axes
-from jagged.plots.labels import legend_columns, plain
+from jagged.plots.labels import distinct_labels, legend_columns, plain
 from jagged.views.overview import ends
 
 PROFILE_COLORS: tuple[str, ...] = ("#3b6ea8", "#c0504d", "#4f9a5a", "#8064a2", "#d08a2c", "#4bacc6",
@@ -178,7 +178,7 @@ def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, limit: int | 
     ax.axvline(0, color="0.2", lw=0.8)
     if hidden:
         _others_rule(ax, len(sub) - cut - 0.5, hidden)
-    ax.set_yticks(y, labels=[plain(m) for m in sub["model"].astype(str)], fontsize=7.5)
+    ax.set_yticks(y, labels=distinct_labels(sub["model"].astype(str)), fontsize=7.5)
     ax.set_xlabel("wedge = macro score − deployment-weighted score", fontsize=9)
     ax.set_title(f"Wedge per model: {plain(profile)}\n(right: the average overstates this mix's score)", fontsize=10,
                  loc="left")
@@ -238,7 +238,7 @@ def wedge_dots(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, li
         ax.scatter(sub["wedge"], y, s=16, color=color, zorder=3, label=plain(name), gid="wedge-dot")
     if hidden:
         _others_rule(ax, len(models) - cut - 0.5, hidden)
-    ax.set_yticks(np.arange(len(models)), labels=[plain(m) for m in models], fontsize=7)
+    ax.set_yticks(np.arange(len(models)), labels=distinct_labels(models), fontsize=7)
     ax.set_ylim(-0.7, len(models) - 0.3)
     ax.set_xlabel("wedge = macro score − deployment-weighted score\n(right of 0: the average overstates "
                   "what the mix experiences)", fontsize=8.5)

@@ -33,7 +33,7 @@ from matplotlib.axes import Axes
 from jagged.views.overview import (ends, error_matrix, left_out, median_errors, model_order, others_label,
                                    per_model)
 from jagged.plots.base import check_columns as _check_columns, new_axes as _new_axes
-from jagged.plots.labels import plain
+from jagged.plots.labels import distinct_labels, plain
 
 #: Colour of the per-domain points and of the heatmap's scale.
 POINT_COLOR = "#3b6ea8"
@@ -62,7 +62,7 @@ def _rows(n_shown: int, cut: int) -> np.ndarray:
 def _tick_labels(models: Sequence[str], cut: int, hidden: int) -> tuple[np.ndarray, list[str]]:
     """Positions and texts of the row labels, the summary row included."""
     rows = _rows(len(models), cut)
-    labels = [plain(m) for m in models]
+    labels = distinct_labels(models)
     if cut:
         rows = np.insert(rows, cut, float(cut))
         labels.insert(cut, others_label(hidden))
@@ -387,7 +387,7 @@ def cv_vs_macro(metrics: pd.DataFrame, *, label: bool | int = True, ax: Axes | N
         pad_y = max(0.02, 0.08 * float(np.ptp(y)))
         ax.set_xlim(max(0.0, x.min() - pad_x), min(1.0, x.max() + pad_x))
         ax.set_ylim(max(0.0, y.min() - pad_y), y.max() + pad_y)
-    names = [plain(m) for m in defined["model"].astype(str)]
+    names = distinct_labels(defined["model"].astype(str))
     if label is True and len(names) > LABEL_ALL_MAX:
         label = 5
     if label is not False and len(names):

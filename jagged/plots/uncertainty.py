@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from jagged.plots.base import new_axes
-from jagged.plots.labels import plain
+from jagged.plots.labels import distinct_labels
 from jagged.views.overview import ends
 
 RAW_COLOR = "#3b6ea8"
@@ -83,7 +83,7 @@ def cv_forest(table: pd.DataFrame, *, sort: bool = True, limit: int | None = Non
                zorder=3, label="cv_error (raw)", gid="raw")
     ax.scatter(corrected, y, s=30, marker="D", color=np.where(flagged, FLAGGED_COLOR, CORRECTED_COLOR),
                zorder=4, label="cv_error_corrected (noise removed)", gid="corrected")
-    names = [f"{plain(m)} *" if f else plain(m) for m, f in zip(data["model"], flagged)]
+    names = [f"{label} *" if f else label for label, f in zip(distinct_labels(data["model"].astype(str)), flagged)]
     ax.set_yticks(y, names, fontsize=7.5)
     for tick, f in zip(ax.get_yticklabels(), flagged):
         if f:

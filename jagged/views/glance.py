@@ -130,7 +130,7 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
         if n == 1:
             where = "the only model with a defined cv_error"
         elif label == "Most jagged":
-            where = f"its errors are the most unevenly spread across domains of the {n} models"
+            where = f"its errors are the most unevenly spread across domains of the {n:,} models"
         else:
             where = "the most evenly spread errors"
         corrected = row.get("cv_error_corrected", math.nan)
@@ -171,17 +171,17 @@ def noise_finding(analysis: Any) -> Finding:
     n, k = len(known), len(flagged)
     clear = n - k
     if k == 0:
-        sentence = (f"For all {n} models the jaggedness is larger than sampling noise alone would produce.")
+        sentence = (f"For all {n:,} models the jaggedness is larger than sampling noise alone would produce.")
     elif clear == 0:
-        sentence = (f"For none of the {n} models can the jaggedness be told apart from sampling noise: "
+        sentence = (f"For none of the {n:,} models can the jaggedness be told apart from sampling noise: "
                     "the domains have too few items to show it. Read cv_error as an upper bound.")
     else:
-        sentence = (f"For {clear} of {n} models the jaggedness is larger than sampling noise alone would "
-                    f"produce; for {k} ({_listing(flagged['model'].tolist())}) it cannot be told apart from "
+        sentence = (f"For {clear:,} of {n:,} models the jaggedness is larger than sampling noise alone would "
+                    f"produce; for {k:,} ({_listing(flagged['model'].tolist())}) it cannot be told apart from "
                     "noise.")
     unknown = len(rows) - n
     if unknown:
-        sentence += f" {unknown} model{'s have' if unknown != 1 else ' has'} no item counts."
+        sentence += f" {unknown:,} model{'s have' if unknown != 1 else ' has'} no item counts."
     return Finding("noise", "Sampling noise", sentence, statistic="noise_flag", count=float(clear), total=float(n))
 
 
