@@ -400,6 +400,10 @@ def test_metrics_table_gains_the_columns_before_note_and_keeps_the_others_in_ord
     assert list(table.columns[-3:]) == ["interval_method", "interval_note", "note"]
     per = st.relative_jaggedness(dataset.scores).set_index("model")
     first = table.drop_duplicates("model").set_index("model")
+    assert not first["note"].str.contains("relative jaggedness").any()      # the flag has its own column
+    solo = metrics_table(Dataset(scores=long_table(np.array([[0.2, 0.4]]), np.full((1, 2), 50)), source="one",
+                                 paths=[], format="long"))
+    assert solo["note"].iloc[0] == "" and np.isnan(solo["relative_jaggedness"].iloc[0])
     np.testing.assert_allclose(first["relative_jaggedness"], per.loc[first.index, "relative_jaggedness"])
 
 

@@ -192,15 +192,17 @@ def add_structure(table: pd.DataFrame, decomposition: Decomposition, *, threshol
     -------
     pandas.DataFrame
         ``table`` with the columns inserted before ``note``, every existing column in its
-        place; a model whose relative jaggedness is missing for a reason the note does not
-        already give gets that reason appended to ``note``.
+        place. Only a model left out of the fit (it shares no domain with the main table)
+        gets the reason appended to ``note``; fewer than 2 domains is already in the note,
+        a table too small to decompose is said by ``jagged structure`` and the report, and
+        the noise flag has its own column.
     """
     per = model_structure(decomposition, threshold=threshold, alpha=alpha).set_index("model")
     per = per.reindex(table["model"].to_numpy())
     out = table.assign(**{c: per[c].to_numpy() for c in METRIC_COLUMNS})
     out["relative_noise_flag"] = out["relative_noise_flag"].fillna(False).astype(bool)
     extra = per["structure_note"].fillna("").to_numpy(dtype=object)
-    quiet = {NOTE_FEW_DOMAINS_MODEL, NOTE_NO_N_ITEMS} | {""}
+    quiet = {NOTE_FEW_DOMAINS_MODEL, NOTE_NO_N_ITEMS, NOTE_FEW_MODELS, ""}  # said elsewhere, or by the section
     extra = np.where([e in quiet or e.startswith(NOTE_FLAG) for e in extra], "", extra)
     if "note" not in out.columns:
         return out
