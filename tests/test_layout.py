@@ -100,3 +100,26 @@ def test_the_heatmap_keeps_the_page_width_with_long_names(analysis):
     assert len(models) == 10 and len({t[-4:] for t in models}) == 10  # the ends still tell them apart
     image = ax.images[0].get_window_extent(ax.figure.canvas.get_renderer())
     assert image.width > 0.45 * ax.figure.bbox.width  # the grid keeps most of the width
+
+
+@pytest.mark.parametrize("name", ["heatmap", "forest", "drift_bound"])
+def test_one_layout_pass_draws_the_same_pixels_as_savefig_alone(analysis, name, monkeypatch):
+    """figure_png runs constrained layout once before saving; savefig on its own runs it twice."""
+    import contextlib
+    import io
+
+    from PIL import Image
+
+    once = display.figure_png(_figures(analysis)[name]())
+    monkeypatch.setattr(display, "_laid_out_once", lambda figure, dpi: contextlib.nullcontext())
+    twice = display.figure_png(_figures(analysis)[name]())
+    pixels = [np.asarray(Image.open(io.BytesIO(png)).convert("RGB")) for png in (once, twice)]
+    assert pixels[0].shape == pixels[1].shape and np.array_equal(pixels[0], pixels[1])
+
+
+def test_the_figure_keeps_its_layout_engine_after_rendering(analysis):
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    ax = _figures(analysis)["heatmap"]()
+    display.figure_png(ax)
+    assert isinstance(ax.figure.get_layout_engine(), ConstrainedLayoutEngine)

@@ -19,8 +19,9 @@ import html
 import io
 import re
 import warnings
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -79,7 +80,8 @@ def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI, colors: int | None = None) -
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
         figure = _figure_of(obj)  # laid out by its own engine (constrained layout) as it is drawn
         if colors is None:
-            figure.savefig(buffer, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
+            with _laid_out_once(figure, dpi):
+                figure.savefig(buffer, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
             return buffer.getvalue()
         if not 2 <= int(colors) <= 256:
             raise ValueError(f"colors must be between 2 and 256, not {colors}")
@@ -90,6 +92,29 @@ def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI, colors: int | None = None) -
     palette = rgb.quantize(colors=int(colors), method=Image.Quantize.FASTOCTREE)
     palette.save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+@contextmanager
+def _laid_out_once(figure: Any, dpi: int) -> Iterator[None]:
+    """Run the figure's layout engine once, at the output resolution, and keep it still while saving.
+
+    ``savefig`` draws a figure that has a layout engine twice (a dry draw to lay it out,
+    then the real one), running constrained layout each time; executing the engine once
+    here (``LayoutEngine.execute``, public) and setting the engine to ``"none"`` for the
+    save gives the same positions with one layout and one draw. The engine is put back
+    afterwards, so the figure behaves as before.
+    """
+    engine = figure.get_layout_engine()
+    if engine is None or not hasattr(engine, "execute"):
+        yield
+        return
+    figure.set_dpi(dpi)
+    engine.execute(figure)
+    figure.set_layout_engine("none")
+    try:
+        yield
+    finally:
+        figure.set_layout_engine(engine)
 
 
 def _render_rgb(figure: Any, dpi: int) -> Any:
