@@ -218,5 +218,7 @@ def test_long_names_get_line_break_opportunities_at_their_joints_and_stay_the_sa
     assert len(pieces) >= 4 and all(p[-1] in "/_-." for p in pieces[:-1])  # breaks only after a joint
     assert all(len(p) >= display.WRAP_STEP for p in pieces[:-1])  # and not after every one
     assert display.cell_markup("a" * display.WRAP_MIN) == "a" * display.WRAP_MIN  # short: as it is
+    note = "lm-eval --limit 10: 240 of 5761 items scored, a note with spaces"
+    assert display.cell_markup(note) == f'<span class="wrap">{note}</span>'  # wraps at its spaces
     hostile = display.cell_markup("<b>-x" * 10)
     assert "<b>" not in hostile and hostile.replace("<wbr/>", "").count("&lt;b&gt;-x") == 10

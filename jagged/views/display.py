@@ -292,8 +292,9 @@ def table_html(frame: pd.DataFrame, *, caption: str | None = None,
 
 def cell_markup(text: str) -> str:
     """A cell's text as HTML: escaped; a long one (over :data:`WRAP_MIN` characters) in a
-    ``<span class="wrap">`` with line-break opportunities (``<wbr/>``) after ``/``, ``_``,
-    ``-`` and ``.``, at most one per :data:`WRAP_STEP` characters, so that a 100-character
+    ``<span class="wrap">``; one without spaces (an id) also gets line-break opportunities
+    (``<wbr/>``) after ``/``, ``_``, ``-`` and ``.``, at most one per :data:`WRAP_STEP`
+    characters, so that a 100-character
     model id wraps into a narrow column at its natural joints instead of taking the table's
     whole width. The text a reader copies or a screen reader speaks is unchanged (``<wbr/>``
     has no content).
@@ -307,6 +308,8 @@ def cell_markup(text: str) -> str:
     escaped = html.escape(text)
     if len(text) <= WRAP_MIN:
         return escaped
+    if any(c.isspace() for c in text):  # a phrase (a note) wraps at its spaces: the box is enough
+        return f'<span class="wrap">{escaped}</span>'
     out, last = [], 0
     for match in _JOINTS.finditer(escaped):
         if match.end() - last >= WRAP_STEP and match.end() < len(escaped):
