@@ -321,10 +321,7 @@ def _section_cells(notebook_path):
     import nbformat
 
     nb = nbformat.read(notebook_path, as_version=4)
-    start = next(i for i, c in enumerate(nb.cells) if c.source.startswith("# section: what your task mix changes"))
-    cells = [nb.cells[start]]
-    cells += [c for c in nb.cells[start + 1:] if c.source.startswith("if has_profiles:")]
-    return cells
+    return [c for c in nb.cells if c.cell_type == "code" and "section-profiles" in c.metadata.get("tags", [])]
 
 
 def test_report_with_bundled_profiles_has_every_deployment_plot_and_the_rank_table(tmp_path):
