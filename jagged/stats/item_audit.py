@@ -49,6 +49,8 @@ STRONG_AGREE = 0.5
 RESCORE_BAYES_FACTOR = 100.0
 #: Dirichlet concentration of the "did not know" choice distribution.
 DIRICHLET = 1.0
+#: Items per block of the choice score (each block holds its options × the grid).
+CHOICE_BLOCK = 20_000
 #: Every named flag and what it means, in report order.
 FLAGS: dict[str, str] = {
     "negative_discrimination": "item–rest correlation below 0: weaker models do better on it",
@@ -92,7 +94,8 @@ class ItemAudit:
     options : pandas.DataFrame
         One row per (item, chosen option) with choice information (:data:`OPTION_COLUMNS`):
         shares, the option's correlation with the rest score, its one-sided p-value and
-        its Benjamini–Hochberg q-value over all (item, wrong option) pairs.
+        its Benjamini–Hochberg q-value over all (item, wrong option) pairs; ``domain`` and
+        ``option`` are categoricals, ``option`` is empty for "no answer".
     slope : float
         The response model's slope a (see the Notes of :func:`item_audit`).
     grid, prior : numpy.ndarray
@@ -375,24 +378,25 @@ def audit_from_sums(sums: ItemSums, *, rest: str = "domain") -> ItemAudit:
     keys = _keys(sums, t)
     choice_ok = (t["n_choice"].to_numpy(dtype=float) == n) & (t["n_choice"].to_numpy(dtype=float) > 0) & ~revised
     options = _options(sums, t, keys["key"], choice_ok)
-    sums.options = sums.options.iloc[:0]  # released: the audit's option table has what is still needed
+    sums.options = pd.DataFrame(columns=sums.options.columns)  # released: the audit's option table has the rest
+    options["q_value"] = benjamini_hochberg(options["p_value"].to_numpy(dtype=float))
     per_item = _option_summary(options, t, choice_ok)
     slope, grid, prior, suspicion, likely = _suspicion(sums, t, keys["key"], choice_ok, nopt, options)
-    options = options.drop(columns=["_pos", "_swu_wrong", "_stheta"])
-    table = pd.DataFrame({
-        "item": text_column(t["item"]), "domain": text_column(t["domain"]),
+    for column in ("_pos", "_swu_wrong", "_stheta"):
+        del options[column]  # in place: no copy of the option table
+    table: dict[str, np.ndarray] = {
+        "item": t["item"].to_numpy(dtype=object), "domain": t["domain"].to_numpy(dtype=object),
         "n_models": n.astype(np.int64), "n_options": nopt, "chance": chance, "p_correct": p, "r_rest": r_rest,
         "ul_index": p_upper - p_lower, "p_upper": p_upper, "p_lower": p_lower,
-        "key": text_column(keys["key"]), "keys": text_column(keys["keys"]),
-        **{k: (text_column(v) if v.dtype == object else v) for k, v in per_item.items()},
-        "likely_key": text_column(likely), "suspicion": suspicion,
-    })
+        "key": keys["key"], "keys": keys["keys"], **per_item, "likely_key": likely, "suspicion": suspicion,
+    }
     var_x = t["sxx"].to_numpy(dtype=float) / n - p * p
-    table = _flags(table, choice_ok, keys["n_keys"], var_x <= 1e-12)
-    table["note"] = _notes(table, n_r, revised, sums)
-    table = _rank(table)
+    _flags(table, choice_ok, keys["n_keys"], var_x <= 1e-12)
+    table["note"] = np.asarray(_notes(table, n_r, revised), dtype=object)
+    items = _rank(table)
     notes = _dataset_notes(sums, n_models, choice_ok)
-    return ItemAudit(items=table, options=options, slope=slope, grid=grid, prior=prior, rest=rest, n_models=n_models,
+    sums.items = pd.DataFrame(columns=sums.items.columns)  # released too: the sensitivity needs other sums
+    return ItemAudit(items=items, options=options, slope=slope, grid=grid, prior=prior, rest=rest, n_models=n_models,
                      notes=notes, sums=sums)
 
 
@@ -437,17 +441,29 @@ def _options(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.nda
     internal = ("_pos", "_swu_wrong", "_stheta")
     if not len(o):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in (*OPTION_COLUMNS, *internal)})
-    kept = np.flatnonzero(choice_ok[o["pos"].to_numpy()])
+    keep = choice_ok[o["pos"].to_numpy()]
+    everything = bool(keep.all())
+    kept = np.flatnonzero(keep)
     size = len(kept)
     columns = {name: o[name].to_numpy() for name in o.columns}
+
+    labels_seen = pd.unique(pd.Series(columns["label"], dtype=object))
+    option_names = pd.Index(sorted(str(v) for v in labels_seen if v is not None and v != NO_ANSWER), dtype=object)
+
+    def passed(name: str, dtype: type) -> np.ndarray:
+        """A sums column as an output column: the same array when every row is kept (no copy)."""
+        values = columns[name] if everything else columns[name][kept]
+        return values if values.dtype == dtype else values.astype(dtype)
+
     item_names, domains = t["item"].to_numpy(dtype=object), t["domain"].to_numpy(dtype=object)
     per_item = {name: t[name].to_numpy(dtype=float) for name in ("n", "n_r", "nopt_max", "sr", "srr", "k_ul")}
-    out = {"item": np.empty(size, dtype=object), "domain": np.empty(size, dtype=object),
-           "option": np.empty(size, dtype=object), "is_key": np.zeros(size, dtype=bool),
-           "valid": np.zeros(size, dtype=bool), "n_chose": np.zeros(size, dtype=np.int32),
-           "share": np.zeros(size), "n_wrong": np.zeros(size, dtype=np.int32), "wrong_share": np.zeros(size),
+    out = {"item": np.empty(size, dtype=object),
+           "option": np.full(size, -1, dtype=np.int32), "is_key": np.zeros(size, dtype=bool),
+           "valid": np.zeros(size, dtype=bool), "n_chose": passed("count", np.int32),
+           "share": np.zeros(size), "n_wrong": passed("n_wrong", np.int32), "wrong_share": np.zeros(size),
            "upper_share": np.zeros(size), "r_rest": np.full(size, np.nan), "p_value": np.full(size, np.nan),
-           "_pos": np.zeros(size, dtype=np.int64), "_swu_wrong": np.zeros(size), "_stheta": np.zeros(size)}
+           "_pos": passed("pos", np.int32), "_swu_wrong": passed("swu_wrong", np.float64),
+           "_stheta": passed("stheta", np.float64)}
     for b in blocks(size):
         rows = kept[b]
         pos = columns["pos"][rows].astype(np.int64)
@@ -472,17 +488,18 @@ def _options(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.nda
         with np.errstate(invalid="ignore", divide="ignore"):
             tstat = rd * np.sqrt(df / np.maximum(1 - rd * rd, 0.0))
         p_value[defined] = np.where(rd >= 1.0, 0.0, student_t.sf(tstat, df))
-        out["item"][b], out["domain"][b] = item_names[pos], domains[pos]
-        out["option"][b] = np.where(label == NO_ANSWER, None, label)
+        out["item"][b] = item_names[pos]
+        out["option"][b] = option_names.get_indexer(label)  # -1: no answer
         out["is_key"][b], out["valid"][b] = label == key[pos], valid
-        out["n_chose"][b], out["share"][b] = count, count / n
-        out["n_wrong"][b], out["wrong_share"][b] = n_wrong, n_wrong / n
+        out["share"][b], out["wrong_share"][b] = count / n, n_wrong / n
         out["upper_share"][b], out["r_rest"][b], out["p_value"][b] = upper, r, p_value
-        out["_pos"][b] = pos
-        out["_swu_wrong"][b], out["_stheta"][b] = columns["swu_wrong"][rows], columns["stheta"][rows]
-    out["q_value"] = benjamini_hochberg(out["p_value"])
-    frame = pd.DataFrame({name: (text_column(out[name]) if name in ("item", "domain", "option") else out[name])
-                          for name in (*OPTION_COLUMNS, *internal)})
+    out["q_value"] = np.full(size, np.nan)  # filled by audit_from_sums once the sums are released
+    # domain and option as categoricals (a few distinct names, millions of rows on big benchmarks)
+    domain_codes, domain_names = pd.factorize(pd.Series(domains, dtype=object), sort=True)
+    out["domain"] = pd.Categorical.from_codes(domain_codes.astype(np.int32)[out["_pos"]], categories=domain_names)
+    out["option"] = pd.Categorical.from_codes(out["option"], categories=option_names)
+    out["item"] = text_column(out["item"])
+    frame = pd.DataFrame({name: out[name] for name in (*OPTION_COLUMNS, *internal)}, copy=False)  # no copy
     return frame
 
 
@@ -494,13 +511,16 @@ def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
     """
     p = np.asarray(p, dtype=float)
     q = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    m = len(ok)
+    order = np.argsort(p, kind="mergesort")  # NaN sorts last
+    m = int(np.isfinite(p).sum())
     if m == 0:
         return q
-    order = ok[np.argsort(p[ok], kind="mergesort")]
-    scaled = p[order] * m / np.arange(1, m + 1)
-    q[order] = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+    order = order[:m]
+    scaled = p[order]
+    scaled *= m / np.arange(1, m + 1)
+    np.minimum.accumulate(scaled[::-1], out=scaled[::-1])
+    np.minimum(scaled, 1.0, out=scaled)
+    q[order] = scaled
     return q
 
 
@@ -517,41 +537,58 @@ def _option_summary(options: pd.DataFrame, t: pd.DataFrame, choice_ok: np.ndarra
     }
     if not len(options):
         return out
-    pos = options["_pos"].to_numpy()
-    valid = options["valid"].to_numpy(dtype=bool)
-    label = options["option"].to_numpy(dtype=object)
-    none = pd.isna(label)
-    np.add.at(out["share_no_answer"], pos[none], options["share"].to_numpy(dtype=float)[none])
-    invalid = ~valid & ~none
-    np.add.at(out["share_invalid"], pos[invalid], options["share"].to_numpy(dtype=float)[invalid])
+    pos_all = options["_pos"].to_numpy()
+    valid_all = options["valid"].to_numpy(dtype=bool)
+    option = options["option"]
+    codes_all = option.cat.codes.to_numpy() if isinstance(option.dtype, pd.CategoricalDtype) else None
+    categories = np.asarray(option.cat.categories, dtype=object) if codes_all is not None else None
+    share_all = options["share"].to_numpy(dtype=float)
+    upper_all = options["upper_share"].to_numpy(dtype=float)
+    wrong_share_all = options["wrong_share"].to_numpy(dtype=float)
+    n_wrong_all = options["n_wrong"].to_numpy()
+    r_all = options["r_rest"].to_numpy(dtype=float)
+    q_all = options["q_value"].to_numpy(dtype=float)
+    swu_all = options["_swu_wrong"].to_numpy(dtype=float)
+    k_ul_items = t["k_ul"].to_numpy(dtype=float)
+    for b in blocks(n_items, CHOICE_BLOCK):  # blocks of items: temporaries stay small
+        lo, hi = np.searchsorted(pos_all, [b.start, b.stop])
+        pos, valid = pos_all[lo:hi], valid_all[lo:hi]
+        if codes_all is not None:
+            codes = codes_all[lo:hi]
+            label = np.where(codes >= 0, categories[np.maximum(codes, 0)], None) if len(categories) else \
+                np.full(len(codes), None, dtype=object)
+        else:
+            label = option.to_numpy(dtype=object)[lo:hi]
+        none = pd.isna(label)
+        np.add.at(out["share_no_answer"], pos[none], share_all[lo:hi][none])
+        invalid = ~valid & ~none
+        np.add.at(out["share_invalid"], pos[invalid], share_all[lo:hi][invalid])
 
-    def best(mask: np.ndarray, value: np.ndarray) -> dict[str, np.ndarray]:
-        """Per item, the row with the highest value (ties: the first label; rows come sorted by item, label)."""
-        rows = np.flatnonzero(mask)
-        order = rows[np.lexsort((-value[rows], pos[rows]))]  # stable: ties keep label order
-        first = order[np.r_[True, pos[order][1:] != pos[order][:-1]]] if len(order) else order
-        return {"pos": pos[first], "value": value[first], "label": label[first], "row": first}
+        def best(mask: np.ndarray, value: np.ndarray) -> dict[str, np.ndarray]:
+            """Per item, the row with the highest value (ties: the first label; rows sorted by item, label)."""
+            rows = np.flatnonzero(mask)
+            order = rows[np.lexsort((-value[rows], pos[rows]))]  # stable: ties keep label order
+            first = order[np.r_[True, pos[order][1:] != pos[order][:-1]]] if len(order) else order
+            return {"pos": pos[first], "value": value[first], "label": label[first], "row": first}
 
-    upper = options["upper_share"].to_numpy(dtype=float)
-    strong = best(valid & np.isfinite(upper), upper)
-    out["strong_choice"][strong["pos"]] = strong["label"]
-    out["strong_choice_share"][strong["pos"]] = strong["value"]
-    wrong = valid & (options["n_wrong"].to_numpy() > 0)
-    top = best(wrong, options["wrong_share"].to_numpy(dtype=float))
-    rows = top["row"]
-    out["top_wrong"][top["pos"]] = top["label"]
-    out["top_wrong_share"][top["pos"]] = top["value"]
-    out["top_wrong_r"][top["pos"]] = options["r_rest"].to_numpy(dtype=float)[rows]
-    out["top_wrong_q"][top["pos"]] = options["q_value"].to_numpy(dtype=float)[rows]
-    attracts = wrong & (options["r_rest"].to_numpy(dtype=float) > DISTRACTOR_R) & \
-        (options["q_value"].to_numpy(dtype=float) < FDR_Q)
-    out["_attracts"][pos[attracts]] = True
-    k_ul = t["k_ul"].to_numpy(dtype=float)[pos]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        strong_wrong = np.where(k_ul > 0, options["_swu_wrong"].to_numpy(dtype=float) / k_ul, np.nan)
-    sw = best(wrong & np.isfinite(strong_wrong), strong_wrong)
-    out["_strong_wrong_share"][sw["pos"]] = sw["value"]
-    out["_strong_wrong"][sw["pos"]] = sw["label"]
+        upper = upper_all[lo:hi]
+        strong = best(valid & np.isfinite(upper), upper)
+        out["strong_choice"][strong["pos"]] = strong["label"]
+        out["strong_choice_share"][strong["pos"]] = strong["value"]
+        wrong = valid & (n_wrong_all[lo:hi] > 0)
+        top = best(wrong, wrong_share_all[lo:hi])
+        out["top_wrong"][top["pos"]] = top["label"]
+        out["top_wrong_share"][top["pos"]] = top["value"]
+        out["top_wrong_r"][top["pos"]] = r_all[lo:hi][top["row"]]
+        out["top_wrong_q"][top["pos"]] = q_all[lo:hi][top["row"]]
+        attracts = wrong & (r_all[lo:hi] > DISTRACTOR_R) & (q_all[lo:hi] < FDR_Q)
+        out["_attracts"][pos[attracts]] = True
+        k_ul = k_ul_items[pos]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            strong_wrong = np.where(k_ul > 0, swu_all[lo:hi] / k_ul, np.nan)
+        sw = best(wrong & np.isfinite(strong_wrong), strong_wrong)
+        out["_strong_wrong_share"][sw["pos"]] = sw["value"]
+        out["_strong_wrong"][sw["pos"]] = sw["label"]
     return out
 
 
@@ -574,9 +611,9 @@ def _suspicion(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.n
     sxt = t["sxtheta"].to_numpy(dtype=float)
     st = t["stheta"].to_numpy(dtype=float)
     parts = [log_lik(sx[b], sxt[b], sp[b], a, grid) for b in blocks(len(t))]
-    log_prior, _ = em_prior(parts, len(grid))
+    log_prior, _, l_sound = em_prior(parts, len(grid))  # consumes the blocks
+    del parts
     prior = np.exp(log_prior)
-    l_sound = np.concatenate([marginal(ll, prior) for ll in parts])
     # reversed item: σ(−a(θ − b)); Σ softplus(−a(θ − b)) = Σ softplus(a(θ − b)) − a Σθ + a b n
     l_rev = np.concatenate([
         marginal(-a * sxt[b, None] + a * grid[None, :] * sx[b, None]
@@ -602,13 +639,16 @@ def _choice_suspicion(options: pd.DataFrame, t: pd.DataFrame, key: np.ndarray, n
     suspicion = np.full(n_items, np.nan)
     likely = np.full(n_items, None, dtype=object)
     pos_all = options["_pos"].to_numpy()
-    label_all = options["option"].to_numpy(dtype=object)
+    option = options["option"]
+    label_all = (np.asarray(option.cat.categories, dtype=object)[np.maximum(option.cat.codes.to_numpy(), 0)]
+                 if isinstance(option.dtype, pd.CategoricalDtype) and len(option.cat.categories)
+                 else option.to_numpy(dtype=object))  # "no answer" rows are never valid, so their label is unused
     valid_all = options["valid"].to_numpy(dtype=bool)
     is_key_all = options["is_key"].to_numpy(dtype=bool)
     count_all = options["n_chose"].to_numpy(dtype=float)
     st_all = options["_stheta"].to_numpy(dtype=float)
     n_all = t["n"].to_numpy(dtype=float)
-    for b in blocks(n_items):
+    for b in blocks(n_items, CHOICE_BLOCK):
         lo, hi = np.searchsorted(pos_all, [b.start, b.stop])
         pos = pos_all[lo:hi] - b.start
         label, valid, is_key = label_all[lo:hi], valid_all[lo:hi], is_key_all[lo:hi] & valid_all[lo:hi]
@@ -650,15 +690,15 @@ def _choice_suspicion(options: pd.DataFrame, t: pd.DataFrame, key: np.ndarray, n
 # Flags, notes, rank
 
 
-def _flags(table: pd.DataFrame, choice_ok: np.ndarray, n_keys: np.ndarray, constant: np.ndarray) -> pd.DataFrame:
-    """The ``flag_*`` columns (nullable booleans), ``n_flags``, ``flagged`` and ``flags``."""
-    n = table["n_models"].to_numpy()
-    r = table["r_rest"].to_numpy(dtype=float)
-    p = table["p_correct"].to_numpy(dtype=float)
-    chance = np.nan_to_num(table["chance"].to_numpy(dtype=float), nan=0.0)
+def _flags(table: dict[str, np.ndarray], choice_ok: np.ndarray, n_keys: np.ndarray, constant: np.ndarray) -> None:
+    """Add the ``flag_*`` columns (nullable booleans), ``n_flags``, ``flagged`` and ``flags`` to ``table``."""
+    n = table["n_models"]
+    r = table["r_rest"]
+    p = table["p_correct"]
+    chance = np.nan_to_num(table["chance"], nan=0.0)
     enough = n >= MIN_MODELS
-    attracts = table.pop("_attracts").to_numpy(dtype=bool)
-    strong_share = table.pop("_strong_wrong_share").to_numpy(dtype=float)
+    attracts = table.pop("_attracts").astype(bool)
+    strong_share = table.pop("_strong_wrong_share").astype(float)
     table.pop("_strong_wrong")
     values = {
         "negative_discrimination": (r < 0, enough & np.isfinite(r)),
@@ -670,25 +710,27 @@ def _flags(table: pd.DataFrame, choice_ok: np.ndarray, n_keys: np.ndarray, const
         "too_easy": (p > EASY_P, n >= 2),
         "uninformative": (constant, n >= 2),
     }
-    for name in FLAGS:
+    hits = np.zeros((len(n), len(FLAGS)), dtype=bool)
+    for k, name in enumerate(FLAGS):
         value, computed = values[name]
-        column = pd.array(np.asarray(value, dtype=bool), dtype="boolean")
-        column[~np.asarray(computed, dtype=bool)] = pd.NA
-        table[f"flag_{name}"] = column
-    flags = table[[f"flag_{name}" for name in FLAGS]].fillna(False).to_numpy(dtype=bool)
-    table["n_flags"] = flags.sum(axis=1)
+        computed = np.asarray(computed, dtype=bool)
+        hits[:, k] = np.asarray(value, dtype=bool) & computed
+        table[f"flag_{name}"] = pd.arrays.BooleanArray(hits[:, k].copy(), ~computed)
+    table["n_flags"] = hits.sum(axis=1)
     review = [list(FLAGS).index(name) for name in REVIEW_FLAGS]
-    table["flagged"] = flags[:, review].any(axis=1)
+    table["flagged"] = hits[:, review].any(axis=1)
     names = np.asarray(list(FLAGS), dtype=object)
-    table["flags"] = [", ".join(names[row]) for row in flags]
-    return table
+    codes, patterns = np.unique(np.packbits(hits, axis=1, bitorder="little"), axis=0, return_inverse=True)
+    text = np.asarray([", ".join(names[np.unpackbits(c, bitorder="little")[:len(FLAGS)].astype(bool)])
+                       for c in codes], dtype=object)
+    table["flags"] = text[patterns.ravel()]
 
 
-def _notes(table: pd.DataFrame, n_r: np.ndarray, revised: np.ndarray, sums: ItemSums) -> list[str]:
-    n = table["n_models"].to_numpy()
-    p = table["p_correct"].to_numpy(dtype=float)
-    r = table["r_rest"].to_numpy(dtype=float)
-    parts: list[list[str]] = [[] for _ in range(len(table))]
+def _notes(table: dict[str, np.ndarray], n_r: np.ndarray, revised: np.ndarray) -> list[str]:
+    n = table["n_models"]
+    p = table["p_correct"]
+    r = table["r_rest"]
+    parts: list[list[str]] = [[] for _ in range(len(n))]
     for i in np.flatnonzero(n == 1):
         parts[i].append("one model only: nothing to compare")
     for i in np.flatnonzero((n > 1) & (n < MIN_MODELS)):
@@ -704,18 +746,25 @@ def _notes(table: pd.DataFrame, n_r: np.ndarray, revised: np.ndarray, sums: Item
     for i in np.flatnonzero(revised):
         parts[i].append("n_options differs between models (option list revised): letters not compared, "
                         "correctness only")
-    invalid = table["share_invalid"].to_numpy(dtype=float)
+    invalid = np.asarray(table["share_invalid"], dtype=float)
     for i in np.flatnonzero(np.nan_to_num(invalid) > 0):
         parts[i].append(f"{invalid[i]:.0%} chose an option the item does not have")
     return ["; ".join(p) for p in parts]
 
 
-def _rank(table: pd.DataFrame) -> pd.DataFrame:
-    s = table["suspicion"].to_numpy(dtype=float)
+def _rank(table: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The item table, most suspicious first (ties: domain, then item), built column by column in that order."""
+    s = table["suspicion"]
     rank = pd.Series(-np.nan_to_num(s, nan=-np.inf)).rank(method="min").to_numpy().astype(np.int64)
-    table.insert(0, "suspicion_rank", rank)
-    table = table.sort_values(["suspicion_rank", "domain", "item"], kind="mergesort").reset_index(drop=True)
-    return table[list(AUDIT_COLUMNS)]
+    order = pd.DataFrame({"r": rank, "d": text_column(table["domain"]), "i": text_column(table["item"])}).sort_values(
+        ["r", "d", "i"], kind="mergesort").index.to_numpy()
+    table["suspicion_rank"] = rank
+    out = {}
+    for name in AUDIT_COLUMNS:
+        values = table.pop(name)
+        values = values[order]
+        out[name] = text_column(values) if getattr(values, "dtype", None) == object else values
+    return pd.DataFrame(out, copy=False)
 
 
 def _dataset_notes(sums: ItemSums, n_models: int, choice_ok: np.ndarray) -> list[str]:

@@ -45,16 +45,29 @@ def log_lik(sy: np.ndarray, syt: np.ndarray, sp: np.ndarray, a: float, grid: np.
     return a * syt[:, None] - a * grid[None, :] * sy[:, None] - sp
 
 
-def em_prior(parts: Iterable[np.ndarray], n_grid: int, iterations: int = EM_ITERATIONS) -> tuple[np.ndarray, float]:
-    """Nonparametric ML prior on the grid (EM), and the total log marginal likelihood at it.
+def em_prior(parts: Iterable[np.ndarray], n_grid: int,
+             iterations: int = EM_ITERATIONS) -> tuple[np.ndarray, float, np.ndarray]:
+    """Nonparametric ML prior on the grid (EM), the total log marginal likelihood, and each row's.
 
-    Each block of log-likelihoods (items × grid) is exponentiated once, shifted by its row
-    maximum; an EM step is then two matrix-vector products per block.
+    Each block of log-likelihoods (rows × grid) is exponentiated once, shifted by its row
+    maximum, *in place* (the blocks are consumed); an EM step is then two matrix-vector
+    products per block.
+
+    Returns
+    -------
+    log_prior : numpy.ndarray
+        ln of the prior weights on the grid.
+    total : float
+        Σ over rows of ln Σ_g prior_g L_g.
+    per_row : numpy.ndarray
+        ln Σ_g prior_g L_g for every row, in order.
     """
     scaled = []
     for ll in parts:
         top = ll.max(axis=1)
-        scaled.append((np.exp(ll - top[:, None]), top))
+        ll -= top[:, None]
+        np.exp(ll, out=ll)
+        scaled.append((ll, top))
     prior = np.full(n_grid, 1.0 / n_grid)
     for _ in range(iterations):
         weight = np.zeros(n_grid)
@@ -62,8 +75,8 @@ def em_prior(parts: Iterable[np.ndarray], n_grid: int, iterations: int = EM_ITER
             weight += e.T @ (1.0 / (e @ prior))
         prior = prior * weight
         prior = np.maximum(prior / prior.sum(), 1e-300)
-    total = float(sum((top + np.log(e @ prior)).sum() for e, top in scaled))
-    return np.log(prior), total
+    per_row = np.concatenate([top + np.log(e @ prior) for e, top in scaled]) if scaled else np.zeros(0)
+    return np.log(prior), float(per_row.sum()), per_row
 
 
 def marginal(ll: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -73,9 +86,9 @@ def marginal(ll: np.ndarray, prior: np.ndarray) -> np.ndarray:
         return top + np.log(np.exp(ll - top[:, None]) @ prior)
 
 
-def blocks(n: int) -> list[slice]:
-    """Slices of at most :data:`BLOCK` rows covering 0 … n − 1."""
-    return [slice(start, min(start + BLOCK, n)) for start in range(0, max(n, 1), BLOCK)]
+def blocks(n: int, size: int = BLOCK) -> list[slice]:
+    """Slices of at most ``size`` rows covering 0 … n − 1."""
+    return [slice(start, min(start + size, n)) for start in range(0, max(n, 1), size)]
 
 
 def choose_slope(model_group: pd.DataFrame, t: pd.DataFrame) -> tuple[float, np.ndarray]:
@@ -99,7 +112,7 @@ def choose_slope(model_group: pd.DataFrame, t: pd.DataFrame) -> tuple[float, np.
         per_group = np.zeros((len(groups), len(grid)))
         np.add.at(per_group, group_of_row, softplus(a * (theta[:, None] - grid[None, :])))
         parts = [log_lik(sx[b], sxt[b], per_group[item_group[b]], a, grid) for b in blocks(len(chosen))]
-        _, total = em_prior(parts, len(grid), iterations=10)
+        _, total, _ = em_prior(parts, len(grid), iterations=10)
         if total > best[0]:
             best = (total, a, grid)
     return best[1], best[2]

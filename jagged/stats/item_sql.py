@@ -128,8 +128,9 @@ SENSITIVITY_SQL = """SELECT rows.model, rows.domain, sum(rows.x) AS s, count(*) 
                      FROM rows LEFT JOIN aside ON rows.item = aside.item LEFT JOIN alt ON rows.item = alt.item
                      GROUP BY rows.model, rows.domain"""
 
-#: DuckDB memory cap; it spills to a temporary folder beyond it.
-MEMORY_LIMIT = "1GB"
+#: DuckDB memory cap of the audit's sessions; it spills to a temporary folder beyond it (the loader's own
+#: session, which checks the file first, has :data:`jagged.readers.items.DUCKDB_MEMORY_LIMIT`).
+MEMORY_LIMIT = "512MB"
 
 
 class _Session:
@@ -141,7 +142,9 @@ class _Session:
         self.spill = tempfile.mkdtemp(prefix="jagged-audit-duckdb-")
         self.con = duckdb.connect(":memory:", config={
             "memory_limit": memory_limit, "threads": threads or min(os.cpu_count() or 1, 4),
-            "temp_directory": self.spill, "preserve_insertion_order": False})
+            "temp_directory": self.spill, "preserve_insertion_order": False,
+            # give freed memory back to the system at once: the audit's arrays follow
+            "allocator_flush_threshold": "16MB", "allocator_bulk_deallocation_flush_threshold": "16MB"})
 
     def close(self) -> None:
         try:
@@ -213,8 +216,8 @@ def parquet_item_sums(path: str | Path, *, rest: str = "domain", memory_limit: s
         softplus_table = _softplus_sums(con, mg, slope, grid, len(items))
         con.execute("DROP TABLE presence")
         labels = np.asarray([r[0] for r in con.execute(FETCH_LABELS).fetchall()], dtype=object)
-        options = con.execute(FETCH_OPTIONS).fetchnumpy()
-        keys = con.execute(FETCH_KEYS).fetchnumpy()
+        options = _fetch_in_batches(con, FETCH_OPTIONS, "SELECT count(*) FROM option_sums")
+        keys = _fetch_in_batches(con, FETCH_KEYS, "SELECT count(*) FROM key_counts")
         for table in ("option_sums", "key_counts", "item_sums", "item_pos", "label_code", "sp"):
             con.execute(f"DROP TABLE {table}")  # the sensitivity query reads the file again
     except duckdb.Error as exc:
@@ -224,10 +227,12 @@ def parquet_item_sums(path: str | Path, *, rest: str = "domain", memory_limit: s
     options = _coded(options, labels, "label")[list(OPTION_SUM_COLUMNS)]
     keys = _coded(keys, labels, "key")
 
+    held = [softplus_table]
+
     def softplus_sums(a: float, g: np.ndarray) -> np.ndarray:
-        if a != slope or not np.array_equal(np.asarray(g), grid):
-            raise ValueError("the out-of-core sums were computed for the slope and grid of choose_slope only")
-        return softplus_table
+        if a != slope or not np.array_equal(np.asarray(g), grid) or not held:
+            raise ValueError("the out-of-core sums were computed once, for the slope and grid of choose_slope")
+        return held.pop()  # handed over once: the audit keeps no second copy
 
     session.close()  # frees DuckDB's memory before the audit's own arrays grow
 
@@ -267,6 +272,25 @@ def _sensitivity_sums(path: Path, expr: dict[str, str], rest: str, set_aside: np
     return out
 
 
+def _fetch_in_batches(con: Any, query: str, count_query: str, batch: int = 1_000_000) -> dict[str, np.ndarray]:
+    """A query's result as numpy columns, filled batch by batch (no second full copy in memory)."""
+    ((total,),) = con.execute(count_query).fetchall()
+    reader = con.sql(query).to_arrow_reader(batch)
+    out: dict[str, np.ndarray] = {}
+    start = 0
+    for record in reader:
+        for name, column in zip(record.schema.names, record.columns):
+            values = column.to_numpy(zero_copy_only=False)
+            if name not in out:
+                dtype = np.int32 if values.dtype.kind in "iu" and name != "pos" else values.dtype
+                out[name] = np.empty(int(total), dtype=dtype)
+            out[name][start:start + len(values)] = values
+        start += record.num_rows
+    if not out:
+        return {name: np.zeros(0) for name in reader.schema.names}
+    return out
+
+
 def _softplus_sums(con: Any, mg: pd.DataFrame, a: float, grid: np.ndarray, n_items: int) -> np.ndarray:
     """Σ_m softplus(a (θ_m − b_g)) per item (rows: item positions) with :data:`SOFTPLUS_SQL`."""
     table = pd.DataFrame({"mg_id": mg["mg_id"].to_numpy()})
@@ -299,7 +323,13 @@ def _typed(frame: pd.DataFrame, text: tuple[str, ...]) -> pd.DataFrame:
 
 
 def _coded(columns: dict[str, np.ndarray], labels: np.ndarray, label_column: str) -> pd.DataFrame:
-    """A fetched table with ``pos`` as int64, the label codes back as label text, the rest as float."""
+    """A fetched table sorted by (``pos``, label), the label codes back as label text, counts int32, the rest float."""
+    pos, code = np.asarray(columns["pos"]), np.asarray(columns[label_column])
+    key = pos.astype(np.int64) * (len(labels) + 1) + code
+    if len(key) > 1 and not (key[1:] >= key[:-1]).all():  # a streamed result need not keep ORDER BY
+        order = np.argsort(key, kind="stable")
+        columns = {name: np.asarray(values)[order] for name, values in columns.items()}
+    del key
     out = {}
     for name, values in columns.items():
         values = np.asarray(values)
