@@ -27,8 +27,7 @@ from typing import Iterable
 
 import numpy as np
 import pandas as pd
-from scipy.special import gammaln
-from scipy.stats import t as student_t
+from scipy.special import gammaln, stdtr
 
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
@@ -487,7 +486,7 @@ def _options(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.nda
         df, rd = n_r[defined] - 2, r[defined]
         with np.errstate(invalid="ignore", divide="ignore"):
             tstat = rd * np.sqrt(df / np.maximum(1 - rd * rd, 0.0))
-        p_value[defined] = np.where(rd >= 1.0, 0.0, student_t.sf(tstat, df))
+        p_value[defined] = np.where(rd >= 1.0, 0.0, stdtr(df, -tstat))  # Student t upper tail
         out["item"][b] = item_names[pos]
         out["option"][b] = option_names.get_indexer(label)  # -1: no answer
         out["is_key"][b], out["valid"][b] = label == key[pos], valid

@@ -231,7 +231,7 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain") -> ItemSums:
         "sxr": per_item(x * r0), "stheta": per_item(theta), "sxtheta": per_item(x * theta), "k_ul": k,
         "sxwu": per_item(x * w_u), "sxwl": per_item(x * w_l), "n_choice": per_item(informed.astype(float)),
         "nopt_min": nopt_min, "nopt_max": nopt_max,
-    })
+    }, copy=False)
     options = _option_sums(item_code, x, r, theta, w_u, informed, choice)
     keys = _key_counts(item_code, x, key, choice)
     mg_table = pd.DataFrame({"model": text_column(np.repeat(models, n_groups)),
@@ -240,11 +240,11 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain") -> ItemSums:
     mg_table = mg_table[mg_table["n"] > 0].reset_index(drop=True)
 
     def softplus_sums(a: float, grid: np.ndarray) -> np.ndarray:
-        import scipy.sparse as sparse
-
         table_mg = softplus(a * (theta_mg[:, None] - np.asarray(grid)[None, :]))
-        presence = sparse.csr_matrix((np.ones(len(x)), (item_code, mg)), shape=(n_items, size))
-        return np.asarray(presence @ table_mg)
+        out = np.empty((n_items, len(grid)))
+        for g in range(len(grid)):  # every row is one (model, item): sum its model's value per item
+            out[:, g] = np.bincount(item_code, table_mg[mg, g], n_items)
+        return out
 
     def model_domain_sums(set_aside: np.ndarray, rescore: dict[str, str]) -> pd.DataFrame:
         return _model_domain_sums(model_code, models, domain_code, domains, item_code, item_names, x, choice,
@@ -277,7 +277,7 @@ def _option_sums(item_code: np.ndarray, x: np.ndarray, r: np.ndarray, theta: np.
         "count": per_pair(), "stheta": per_pair(theta[rows]), "swu": per_pair(w_u[rows]),
         "n_wrong": per_pair(wrong.astype(float)), "n_wrong_r": per_pair((wrong & ok).astype(float)),
         "sr_wrong": per_pair(np.where(wrong & ok, r[rows], 0.0)), "swu_wrong": per_pair(np.where(wrong, w_u[rows], 0.0)),
-    })
+    }, copy=False)
 
 
 def _key_counts(item_code: np.ndarray, x: np.ndarray, key: np.ndarray | None,
