@@ -144,7 +144,6 @@ class Analysis:
         return {"text/plain": text, SECTIONS_MIME: applies}
 
 
-
 def analyse(scores: str | Path | None = None, *, example_profiles: bool = False, **options: Any) -> Analysis:
     """Load an input and prepare its analysis.
 
