@@ -75,9 +75,10 @@ def main() -> None:
 
     SCORES is a per-domain score table (CSV or Parquet; long: model, domain, score
     [, n_items, category]; wide: model plus one column per domain), item-level
-    results (model, domain, item, correct), lm-evaluation-harness results or
-    samples, or Inspect logs (a file or a folder); the format is detected from the
-    content. Run 'jagged COMMAND --help' for each command's options.
+    results (model, domain, item, correct[, choice, key]), lm-evaluation-harness
+    results or samples, Inspect logs (.json or .eval), Every Eval Ever aggregate or
+    instance-level files, or HELM run folders (a file or a folder); the format is
+    detected from the content. Run 'jagged COMMAND --help' for each command's options.
     """
 
 

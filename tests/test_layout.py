@@ -14,10 +14,11 @@ import pytest
 
 from jagged.plots import deployment as deployment_plots
 from jagged.plots import dispersion, hierarchy as hierarchy_plots, uncertainty as uncertainty_plots
+from jagged.plots import item_audit as item_plots, structure as structure_plots
 from jagged.plots.model import domain_errors_vs_field
 from jagged.stats import deployment, hierarchy
 from jagged.stats.analysis import analyse
-from jagged.views import display, model_view
+from jagged.views import display, item_audit as item_views, model_view, structure as structure_views
 
 #: A model id as long as the longest of the Open LLM Leaderboard (102 characters).
 LONG = "organisation-with-a-long-name/" + "merged-model_" * 5 + "instruct-v0.1-dpo-lora-r64-" + "x" * 6
@@ -64,11 +65,33 @@ def _figures(a):
         "category_strip": lambda: hierarchy_plots.category_strip(leaves, categories=categories, model=focus,
                                                                  overall=0.3, label_leaves=1),
         "model_field": lambda: domain_errors_vs_field(errors, model=focus),
+        "variance_bars": lambda: structure_plots.variance_bars(a.structure.shares),
+        "residual_heatmap": lambda: structure_plots.residual_heatmap(
+            *structure_views.residual_grid(a.structure.decomposition, scores, table, limit=10)[:1],
+            cut=structure_views.residual_grid(a.structure.decomposition, scores, table, limit=10)[1]),
+        "relative_vs_cv": lambda: structure_plots.relative_vs_cv(table),
+        "scree": lambda: structure_plots.scree(a.structure.dimensions.table(),
+                                               percentile=a.structure.dimensions.percentile),
+        "flagged_share": lambda: item_plots.flagged_share_by_domain(item_views.domain_table(_audit()).rename(
+            columns={"share flagged": "share_flagged", "items": "n_items"})),
+        "discrimination": lambda: item_plots.discrimination_difficulty(_audit().items),
     }
 
 
+def _audit():
+    """The item audit of the bundled MMLU-Pro responses (the report's items section)."""
+    global _AUDIT
+    if _AUDIT is None:
+        _AUDIT = analyse(bootstrap=0).item_audit
+    return _AUDIT
+
+
+_AUDIT = None
+
+
 NAMES = ["dispersion", "heatmap", "scatter", "forest", "macro_vs_dep", "wedge_dots", "wedge_bars", "rank_slope",
-         "exposure_dots", "exposure_vs_error", "drift_bound", "category_strip", "model_field"]
+         "exposure_dots", "exposure_vs_error", "drift_bound", "category_strip", "model_field", "variance_bars",
+         "residual_heatmap", "relative_vs_cv", "scree", "flagged_share", "discrimination"]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -55,7 +55,7 @@ def variance_bars(shares: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     top = float(np.nanmax(rows["share"].to_numpy(dtype=float))) if len(rows) else 1.0
     ax.set_xlim(min(0.0, float(rows["share"].min()) if len(rows) else 0.0) - 0.01, min(1.0, top + 0.12))
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
-    ax.set_xlabel("share of the variance of logit(error rate) over all model × domain cells")
+    ax.set_xlabel("share of the variance of logit(error rate)")
     ax.grid(axis="x", color="0.9", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.set_title("What the error rates are made of", fontsize=10, loc="left")

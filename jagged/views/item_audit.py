@@ -150,7 +150,7 @@ def audit_sentences(audit: ItemAudit, sensitivity: pd.DataFrame | None = None) -
         change = change[np.isfinite(change)]
         if len(change):
             out.append(f"Setting the flagged items aside changes cv_error by {np.median(change):+.3f} for the median "
-                       f"model (from {change.min():+.3f} to {change.max():+.3f}); this is a sensitivity analysis, not a "
+                       f"model (the change ranges from {change.min():+.3f} to {change.max():+.3f} across models); this is a sensitivity analysis, not a "
                        "corrected CV: leaving out hard but valid items lowers the mean error and so raises the CV.")
     out.extend(note[0].upper() + note[1:] + ("" if note.endswith(".") else ".") for note in audit.notes)
     return out

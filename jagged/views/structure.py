@@ -244,7 +244,8 @@ def _relative_sentence(structure: Structure, table: pd.DataFrame | None) -> str:
         if np.isfinite(rho_cv) and np.isfinite(rho_rj):
             text += (f" Across models cv_error has a rank correlation of {rho_cv:+.2f} with the macro score and "
                      f"relative jaggedness {rho_rj:+.2f}")
-            text += f"; the two orderings agree at {rank:+.2f}." if np.isfinite(rank) else "."
+            text += (f"; the two rank the models with a correlation of {rank:+.2f} between them."
+                     if np.isfinite(rank) else ".")
     return text
 
 
