@@ -30,10 +30,18 @@ _LAZY: dict[str, str] = {
     "summarize": "jagged.readers.table", "validate_scores": "jagged.readers.table",
     "deployment_metrics": "jagged.stats.deployment", "resolve_profiles": "jagged.stats.weights",
     "bootstrap_intervals": "jagged.stats.uncertainty", "sampling_noise": "jagged.stats.uncertainty",
+    "analyse": "jagged.stats.analysis", "metrics_table": "jagged.stats.analysis",
+    "AnalysisOptions": "jagged.options", "item_audit": "jagged.stats.item_audit",
+    "structure": "jagged.stats.structure", "relative_jaggedness": "jagged.stats.decomposition",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from jagged.options import AnalysisOptions
+    from jagged.stats.analysis import analyse, metrics_table
+    from jagged.stats.decomposition import relative_jaggedness
     from jagged.stats.deployment import deployment_metrics
+    from jagged.stats.item_audit import item_audit
+    from jagged.stats.structure import structure
     from jagged.readers.dataset import Dataset
     from jagged.readers.load import BUNDLED_SCORES, load, load_scores
     from jagged.stats.metrics import cv_error, jaggedness
@@ -56,7 +64,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "BUNDLED_SCORES", "Dataset", "JaggedInputError", "JaggedWarning", "__version__", "bootstrap_intervals",
+    "AnalysisOptions", "BUNDLED_SCORES", "Dataset", "analyse", "item_audit", "metrics_table", "relative_jaggedness",
+    "structure", "JaggedInputError", "JaggedWarning", "__version__", "bootstrap_intervals",
     "cv_error", "deployment_metrics", "jaggedness", "load", "load_scores", "resolve_profiles",
     "sampling_noise", "summarize", "validate_scores",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import re
 import statistics
 
 import matplotlib.pyplot as plt
@@ -222,3 +223,15 @@ def test_long_names_get_line_break_opportunities_at_their_joints_and_stay_the_sa
     assert display.cell_markup(note) == f'<span class="wrap">{note}</span>'  # wraps at its spaces
     hostile = display.cell_markup("<b>-x" * 10)
     assert "<b>" not in hostile and hostile.replace("<wbr/>", "").count("&lt;b&gt;-x") == 10
+
+
+def test_table_limit_keeps_the_ends_and_says_what_was_left_out():
+    frame = pd.DataFrame({"model": [f"m{i:02d}" for i in range(50)], "cv_error": np.linspace(0.5, 0.01, 50)})
+    block = display.table_block(frame, caption="Per model", limit=10)
+    shown = re.findall(r'<th scope="row">(m\d\d)</th>', block)
+    assert shown == [f"m{i:02d}" for i in range(5)] + [f"m{i:02d}" for i in range(45, 50)]
+    assert block.count('<tr class="cut">') == 1 and "40 of 50 rows not shown" in block
+    assert "Per model — the first 5 and the last 5 of 50" in block
+    assert block.index("m04") < block.index('class="cut"') < block.index("m45")
+    whole = display.table_block(frame, caption="Per model", limit=60)
+    assert 'class="cut"' not in whole and len(re.findall(r'<th scope="row">', whole)) == 50

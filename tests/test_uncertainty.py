@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import jagged
+import jagged.readers.load
 from jagged.stats import uncertainty as u
 from jagged.stats.analysis import AnalysisOptions, metrics_table
 from jagged.cli import main

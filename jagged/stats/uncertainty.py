@@ -896,7 +896,7 @@ def uncertainty_statement(table: pd.DataFrame, *, n_boot: int, ci: float) -> str
         parts.append("Sampling noise cannot be assessed: the scores carry no n_items (items per domain), "
                      "so neither noise_share nor the corrected CV can be computed.")
     else:
-        parts.append(f"{flagged} of {len(rows)} models have jaggedness indistinguishable from sampling noise"
+        parts.append(f"{flagged:,} of {len(rows):,} models have jaggedness indistinguishable from sampling noise"
                      + (f"; for {unknown} the noise is unknown (no n_items)" if unknown else "") + ".")
     if n_boot <= 0 or "cv_error_lo" not in rows.columns:
         parts.append("No intervals were computed (bootstrap = 0).")

@@ -246,7 +246,8 @@ def format_table(frame: pd.DataFrame, formats: Mapping[str, Format] | None = Non
 
 def table_html(frame: pd.DataFrame, *, caption: str | None = None,
                formats: Mapping[str, Format] | None = None,
-               numeric: tuple[str, ...] | None = None, row_header: bool = True) -> str:
+               numeric: tuple[str, ...] | None = None, row_header: bool = True,
+               cut: tuple[int, str] | None = None) -> str:
     """An escaped HTML table with a header row of ``<th scope="col">`` cells.
 
     Parameters
@@ -261,6 +262,9 @@ def table_html(frame: pd.DataFrame, *, caption: str | None = None,
         Columns to right-align; by default the numeric columns of ``frame``.
     row_header : bool
         Make each row's first cell a ``<th scope="row">`` (the model, domain, ... it is about).
+    cut : (int, str), optional
+        After this many rows, a row spanning the table with this text (escaped), saying what
+        was left out between the first and the last rows.
 
     Returns
     -------
@@ -280,7 +284,9 @@ def table_html(frame: pd.DataFrame, *, caption: str | None = None,
     parts.extend(f'<th scope="col">{cell_markup(str(c))}</th>' for c in text.columns)
     parts.append("</tr></thead><tbody>")
     is_num = [c in numeric for c in text.columns]
-    for row in text.itertuples(index=False, name=None):
+    for position, row in enumerate(text.itertuples(index=False, name=None)):
+        if cut is not None and position == cut[0]:
+            parts.append(f'<tr class="cut"><td colspan="{len(text.columns)}">{esc(cut[1])}</td></tr>')
         cells = [f'<td class="num">{esc(v)}</td>' if num else f"<td>{cell_markup(v)}</td>"
                  for num, v in zip(is_num, row)]
         if row_header and cells:
@@ -331,7 +337,8 @@ def table_text(frame: pd.DataFrame, formats: Mapping[str, Format] | None = None)
 
 
 def show_table(frame: pd.DataFrame, *, caption: str | None = None,
-               formats: Mapping[str, Format] | None = None, collapsed: str | None = None) -> None:
+               formats: Mapping[str, Format] | None = None, collapsed: str | None = None,
+               limit: int | None = None) -> None:
     """Display a table as escaped HTML with a plain-text twin (see :func:`table_html`).
 
     Parameters
@@ -344,6 +351,10 @@ def show_table(frame: pd.DataFrame, *, caption: str | None = None,
         See :func:`format_table`.
     collapsed : str, optional
         Put the table in a closed ``<details>`` element with this summary line.
+    limit : int, optional
+        Show only the first and last rows, ``limit`` in all, with a row between them that
+        says how many were left out (:func:`jagged.views.overview.ends`, the cut the plots
+        use); for tables whose every row is also in the per-model table.
 
     Notes
     -----
@@ -353,14 +364,40 @@ def show_table(frame: pd.DataFrame, *, caption: str | None = None,
     """
     from IPython.display import display
 
-    display({"text/html": table_block(frame, caption=caption, formats=formats, collapsed=collapsed),
-             "text/plain": table_text(frame, formats)}, raw=True)
+    kept, _ = cut_rows(frame, limit)
+    display({"text/html": table_block(frame, caption=caption, formats=formats, collapsed=collapsed, limit=limit),
+             "text/plain": table_text(kept, formats)}, raw=True)
+
+
+def cut_rows(frame: pd.DataFrame, limit: int | None) -> tuple[pd.DataFrame, int]:
+    """The first and last rows of a table, ``limit`` in all (:func:`jagged.views.overview.ends`).
+
+    Returns
+    -------
+    kept : pandas.DataFrame
+        The rows kept, in order.
+    cut : int
+        How many rows come before the left-out ones (0 when none were left out).
+    """
+    from jagged.views.overview import ends
+
+    positions, cut = ends(range(len(frame)), limit)
+    return (frame if not cut else frame.iloc[positions]), cut
 
 
 def table_block(frame: pd.DataFrame, *, caption: str | None = None,
-                formats: Mapping[str, Format] | None = None, collapsed: str | None = None) -> str:
+                formats: Mapping[str, Format] | None = None, collapsed: str | None = None,
+                limit: int | None = None) -> str:
     """The HTML :func:`show_table` displays: the table, in its scrolling region and ``<details>`` when asked."""
-    markup = table_html(frame, caption=caption, formats=formats)
+    kept, cut = cut_rows(frame, limit)
+    note = None
+    if cut:
+        hidden = len(frame) - len(kept)
+        note = (f"… {hidden:,} of {len(frame):,} rows not shown here (every model is in the per-model "
+                "table above, and in jagged metrics)")
+        caption = f"{caption} — the first {cut} and the last {len(kept) - cut} of {len(frame):,}" if caption else None
+    markup = table_html(kept, caption=caption, formats=formats, cut=(cut, note) if cut else None)
+    frame = kept
     if len(frame) > SCROLL_ROWS:
         label = html.escape(caption or collapsed or "table", quote=True)
         markup = f'<div class="table-scroll" role="region" tabindex="0" aria-label="{label}">\n{markup}\n</div>'
