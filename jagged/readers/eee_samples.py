@@ -48,6 +48,7 @@ from jagged.readers.eee import hierarchy_path, is_aggregate, parse_timestamp, re
 from jagged.readers.files import read_json_text
 from jagged.readers.hierarchy import category_map
 from jagged.readers.items import ItemRead
+from jagged.readers.metadata import metadata_domain, metadata_keys
 from jagged.readers.supersede import newest
 from jagged.text import listing, plural
 
@@ -202,29 +203,6 @@ def _correct(record: dict[str, Any], where: str, ranges: dict[str, tuple[float |
     return None
 
 
-def _metadata(record: dict[str, Any], key: str) -> Any:
-    node: Any = record.get("metadata")
-    if isinstance(node, dict) and key in node:
-        return node[key]
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise KeyError(key)
-        node = node[part]
-    return node
-
-
-def _metadata_keys(records: list[dict[str, Any]]) -> list[str]:
-    keys: dict[str, None] = {}
-    for record in records[:500]:
-        meta = record.get("metadata")
-        if isinstance(meta, dict):
-            for key, value in meta.items():
-                keys[str(key)] = None
-                if isinstance(value, dict):
-                    keys.update({f"{key}.{sub}": None for sub in value})
-    return list(keys)
-
-
 # --------------------------------------------------------------------------------------
 # files
 
@@ -317,7 +295,7 @@ def _one_result(file: SamplesFile, metric: str | None) -> SamplesFile:
 def _file_rows(file: SamplesFile, *, domain_key: str | None, several: bool, found: _Found) -> None:
     """Add one (model, evaluation)'s samples to ``found``."""
     ranges = file.link.ranges() if file.link else {}
-    available = _metadata_keys(file.records) if domain_key else []
+    available = metadata_keys(file.records[:500]) if domain_key else []
     seen: set[str] = set()
     for record in file.records:
         where = f"{file.path.name}: line {record['_line']}"
@@ -332,14 +310,7 @@ def _file_rows(file: SamplesFile, *, domain_key: str | None, several: bool, foun
             continue
         domain = file.evaluation
         if domain_key:
-            try:
-                raw = _metadata(record, domain_key)
-            except KeyError:
-                raise JaggedInputError(f"{where}: no metadata key {domain_key!r}; available keys: "
-                                       f"{listing(available, 12) or 'none'}") from None
-            if isinstance(raw, (dict, list)) or raw is None or str(raw).strip() == "":
-                raise JaggedInputError(f"{where}: metadata {domain_key!r} is {str(raw)[:40]!r}, not a domain name")
-            domain = str(raw).strip()
+            domain = metadata_domain(record, domain_key, where, available)
         item = f"{file.evaluation}:{sid}" if several else sid
         found.rows.append((file.model, domain, item, value, *choice_and_key(record), file.evaluation))
 

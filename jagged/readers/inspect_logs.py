@@ -43,6 +43,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.text import join_notes, listing, plural
 from jagged.readers.items import ItemRead
+from jagged.readers.metadata import metadata_domain, metadata_keys
 from jagged.readers.supersede import newest
 from jagged.readers.ziparchive import MemberError, read_member
 
@@ -134,32 +135,6 @@ def score_to_float(value: Any) -> float | None:
             return None
         return number if math.isfinite(number) else None
     return None
-
-
-def _metadata_keys(samples: list[dict[str, Any]]) -> list[str]:
-    keys: dict[str, None] = {}
-    for sample in samples:
-        meta = sample.get("metadata")
-        if not isinstance(meta, dict):
-            continue
-        for key, value in meta.items():
-            keys[str(key)] = None
-            if isinstance(value, dict):
-                for sub in value:
-                    keys[f"{key}.{sub}"] = None
-    return list(keys)
-
-
-def _metadata_value(sample: dict[str, Any], key: str) -> Any:
-    meta = sample.get("metadata")
-    if isinstance(meta, dict) and key in meta:
-        return meta[key]
-    node: Any = meta
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise KeyError(key)
-        node = node[part]
-    return node
 
 
 def _created(log: dict[str, Any], path: Path) -> float:
@@ -317,18 +292,6 @@ def _sample_id(sample: dict[str, Any], run: InspectRun) -> tuple[Any, int]:
     return sid, epoch
 
 
-def _sample_domain(sample: dict[str, Any], domain_key: str, where: str, available: list[str]) -> str:
-    """The domain named by a sample-metadata field."""
-    try:
-        domain = _metadata_value(sample, domain_key)
-    except KeyError:
-        raise JaggedInputError(f"{where}: no metadata key {domain_key!r}; available keys: "
-                               f"{listing(available, 12) or 'none'}") from None
-    if isinstance(domain, (dict, list)) or domain is None or str(domain).strip() == "":
-        raise JaggedInputError(f"{where}: metadata {domain_key!r} is {str(domain)[:40]!r}, not a domain name")
-    return str(domain).strip()
-
-
 def _choice_and_key(sample: dict[str, Any], score: Any) -> tuple[str | None, str | None]:
     """The chosen letter and the key of a multiple-choice sample; (None, None) for other samples."""
     if not isinstance(sample.get("choices"), list) or not sample["choices"]:
@@ -358,7 +321,7 @@ def _read_run(run: InspectRun, scorer: tuple[str, str | None], *, domain_key: st
               several_runs: bool, source: str, out: _Rows) -> None:
     """Add one log's scored samples (model, domain, item, epoch, value, choice, key) to ``out``."""
     name, value_key = scorer
-    available = _metadata_keys(run.samples) if domain_key else []
+    available = metadata_keys(run.samples) if domain_key else []
     for sample in run.samples:
         sid, epoch = _sample_id(sample, run)
         where = f"{run.path.name}: sample {sid!r} (epoch {epoch})"
@@ -369,7 +332,7 @@ def _read_run(run: InspectRun, scorer: tuple[str, str | None], *, domain_key: st
             continue
         domain = run.task
         if domain_key:
-            domain = _sample_domain(sample, domain_key, where, available)
+            domain = metadata_domain(sample, domain_key, where, available)
             if several_tasks:
                 if out.categories.get(domain, run.task) != run.task:
                     raise JaggedInputError(f"{source}: domain {domain!r} ({domain_key}) occurs in tasks "
