@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-import jagged
 from clitools import assert_bad_input, run_cli
 from conftest import TEST_DATA
+
+import jagged
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.eee_samples import read_samples
 from jagged.readers.evaluators import parse_file
@@ -451,19 +451,7 @@ def test_newest_keeps_first_seen_key_order_and_flags_ties():
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**12), 10**12)
-    | st.text(max_size=6) | st.sampled_from(["-1", "Infinity", "0.2.0", "", "accuracy"]),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3), max_leaves=6)
-
-
-def _slots(node, out):
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, value in list(items):
-        out.append((node, key))
-        _slots(value, out)
-    return out
+from json_damage import JSON_VALUES, slots  # noqa: E402
 
 
 @st.composite
@@ -471,7 +459,7 @@ def damaged_aggregate(draw):
     doc = load_json(files(GMMLU / "cohere")[0])
     doc["evaluation_results"] = doc["evaluation_results"][:6]
     for _ in range(draw(st.integers(1, 4))):
-        container, key = draw(st.sampled_from(_slots(doc, [])))
+        container, key = draw(st.sampled_from(slots(doc)))
         action = draw(st.sampled_from(["replace", "replace", "delete"]))
         if action == "replace":
             container[key] = draw(JSON_VALUES)
@@ -501,7 +489,7 @@ def damaged_samples(draw):
     path = next((EEE / "instance_level_data").glob("ai2_arc_anthropic*.jsonl"))
     doc = [json.loads(line) for line in path.read_text().splitlines()]
     for _ in range(draw(st.integers(1, 4))):
-        container, key = draw(st.sampled_from(_slots(doc, [])))
+        container, key = draw(st.sampled_from(slots(doc)))
         if draw(st.booleans()):
             container[key] = draw(JSON_VALUES)
         else:

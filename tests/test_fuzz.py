@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, seed, settings
 from hypothesis import strategies as st
+from json_damage import slots
 
 import jagged
 from jagged.cli import main
@@ -243,23 +244,14 @@ def inspect_log() -> dict:
             "plan": {}, "results": {"scores": []}, "stats": {}, "samples": samples}
 
 
-def _slots(node, out):
-    """Every (container, key) of a JSON document, depth first."""
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, value in list(items):
-        out.append((node, key))
-        _slots(value, out)
-    return out
-
-
 @st.composite
 def damaged(draw, make) -> bytes:
     doc = make()
     for _ in range(draw(st.integers(1, 4))):
-        slots = _slots(doc, [])
-        if not slots:
+        places = slots(doc)
+        if not places:
             break
-        container, key = draw(st.sampled_from(slots))
+        container, key = draw(st.sampled_from(places))
         action = draw(st.sampled_from(["replace", "replace", "delete", "rename"]))
         if action == "replace" or (action == "rename" and not isinstance(container, dict)):
             container[key] = draw(json_values)

@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-import jagged
 from clitools import assert_bad_input, run_cli
 from conftest import TEST_DATA
+
+import jagged
 from jagged.errors import JaggedInputError
 from jagged.readers.helm import parse_run_name, read_runs, run_folders
 
@@ -158,8 +158,7 @@ def test_run_folders_are_found_below_a_suite():
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-from test_eee import JSON_VALUES, _slots  # noqa: E402
+from json_damage import JSON_VALUES, slots  # noqa: E402
 
 FILES = ("run_spec.json", "per_instance_stats.json", "scenario_state.json")
 
@@ -170,7 +169,7 @@ def damaged_run(draw):
     doc["per_instance_stats.json"] = doc["per_instance_stats.json"][:3]
     doc["scenario_state.json"]["request_states"] = doc["scenario_state.json"]["request_states"][:3]
     for _ in range(draw(st.integers(1, 4))):
-        container, key = draw(st.sampled_from([s for s in _slots(doc, []) if s[0] is not doc]))
+        container, key = draw(st.sampled_from([s for s in slots(doc) if s[0] is not doc]))
         if draw(st.booleans()):
             container[key] = draw(JSON_VALUES)
         else:
