@@ -543,6 +543,8 @@ def test_views_tables_pick_the_audit_numbers(bundled):
         assert flags.loc[name.replace("_", " "), "share of items"] == pytest.approx(hits / len(items))
     domains = views.domain_table(bundled)
     assert domains["share flagged"].is_monotonic_decreasing and domains["items"].sum() == len(items)
+    shares = [c for c in domains.columns if c not in ("domain", "items", "flagged", "what-if re-scored")]
+    assert sorted(views.DOMAIN_TABLE_FORMATS) == sorted(shares) and domains[shares].le(1).all().all()
     top = views.top_items(bundled, per_domain=2)
     assert top.groupby("domain").size().max() == 2 and set(top["domain"]) == set(items["domain"])
     first = top.iloc[0]

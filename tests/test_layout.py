@@ -18,6 +18,7 @@ from jagged.plots import item_audit as item_plots, structure as structure_plots
 from jagged.plots.model import domain_errors_vs_field
 from jagged.stats import deployment, hierarchy
 from jagged.stats.analysis import analyse
+from jagged.stats.item_audit import domain_flags
 from jagged.views import display, item_audit as item_views, model_view, structure as structure_views
 
 #: A model id as long as the longest of the Open LLM Leaderboard (102 characters).
@@ -72,8 +73,7 @@ def _figures(a):
         "relative_vs_cv": lambda: structure_plots.relative_vs_cv(table),
         "scree": lambda: structure_plots.scree(a.structure.dimensions.table(),
                                                percentile=a.structure.dimensions.percentile),
-        "flagged_share": lambda: item_plots.flagged_share_by_domain(item_views.domain_table(_audit()).rename(
-            columns={"share flagged": "share_flagged", "items": "n_items"})),
+        "flagged_share": lambda: item_plots.flagged_share_by_domain(domain_flags(_audit())),
         "discrimination": lambda: item_plots.discrimination_difficulty(_audit().items),
     }
 

@@ -58,6 +58,11 @@ def domain_table(audit: ItemAudit) -> pd.DataFrame:
     return out
 
 
+#: Display formats of :func:`domain_table`: every share as a whole percentage.
+DOMAIN_TABLE_FORMATS: dict[str, str] = {"share flagged": "{:.0%}",
+                                        **{name.replace("_", " "): "{:.0%}" for name in REVIEW_FLAGS}}
+
+
 def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN) -> pd.DataFrame:
     """The most suspicious items of every domain with their evidence (report table).
 
