@@ -62,13 +62,42 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def check_inputs(scores: Any, kwargs: dict[str, Any]) -> None:
+    """Refuse SCORES or --weights that are neither a regular file nor a folder (a FIFO would hang)."""
+    from jagged.report.rerun import check_input_path
+
+    check_input_path(scores, "scores")
+    check_input_path(kwargs.get("weights"), "weights")
+
+
 #: Options that say how to read SCORES (every command that reads scores).
 input_options = opts.cli_options(opts.LOAD)
 #: Options that say what to compute beyond the jaggedness penalty.
 analysis_options = opts.cli_options(opts.ANALYSIS)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineErrors(click.Group):
+    """A click group whose usage errors (a bad option value, an unknown option) are one line, exit 2."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            hint = f" (see 'jagged {exc.ctx.info_name} --help')" if exc.ctx is not None and exc.ctx.parent else ""
+            click.echo(f"jagged: error: {one_line(exc.format_message())}{hint}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="jagged", prog_name="jagged")
 def main() -> None:
     """How jagged is a model? Domain error dispersion and audit reports.
@@ -84,7 +113,7 @@ def main() -> None:
 
 @main.command()
 @click.argument("scores", type=str)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", type=str, default=None,
               help="Write the table to OUT.csv or OUT.json (default: CSV on stdout).")
 @input_options
 @analysis_options
@@ -94,6 +123,7 @@ def metrics(scores: str, output: str | None, **kwargs: Any) -> None:
     from jagged.stats.analysis import metrics_table
     from jagged.readers.load import load
 
+    check_inputs(scores, kwargs)
     dataset = load(scores, **opts.load_kwargs(kwargs))
     table = metrics_table(dataset, opts.analysis_options(kwargs))
     write_table(table, output)
@@ -134,7 +164,7 @@ def write_table(table: Any, output: str | None) -> None:
 @click.argument("scores", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (n_dimensions, first_share, "
               "eigenvalues, thresholds, draws, seed, variance_shares, ...).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", type=str, default=None,
               help="Also write the per (model, domain) residuals to OUT.csv (or .json).")
 @click.option("--draws", type=click.IntRange(min=1), default=None, metavar="N",
               help="Permuted data sets of the parallel analysis and the category check (default 500; fewer "
@@ -155,6 +185,7 @@ def structure(scores: str, as_json: bool, output: str | None, draws: int | None,
     from jagged.stats.structure import structure as decompose_table
     from jagged.views.structure import structure_text
 
+    check_inputs(scores, kwargs)
     dataset = load(scores, **opts.load_kwargs(kwargs))
     options = opts.analysis_options(kwargs)
     result = decompose_table(dataset.scores, draws=draws, seed=options.seed, ci=options.ci)
@@ -175,13 +206,14 @@ def validate(scores: str, **kwargs: Any) -> None:
     from jagged.readers.load import load
     from jagged.views.summary import describe
 
+    check_inputs(scores, kwargs)
     dataset = load(scores, **opts.load_kwargs(kwargs))
     click.echo(describe(dataset))
 
 
 @main.command("items")
 @click.argument("scores", type=str, required=False, default=None)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", type=str, default=None,
               help="Write the table to OUT.csv or OUT.json (default: CSV on stdout).")
 @click.option("--top", type=click.IntRange(min=1), default=None, metavar="N", help="Only the N most suspicious items.")
 @click.option("--rest", type=click.Choice(["domain", "test"]), default="domain", show_default=True,
@@ -201,6 +233,7 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
     from jagged.readers.load import load
     from jagged.stats.item_audit import audit_items
 
+    check_inputs(scores, kwargs)
     dataset = load(scores, **opts.load_kwargs(kwargs)) if scores else load_bundled_items()
     audit = audit_items(dataset, rest=rest)
     table = audit.items.head(top) if top else audit.items
@@ -214,16 +247,18 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
 
 @main.command()
 @click.argument("scores", type=str, required=False, default=None)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default="reports/jaggedness_report.html",
+@click.option("-o", "--output", type=str, default="reports/jaggedness_report.html",
               show_default=True, help="The HTML report; the executed notebook is kept beside it as .ipynb.")
 @click.option("--title", type=str, default="Jaggedness report", show_default=True, help="Report title.")
 @click.option("--show-code", is_flag=True, help="Show the notebook's code cells (hidden by default).")
 @click.option("--params", "params_file", type=str, default=None, metavar="FILE",
               help="Rerun from a parameter set: papermill-style YAML, or a jagged report (.html/.ipynb) "
-                   "whose stored parameters and notebook are reused. Options given here override it.")
+                   "whose stored parameters and notebook are reused. Options given here override it. Stored "
+                   "parameters are data: plain values checked against each option's type and bounds before "
+                   "anything runs.")
 @click.option("--notebook", type=str, default=None, metavar="NAME",
-              help="Notebook in notebooks/ to run with --params (default: the one stored in FILE, else "
-                   "jaggedness_report); e.g. model_report.")
+              help="Packaged notebook to run with --params (default: the one stored in FILE, else "
+                   "jaggedness_report); e.g. model_report. Never a path.")
 @opts.cli_options(opts.DISPLAY)
 @input_options
 @analysis_options
@@ -268,7 +303,7 @@ def _report_from_parameters(params_file: str | None, notebook: str | None, score
 
 @main.command()
 @click.argument("scores", type=str, required=False, default=None)
-@click.option("--out-dir", "out_dir", type=click.Path(file_okay=False), default="reports/batch", show_default=True,
+@click.option("--out-dir", "out_dir", type=str, default="reports/batch", show_default=True,
               help="Output folder: index.html, the cross-model report and models/<slug>.html.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Worker processes, each with one warm kernel (default: the number of CPUs).")
@@ -291,6 +326,7 @@ def batch(scores: str | None, out_dir: str, jobs: int | None, models: tuple[str,
     """
     from jagged.report.batch import run_batch
 
+    check_inputs(scores, kwargs)
     analysis = {k: kwargs[k] for k in opts.names(opts.ANALYSIS) if k in kwargs}
     try:
         result = run_batch(scores, out_dir, jobs=jobs, models=models, force=force, load=opts.load_kwargs(kwargs),

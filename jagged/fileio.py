@@ -1,10 +1,45 @@
-"""Writing files so that a failure never leaves a half-written one behind."""
+"""Writing files so that a failure never leaves a half-written one behind, and one writer per folder.
+
+:func:`atomic_write_bytes` writes beside the destination and renames into place, so a
+reader sees the old file or the new one; a full disk or an unwritable folder becomes a
+one-line :class:`~jagged.errors.JaggedInputError` and leaves the old file as it was.
+:func:`folder_lock` lets one process at a time write a folder (``jagged batch``).
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
+
+from jagged.errors import JaggedInputError
+
+#: The lock file :func:`folder_lock` takes in the folder it guards.
+LOCK_NAME = ".jagged-batch.lock"
+
+
+def write_error(path: str | Path, exc: OSError) -> JaggedInputError:
+    """The one-line error for a file that could not be written.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file being written (named in the message).
+    exc : OSError
+        What writing it raised.
+
+    Returns
+    -------
+    JaggedInputError
+        ``"no space left on device writing PATH"`` for a full disk or quota, else
+        ``"PATH: cannot write it: REASON"``.
+    """
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return JaggedInputError(f"no space left on device writing {path}")
+    return JaggedInputError(f"{path}: cannot write it: {exc.strerror or type(exc).__name__}")
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
@@ -21,16 +56,28 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     -------
     pathlib.Path
         The destination path.
+
+    Raises
+    ------
+    JaggedInputError
+        The file could not be written (a full disk, a read-only or missing folder, a file
+        where a folder should be); the destination is left as it was and no temporary
+        file remains.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise write_error(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
         raise
     return path
 
@@ -38,3 +85,69 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """Write UTF-8 text atomically (see :func:`atomic_write_bytes`)."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+@contextmanager
+def folder_lock(folder: str | Path, *, what: str = "jagged batch") -> Iterator[Path]:
+    """Hold an exclusive lock on ``folder`` for this process, or refuse at once.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder to guard (created if missing). The lock is ``flock`` on
+        ``FOLDER/.jagged-batch.lock``, which holds the owner's process id.
+    what : str
+        How the message names the other writer.
+
+    Yields
+    ------
+    pathlib.Path
+        The lock file.
+
+    Raises
+    ------
+    JaggedInputError
+        Another process holds the lock ("another jagged batch (pid N) is writing
+        FOLDER; wait for it or use another --out-dir"), or the folder cannot be made.
+
+    Notes
+    -----
+    The operating system releases the lock when its holder exits, however it exits
+    (SIGKILL included), so a stale lock file never blocks a later run; the file itself
+    stays. Processes forked while the lock is held share it. Without ``fcntl``
+    (Windows), no lock is taken.
+    """
+    folder = Path(folder)
+    lock_path = folder / LOCK_NAME
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):
+            blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), folder)
+            where = "exists and is not a folder" if blocking == folder else f"{blocking} is not a folder"
+            raise JaggedInputError(f"{folder}: {where}") from None
+        raise write_error(lock_path, exc) from None
+    try:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            fcntl = None
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise write_error(lock_path, exc) from None
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                who = f" (pid {holder})" if holder.isdigit() else ""
+                raise JaggedInputError(f"another {what}{who} is writing {folder}; wait for it or use another "
+                                       "--out-dir") from None
+        try:  # who holds it, for the message above; a full disk only loses that detail
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        except OSError:
+            pass
+        yield lock_path
+    finally:
+        os.close(fd)  # releases the lock

@@ -12,7 +12,15 @@ defaults and help, and the functions below translate between the roads:
 * :func:`notebook_values` writes values as notebook parameters ("" for "not given",
   lists for tuples) and :func:`from_notebook` reads them back (None for "");
 * :func:`parameters_cell` is the source of a notebook's ``parameters`` cell, which the
-  notebooks must match (``tests/test_options.py`` checks).
+  notebooks must match (``tests/test_options.py`` checks);
+* :func:`check_value` and :func:`check_parameters` hold every value to its option's
+  declared type and bounds (the same bounds the CLI's click types use), and
+  :func:`plain_value` turns a value into plain JSON types or refuses it.
+
+Parameters are data: stored parameters (``jagged report --params``) come from files other
+people wrote, so every value is checked here before a kernel starts. Numbers have a
+documented upper bound (:attr:`Option.maximum`), text is at most :data:`MAX_TEXT`
+characters without NUL, lists at most :data:`MAX_LIST` texts.
 
 In the notebooks ``""`` means "not given" for text options, since papermill parameters are
 plain literals; everywhere else it is ``None``.
@@ -21,13 +29,28 @@ plain literals; everywhere else it is ``None``.
 from __future__ import annotations
 
 import json
+import math
+import numbers
+import os
+import stat
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from jagged.errors import JaggedInputError
 
 #: Stages an option belongs to.
 LOAD, ANALYSIS, DISPLAY = "load", "analysis", "display"
 #: Page themes of the report template.
 THEMES = ("light", "dark", "auto")
+#: Longest text value of any parameter (names, paths, titles), in characters.
+MAX_TEXT = 4096
+#: Most entries of a list parameter (``profiles``).
+MAX_LIST = 1000
+#: Largest seed (numpy's ``default_rng`` takes any non-negative integer; 2**32 - 1 is plenty).
+MAX_SEED = 2**32 - 1
+#: Largest ``max_input_bytes``: 1 TiB.
+MAX_INPUT_BYTES = 2**40
 
 
 @dataclass(frozen=True)
@@ -91,6 +114,11 @@ class Option:
         Whether the CLI has a flag for it.
     cli_flag : str, optional
         The flag when it is not ``--name`` with dashes (``--profile``, repeatable).
+    minimum, maximum : int or float, optional
+        Bounds of a numeric option (inclusive unless ``open_bounds``), shared by the CLI's
+        click type and :meth:`check`; every numeric option has a maximum.
+    open_bounds : bool
+        Whether both bounds are excluded (``ci`` lies strictly between 0 and 1).
     """
 
     name: str
@@ -104,6 +132,9 @@ class Option:
     metavar: str | None = None
     cli: bool = True
     cli_flag: str | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    open_bounds: bool = False
 
     @property
     def flag(self) -> str:
@@ -118,6 +149,34 @@ class Option:
     def notebook_default(self) -> Any:
         """The default as a notebook parameter ("" for an unset text option, [] for a list)."""
         return to_notebook(self, self.surface_default)
+
+    def rule(self) -> str:
+        """What a value must be, as the error messages and ``--help`` say it."""
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        if self.kind in ("int", "float"):
+            noun = "an integer" if self.kind == "int" else "a number"
+            between = "strictly between" if self.open_bounds else "between"
+            rule = f"{noun} {between} {self.minimum} and {self.maximum}"
+            return rule + (" (or null)" if self.default is None else "")
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "list":
+            return f"a list of at most {MAX_LIST} texts"
+        return f"text of at most {MAX_TEXT} characters without NUL"
+
+    def check(self, value: Any, source: str = "") -> Any:
+        """``value`` as plain types (str, int, float, bool, None, list of str) if valid, else an error.
+
+        ``source`` starts the message: ``SOURCE: parameter 'NAME' must be RULE, not VALUE``
+        (a :class:`~jagged.errors.JaggedInputError`). ``None`` is valid only for options
+        without a default of their own and without choices.
+        """
+        ok, plain = _conform(self, value)
+        if not ok:
+            where = f"{source}: " if source else ""
+            raise JaggedInputError(f"{where}parameter {self.name!r} must be {self.rule()}, not {shown(value)}")
+        return plain
 
 
 def _options() -> tuple[Option, ...]:
@@ -147,6 +206,10 @@ def _options() -> tuple[Option, ...]:
                "to read; required when the folder holds several.", metavar="NAME",
                notebook_help='Every Eval Ever datastore: the collection (data/<collection>/) to read; "" means '
                              "the only one"),
+        Option("max_input_bytes", LOAD, "int", None, "Most bytes any input file, archive member or compressed "
+               "stream may expand to while it is read (default: the readers' cap).", metavar="BYTES",
+               notebook_help="most bytes an input file, archive member or compressed stream may expand to; None "
+                             "means the readers' default cap", minimum=1, maximum=MAX_INPUT_BYTES),
         # -- what to compute
         Option("weights", ANALYSIS, "str", None, "Deployment weights (CSV or YAML: profile, domain, "
                "weight[, comment]); adds dep_score, wedge, wedge_bound, ranks, one row per model x profile.",
@@ -164,11 +227,11 @@ def _options() -> tuple[Option, ...]:
                "cv_error, macro_score, dep_score, wedge (items resampled per domain, paired across models; "
                "binomial from n_items otherwise); 0: no intervals.", cli_default=2000, metavar="B",
                notebook_help="bootstrap replicates for intervals (items resampled per domain, paired); 0 means "
-                             "none"),
+                             "none", minimum=0, maximum=100_000),
         Option("seed", ANALYSIS, "int", 0, "Random seed of the bootstrap (same seed, same intervals).",
-               metavar="S", notebook_help="random seed of the bootstrap"),
+               metavar="S", notebook_help="random seed of the bootstrap", minimum=0, maximum=MAX_SEED),
         Option("ci", ANALYSIS, "float", 0.95, "Bootstrap interval level.", metavar="LEVEL",
-               notebook_help="confidence level of the intervals"),
+               notebook_help="confidence level of the intervals", minimum=0, maximum=1, open_bounds=True),
         # -- what the report shows
         Option("focus_model", DISPLAY, "str", None, "Model for the exposure and drift-bound plots of the "
                "task-mix section (default: the top-ranked by macro score).", metavar="MODEL",
@@ -176,7 +239,8 @@ def _options() -> tuple[Option, ...]:
                              "macro score)"),
         Option("max_models", DISPLAY, "int", 40, "With more models, the plots show the most and least jagged "
                "max_models/2 each.", cli=False,
-               notebook_help="with more models, the plots show the most and least jagged max_models/2 each"),
+               notebook_help="with more models, the plots show the most and least jagged max_models/2 each",
+               minimum=2, maximum=1000),
         Option("theme", DISPLAY, "str", "light", "Page colours: light, dark, or auto (follows the reader's "
                "system setting).", choices=THEMES,
                notebook_help='page colours of the HTML report: "light", "dark" or "auto" (the reader\'s system '
@@ -189,6 +253,146 @@ OPTIONS: tuple[Option, ...] = _options()
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
 #: The input parameter every notebook has first (after ``model`` in the per-model notebook).
 SCORES_HELP = 'score file or folder to analyse; "" means the bundled MMLU-Pro per-category scores'
+#: Notebook parameters that are no option: checked like options (:func:`check_parameters`).
+NOTEBOOK_ONLY: dict[str, Option] = {o.name: o for o in (
+    Option("scores", "notebook", "str", None, SCORES_HELP, cli=False),
+    Option("model", "notebook", "str", None, "model to report on", cli=False),
+    Option("n_extremes", "notebook", "int", 3, "how many best and worst domains to name", cli=False,
+           minimum=0, maximum=1000),
+)}
+#: Parameters that name a file or folder jagged reads (see :func:`check_input_path`).
+PATH_PARAMETERS = ("scores", "weights")
+
+
+# ---------------------------------------------------------------------------------------
+# Checking values: parameters are data
+
+
+def _text_ok(value: Any) -> bool:
+    if not isinstance(value, str) or len(value) > MAX_TEXT or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800") cannot be written anywhere
+        return False
+    return True
+
+
+def _conform(option: Option, value: Any) -> tuple[bool, Any]:
+    """(whether ``value`` is valid for ``option``, the value as plain types)."""
+    if value is None:
+        return option.default is None and not option.choices, None
+    if option.kind == "str":
+        ok = _text_ok(value) and (not option.choices or value in option.choices)
+        return ok, str.__str__(value) if ok else None
+    if option.kind == "bool":
+        return isinstance(value, bool), value
+    if option.kind == "list":
+        ok = isinstance(value, (list, tuple)) and len(value) <= MAX_LIST and all(_text_ok(v) for v in value)
+        return ok, [str.__str__(v) for v in value] if ok else None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral if option.kind == "int" else numbers.Real):
+        return False, None
+    number = _index(value) if isinstance(value, numbers.Integral) else float.__float__(float(value))
+    if isinstance(number, float) and not math.isfinite(number):
+        return False, None
+    low, high = option.minimum, option.maximum
+    if option.open_bounds:
+        inside = (low is None or number > low) and (high is None or number < high)
+    else:
+        inside = (low is None or number >= low) and (high is None or number <= high)
+    return (True, float(number) if option.kind == "float" else number) if inside else (False, None)
+
+
+def _index(value: Any) -> int:
+    """An integer value as an exact ``int`` (numpy integers and int subclasses included)."""
+    import operator
+
+    return int.__index__(operator.index(value))
+
+
+def shown(value: Any) -> str:
+    """A short, safe description of a value for an error message (never more than ~60 characters)."""
+    if isinstance(value, str):
+        if len(value) > 60:
+            return f"a text of {len(value):,} characters"
+        return repr(value)
+    if value is None or isinstance(value, (bool, float)):
+        return repr(value)
+    if isinstance(value, numbers.Integral):
+        number = _index(value)
+        if number.bit_length() > 64:
+            return f"an integer of {len(str(number)) if number.bit_length() < 10_000 else 'thousands of'} digits"
+        return str(number)
+    if isinstance(value, (list, tuple)):
+        if len(value) > MAX_LIST:
+            return f"a list of {len(value):,} entries"
+        bad = next((v for v in value if not _text_ok(v)), None)
+        return "a list" if bad is None else f"a list holding {shown(bad)}"
+    if isinstance(value, (bytes, bytearray)):
+        return "bytes"
+    if isinstance(value, (set, frozenset)):
+        return "a set"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    import datetime
+
+    if isinstance(value, (datetime.date, datetime.time)):
+        return "a date"
+    return f"a value of type {type(value).__name__}"
+
+
+def check_value(name: str, value: Any, source: str = "") -> Any:
+    """Check one parameter, an option or a :data:`NOTEBOOK_ONLY` one (see :meth:`Option.check`)."""
+    option = BY_NAME.get(name) or NOTEBOOK_ONLY.get(name)
+    if option is None:
+        raise JaggedInputError(f"{source + ': ' if source else ''}unknown parameter {name!r}")
+    return option.check(value, source)
+
+
+def check_parameters(values: Mapping[str, Any], source: str, declared: Iterable[str] | None = None) -> dict[str, Any]:
+    """Check a whole parameter set before a kernel starts.
+
+    Parameters
+    ----------
+    values : mapping
+        Parameter name → value (e.g. read from a report's stored parameters).
+    source : str
+        Where they came from, the start of every message (``"--params r.html"``).
+    declared : iterable of str, optional
+        The parameters the notebook declares (default: every option and notebook-only
+        parameter). A name that is not declared, or declared by no option or
+        :data:`NOTEBOOK_ONLY` entry, is refused.
+
+    Returns
+    -------
+    dict
+        The values as plain types (str, int, float, bool, None, lists of str), in order.
+
+    Raises
+    ------
+    JaggedInputError
+        One line naming the unknown names or the first bad value.
+    """
+    known = [k for k in (declared if declared is not None else [*BY_NAME, *NOTEBOOK_ONLY])
+             if k in BY_NAME or k in NOTEBOOK_ONLY]
+    unknown = [shown(k) if not isinstance(k, str) or len(k) > 60 else repr(k) for k in values if k not in known]
+    if unknown:
+        from jagged.text import listing
+
+        raise JaggedInputError(f"{source}: unknown parameter{'s' if len(unknown) > 1 else ''} {listing(unknown, 5)} "
+                               f"(known: {', '.join(known)})")
+    return {name: check_value(name, value, source) for name, value in values.items()}
+
+
+def check_text(name: str, value: Any, source: str = "") -> str | None:
+    """Check a text value that is no notebook parameter (e.g. a stored ``title``); None passes."""
+    if value is None:
+        return None
+    if not _text_ok(value):
+        where = f"{source}: " if source else ""
+        raise JaggedInputError(f"{where}{name} must be text of at most {MAX_TEXT} characters without NUL, "
+                               f"not {shown(value)}")
+    return str.__str__(value)
 
 
 def names(stage: str) -> tuple[str, ...]:
@@ -342,6 +546,22 @@ def cli_options(*stages: str, exclude: Sequence[str] = ()) -> Callable[[Callable
     return decorate
 
 
+@lru_cache(maxsize=1)
+def _text_type() -> Any:
+    """The click type of text options: at most :data:`MAX_TEXT` characters, no NUL."""
+    import click
+
+    class Text(click.ParamType):
+        name = "text"
+
+        def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+            if not _text_ok(value):
+                self.fail(f"must be text of at most {MAX_TEXT} characters without NUL, not {shown(value)}", param, ctx)
+            return value
+
+    return Text()
+
+
 def _click_kwargs(option: Option) -> dict[str, Any]:
     import click
 
@@ -351,17 +571,17 @@ def _click_kwargs(option: Option) -> dict[str, Any]:
     if option.kind == "bool":
         return {**kwargs, "is_flag": True}
     if option.kind == "list":
-        return {**kwargs, "multiple": True, "default": ()}
+        return {**kwargs, "multiple": True, "default": (), "type": _text_type()}
     if option.choices:
         kwargs["type"] = click.Choice(option.choices)
-    elif option.name == "ci":
-        kwargs["type"] = click.FloatRange(0, 1, min_open=True, max_open=True)
-    elif option.kind == "int":
-        kwargs["type"] = click.IntRange(min=0) if option.name == "bootstrap" else int
+    elif option.kind == "int":  # the bounds of the declaration, shown in --help as [LOW<=x<=HIGH]
+        kwargs["type"] = click.IntRange(option.minimum, option.maximum, min_open=option.open_bounds,
+                                        max_open=option.open_bounds)
     elif option.kind == "float":
-        kwargs["type"] = float
+        kwargs["type"] = click.FloatRange(option.minimum, option.maximum, min_open=option.open_bounds,
+                                          max_open=option.open_bounds)
     else:
-        kwargs["type"] = str
+        kwargs["type"] = _text_type()
     if option.surface_default is not None:
         kwargs["show_default"] = True
     return kwargs

@@ -104,7 +104,11 @@ def index_rows(index: Path) -> dict[str, list[str]]:
 
 
 def mtimes(folder: Path) -> dict[str, int]:
-    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+    """Modification times of the folder's files (the batch lock, rewritten by every run, left out)."""
+    from jagged.fileio import LOCK_NAME
+
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*")
+            if p.is_file() and p.name != LOCK_NAME}
 
 
 def write_scores(path: Path, models: list[str], n_domains: int = 4, seed: int = 1) -> Path:
@@ -338,6 +342,35 @@ def test_bad_input_fails_before_any_kernel(tmp_path):
     assert not (tmp_path / "o").exists()
     missing = run(["batch", str(tmp_path / "none.csv"), "--out-dir", str(tmp_path / "o")])
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_a_second_batch_on_the_same_folder_refuses_while_the_first_runs(tmp_path):
+    import time
+
+    from jagged.fileio import LOCK_NAME
+
+    scores = write_scores(tmp_path / "scores.csv", [f"m{i}" for i in range(4)])
+    out = tmp_path / "out"
+    args = ["batch", str(scores), "--out-dir", str(out), "--jobs", "1", "--bootstrap", "0"]
+    first = subprocess.Popen([*JAGGED, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        lock = out / LOCK_NAME
+        deadline = time.monotonic() + 120
+        while not (lock.is_file() and lock.read_text().strip() == str(first.pid)):
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.05)
+        second = run(args)
+        running = first.poll() is None
+    finally:
+        _, first_err = first.communicate(timeout=600)
+    assert running                                                     # the two overlapped
+    assert second.returncode == 2, second.stderr
+    assert second.stderr.strip() == (f"jagged: error: another jagged batch (pid {first.pid}) is writing {out}; "
+                                     "wait for it or use another --out-dir")
+    assert first.returncode == 0, first_err
+    assert "5 reports: 5 written, 0 up to date, 0 failed" in first_err  # the refused one changed nothing
+    after = run(args)                                                  # the lock went with the first batch
+    assert after.returncode == 0 and "0 written, 5 up to date" in after.stderr, after.stderr
 
 
 # ---------------------------------------------------------------------------------------

@@ -183,11 +183,15 @@ def test_failing_run_keeps_earlier_report_and_failed_notebook(tmp_path):
 
 
 def test_failing_cell_of_the_report_notebook_exits_1(tmp_path, monkeypatch):
-    """A parameter that makes a cell of the real notebook raise (max_models=1)."""
+    """A parameter that makes a cell of the real notebook raise (max_models=1).
+
+    The CLI and stored parameters refuse max_models=1 before a kernel starts; ``run_report``
+    executes what it is given, so the notebook's own failure path is still exercised here.
+    """
     out = tmp_path / "r.html"
     out.write_text("earlier")
     with pytest.raises(report.ReportError, match=r"ValueError: limit must be at least 2"):
-        report.jaggedness_report(None, out, max_models=1)
+        report.run_report("jaggedness_report", out, {"max_models": 1, "bootstrap": 0})
     assert out.read_text() == "earlier" and out.with_suffix(".failed.ipynb").exists()
 
 

@@ -1,4 +1,5 @@
-"""Stopping a batch or a report leaves no process behind (workers, Jupyter kernels) and nothing half-made.
+"""Stopping a batch or a report leaves no process behind (workers, Jupyter kernels), nothing half-made, and no
+kernel connection file, socket or temporary file (each run gets its own Jupyter runtime folder and TMPDIR).
 
 Each test starts ``jagged`` in a process of its own, watches its descendants with psutil
 until the batch is under way, sends one signal, and then waits (bounded) for every process
@@ -75,9 +76,40 @@ def watch_until(popen: subprocess.Popen, ready, timeout: float = 180) -> dict[in
     return seen
 
 
-def start(args: list[str], cwd: Path) -> subprocess.Popen:
+def start(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen([*JAGGED, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
+
+
+@pytest.fixture
+def places(tmp_path):
+    """The environment of a run whose Jupyter runtime folder and TMPDIR are this test's own.
+
+    The runtime folder has a short path (IPC socket paths must fit in 104 bytes).
+    """
+    import shutil
+    import tempfile
+
+    runtime = Path(tempfile.mkdtemp(prefix="jr", dir="/tmp"))
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    yield {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime), "TMPDIR": str(tmp)}, runtime, tmp
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def kernel_files(runtime: Path) -> list[str]:
+    return sorted(p.name for p in runtime.iterdir() if p.name.startswith("jagged-"))
+
+
+def live_group(runtime: Path) -> list[Path]:
+    """Kernel files of a live run (this test process's): no run may remove them."""
+    from jagged.report.kernel import host_tag
+
+    stem = runtime / f"jagged-{os.getpid()}-{host_tag()}-{'0' * 12}"
+    files = [Path(f"{stem}.json"), Path(f"{stem}.kernel"), Path(f"{stem}-ipc-1")]
+    for path in files:
+        path.write_text(f"{os.getpid()}\n", encoding="ascii")
+    return files
 
 
 @pytest.fixture(autouse=True)
@@ -102,9 +134,10 @@ def batch_args(tmp_path: Path) -> tuple[list[str], Path]:
 
 @pytest.mark.parametrize("signum, to_group", [(signal.SIGINT, True), (signal.SIGTERM, False),
                                               (signal.SIGKILL, False)], ids=["SIGINT", "SIGTERM", "SIGKILL"])
-def test_stopped_batch_leaves_no_worker_or_kernel_and_resumes(tmp_path, signum, to_group):
+def test_stopped_batch_leaves_no_worker_or_kernel_and_resumes(tmp_path, places, signum, to_group):
+    env, runtime, tmp = places
     args, out = batch_args(tmp_path)
-    popen = start(args, tmp_path)
+    popen = start(args, tmp_path, env)
     models = out / "models"
     seen = watch_until(popen, lambda: len(list(models.glob("*.html"))) >= 2
                        and sum(is_kernel(p) for p in descendants(psutil.Process(popen.pid))) == 2)
@@ -119,6 +152,10 @@ def test_stopped_batch_leaves_no_worker_or_kernel_and_resumes(tmp_path, signum, 
     for report in models.glob("*.html"):                               # complete files only
         text = report.read_text(encoding="utf-8")
         assert text.rstrip().endswith("</html>") and "jagged-input-hash" in text
+    # No connection file, socket or temporary file: after SIGKILL too, as the workers see their
+    # parent die and stop their kernels (a single report's debris is the next test's).
+    assert kernel_files(runtime) == []
+    assert list(tmp.iterdir()) == []
     if signum == signal.SIGKILL:
         assert popen.returncode == -signal.SIGKILL
     else:
@@ -134,8 +171,11 @@ def test_stopped_batch_leaves_no_worker_or_kernel_and_resumes(tmp_path, signum, 
     plan = plan_as_cli(args[1:])
     stale = [j.html_path.name for j in plan.jobs if j.html_path.is_file() and not up_to_date(j)]
     assert not stale, f"finished reports the next run would redo: {stale}"
-    resumed = subprocess.run([*JAGGED, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert resumed.returncode == 0, resumed.stderr
+    live = live_group(runtime)
+    resumed = subprocess.run([*JAGGED, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert resumed.returncode == 0, resumed.stderr                     # the lock died with the killed batch
+    assert kernel_files(runtime) == sorted(p.name for p in live)       # a live run's files are kept
+    assert list(tmp.iterdir()) == []
     assert f"{N_MODELS + 1 - finished} written, {finished} up to date, 0 failed" in resumed.stderr
     assert len(list(models.glob("*.html"))) == N_MODELS
     assert len(index_rows(out / "index.html")) == N_MODELS
@@ -163,13 +203,45 @@ def test_a_killed_worker_fails_its_report_only(tmp_path):
     assert not [p for p in out.rglob(".*") if p.is_dir()]
 
 
-def test_killed_report_leaves_no_kernel_and_the_next_run_cleans_up(tmp_path):
+@pytest.mark.parametrize("moment", ["kernel-starting", "notebook-running"])
+def test_terminated_report_leaves_nothing_behind(tmp_path, places, moment):
+    """SIGTERM to `jagged report`: its kernel stopped, its connection file, sockets, temporary files and
+    folder removed, the earlier report untouched, exit status 143."""
+    env, runtime, tmp = places
+    out = tmp_path / "out"
+    out.mkdir()
+    earlier = out / "report.html"
+    earlier.write_text("<html>an earlier report</html>", encoding="utf-8")
+    popen = start(["report", "-o", str(earlier), "--bootstrap", "0"], tmp_path, env)
+    if moment == "kernel-starting":
+        ready = lambda: any(n.endswith(".json") for n in kernel_files(runtime))  # noqa: E731
+    else:
+        ready = lambda: any(p.name.startswith(".report.") for p in out.iterdir()) and any(  # noqa: E731
+            is_kernel(p) for p in descendants(psutil.Process(popen.pid)))
+    seen = watch_until(popen, ready)
+    if moment == "notebook-running":
+        time.sleep(1.0)                                                # cells are running
+        seen.update((p.pid, p) for p in descendants(psutil.Process(popen.pid)))
+    popen.terminate()
+    _, stderr = popen.communicate(timeout=60)
+    assert popen.returncode == 128 + signal.SIGTERM, stderr
+    assert "Traceback" not in stderr, stderr
+    assert not survivors(list(seen.values())), "the report's kernel outlived it"
+    assert kernel_files(runtime) == []
+    assert list(tmp.iterdir()) == []
+    assert sorted(p.name for p in out.iterdir()) == ["report.html"]    # no temporary folder, no .ipynb
+    assert earlier.read_text(encoding="utf-8") == "<html>an earlier report</html>"
+
+
+def test_killed_report_leaves_no_kernel_and_the_next_run_cleans_up(tmp_path, places):
+    env, runtime, tmp = places
     out = tmp_path / "out"
     out.mkdir()
     earlier = out / "report.html"
     earlier.write_text("<html>an earlier report</html>", encoding="utf-8")
     live = make_workdir(out / "other.html")                            # a live run's folder (this process's)
-    popen = start(["report", "-o", str(earlier), "--bootstrap", "0"], tmp_path)
+    live_files = live_group(runtime)                                   # and kernel files
+    popen = start(["report", "-o", str(earlier), "--bootstrap", "0"], tmp_path, env)
     temporary = lambda: [p for p in out.iterdir() if p.name.startswith(".report.")]  # noqa: E731
     seen = watch_until(popen, lambda: bool(temporary()))
     kernels = [p for p in seen.values() if is_kernel(p)]
@@ -179,12 +251,16 @@ def test_killed_report_leaves_no_kernel_and_the_next_run_cleans_up(tmp_path):
     assert not survivors(list(seen.values())), "the report's kernel outlived it"
     left = temporary()
     assert len(left) == 1 and f".{popen.pid}-" in left[0].name          # what the dead run left ...
+    debris = [n for n in kernel_files(runtime) if n.startswith(f"jagged-{popen.pid}-")]
+    assert any(n.endswith(".json") for n in debris) and any("-ipc-" in n for n in debris)
     assert earlier.read_text(encoding="utf-8") == "<html>an earlier report</html>"
 
     again = subprocess.run([*JAGGED, "report", "-o", str(out / "second.html"), "--bootstrap", "0"],
-                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert again.returncode == 0, again.stderr
     assert not left[0].exists()                                        # ... the next run removed
+    assert kernel_files(runtime) == sorted(p.name for p in live_files)
+    assert list(tmp.iterdir()) == []
     assert live.is_dir()                                               # and nothing else
     assert earlier.read_text(encoding="utf-8") == "<html>an earlier report</html>"
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [

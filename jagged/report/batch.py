@@ -28,8 +28,15 @@ Ctrl-C (SIGINT) or SIGTERM stops the workers and their kernels and writes the in
 reports that finished; finished reports are complete files, the others were never moved
 into place, so the next run resumes where this one stopped. Nothing outlives a batch that
 is killed outright (SIGKILL) either: each worker watches its parent and each kernel its
-worker (see :func:`execute_plan`), and the next run removes the temporary folders the dead
-processes left (:func:`jagged.report.run.remove_stale_workdirs`).
+worker (see :func:`execute_plan`), and the next run removes the temporary folders and
+kernel files the dead processes left (:func:`jagged.report.run.remove_stale_workdirs`,
+:func:`jagged.report.kernel.remove_stale_kernel_files`).
+
+One batch per folder: a batch holds ``DIR/.jagged-batch.lock`` (:func:`jagged.fileio.folder_lock`)
+while it runs; a second batch on the same folder refuses at once with a one-line message
+naming the first one's process id. On a full disk, a report that cannot be written fails
+like any other and the reports already written stay; an index that cannot be written is a
+one-line error saying so.
 """
 
 from __future__ import annotations
@@ -370,9 +377,9 @@ def _kill_kernel() -> None:
 
 def _exit_now(code: int) -> None:  # pragma: no cover - runs in a dying worker
     """Kill this worker's kernel and exit at once (no cleanup that could hang)."""
-    kernel = _KERNEL
-    if kernel is not None:
-        kernel.kill()
+    from jagged.report.kernel import stop_owned_kernels
+
+    stop_owned_kernels()  # the warm kernel, or one still starting, with its files
     os._exit(code)
 
 
@@ -588,6 +595,7 @@ def execute_plan(plan: Plan, *, jobs: int | None = None, progress: bool | None =
     from collections import deque
     from multiprocessing.connection import wait as wait_for
 
+    from jagged.report.kernel import remove_stale_kernel_files
     from jagged.report.run import remove_stale_workdirs
 
     todo = {id(j) for j in plan.todo}
@@ -672,6 +680,7 @@ def execute_plan(plan: Plan, *, jobs: int | None = None, progress: bool | None =
         pool.stop()
         for folder in folders:
             remove_stale_workdirs(folder)  # the stopped workers' unfinished reports
+        remove_stale_kernel_files()  # a worker killed before it could remove its kernel's files
         if isinstance(exc, KeyboardInterrupt):
             signum = getattr(exc, "signum", signal.SIGINT)
             raise BatchInterrupted(signum, [results[i] for i in sorted(results)]) from None
@@ -707,16 +716,36 @@ def run_batch(scores: str | Path | None, out_dir: str | Path, *, jobs: int | Non
     ------
     BatchInterrupted
         On SIGINT or SIGTERM, after writing the index of the reports that finished.
+    JaggedInputError
+        Another batch is writing ``out_dir`` (see :func:`jagged.fileio.folder_lock`), or
+        the index could not be written (a full disk); reports already written are kept.
     """
+    from jagged.fileio import folder_lock
+
     started = time.perf_counter()
     plan = plan_batch(scores, out_dir, models=models, force=force, load=load, analysis=analysis)
-    try:
-        outcomes = execute_plan(plan, jobs=jobs, progress=progress)
-    except BatchInterrupted as exc:
-        write_index(plan, exc.outcomes)  # what finished, so the folder is usable as it is
-        raise
-    index = write_index(plan, outcomes)
+    with folder_lock(plan.out_dir):  # one batch at a time per folder; the next one refuses
+        try:
+            outcomes = execute_plan(plan, jobs=jobs, progress=progress)
+        except BatchInterrupted as exc:
+            try:
+                write_index(plan, exc.outcomes)  # what finished, so the folder is usable as it is
+            except JaggedInputError:  # a full disk: the finished reports are kept all the same
+                pass
+            raise
+        index = _write_final_index(plan, outcomes)
     return BatchResult(out_dir=plan.out_dir, index=index, outcomes=outcomes, seconds=time.perf_counter() - started)
+
+
+def _write_final_index(plan: Plan, outcomes: Sequence[Outcome]) -> Path:
+    """:func:`write_index`, with what became of the reports added to a failure's one-line message."""
+    try:
+        return write_index(plan, outcomes)
+    except JaggedInputError as exc:
+        written = sum(o.status == "written" for o in outcomes)
+        kept = sum(o.job.html_path.is_file() for o in outcomes)
+        raise JaggedInputError(f"{exc}: the index was not written; the {kept} reports in place ({written} made by "
+                               f"this run) are kept, run the same command again once there is space") from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,8 +1,22 @@
-"""Execute a report notebook with papermill (:func:`execute`); failures become :class:`ReportError`."""
+"""Execute a report notebook with papermill (:func:`execute`); failures become :class:`ReportError`.
+
+Parameters are data, never code. papermill's own Python translator writes a value of any
+type it does not know as ``"<str(value)>"`` without escaping, so a ``bytes`` value could
+close the string and run code. Here the injected parameters cell is built by
+:func:`parameters_source` instead: every value is first made plain data
+(:func:`jagged.report.notebooks.plain`, which refuses anything else), each line is
+``name = repr(value)``, and the cell is parsed back with :mod:`ast` and must hold exactly
+those assignments of exactly those literals (``ast.literal_eval`` of each right-hand side
+equals the value, types included) before papermill may use it. The builder is papermill's
+translator for Python kernels (registered with ``papermill.translators.papermill_translators``).
+"""
 
 from __future__ import annotations
 
+import ast
+import keyword
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -44,7 +58,8 @@ def execute(notebook: str | Path, output: str | Path, parameters: Mapping[str, A
     output : str or pathlib.Path
         Where the executed notebook goes (also when a cell fails).
     parameters : mapping, optional
-        Values for the notebook's ``parameters`` cell. Every name must be declared there.
+        Values for the notebook's ``parameters`` cell. Every name must be declared there;
+        values are plain data, written by :func:`parameters_source`.
     cwd : str or pathlib.Path, optional
         Working directory of the kernel (default: this process's).
     kernel_name : str
@@ -62,6 +77,8 @@ def execute(notebook: str | Path, output: str | Path, parameters: Mapping[str, A
 
     Raises
     ------
+    TypeError
+        A value that is not plain data (see :func:`parameters_source`).
     ValueError
         A parameter the notebook does not declare.
     ReportError
@@ -71,6 +88,8 @@ def execute(notebook: str | Path, output: str | Path, parameters: Mapping[str, A
 
     path = find_notebook(notebook)
     parameters = {k: plain(v) for k, v in (parameters or {}).items()}
+    parameters_source(parameters)  # refuses what cannot be a cell before papermill reads the notebook
+    _register_translator()
     declared = {p.name for p in notebook_parameters(path)}
     unknown = sorted(set(parameters) - declared)
     if unknown:
@@ -82,9 +101,9 @@ def execute(notebook: str | Path, output: str | Path, parameters: Mapping[str, A
     if "km" not in engine_kwargs and "config" not in engine_kwargs and os.name == "posix":
         engine_kwargs["config"] = _client_config()
     try:
-        return papermill.execute_notebook(
-            str(path), str(output), parameters=parameters, kernel_name=kernel_name, progress_bar=False,
-            request_save_on_cell_execute=False, cwd=None if cwd is None else str(cwd),
+        return papermill.execute_notebook(  # papermill formats paths with the parameters: {} stay literal
+            _literal_braces(path), _literal_braces(output), parameters=parameters, kernel_name=kernel_name,
+            progress_bar=False, request_save_on_cell_execute=False, cwd=None if cwd is None else str(cwd),
             execution_timeout=timeout, **engine_kwargs)
     except papermill.PapermillExecutionError as exc:
         where = f"cell [{exc.exec_count}]" if exc.exec_count is not None else f"cell {exc.cell_index + 1}"
@@ -107,3 +126,92 @@ def _client_config() -> Any:
     config = Config()
     config.KernelManager.transport = "ipc"
     return config
+
+
+def _literal_braces(path: str | Path) -> str:
+    """A path papermill's ``str.format`` with the parameters leaves unchanged (``{x}`` → ``{{x}}``)."""
+    return str(path).replace("{", "{{").replace("}", "}}")
+
+
+def parameters_source(parameters: Mapping[str, Any], comment: str = "Parameters") -> str:
+    """The source of the injected parameters cell: ``name = <literal>`` per parameter, checked.
+
+    Parameters
+    ----------
+    parameters : mapping
+        Name → value. Names must be identifiers and not keywords; values must be plain
+        data (:func:`jagged.report.notebooks.plain`: str, int, float, bool, None, lists and
+        str-keyed mappings of them).
+    comment : str
+        The first line's comment (papermill's ``# Parameters``); newlines are dropped.
+
+    Returns
+    -------
+    str
+        ``# Parameters`` and one assignment per line, values written with :func:`repr`.
+
+    Raises
+    ------
+    TypeError
+        A value that is not plain data.
+    ValueError
+        A name that is not an identifier, or a cell that does not parse back to exactly
+        the given assignments (never expected: it would mean a literal became code).
+    """
+    values = {}
+    for name, value in parameters.items():
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise ValueError(f"{name!r} cannot be a notebook parameter name")
+        values[name] = plain(value)
+    lines = ["# " + " ".join(str(comment).split())]
+    lines += [f"{name} = {value!r}" for name, value in values.items()]
+    source = "\n".join(lines) + "\n"
+    _check_cell(source, values)
+    return source
+
+
+def _check_cell(source: str, values: Mapping[str, Any]) -> None:
+    """Raise ValueError unless ``source`` is exactly the assignments ``name = values[name]``, in order."""
+    body = ast.parse(source).body
+    if len(body) != len(values):
+        raise ValueError("the parameters cell does not parse back to one assignment per parameter")
+    for node, (name, value) in zip(body, values.items()):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == name and _same(ast.literal_eval(node.value), value)):
+            raise ValueError(f"the parameters cell does not parse back to the value of {name!r}")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of the same types, all the way down (``True`` is not ``1``, ``1`` not ``1.0``)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+@lru_cache(maxsize=1)
+def _translator() -> type:
+    """papermill's Python translator, writing only checked plain literals (see the module docstring)."""
+    from papermill.translators import PythonTranslator
+
+    class LiteralTranslator(PythonTranslator):
+        @classmethod
+        def translate(cls, val: Any) -> str:
+            return repr(plain(val))
+
+        @classmethod
+        def codify(cls, parameters: Mapping[str, Any], comment: str = "Parameters") -> str:
+            return parameters_source(parameters, comment)
+
+    return LiteralTranslator
+
+
+def _register_translator() -> None:
+    """Make :func:`parameters_source` papermill's translator for Python kernels (done before every run)."""
+    from papermill.translators import papermill_translators
+
+    for name in ("python", KERNEL_NAME):  # papermill looks the kernel's name up first, then its language
+        papermill_translators.register(name, _translator())

@@ -15,9 +15,9 @@ from typing import Any, Mapping
 from jagged import options as opts
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.report.execution import KERNEL_NAME
-from jagged.report.notebooks import REPORT_NOTEBOOK, default_values, find_notebook, notebook_name, notebook_parameters, plain
+from jagged.report.notebooks import REPORT_NOTEBOOK, default_values, notebook_name, notebook_parameters, packaged_notebook
 from jagged.report.rendering import version_facts
-from jagged.report.rerun import StoredRun, read_parameters
+from jagged.report.rerun import StoredRun, check_input_path, read_parameters
 from jagged.report.run import DEFAULT_TITLE, run_report
 
 DEFAULT_OUTPUT = Path("reports") / "jaggedness_report.html"
@@ -116,7 +116,9 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     Raises
     ------
     JaggedInputError
-        Bad input, found before the notebook runs.
+        Bad input, found before the notebook runs: an option outside its declared type
+        and bounds (:mod:`jagged.options`), SCORES or weights that are neither a regular
+        file nor a folder, a bad title, or what the loader and the analysis reject.
     ReportError
         The notebook failed (see :func:`run_report`).
     """
@@ -124,7 +126,11 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     if output.suffix.lower() not in (".html", ".htm"):
         raise JaggedInputError(f"{output}: the report file must end in .html")
     if options.get("theme", "light") not in opts.THEMES:
-        raise JaggedInputError(f"theme must be one of {', '.join(opts.THEMES)}, not {options['theme']!r}")
+        raise JaggedInputError(f"theme must be one of {', '.join(opts.THEMES)}, not {opts.shown(options['theme'])}")
+    options = {k: opts.check_value(k, v) if k in opts.BY_NAME else v for k, v in options.items()}
+    title = opts.check_text("the title", title) or DEFAULT_TITLE
+    check_input_path(scores, "scores")
+    check_input_path(options.get("weights"), "weights")
     from jagged.report.kernel import launch_kernel, stop_kernel
 
     bundled = scores in (None, "")
@@ -197,27 +203,32 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
     Raises
     ------
     JaggedInputError
-        Unreadable parameters, a parameter the notebook does not declare, bad input or an
-        unknown model (all found before a kernel starts).
+        Unreadable or hostile parameters (see :func:`jagged.report.rerun.read_parameters`),
+        a notebook that is not a packaged one, a parameter the notebook does not declare,
+        a value outside its option's type and bounds, SCORES or weights that are not a
+        regular file or folder, bad input or an unknown model (all found before a kernel
+        starts).
     ReportError
         The notebook failed.
     """
-    stored = StoredRun(None, {}) if source is None else read_parameters(source)
-    name = notebook or stored.notebook or notebook_name(REPORT_NOTEBOOK)
-    try:
-        find_notebook(name)
-    except FileNotFoundError:
-        raise JaggedInputError(f"no notebook {name!r} in notebooks/") from None
-    overrides = {k: plain(v) for k, v in (overrides or {}).items()}
-    for key in ("scores", "weights"):  # paths typed now are stored absolute, like the batch's
+    label = "--params " + str(source) if source is not None else "--notebook"
+    stored = StoredRun(None, {}) if source is None else read_parameters(source, label)
+    if notebook is not None:
+        name = packaged_notebook(notebook, "--notebook")
+    elif stored.notebook is not None:
+        name = packaged_notebook(stored.notebook, label)
+    else:
+        name = notebook_name(REPORT_NOTEBOOK)
+    declared = default_values(name)
+    params = opts.check_parameters(stored.parameters, label, declared)
+    overrides = opts.check_parameters(overrides or {}, "the command line", declared)
+    for key in opts.PATH_PARAMETERS:  # paths typed now are stored absolute, like the batch's
         if overrides.get(key):
             overrides[key] = str(Path(overrides[key]).resolve())
-    params = {**stored.parameters, **overrides}
-    declared = default_values(name)
-    unknown = sorted(set(params) - set(declared))
-    if unknown:
-        raise JaggedInputError(f"{Path(source or name).name}: notebooks/{name}.ipynb has no parameter "
-                               f"{', '.join(unknown)} (it has: {', '.join(declared)})")
+    params.update(overrides)
+    for key in opts.PATH_PARAMETERS:
+        check_input_path(params.get(key), key, label if key not in overrides else "")
+    title = opts.check_text("the title", title)
     scores = params.get("scores") or None
     dataset = validate_input(scores, opts.from_notebook(params))
     if "model" in declared:

@@ -2,18 +2,25 @@
 
 A bare name (``"model_report"``) means a notebook shipped in ``jagged.notebooks`` (the
 source tree's ``notebooks/``, see :mod:`jagged.resources`); papermill reads each
-notebook's ``parameters`` cell (:func:`notebook_parameters`).
+notebook's ``parameters`` cell (:func:`notebook_parameters`). A notebook named by a report's
+stored metadata or ``--notebook`` must be one of the packaged ones
+(:func:`packaged_notebook`), never a path. Parameter values are plain data
+(:func:`plain`): nothing is ever turned into a parameter with ``str()``.
 """
 
 from __future__ import annotations
 
 import ast
+import math
+import numbers
+import operator
 import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from jagged.errors import JaggedInputError
 from jagged.resources import notebooks_dir
 
 NOTEBOOKS_DIR = notebooks_dir()
@@ -77,13 +84,53 @@ def _inspect_parameters(path: str, mtime_ns: int) -> tuple[Parameter, ...]:
                            default=p.get("default") or "", help=p.get("help") or "") for p in found.values())
 
 
-def plain(value: Any) -> Any:
-    """Parameter values papermill can write: tuples become lists, paths strings."""
-    if isinstance(value, (tuple, list)):
-        return [plain(v) for v in value]
+#: Deepest nesting :func:`plain` accepts (a parameter is a scalar or a list of them).
+MAX_DEPTH = 8
+
+
+def plain(value: Any, _depth: int = 0) -> Any:
+    """``value`` as plain JSON types (str, int, float, bool, None, list, str-keyed dict), or TypeError.
+
+    Subclasses become their exact base type (a ``str`` subclass cannot bring its own
+    ``__repr__``), tuples lists, paths strings, numpy scalars Python numbers. Anything else
+    (bytes, sets, dates, objects), a non-finite float or nesting deeper than
+    :data:`MAX_DEPTH` is refused: nothing is ever converted with ``str()``.
+
+    Raises
+    ------
+    TypeError
+        A value that is not plain data.
+    """
+    if _depth > MAX_DEPTH:
+        raise TypeError("parameter value nested too deeply")
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool):  # pragma: no cover - bool cannot be subclassed
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int.__index__(operator.index(value))
+    if isinstance(value, numbers.Real):
+        number = float.__float__(float(value))
+        if not math.isfinite(number):
+            raise TypeError(f"a parameter value must be a finite number, not {number!r}")
+        return number
     if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return value
+        path = os.fspath(value)
+        if not isinstance(path, str):
+            raise TypeError("a parameter path must be text, not bytes")
+        return str.__str__(path)
+    if isinstance(value, (list, tuple)):
+        return [plain(v, _depth + 1) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError("parameter mappings must have text keys")
+        return {str.__str__(k): plain(v, _depth + 1) for k, v in value.items()}
+    from jagged.options import shown
+
+    raise TypeError(f"{shown(value)} cannot be a notebook parameter (only str, int, float, bool, None, "
+                    "lists and mappings)")
 
 
 def default_values(notebook: str | Path) -> dict[str, Any]:
@@ -126,6 +173,43 @@ def full_parameters(notebook: str | Path, parameters: Mapping[str, Any]) -> dict
     full = default_values(notebook)
     full.update({k: plain(v) for k, v in parameters.items()})
     return full
+
+def packaged_notebooks() -> tuple[str, ...]:
+    """The names of the notebooks shipped with jagged (``jaggedness_report``, ``model_report``, ...)."""
+    return tuple(sorted(p.stem for p in NOTEBOOKS_DIR.glob("*.ipynb") if not p.name.startswith(".")))
+
+
+def packaged_notebook(name: Any, source: str = "") -> str:
+    """Check that ``name`` names a packaged notebook; return its name.
+
+    Parameters
+    ----------
+    name : object
+        A stored ``jagged-notebook`` value or ``--notebook``: ``"model_report"`` or
+        ``"model_report.ipynb"``. Paths (absolute, relative, ``../x``, a notebook beside a
+        report) are refused: a report cannot make jagged run a notebook it did not ship.
+    source : str
+        Start of the message (``"--params r.html"``).
+
+    Returns
+    -------
+    str
+        The notebook's name (file stem).
+
+    Raises
+    ------
+    JaggedInputError
+        ``SOURCE: notebook NAME is not one of the packaged notebooks (jaggedness_report, model_report)``.
+    """
+    known = packaged_notebooks()
+    stem = name[:-len(".ipynb")] if isinstance(name, str) and name.endswith(".ipynb") else name
+    if isinstance(stem, str) and stem in known:
+        return stem
+    from jagged.options import shown
+
+    raise JaggedInputError(f"{source + ': ' if source else ''}notebook {shown(name)} is not one of the packaged "
+                           f"notebooks ({', '.join(known)})")
+
 
 def notebook_name(notebook: str | Path) -> str:
     """The name under which a notebook is stored in the metadata: its file stem."""

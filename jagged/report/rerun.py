@@ -11,12 +11,22 @@ Every report stores, in its metadata,
 In the HTML they are ``<meta name=… content=…>`` tags in the head (attribute-escaped); in
 the kept ``.ipynb`` they are under ``metadata.jagged``. :func:`read_parameters` reads
 them back from either, or from a plain YAML file, for ``jagged report --params FILE``.
+
+Stored parameters are data from whoever sent the report, so reading them is bounded and
+builds nothing but plain values (:func:`load_yaml`): no aliases or anchors, no tags beyond
+str, int, float, bool, null, sequences and mappings (``!!binary``, ``!!set``,
+``!!timestamp``, ``!!python/...`` are refused; an unquoted date stays text), at most
+:data:`MAX_YAML_BYTES` of YAML, :data:`MAX_NODES` values and :data:`MAX_DEPTH` levels. A
+report or notebook is read up to :data:`MAX_REPORT_BYTES`. The values are then checked
+against their options (:func:`jagged.options.check_parameters`) before any kernel starts.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import stat
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -25,6 +35,7 @@ from typing import Any, Mapping
 import yaml
 
 from jagged.errors import JaggedInputError
+from jagged.options import shown
 from jagged.report.notebooks import notebook_name
 
 META_PREFIX = "jagged-"
@@ -32,12 +43,37 @@ NOTEBOOK_KEY = "notebook"
 PARAMETERS_KEY = "parameters"
 HASH_KEY = "input-hash"
 TITLE_KEY = "title"
+#: Largest YAML parameter text read (bytes).
+MAX_YAML_BYTES = 1 << 20
+#: Most YAML values (scalars, sequences, mappings) in a parameter set.
+MAX_NODES = 10_000
+#: Deepest nesting of sequences and mappings (a parameter set is a mapping of scalars and lists).
+MAX_DEPTH = 4
+#: Largest report (.html) or kept notebook (.ipynb) read for its parameters (bytes).
+MAX_REPORT_BYTES = 64 << 20
+#: Longest YAML scalar (characters): longer is no parameter value, and ``int()`` of it would be slow.
+MAX_SCALAR = 4096
+_CORE = "tag:yaml.org,2002:"
+#: Explicit tags a parameter file may carry: the JSON-like core types.
+ALLOWED_TAGS = frozenset(_CORE + t for t in ("str", "int", "float", "bool", "null", "seq", "map")) | {"!"}
 
 
 def parameters_yaml(parameters: Mapping[str, Any]) -> str:
-    """Papermill-style YAML of a parameter set (``papermill -f FILE`` reads it too)."""
-    return yaml.safe_dump(dict(parameters), sort_keys=False, allow_unicode=True, default_flow_style=False,
-                          width=10_000)
+    """Papermill-style YAML of a parameter set (``papermill -f FILE`` reads it too).
+
+    Non-ASCII text is written as is, unless that would not read back exactly (PyYAML folds
+    a NEL, U+0085, inside single quotes into a space): then every non-ASCII character is
+    escaped.
+    """
+    values = dict(parameters)
+    text = yaml.safe_dump(values, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000)
+    try:
+        exact = load_yaml(text, "parameters") == values
+    except JaggedInputError:  # e.g. more values than a rerun reads: the rerun will say so
+        exact = True
+    if exact:
+        return text
+    return yaml.safe_dump(values, sort_keys=False, allow_unicode=False, default_flow_style=False, width=10_000)
 
 
 def report_metadata(notebook: str | Path, parameters: Mapping[str, Any],
@@ -95,14 +131,31 @@ class _MetaReader(HTMLParser):
 def html_metadata(path: str | Path) -> dict[str, str]:
     """The ``jagged-…`` metadata of an HTML report (empty if it has none).
 
-    Only the head is parsed, so this stays fast for large reports.
+    Only the head is parsed (read up to :data:`MAX_REPORT_BYTES`), so this stays fast and
+    bounded for large or hostile files.
     """
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    text = _read_head(Path(path))
     end = text.find("</head>")
     reader = _MetaReader()
     reader.feed(text if end < 0 else text[:end])
     reader.close()
     return reader.meta
+
+
+def _read_head(path: Path) -> str:
+    """A file's text up to its ``</head>`` (or :data:`MAX_REPORT_BYTES`), read in chunks."""
+    chunks: list[bytes] = []
+    size = 0
+    with open(path, "rb") as handle:
+        while size < MAX_REPORT_BYTES:
+            chunk = handle.read(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if b"</head>" in chunk or (len(chunks) > 1 and b"</head>" in chunks[-2][-7:] + chunk[:7]):
+                break
+    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def stored_hash(path: str | Path) -> str | None:
@@ -119,7 +172,9 @@ def _check_mapping(data: Any, source: str) -> dict[str, Any]:
                                f"{type(data).__name__}")
     bad = [k for k in data if not isinstance(k, str) or not k.isidentifier()]
     if bad:
-        raise JaggedInputError(f"{source}: parameter names must be Python identifiers, not {bad[0]!r}")
+        # never echoed: a file that is no parameter file (``--params /etc/shadow``) parses as such keys
+        raise JaggedInputError(f"{source}: parameter names must be Python identifiers; {len(bad)} "
+                               f"{'is' if len(bad) == 1 else 'are'} not (not shown: is this a parameter file?)")
     return data
 
 
@@ -142,7 +197,30 @@ class StoredRun:
     title: str | None = None
 
 
-def read_parameters(path: str | Path) -> StoredRun:
+def _require_regular(path: Path, source: str) -> int:
+    """The size of a regular file (no FIFO, device, socket or folder), or a one-line error."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        raise JaggedInputError(f"{source}: no such parameter file") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise JaggedInputError(f"{source}: not a regular file")
+    return info.st_size
+
+
+def _open_regular(path: Path, source: str, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, or a one-line error."""
+    size = _require_regular(path, source)
+    if size > limit:
+        raise JaggedInputError(f"{source}: {size:,} bytes, more than the {limit:,} a parameter file may have")
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise JaggedInputError(f"{source}: more than the {limit:,} bytes a parameter file may have")
+    return data
+
+
+def read_parameters(path: str | Path, source: str | None = None) -> StoredRun:
     """Read a parameter set for a rerun.
 
     Parameters
@@ -150,49 +228,216 @@ def read_parameters(path: str | Path) -> StoredRun:
     path : str or pathlib.Path
         A papermill-style YAML file (``name: value`` per line), or a jagged report
         (``.html``) or kept notebook (``.ipynb``) whose metadata holds the parameters.
+    source : str, optional
+        How messages name the file (default: its name), e.g. ``"--params r.html"``.
 
     Returns
     -------
     StoredRun
+        Plain values only; the stored notebook and title are text (or None). Their
+        meaning (known names, types, bounds, a packaged notebook) is checked by
+        :func:`jagged.report.jaggedness.report_from_parameters`.
 
     Raises
     ------
     JaggedInputError
-        Missing or unreadable file, no stored parameters, or not a mapping.
+        Missing, unreadable, oversized or not a regular file; no stored parameters; not
+        a mapping; YAML with aliases, anchors, other tags or too many values.
     """
     path = Path(path)
-    if not path.is_file():
-        raise JaggedInputError(f"{path}: no such parameter file")
+    name = source or path.name
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):
+        _require_regular(path, name)
         meta = html_metadata(path)
         if PARAMETERS_KEY not in meta:
-            raise JaggedInputError(f"{path.name}: no stored parameters (not a jagged report, or an older one)")
-        params = _check_mapping(_load_yaml(meta[PARAMETERS_KEY], path.name), path.name)
-        return StoredRun(meta.get(NOTEBOOK_KEY), params, meta.get(TITLE_KEY))
+            raise JaggedInputError(f"{name}: no stored parameters (not a jagged report, or an older one)")
+        params = _check_mapping(load_yaml(meta[PARAMETERS_KEY], name), name)
+        return StoredRun(_text_or_none(meta.get(NOTEBOOK_KEY), "notebook", name), params,
+                         _text_or_none(meta.get(TITLE_KEY), "title", name))
     if suffix == ".ipynb":
+        data = _open_regular(path, name, MAX_REPORT_BYTES)
         try:
-            stored = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("jagged", {})
-        except (ValueError, UnicodeDecodeError, AttributeError):
-            raise JaggedInputError(f"{path.name}: not a readable notebook") from None
+            document = json.loads(data.decode("utf-8"))
+        except RecursionError:
+            raise JaggedInputError(f"{name}: not a readable notebook (nested too deeply)") from None
+        except (ValueError, UnicodeDecodeError):
+            raise JaggedInputError(f"{name}: not a readable notebook") from None
+        stored = document.get("metadata", {}) if isinstance(document, dict) else None
+        stored = stored.get("jagged", {}) if isinstance(stored, dict) else None
         if not isinstance(stored, dict) or PARAMETERS_KEY not in stored:
-            raise JaggedInputError(f"{path.name}: no stored parameters in metadata.jagged")
+            raise JaggedInputError(f"{name}: no stored parameters in metadata.jagged")
         params = stored[PARAMETERS_KEY]
         if isinstance(params, str):
-            params = _load_yaml(params, path.name)
-        return StoredRun(stored.get(NOTEBOOK_KEY), _check_mapping(params, path.name), stored.get(TITLE_KEY))
+            params = load_yaml(params, name)
+        else:
+            _check_tree(params, name)
+        return StoredRun(_text_or_none(stored.get(NOTEBOOK_KEY), "notebook", name), _check_mapping(params, name),
+                         _text_or_none(stored.get(TITLE_KEY), "title", name))
+    data = _open_regular(path, name, MAX_YAML_BYTES)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise JaggedInputError(f"{path.name}: not UTF-8 text") from None
-    return StoredRun(None, _check_mapping(_load_yaml(text, path.name), path.name))
+        raise JaggedInputError(f"{name}: not UTF-8 text") from None
+    return StoredRun(None, _check_mapping(load_yaml(text, name), name))
 
 
-def _load_yaml(text: str, source: str) -> Any:
+def _text_or_none(value: object, what: str, source: str) -> str | None:
+    """A stored notebook name or title: text (bounded, no NUL) or None."""
+    from jagged.options import check_text
+
+    return check_text(f"the stored {what}", value, source)
+
+
+def _check_tree(value: object, source: str) -> None:
+    """Refuse JSON metadata that is not plain data of bounded size and depth (json.loads gives plain types)."""
+    count = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise JaggedInputError(f"{source}: stored parameters hold more than {MAX_NODES:,} values")
+        if depth > MAX_DEPTH:
+            raise JaggedInputError(f"{source}: stored parameters nested more than {MAX_DEPTH} levels deep")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, str) and len(item) > MAX_SCALAR:
+            raise JaggedInputError(f"{source}: a stored value of {len(item):,} characters (at most {MAX_SCALAR:,})")
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """PyYAML's safe loader without implicit dates, merge keys or ``=`` (an unquoted date stays text)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers
+            if tag not in (_CORE + "timestamp", _CORE + "merge", _CORE + "value")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+
+def _yaml_tag(tag: str) -> str:
+    """A tag as written (``!!binary``), cut short for a message."""
+    short = "!!" + tag[len(_CORE):] if tag.startswith(_CORE) else tag
+    return short if len(short) <= 40 else short[:39] + "…"
+
+
+def _scan_events(text: str, source: str) -> None:
+    """Refuse aliases, anchors, foreign tags, long scalars, too many or too deeply nested values.
+
+    Walks PyYAML's event stream (linear in the text, nothing is built), naming the
+    top-level parameter and the line of the first problem.
+    """
+    count = depth = 0
+    top_key: str | None = None
+    expect_key = False  # inside the top-level mapping, whether the next scalar is a key
+    for event in yaml.parse(text, Loader=_Loader):
+        line = event.start_mark.line + 1 if event.start_mark is not None else 0
+        where = (f" in parameter {shown(top_key)}" if top_key is not None else "") + f" (line {line})"
+        if isinstance(event, yaml.AliasEvent):
+            raise JaggedInputError(f"{source}: YAML aliases (*{shown(event.anchor)[1:-1]}) are not allowed{where}")
+        if not isinstance(event, (yaml.NodeEvent, yaml.CollectionEndEvent)):
+            continue
+        if getattr(event, "anchor", None) is not None:
+            raise JaggedInputError(f"{source}: YAML anchors (&{shown(event.anchor)[1:-1]}) are not allowed{where}")
+        tag = getattr(event, "tag", None)
+        if tag is not None and tag not in ALLOWED_TAGS:
+            raise JaggedInputError(f"{source}: YAML tag {_yaml_tag(tag)} is not allowed (only text, numbers, "
+                                   f"true/false, null, lists and mappings){where}")
+        if isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+            expect_key = depth == 1
+            continue
+        count += 1
+        if count > MAX_NODES:
+            raise JaggedInputError(f"{source}: more than {MAX_NODES:,} YAML values{where}")
+        if isinstance(event, yaml.ScalarEvent):
+            if len(event.value) > MAX_SCALAR:
+                raise JaggedInputError(f"{source}: a YAML value of {len(event.value):,} characters (at most "
+                                       f"{MAX_SCALAR:,}){where}")
+            if depth == 1 and expect_key:
+                top_key = event.value
+                expect_key = False
+            elif depth == 1:
+                expect_key = True
+            continue
+        depth += 1  # a sequence or mapping starts
+        if depth > MAX_DEPTH:
+            raise JaggedInputError(f"{source}: YAML nested more than {MAX_DEPTH} levels deep{where}")
+        if depth == 1:
+            expect_key = isinstance(event, yaml.MappingStartEvent)
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """Load stored parameters as plain data: a bounded, alias-free, tag-restricted YAML document.
+
+    Parameters
+    ----------
+    text : str
+        The YAML text (papermill-style: ``name: value`` per line).
+    source : str
+        Name for messages (the file).
+
+    Returns
+    -------
+    object
+        str, int, float, bool, None, lists and mappings only ({} for an empty text).
+
+    Raises
+    ------
+    JaggedInputError
+        Not valid YAML; more than :data:`MAX_YAML_BYTES`; an alias, an anchor, a tag other
+        than the core ones, a value over :data:`MAX_SCALAR` characters, more than
+        :data:`MAX_NODES` values or :data:`MAX_DEPTH` levels. Each one line, with the line.
+    """
+    if len(text) > MAX_YAML_BYTES or len(text.encode("utf-8", errors="replace")) > MAX_YAML_BYTES:
+        raise JaggedInputError(f"{source}: parameters over {MAX_YAML_BYTES:,} bytes of YAML")
     try:
-        data = yaml.safe_load(text)
+        _scan_events(text, source)
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is PyYAML's safe loader, narrowed
+    except JaggedInputError:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise JaggedInputError(f"{source}: not valid YAML{where}") from None
+    except (ValueError, OverflowError, RecursionError):  # a number the constructor cannot build
+        raise JaggedInputError(f"{source}: not valid YAML (a value cannot be read)") from None
     return {} if data is None else data
+
+
+def check_input_path(value: Any, name: str = "scores", source: str = "") -> None:
+    """Refuse an input that is neither a regular file nor a folder (FIFO, device, socket) before it is opened.
+
+    A missing path passes (the reader says "no such file"); so do ``None`` and ``""``
+    (the bundled data, no weights). Reading a FIFO would wait forever for a writer, and
+    a device may never end.
+
+    Parameters
+    ----------
+    value : str, os.PathLike or None
+        The path.
+    name : str
+        Parameter name for the message (``scores``, ``weights``).
+    source : str
+        Start of the message.
+
+    Raises
+    ------
+    JaggedInputError
+        ``SOURCE: NAME PATH is a FIFO, not a regular file or folder``.
+    """
+    if value is None or value == "":
+        return
+    where = f"{source}: " if source else ""
+    try:
+        mode = os.stat(value).st_mode
+    except (OSError, ValueError, TypeError):
+        return  # missing or unreadable: the reader gives its own one-line error
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    raise JaggedInputError(f"{where}{name} {os.fspath(value)} is {kind}, not a regular file or folder")

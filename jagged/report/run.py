@@ -9,24 +9,32 @@ The temporary folder has to be beside the destination (:func:`os.replace` is ato
 within one file system). A run that is killed outright (SIGKILL, power loss) cannot
 remove it, so its name carries the run's process id and host (:func:`make_workdir`), and
 the next run in that folder removes the folders of runs that are no longer alive
-(:func:`remove_stale_workdirs`); a live run's folder is never touched.
+(:func:`remove_stale_workdirs`); a live run's folder is never touched. The kernel's own
+files (connection file, sockets) are handled the same way in
+:mod:`jagged.report.kernel`; SIGTERM stops the kernel and removes both before the process
+exits with status 143.
+
+A destination that cannot be written, and a full disk, are one-line
+:class:`~jagged.errors.JaggedInputError` s ("no space left on device writing PATH"): the
+earlier report stays, and a failed notebook is kept only when it is complete JSON.
 """
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import re
 import shutil
-import socket
 import tempfile
 import threading
-import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import jagged
 from jagged.errors import JaggedInputError
-from jagged.report.execution import ReportError, execute
+from jagged.report.execution import KERNEL_NAME, ReportError, execute
+from jagged.report.kernel import host_tag as _host_tag, process_alive as _process_alive
 from jagged.report.notebooks import find_notebook, full_parameters
 from jagged.report.rendering import _warm_exporter, parameter_rows, render
 from jagged.report.rerun import report_metadata, rerun_command
@@ -43,11 +51,6 @@ def _failed_path(html_path: Path) -> Path:
     return html_path.with_suffix(".failed.ipynb")
 
 
-def _host_tag() -> str:
-    """Eight hex digits naming this machine (a folder shared between machines keeps their runs apart)."""
-    return f"{zlib.crc32(socket.gethostname().encode('utf-8', 'replace')):08x}"
-
-
 def make_workdir(html_path: Path) -> Path:
     """A new hidden temporary folder beside ``html_path``, named after this process.
 
@@ -59,23 +62,6 @@ def make_workdir(html_path: Path) -> Path:
     """
     prefix = f".{html_path.stem[:40]}.{os.getpid()}-{_host_tag()}."
     return Path(tempfile.mkdtemp(prefix=prefix, dir=html_path.parent))
-
-
-def _process_alive(pid: int) -> bool:
-    """Whether a process with this id runs (a zombie, which has exited but is not reaped yet, does not)."""
-    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: it exists, and belongs to someone else
-        return True
-    try:  # Linux: the state letter follows the parenthesised command name
-        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rpartition(")")[2].split()
-    except OSError:  # no /proc (macOS), or it has just been reaped: os.kill said it exists
-        return True
-    return not state or state[0] not in ("Z", "X")
 
 
 def remove_stale_workdirs(folder: str | Path) -> list[Path]:
@@ -110,6 +96,70 @@ def remove_stale_workdirs(folder: str | Path) -> list[Path]:
     return removed
 
 
+def _no_space(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or an exception it came from) says the disk or the quota is full."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if isinstance(exc, ReportError) and "[Errno 28]" in str(exc.evalue or ""):  # a cell wrote to a full disk
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _complete_notebook(path: Path) -> bool:
+    """Whether ``path`` holds a whole notebook (a write cut short by a full disk leaves invalid JSON)."""
+    try:
+        document = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(document, dict) and isinstance(document.get("cells"), list)
+
+
+def _unwritable(html_path: Path, exc: OSError) -> JaggedInputError:
+    """The one-line error for a destination that cannot be written (full disk, read-only, ...)."""
+    if _no_space(exc):
+        return JaggedInputError(f"no space left on device writing {html_path}")
+    reason = exc.strerror or type(exc).__name__
+    return JaggedInputError(f"{html_path}: cannot write the report in {html_path.parent}: {reason}")
+
+
+def check_destination(html_path: str | Path) -> Path:
+    """Check that a report can be written to ``html_path`` before anything runs.
+
+    Parameters
+    ----------
+    html_path : str or pathlib.Path
+        Destination ``.html``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``html_path``.
+
+    Raises
+    ------
+    JaggedInputError
+        Not an ``.html`` name; a folder, or something other than a regular file, at that
+        path; a file where a folder of the path should be.
+    """
+    html_path = Path(html_path)
+    if html_path.suffix.lower() not in (".html", ".htm"):
+        raise JaggedInputError(f"{html_path}: the report file must end in .html")
+    if html_path.is_dir():
+        raise JaggedInputError(f"{html_path}: is a directory, expected an .html file path")
+    if html_path.exists() and not html_path.is_file():
+        raise JaggedInputError(f"{html_path}: exists and is not a regular file")
+    for folder in html_path.parents:
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                raise JaggedInputError(f"{html_path}: {folder} is not a folder")
+            break
+    return html_path
+
+
 def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[str, Any] | None = None, *,
                title: str = DEFAULT_TITLE, show_code: bool = False, facts: Iterable[Sequence[str]] = (),
                subtitle: str | None = None, metadata: Mapping[str, str] | None = None,
@@ -139,7 +189,9 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
         First remove the temporary folders that dead runs left beside ``html_path``
         (:func:`remove_stale_workdirs`); a batch does it once per folder instead.
     **execute_kwargs
-        Passed to :func:`execute` (``cwd``, ``timeout``, ``km``, ...).
+        Passed to :func:`execute` (``cwd``, ``timeout``, ``km``, ...). Without ``km`` the
+        report gets a kernel of its own (:func:`jagged.report.kernel.launch_kernel`),
+        stopped when it ends, however it ends.
 
     Returns
     -------
@@ -152,6 +204,13 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
         The notebook failed. ``html_path`` and its ``.ipynb`` are left as they were; the
         failed executed notebook is kept as ``PATH.failed.ipynb`` (its path is in the
         message and in ``failed_notebook``).
+    JaggedInputError
+        The destination cannot be written (see :func:`check_destination`; a read-only
+        folder), or the disk is full: "no space left on device writing PATH". The earlier
+        report is left as it was, and a failed notebook is kept only when it is complete.
+    jagged.report.kernel.Terminated
+        SIGTERM arrived (a :class:`SystemExit` with status 143), after the kernel was
+        stopped and the temporary folder removed.
 
     Notes
     -----
@@ -160,63 +219,95 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
     execution and rendering succeeded. A successful run removes a stale
     ``PATH.failed.ipynb``.
     """
-    html_path = Path(html_path)
-    if html_path.suffix.lower() not in (".html", ".htm"):
-        raise JaggedInputError(f"{html_path}: the report file must end in .html")
-    if html_path.is_dir():
-        raise JaggedInputError(f"{html_path}: is a directory, expected an .html file path")
+    html_path = check_destination(html_path)
     parameters = dict(parameters or {})
-    html_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        if clean_stale:
+            remove_stale_workdirs(html_path.parent)
+        workdir = make_workdir(html_path)
+    except OSError as exc:
+        raise _unwritable(html_path, exc) from None
+    km = None
+    try:
+        if "km" not in execute_kwargs:  # a kernel of its own, with files named after this run
+            from jagged.report.kernel import external_kernel_kwargs, launch_kernel
+
+            cwd = execute_kwargs.pop("cwd", None)
+            km = launch_kernel(execute_kwargs.get("kernel_name", KERNEL_NAME),
+                               cwd=None if cwd is None else str(cwd))
+            execute_kwargs.update(external_kernel_kwargs(km))
+        _run_into(workdir, notebook, html_path, parameters, title=title, show_code=show_code, facts=facts,
+                  subtitle=subtitle, metadata=metadata, theme=theme, execute_kwargs=execute_kwargs)
+    finally:
+        if km is not None:
+            from jagged.report.kernel import stop_kernel
+
+            stop_kernel(km)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return html_path
+
+
+def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: dict[str, Any], *, title: str,
+              show_code: bool, facts: Iterable[Sequence[str]], subtitle: str | None,
+              metadata: Mapping[str, str] | None, theme: str | None, execute_kwargs: dict[str, Any]) -> None:
+    """:func:`run_report` in its temporary folder ``workdir``: execute, render, move into place."""
     ipynb_path = html_path.with_suffix(".ipynb")
     failed_path = _failed_path(html_path)
-    if clean_stale:
-        remove_stale_workdirs(html_path.parent)
-    workdir = make_workdir(html_path)
     # The kernel runs in another process; prepare the renderer meanwhile. papermill is
     # imported first so the two threads do not import the same modules at once.
     import papermill  # noqa: F401
 
     warm = threading.Thread(target=_warm_exporter, args=(show_code,), daemon=True)
     warm.start()
+    executed = workdir / "executed.ipynb"
     try:
-        executed = workdir / "executed.ipynb"
-        try:
-            nb = execute(notebook, executed, parameters, **execute_kwargs)
-        except ValueError:  # an undeclared parameter: a programming error, nothing ran
-            raise
-        except Exception as exc:
-            kept = None
-            if executed.exists():
+        nb = execute(notebook, executed, parameters, **execute_kwargs)
+    except ValueError:  # an undeclared parameter: a programming error, nothing ran
+        raise
+    except Exception as exc:
+        kept = None
+        if _complete_notebook(executed):  # never a notebook cut short by a full disk
+            try:
                 os.replace(executed, failed_path)
                 kept = failed_path
-            if isinstance(exc, ReportError):
-                message, ename, evalue = str(exc), exc.ename, exc.evalue
-            else:
-                message = f"{Path(notebook).name} could not run: {type(exc).__name__}: {one_line(exc, 300)}"
-                ename, evalue = None, None
-            if kept is not None:
-                message += f". The executed notebook is kept as {kept}"
-            if html_path.exists():
-                message += f"; the earlier report {html_path} is unchanged"
-            raise ReportError(message, ename=ename, evalue=evalue, failed_notebook=kept) from None
-        warm.join()
-        footer = (f"Made with jagged {jagged.__version__} from notebooks/{find_notebook(notebook).name}. "
-                  f"The executed notebook is kept beside this file as {ipynb_path.name}.")
-        import nbformat
+            except OSError:
+                kept = None
+        if isinstance(exc, ReportError):
+            message, ename, evalue = str(exc), exc.ename, exc.evalue
+        else:
+            message = f"{Path(notebook).name} could not run: {type(exc).__name__}: {one_line(exc, 300)}"
+            ename, evalue = None, None
+        if _no_space(exc):
+            message = f"no space left on device writing {html_path}"
+        if kept is not None:
+            message += f". The executed notebook is kept as {kept}"
+        if html_path.exists():
+            message += f"; the earlier report {html_path} is unchanged"
+        if _no_space(exc):
+            raise JaggedInputError(message) from None
+        raise ReportError(message, ename=ename, evalue=evalue, failed_notebook=kept) from None
+    warm.join()
+    footer = (f"Made with jagged {jagged.__version__} from notebooks/{find_notebook(notebook).name}. "
+              f"The executed notebook is kept beside this file as {ipynb_path.name}.")
+    import nbformat
 
-        full = full_parameters(notebook, parameters)
-        meta = report_metadata(notebook, full, {"title": title, **(metadata or {})})
-        nb.metadata["jagged"] = {**meta, "parameters": full}
+    full = full_parameters(notebook, parameters)
+    meta = report_metadata(notebook, full, {"title": title, **(metadata or {})})
+    nb.metadata["jagged"] = {**meta, "parameters": full}
+    facts = [*facts, ("rerun this report", rerun_command(html_path), "command")]
+    page = render(nb, title=title, show_code=show_code, facts=facts,
+                  parameters=parameter_rows(notebook, parameters), subtitle=subtitle, footer=footer, meta=meta,
+                  theme=theme or str(full.get("theme") or "light"))
+    rendered = workdir / "report.html"
+    try:
         nbformat.write(nb, str(executed))
-        facts = [*facts, ("rerun this report", rerun_command(html_path), "command")]
-        page = render(nb, title=title, show_code=show_code, facts=facts,
-                      parameters=parameter_rows(notebook, parameters), subtitle=subtitle, footer=footer, meta=meta,
-                      theme=theme or str(full.get("theme") or "light"))
-        rendered = workdir / "report.html"
         rendered.write_text(page, encoding="utf-8")
         os.replace(executed, ipynb_path)
         os.replace(rendered, html_path)
-        failed_path.unlink(missing_ok=True)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return html_path
+    except OSError as exc:
+        error = _unwritable(html_path, exc)
+        if html_path.exists():
+            error = JaggedInputError(f"{error}; the earlier report {html_path} is unchanged")
+        raise error from None
+    failed_path.unlink(missing_ok=True)

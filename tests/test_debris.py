@@ -1,0 +1,96 @@
+"""A kernel's files: named after their run in the runtime folder, removed on stop, and after a kill only when provably dead."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jagged.report.kernel import host_tag, launch_kernel, remove_stale_kernel_files, stop_kernel
+
+
+@pytest.fixture
+def folders(tmp_path, monkeypatch):
+    """A runtime folder with a short path (IPC socket paths must fit in 104 bytes) and a TMPDIR."""
+    import shutil
+    import tempfile
+
+    runtime, tmp = Path(tempfile.mkdtemp(prefix="jr", dir="/tmp")), tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR is read again
+    yield runtime, tmp
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_kernel_files_are_named_after_the_run_and_removed_on_stop(folders):
+    import os
+    import signal
+
+    runtime, tmp = folders
+    km = launch_kernel()
+    assert km.transport == "ipc"
+    try:
+        names = sorted(p.name for p in runtime.iterdir())
+        stem = Path(km.connection_file).stem
+        assert stem.startswith(f"jagged-{os.getpid()}-{host_tag()}-")
+        assert f"{stem}.json" in names and f"{stem}.kernel" in names          # no connection file in TMPDIR
+        assert (runtime / f"{stem}.kernel").read_text().strip() == str(km.provisioner.process.pid)
+        assert list(tmp.iterdir()) == []
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL           # SIGTERM now cleans up first
+    finally:
+        stop_kernel(km)
+    assert list(runtime.iterdir()) == [] and list(tmp.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL                   # and is given back
+
+
+def _group(folder: Path, owner: int, *, host: str | None = None, kernel: int | None = None, tag: str = "0" * 12,
+           sockets: int = 2) -> list[Path]:
+    stem = folder / f"jagged-{owner}-{host or host_tag()}-{tag}"
+    files = [Path(f"{stem}.json"), *(Path(f"{stem}-ipc-{i}") for i in range(1, sockets + 1))]
+    if kernel is not None:
+        files.append(Path(f"{stem}.kernel"))
+    for path in files:
+        path.write_text(f"{kernel}\n" if path.suffix == ".kernel" else "{}", encoding="ascii")
+    return files
+
+
+def test_a_deep_runtime_folder_falls_back_to_tcp(tmp_path, monkeypatch):
+    runtime = tmp_path / ("d" * 60) / "runtime"
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    km = launch_kernel()
+    try:
+        assert km.transport == "tcp" and Path(km.connection_file).parent == runtime
+    finally:
+        stop_kernel(km)
+    assert list(runtime.iterdir()) == []
+
+
+def test_only_provably_dead_kernels_files_are_removed(tmp_path):
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    dead = ended.pid                                                              # a process id that has ended
+    other = "0" * 8 if host_tag() != "0" * 8 else "1" * 8
+    running = subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(60)",
+                                str(tmp_path / f"jagged-{dead}-{host_tag()}-{'e' * 12}.json")])
+    try:
+        gone = _group(tmp_path, dead, kernel=dead, tag="a" * 12)                 # owner and kernel dead
+        no_record = _group(tmp_path, dead, tag="b" * 12)                        # no .kernel, no process names it
+        live_kernel = _group(tmp_path, dead, kernel=running.pid, tag="c" * 12)  # the kernel still runs
+        live_owner = _group(tmp_path, running.pid, kernel=dead, tag="d" * 12)   # its run still runs
+        named = _group(tmp_path, dead, tag="e" * 12)                            # a running process names it
+        elsewhere = _group(tmp_path, dead, host=other, kernel=dead, tag="f" * 12)
+        unrelated = tmp_path / "kernel-1234.json"
+        unrelated.write_text("{}")
+        removed = remove_stale_kernel_files(tmp_path)
+        assert sorted(removed) == sorted(gone + no_record)
+        assert all(not p.exists() for p in gone + no_record)
+        assert all(p.exists() for p in live_kernel + live_owner + named + elsewhere + [unrelated])
+    finally:
+        running.kill()
+        running.wait()
+    assert sorted(remove_stale_kernel_files(tmp_path)) == sorted(live_kernel + live_owner + named)
+    assert remove_stale_kernel_files(tmp_path / "missing") == []
