@@ -235,7 +235,7 @@ def _detail_dict(value: Any) -> dict[str, Any] | None:
     if isinstance(value, str) and value.startswith("{"):
         try:
             parsed = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError, MemoryError):  # bad JSON, too deep, a huge integer
             return None
         return parsed if isinstance(parsed, dict) else None
     return None

@@ -46,6 +46,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.eee import hierarchy_path, is_aggregate, parse_timestamp, read_result
 from jagged.readers.files import read_json_text
+from jagged.readers.limits import InputTooLargeError
 from jagged.readers.hierarchy import category_map
 from jagged.readers.items import ItemRead
 from jagged.readers.metadata import metadata_domain, metadata_keys
@@ -93,6 +94,8 @@ def _points_to(content: Any, path: Path) -> bool:
 def _try_aggregate(candidate: Path, path: Path, *, named: bool) -> Link | None:
     try:
         content = read_json_text(candidate)
+    except InputTooLargeError:
+        raise
     except JaggedInputError:
         return None
     if is_aggregate(content) and (named or _points_to(content, path)):
@@ -122,6 +125,15 @@ def find_aggregate(path: Path, model_id: str | None) -> Link | None:
     return None
 
 
+def _file_digest(path: Path, algorithm: str) -> str:
+    """A file's hex digest, read in chunks (the file was already read within the input cap)."""
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _check_link(link: Link, path: Path, n_rows: int) -> list[str]:
     """Checksum and row count against what the aggregate says; the mismatches."""
     detailed = link.content.get("detailed_evaluation_results") or {}
@@ -129,7 +141,7 @@ def _check_link(link: Link, path: Path, n_rows: int) -> list[str]:
     algorithm = str(detailed.get("hash_algorithm") or "").lower()
     checksum = detailed.get("checksum")
     if algorithm in ("sha256", "md5") and isinstance(checksum, str):
-        digest = hashlib.new(algorithm, path.read_bytes()).hexdigest()
+        digest = _file_digest(path, algorithm)
         if digest != checksum.lower():
             problems.append(f"{algorithm} differs from the checksum in {link.path.name}")
     total = detailed.get("total_rows")

@@ -56,6 +56,7 @@ from typing import Any, Callable
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers import eee, eee_samples, helm, inspect_logs, lmeval
 from jagged.readers.files import read_json_text
+from jagged.readers.limits import InputTooLargeError
 from jagged.text import listing, one_line, plural
 
 #: File name endings looked at inside a folder.
@@ -229,12 +230,20 @@ def _dispatch(parsed: list[Parsed], *, source: str, options: dict[str, Any], ign
 
 
 def one_line_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Make sure every error message is one line, whatever names the files hold."""
+    """Make sure every error message is one line, whatever names the files hold.
+
+    An integer too large for a float (JSON allows 4,300 digits; a float holds 308) is an
+    input error too, wherever a reader converts it.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except OverflowError as exc:
+            name = Path(args[0]).name if args else "input"
+            raise JaggedInputError(one_line(f"{name}: a number is too large ({exc}; a float holds up to "
+                                            "about 1.8e308)")) from None
         except JaggedInputError as exc:
             text = str(exc)
             if any(ch in text for ch in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
@@ -334,11 +343,11 @@ def _parse_all(files: list[Path], root: Path) -> tuple[list[Parsed], list[str], 
         try:
             parsed.append(parse_file(file))
         except JaggedInputError as exc:
-            if file.suffix.lower() == ".eval":
+            if file.suffix.lower() == ".eval" or isinstance(exc, InputTooLargeError):
                 raise
             reason = str(exc).split(": ", 1)[-1]
             ignored.append(f"{file.relative_to(root)} ({reason})")
-            if "not valid JSON" in reason or "not UTF-8" in reason or "empty" in reason:
+            if any(text in reason for text in ("not valid JSON", "not readable JSON", "not UTF-8", "empty")):
                 damaged.append(f"{file.relative_to(root)} ({reason})")
     return parsed, ignored, damaged
 

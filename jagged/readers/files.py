@@ -1,15 +1,22 @@
-"""Reading files for the readers: kind by first bytes, text, CSV, Parquet, JSON, one-line errors."""
+"""Reading files for the readers: kind by first bytes, text, CSV, Parquet, JSON, one-line errors.
+
+Every read is bounded by the input cap (:mod:`jagged.readers.limits`): text and gzip are
+counted while read or decompressed, Parquet batch by batch as it is decoded
+(:func:`scan_parquet`), JSON by its bytes and values.
+"""
 
 from __future__ import annotations
 
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.readers import limits
 from jagged.text import first_line
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -55,18 +62,14 @@ def read_csv(path: Path) -> pd.DataFrame:
 
     Only empty cells count as missing, so a model called ``NA`` keeps its name.
     The delimiter is a comma, or a tab / semicolon when the header has those and no comma.
-    A gzip-compressed file (``.csv.gz``) is decompressed first.
+    A gzip-compressed file (``.csv.gz``) is decompressed first. The text (decompressed)
+    may be at most the input cap (:mod:`jagged.readers.limits`).
     """
-    data = path.read_bytes()
-    if data.startswith(GZIP_MAGIC):
-        import gzip
-        import zlib
-
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise JaggedInputError(f"{path.name}: damaged gzip data ({exc})") from None
+    with open(path, "rb") as handle:
+        gzipped = handle.read(2) == GZIP_MAGIC
+    data = limits.gunzip_file(path) if gzipped else limits.read_file(path)
     text = decode_text(path, data)
+    del data
     if not text.strip():
         raise JaggedInputError(f"{path.name}: the file is empty")
     header = text.lstrip().split("\n", 1)[0]
@@ -111,13 +114,120 @@ def _long_row(text: str, sep: str) -> str:
     return "a row"  # pragma: no cover - pandas and csv agree on quoting in practice
 
 
-def read_parquet(path: Path) -> pd.DataFrame:
-    """Read a Parquet file, turning reader failures into one-line errors."""
+@dataclass
+class ParquetScan:
+    """What streaming a Parquet file found: its actual rows and Arrow bytes, and the batches when kept.
+
+    Attributes
+    ----------
+    rows : int
+        Rows decoded (not the footer's declared count).
+    nbytes : int
+        Arrow bytes decoded (a dictionary counted once per column chunk).
+    batches : list of pyarrow.RecordBatch or None
+        Every batch, or None when they were not kept (more than ``keep_bytes`` or
+        ``keep_rows``).
+    schema : pyarrow.Schema
+        The file's schema (with its pandas metadata).
+    """
+
+    rows: int
+    nbytes: int
+    batches: list[Any] | None
+    schema: Any
+
+
+def _batch_bytes(batch: Any, seen: dict[int, tuple[int, ...]]) -> int:
+    """Arrow bytes of a batch, a dictionary column's dictionary counted only when it changed."""
+    import pyarrow as pa
+
+    total = 0
+    for index, column in enumerate(batch.columns):
+        if isinstance(column, pa.DictionaryArray):
+            key = tuple(b.address for b in column.dictionary.buffers() if b is not None)
+            if seen.get(index) != key:
+                seen[index] = key
+                total += column.dictionary.nbytes
+            total += column.indices.nbytes
+        else:
+            total += column.nbytes
+    return total
+
+
+def scan_parquet(path: Path, *, keep_bytes: int | None = limits.KEEP_BYTES,
+                 keep_rows: int | None = None) -> ParquetScan:
+    """Decode a Parquet file batch by batch, counting actual rows and Arrow bytes against the input cap.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file.
+    keep_bytes, keep_rows : int, optional
+        Keep the batches while within both (None: no bound); past either they are
+        dropped and counting goes on, so memory stays bounded whatever the file holds.
+
+    Returns
+    -------
+    ParquetScan
+
+    Raises
+    ------
+    jagged.readers.limits.InputTooLargeError
+        The decoded data pass the cap (footers and row counts are not trusted).
+    JaggedInputError
+        Not readable as Parquet.
+    """
+    import pyarrow.parquet as pq
+
+    budget = limits.Budget(path.name)
+    kept: list[Any] | None = []
+    rows = 0
+    seen: dict[int, tuple[int, ...]] = {}
     try:
-        frame = pd.read_parquet(path)
+        with pq.ParquetFile(path) as parquet:
+            schema = parquet.schema_arrow
+            for batch in parquet.iter_batches(batch_size=65_536, use_pandas_metadata=True):
+                rows += batch.num_rows
+                budget.add(_batch_bytes(batch, seen), f"{path.name} (decoded, {rows:,} rows so far)")
+                if kept is not None:
+                    kept.append(batch)
+                    if ((keep_bytes is not None and budget.used > keep_bytes)
+                            or (keep_rows is not None and rows > keep_rows)):
+                        kept = None
+    except JaggedInputError:
+        raise
     except Exception as exc:  # pyarrow raises many types for corrupt files
-        first = first_line(exc)
-        raise JaggedInputError(f"{path.name}: cannot read as Parquet: {first}") from None
+        raise JaggedInputError(f"{path.name}: cannot read as Parquet: {first_line(exc)}") from None
+    finally:
+        if kept is None:
+            import pyarrow as pa
+
+            pa.default_memory_pool().release_unused()  # give the dropped batches back to the system
+    return ParquetScan(rows=rows, nbytes=budget.used, batches=kept, schema=schema)
+
+
+def read_parquet(path: Path, scan: ParquetScan | None = None) -> pd.DataFrame:
+    """Read a Parquet file within the input cap, turning reader failures into one-line errors.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file.
+    scan : ParquetScan, optional
+        A scan already made (:func:`scan_parquet`); its batches are used when it kept
+        them, else the file is decoded again (known by then to be within the cap).
+    """
+    import pyarrow as pa
+
+    if scan is None:
+        scan = scan_parquet(path)
+    if scan.batches is None:
+        scan = scan_parquet(path, keep_bytes=None)
+    try:
+        frame = pa.Table.from_batches(scan.batches or [], schema=scan.schema).to_pandas()
+    except Exception as exc:
+        raise JaggedInputError(f"{path.name}: cannot read as Parquet: {first_line(exc)}") from None
+    scan.batches = None  # the frame holds the data now
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame
 
@@ -134,7 +244,10 @@ def read_json_text(path: Path) -> Any:
     JaggedInputError
         Not valid JSON or JSON lines; the message gives the line.
     """
-    text = decode_text(path, path.read_bytes())
+    data = limits.read_file(path)
+    limits.json_budget(data, path.name)
+    text = decode_text(path, data)
+    del data
     if not text.strip():
         raise JaggedInputError(f"{path.name}: the file is empty")
     try:
@@ -143,6 +256,8 @@ def read_json_text(path: Path) -> Any:
         if not exc.msg.startswith("Extra data"):
             raise JaggedInputError(f"{path.name}: not valid JSON: {exc.msg} (line {exc.lineno}, column "
                                    f"{exc.colno})") from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        _json_failure(path.name, exc)
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -152,4 +267,14 @@ def read_json_text(path: Path) -> Any:
         except json.JSONDecodeError as exc:
             raise JaggedInputError(f"{path.name}: not valid JSON lines: {exc.msg} (line {number}, column "
                                    f"{exc.colno})") from None
+        except (RecursionError, MemoryError, ValueError) as exc:
+            _json_failure(f"{path.name} (line {number})", exc)
     return records
+
+
+def _json_failure(what: str, exc: BaseException) -> None:
+    """Raise the one-line error for a parse failure other than bad syntax (depth, huge integer, memory)."""
+    reason = limits.json_error(exc)
+    if reason is None:
+        raise exc
+    raise JaggedInputError(f"{what}: not readable JSON: {reason}") from None

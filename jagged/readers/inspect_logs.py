@@ -43,6 +43,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.text import join_notes, listing, plural
 from jagged.readers.items import ItemRead
+from jagged.readers.limits import Budget, loads
 from jagged.readers.metadata import metadata_domain, metadata_keys
 from jagged.readers.supersede import newest
 from jagged.readers.ziparchive import MemberError, read_member
@@ -52,15 +53,19 @@ LETTER_VALUES: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 WORD_VALUES: dict[str, float] = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
 
 
-def _zip_json(archive: zipfile.ZipFile, name: str, path: Path) -> Any:
+def _zip_json(archive: zipfile.ZipFile, name: str, path: Path, budget: Budget) -> Any:
+    """One member parsed as JSON, its bytes and values counted against the archive's budget."""
     try:
-        data = read_member(archive, name, path)
+        data = read_member(archive, name, path, budget)
     except MemberError as exc:
         raise JaggedInputError(f"{path.name}: member {name} cannot be read ({exc})") from None
+    what = f"{path.name}: member {name}"
     try:
-        return json.loads(data.decode("utf-8-sig"))
+        text = data.decode("utf-8-sig")
+        del data
+        return loads(text, what)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise JaggedInputError(f"{path.name}: member {name} is not valid JSON ({exc})") from None
+        raise JaggedInputError(f"{what} is not valid JSON ({exc})") from None
 
 
 def is_log(content: Any) -> bool:
@@ -87,24 +92,29 @@ def read_eval_archive(path: Path) -> dict[str, Any]:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise JaggedInputError(f"{path.name}: not a readable zip archive ({exc})") from None
+    budget = Budget(path.name)  # the members together
     with archive:
         names = archive.namelist()
         if "header.json" in names:
-            log = _zip_json(archive, "header.json", path)
+            log = _zip_json(archive, "header.json", path, budget)
         elif "_journal/start.json" in names:
-            log = dict(_zip_json(archive, "_journal/start.json", path), status="started")
+            log = dict(_zip_json(archive, "_journal/start.json", path, budget), status="started")
         elif "start.json" in names:  # archives written by inspect_ai before 0.3.40 or so
-            log = dict(_zip_json(archive, "start.json", path), status="started")
+            log = dict(_zip_json(archive, "start.json", path, budget), status="started")
             if "results.json" in names:
-                log.update(_zip_json(archive, "results.json", path))
+                log.update(_zip_json(archive, "results.json", path, budget))
         else:
             raise JaggedInputError(f"{path.name}: zip archive but not an Inspect .eval log (no header.json or "
                                    "_journal/start.json)")
         if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
             raise JaggedInputError(f"{path.name}: Inspect .eval header has no 'eval' object")
-        samples = [_zip_json(archive, name, path) for name in names
-                   if name.startswith("samples/") and name.endswith(".json")]
-    log["samples"] = [_slim(s) for s in samples if isinstance(s, dict)]
+        samples = []
+        for name in names:
+            if name.startswith("samples/") and name.endswith(".json"):
+                sample = _zip_json(archive, name, path, budget)
+                if isinstance(sample, dict):
+                    samples.append(_slim(sample))  # slimmed at once: full samples (transcripts) are not kept
+    log["samples"] = samples
     return log
 
 

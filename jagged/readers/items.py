@@ -23,7 +23,9 @@ domain and ``n_items`` = the number of those items. Items a model lacks are coun
 model (coverage) and never imputed.
 
 Small tables are validated and aggregated in memory (:func:`dataset_from_items`); a Parquet
-file with more than :data:`IN_MEMORY_MAX_ROWS` rows is aggregated out of core with DuckDB
+file with more than :data:`IN_MEMORY_MAX_ROWS` rows (counted while decoding it, within the
+input cap of :mod:`jagged.readers.limits`; a footer's row count can lie) is aggregated out of
+core with DuckDB
 (:func:`dataset_from_parquet`), which reads the file in row groups and spills to disk, so
 peak memory stays bounded whatever the file size.
 """
@@ -425,23 +427,17 @@ def choices_summary(items: pd.DataFrame) -> str:
 
 # --- out of core ---------------------------------------------------------------------
 
-def parquet_item_layout(path: str | Path) -> tuple[bool, int]:
-    """Read only a Parquet file's footer: is it item-level, and how many rows has it?
+def parquet_names(path: str | Path) -> list[str]:
+    """A Parquet file's column names, from its footer (the row count there is not trusted).
 
     Parameters
     ----------
     path : str or pathlib.Path
         A Parquet file.
-
-    Returns
-    -------
-    (bool, int)
-        Whether the columns describe item-level results, and the row count.
     """
     import pyarrow.parquet as pq
 
-    meta = pq.read_metadata(path)
-    return is_item_table(meta.schema.names), int(meta.num_rows)
+    return list(pq.read_schema(path).names)
 
 
 def pa_is_text(dtype: Any) -> bool:

@@ -41,6 +41,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import read_json_text
+from jagged.readers.limits import InputTooLargeError
 from jagged.text import listing, plural
 from jagged.readers.hierarchy import category_map
 from jagged.readers.choices import lmeval_choices
@@ -623,6 +624,8 @@ def _sibling_results(path: Path, stamp: str | None, cache: dict[Path, ResultsRun
                 content = read_json_text(candidate)
                 cache[candidate] = (read_results(content, candidate, model_name=model_name)
                                     if is_results(content) else None)
+            except InputTooLargeError:
+                raise
             except JaggedInputError:
                 cache[candidate] = None
         if cache[candidate] is not None:

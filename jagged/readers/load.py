@@ -4,10 +4,13 @@ Loaders know formats; nothing downstream does. Detection is by content: Parquet 
 magic bytes, JSON by its first character, CSV tables by their columns:
 
 * item-level: ``model, domain, item`` (or ``item_id``), ``correct`` (aggregated, see
-  :mod:`jagged.readers.items`; item-level Parquet files too large for memory are aggregated out
-  of core after a look at their footer);
+  :mod:`jagged.readers.items`; item-level Parquet files with more rows than
+  ``IN_MEMORY_MAX_ROWS``, counted while decoding them, not read from the footer, are
+  aggregated out of core);
 * long: ``model, domain, score`` (+ optional ``n_items``, ``category``);
 * wide: ``model`` plus one numeric column per domain.
+
+Every read is bounded by the input cap, ``max_input_bytes`` (:mod:`jagged.readers.limits`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
-from jagged.readers.files import read_csv, read_parquet, sniff
+from jagged.readers import limits
+from jagged.readers.files import read_csv, read_parquet, scan_parquet, sniff
 from jagged.readers.table import validate_scores, wide_to_long
 from jagged.resources import data_dir
 
@@ -31,6 +35,8 @@ def _check_path(path: Path) -> None:
         raise JaggedInputError(f"{path}: no such file")
     if path.is_dir():
         raise JaggedInputError(f"{path}: is a directory, expected a score file")
+    if not path.is_file():
+        raise JaggedInputError(f"{path}: not a regular file (a FIFO, device or socket), expected a score file")
 
 
 def frame_to_dataset(frame: pd.DataFrame, *, source: str, paths: list[Path], score_scale: str = "fraction",
@@ -66,7 +72,8 @@ def frame_to_dataset(frame: pd.DataFrame, *, source: str, paths: list[Path], sco
     return Dataset(scores=scores, source=source, paths=paths, format="wide")
 
 
-def load(path: str | Path | None = None, *, score_scale: str = "fraction", **options: Any) -> Dataset:
+def load(path: str | Path | None = None, *, score_scale: str = "fraction", max_input_bytes: int | str | None = None,
+         **options: Any) -> Dataset:
     """Load any supported score input into a validated :class:`Dataset`.
 
     Parameters
@@ -76,6 +83,10 @@ def load(path: str | Path | None = None, *, score_scale: str = "fraction", **opt
         bundled MMLU-Pro per-category scores.
     score_scale : {"fraction", "percent"}
         Scale of scores in long and wide tables.
+    max_input_bytes : int or str, optional
+        The input cap: the most bytes any file, archive member or table may expand to
+        (see :mod:`jagged.readers.limits`). Default: ``JAGGED_MAX_INPUT_BYTES`` if set,
+        else 2 GiB.
     **options
         Format-specific options (e.g. ``task``, ``metric`` for evaluator outputs).
 
@@ -86,9 +97,14 @@ def load(path: str | Path | None = None, *, score_scale: str = "fraction", **opt
     Raises
     ------
     JaggedInputError
-        The message names the file and the column or value at fault.
+        The message names the file and the column or value at fault;
+        :class:`~jagged.readers.limits.InputTooLargeError` when an input passes the cap.
     """
-    path = BUNDLED_SCORES if path is None else Path(path)
+    with limits.input_cap(max_input_bytes):
+        return _load(BUNDLED_SCORES if path is None else Path(path), score_scale=score_scale, **options)
+
+
+def _load(path: Path, *, score_scale: str, **options: Any) -> Dataset:
     if path.is_dir():
         from jagged.readers import evaluators
 
@@ -105,13 +121,16 @@ def load(path: str | Path | None = None, *, score_scale: str = "fraction", **opt
     if kind == "parquet":
         from jagged.readers import items as items_module
 
-        try:  # the footer only: a large item-level file is aggregated out of core
-            is_items, n_rows = items_module.parquet_item_layout(path)
-        except Exception:  # corrupt footer: read_parquet below gives the one-line error
-            is_items, n_rows = False, 0
-        if is_items and n_rows > items_module.IN_MEMORY_MAX_ROWS:
+        try:  # the column names only; the row count comes from decoding, never from the footer
+            is_items = items_module.is_item_table(items_module.parquet_names(path))
+        except Exception:  # corrupt footer: scan_parquet gives the one-line error
+            is_items = False
+        scan = scan_parquet(path, keep_rows=items_module.IN_MEMORY_MAX_ROWS if is_items else None)
+        if is_items and scan.rows > items_module.IN_MEMORY_MAX_ROWS:
             return items_module.dataset_from_parquet(path)
-    frame = read_parquet(path) if kind == "parquet" else read_csv(path)
+        frame = read_parquet(path, scan)
+    else:
+        frame = read_csv(path)
     return frame_to_dataset(frame, source=path.name, paths=[path], score_scale=score_scale,
                             line_offset=2 if kind == "text" else None)
 

@@ -24,6 +24,8 @@ the value at fault.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -148,6 +150,23 @@ def _n_items(raw: pd.Series, source: str, line_offset: int | None) -> pd.Series:
     return pd.Series(arr, index=values.index, name="n_items", dtype="float64")
 
 
+_COLUMN_NAME = re.compile(r"^[\w][\w .()%#+-]{0,63}$")
+
+
+def found_columns(frame: pd.DataFrame) -> str:
+    """``found: a, b, c`` for a message, only when the header looks like a table's.
+
+    A file that is no table (``/etc/shadow`` given as scores) has its first line read as
+    the header; echoing it would print the file's content. Names are shown only when the
+    header has at least two columns and each is a short plain name; otherwise only how
+    many columns there were.
+    """
+    names = [str(c) for c in frame.columns]
+    if len(names) >= 2 and all(_COLUMN_NAME.match(n) for n in names):
+        return "found: " + ", ".join(names[:12])
+    return f"found {len(names)} column(s) that do not look like a table header; not shown"
+
+
 def validate_scores(frame: pd.DataFrame, source: str = "<table>", *, score_scale: str = "fraction",
                     line_offset: int | None = 2) -> pd.DataFrame:
     """Check a long per-domain table and return it in canonical form.
@@ -181,8 +200,7 @@ def validate_scores(frame: pd.DataFrame, source: str = "<table>", *, score_scale
         raise JaggedInputError(f"{source}: the table has no columns")
     missing = [c for c in ("model", "domain", "score") if c not in frame.columns]
     if missing:
-        have = ", ".join(map(str, frame.columns[:12]))
-        raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} (found: {have})")
+        raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} ({found_columns(frame)})")
     if len(frame) == 0:
         raise JaggedInputError(f"{source}: the table has a header but no rows")
     model = name_categories(frame["model"], "model", source, line_offset)
@@ -264,10 +282,9 @@ def wide_to_long(frame: pd.DataFrame, source: str = "<table>", *, score_scale: s
         label in the index.
     """
     if "model" not in frame.columns:
-        have = ", ".join(map(str, frame.columns[:12]))
         raise JaggedInputError(
             f"{source}: no 'model' column; expected long (model, domain, score) or wide "
-            f"(model plus one column per domain) scores (found: {have})")
+            f"(model plus one column per domain) scores ({found_columns(frame)})")
     domain_cols = [c for c in frame.columns if c != "model"]
     if not domain_cols:
         raise JaggedInputError(f"{source}: wide table has a 'model' column but no domain columns")

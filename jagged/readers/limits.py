@@ -1,0 +1,368 @@
+"""The input cap: how many bytes any file, archive member or table may expand to.
+
+Files from outside are untrusted: a 257 KB ``.eval`` archive can hold a Zstandard member
+that expands to 3.9 GB, a 28 MB gzip CSV to 6 GB, a 3 MB Parquet file to 300 million
+rows, a JSON file to millions of containers. Every reader therefore reads through this
+module, which counts what is **actually produced while streaming** (decompressed bytes,
+Arrow bytes of decoded Parquet batches, JSON text and values) against one cap, never
+trusting a declared size, and stops with a one-line
+:class:`InputTooLargeError` (a :class:`~jagged.errors.JaggedInputError`: CLI exit 2) as soon
+as the count passes it. Refusing costs bounded memory: decompressed data is kept only up
+to :data:`KEEP_BYTES`; beyond that it is counted and dropped, and read a second time only
+when the whole input turned out to be within the cap.
+
+The cap
+-------
+:data:`DEFAULT_MAX_INPUT_BYTES` (2 GiB) unless raised (or lowered), in this order of
+precedence:
+
+1. ``jagged.load(path, max_input_bytes=N)`` (CLI ``--max-input-bytes N``, notebook
+   parameter ``max_input_bytes``), which sets it for the duration of the call
+   (:func:`input_cap`, a :class:`contextvars.ContextVar`, so threads and notebooks each
+   see their own);
+2. the environment variable ``JAGGED_MAX_INPUT_BYTES`` (bytes, or with a ``K``/``M``/``G``
+   suffix, powers of 1024: ``8G``);
+3. the default.
+
+What counts against it, per input file (an archive's members summed):
+
+* CSV, JSON, JSON lines: the (decompressed) bytes of the text;
+* each archive member: its decompressed bytes, and all members of one archive together;
+* Parquet: the Arrow bytes of the decoded batches (a dictionary counted once per column
+  chunk), so a few MB of repeated rows count for what they become;
+* JSON additionally :data:`JSON_VALUE_BYTES` per container or separator (``{``, ``[``,
+  ``,``), an upper bound of what Python needs per parsed value, so a 2 GB text of ``[{},{},``
+  cannot become 48 GB of Python objects.
+
+Why 2 GiB: the largest inputs the bundled benchmarks read are the 50-million-row item-level
+Parquet files of ``benchmarks/bench_items.py`` and ``bench_item_audit.py``, measured at 17.1
+and 26.1 Arrow bytes a row (dictionary-encoded names), 0.80 and 1.22 GiB; 2 GiB passes them
+with room, while pandas needs several times a table's Arrow bytes to hold it in memory, so
+a much larger default would let a single file exhaust a 16 GB machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from jagged.errors import JaggedInputError
+
+#: Default cap in bytes (2 GiB; see the module docstring for why).
+DEFAULT_MAX_INPUT_BYTES: int = 2 * 1024 ** 3
+#: Environment variable that raises or lowers the cap.
+ENV_VAR = "JAGGED_MAX_INPUT_BYTES"
+#: Decompressed data kept while streaming; beyond it data are counted, dropped and re-read
+#: only if the whole input is within the cap (so refusing a bomb needs at most this much).
+KEEP_BYTES: int = 128 * 1024 ** 2
+#: Bytes charged per JSON container or separator: an upper bound of Python's memory per value.
+JSON_VALUE_BYTES: int = 64
+#: Largest cap accepted (1 TiB, as ``jagged.options`` declares for ``max_input_bytes``).
+MAX_CAP: int = 2 ** 40
+#: Read size of streaming decompression.
+CHUNK_BYTES: int = 1024 ** 2
+
+_CAP: contextvars.ContextVar[int | None] = contextvars.ContextVar("jagged_max_input_bytes", default=None)
+_SIZE = re.compile(r"\s*(\d+)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+
+
+class InputTooLargeError(JaggedInputError):
+    """An input expands to more than the cap; the message names it, the cap and how to raise it."""
+
+
+def parse_size(value: Any, where: str) -> int:
+    """A positive byte count from an int or a string such as ``"4096"``, ``"512M"`` or ``"8GiB"``.
+
+    Parameters
+    ----------
+    value : int or str
+        The value given.
+    where : str
+        What gave it, for the message (``"JAGGED_MAX_INPUT_BYTES"``, ``"max_input_bytes"``).
+
+    Raises
+    ------
+    JaggedInputError
+        Not a positive whole number of bytes.
+    """
+    if isinstance(value, bool):
+        raise JaggedInputError(f"{where}: {value!r} is not a number of bytes")
+    if isinstance(value, int):
+        size = value
+    else:
+        match = _SIZE.fullmatch(str(value)) if isinstance(value, str) and len(value) < 40 else None
+        if match is None:
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise JaggedInputError(f"{where}: {shown} is not a number of bytes (e.g. 4294967296 or 4G)")
+        size = int(match.group(1)) * _UNITS[match.group(2).upper()]
+    if size < 1:
+        raise JaggedInputError(f"{where}: must be a positive number of bytes")
+    if size > MAX_CAP:
+        raise JaggedInputError(f"{where}: at most {MAX_CAP:,} bytes (1 TiB)")
+    return size
+
+
+def max_input_bytes() -> int:
+    """The cap in force: :func:`input_cap`'s value, else ``JAGGED_MAX_INPUT_BYTES``, else the default."""
+    cap = _CAP.get()
+    if cap is not None:
+        return cap
+    env = os.environ.get(ENV_VAR, "").strip()
+    return parse_size(env, ENV_VAR) if env else DEFAULT_MAX_INPUT_BYTES
+
+
+@contextlib.contextmanager
+def input_cap(value: int | str | None) -> Iterator[int]:
+    """Set the cap for the readers called inside the ``with`` block (``None``: keep the current one).
+
+    Parameters
+    ----------
+    value : int, str or None
+        Bytes (see :func:`parse_size`).
+
+    Yields
+    ------
+    int
+        The cap in force.
+    """
+    if value is None:
+        yield max_input_bytes()
+        return
+    token = _CAP.set(parse_size(value, "max_input_bytes"))
+    try:
+        yield _CAP.get()  # type: ignore[misc]
+    finally:
+        _CAP.reset(token)
+
+
+def size_text(n: int) -> str:
+    """``2 GiB``, ``512 MiB``, ``1.5 KiB``, ``100 bytes``."""
+    for unit, size in (("TiB", 1024 ** 4), ("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n:,} bytes"
+
+
+def too_large(what: str, cap: int, *, how: str = "expands to") -> InputTooLargeError:
+    """The one-line error for ``what`` (``"x.eval: member samples/1.json"``) passing ``cap``."""
+    return InputTooLargeError(
+        f"{what} {how} more than {size_text(cap)}, the input cap ({cap:,} bytes); if the file is trusted, raise it "
+        f"with --max-input-bytes N, max_input_bytes=N or {ENV_VAR}=N")
+
+
+class Budget:
+    """Bytes counted against the cap for one input (a file, or an archive and all its members).
+
+    Parameters
+    ----------
+    what : str
+        The input's name for messages (``"scores.csv.gz"``).
+    cap : int, optional
+        Default: :func:`max_input_bytes`.
+    """
+
+    def __init__(self, what: str, cap: int | None = None) -> None:
+        self.what = what
+        self.cap = max_input_bytes() if cap is None else cap
+        self.used = 0
+
+    def add(self, n: int, what: str | None = None, *, how: str = "expands to") -> None:
+        """Count ``n`` more bytes; raise :class:`InputTooLargeError` naming ``what`` once past the cap."""
+        self.used += n
+        if self.used > self.cap:
+            raise too_large(what or self.what, self.cap, how=how)
+
+
+@dataclass
+class StreamRead:
+    """What :func:`read_stream` read: the bytes (None when not kept), their count and CRC-32."""
+
+    data: bytes | None
+    size: int
+    crc32: int
+
+
+def read_stream(stream: IO[bytes], budget: Budget, what: str | None = None, *, limit: int | None = None,
+                keep: int | None = None, crc: bool = False) -> StreamRead:
+    """Read a binary stream to its end in chunks, counting against ``budget``.
+
+    Parameters
+    ----------
+    stream : file-like
+        A decompressing (or plain) stream; read in :data:`CHUNK_BYTES` pieces, never
+        asked for more, so a lying header cannot make it allocate a large buffer.
+    budget : Budget
+        Counts the bytes; raises past its cap.
+    what : str, optional
+        Name in the message (default: the budget's).
+    limit : int, optional
+        Stop after this many bytes + 1 (so a caller can tell "more than the limit").
+    keep : int, optional
+        Keep at most this many bytes; past it the data are dropped (still counted and
+        checksummed) and ``data`` is None. Default: keep everything.
+    crc : bool
+        Compute the CRC-32 of what was read.
+
+    Returns
+    -------
+    StreamRead
+    """
+    import zlib
+
+    chunks: list[bytes] | None = []
+    size = checksum = 0
+    while limit is None or size <= limit:
+        want = CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit + 1 - size)
+        chunk = stream.read(want)
+        if not chunk:
+            break
+        size += len(chunk)
+        budget.add(len(chunk), what)
+        if crc:
+            checksum = zlib.crc32(chunk, checksum)
+        if chunks is not None:
+            chunks.append(chunk)
+            if keep is not None and size > keep:
+                chunks = None
+    return StreamRead(None if chunks is None else b"".join(chunks), size, checksum)
+
+
+def read_file(path: Path, budget: Budget | None = None) -> bytes:
+    """A plain file's bytes, at most the cap (checked on the size and again while reading).
+
+    Raises
+    ------
+    InputTooLargeError
+        The file is larger than the cap.
+    JaggedInputError
+        Not a regular file, or unreadable.
+    """
+    budget = budget or Budget(path.name)
+    if not os.path.isfile(path):  # before opening: opening a FIFO blocks
+        raise JaggedInputError(f"{path.name}: not a regular file")
+    room = budget.cap - budget.used
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > room:
+                raise too_large(budget.what, budget.cap, how="is")
+            chunks = [handle.read(size)] if size else []
+            total = len(chunks[0]) if chunks else 0
+            while True:  # a file that grew, or whose size says 0 (/proc): go on in chunks, at most to the cap
+                chunk = handle.read(min(CHUNK_BYTES, room + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > room:
+                    raise too_large(budget.what, budget.cap, how="is")
+    except OSError as exc:
+        raise JaggedInputError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
+    budget.add(total, how="is")
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def gunzip_file(path: Path) -> bytes:
+    """Decompress a gzip file with bounded memory, its output counted against the cap.
+
+    The output is kept up to :data:`KEEP_BYTES`; a larger output is counted to its end (or
+    the cap) without being kept and, when within the cap, decompressed again to return it.
+
+    Raises
+    ------
+    InputTooLargeError
+        It expands to more than the cap.
+    JaggedInputError
+        Damaged gzip data.
+    """
+    import gzip
+    import zlib
+
+    for keep in (KEEP_BYTES, None):
+        budget = Budget(path.name)
+        try:
+            with gzip.open(path, "rb") as stream:
+                data = read_stream(stream, budget, keep=keep).data
+        except (OSError, EOFError, zlib.error) as exc:
+            raise JaggedInputError(f"{path.name}: damaged gzip data ({exc})") from None
+        if data is not None:
+            return data
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def json_budget(data: bytes | str, what: str) -> None:
+    """Charge a JSON text's bytes and :data:`JSON_VALUE_BYTES` per ``{``, ``[`` and ``,`` against the cap.
+
+    Counting those characters (in C, a few GB/s) bounds the number of values the parser
+    can build, whatever the strings hold (separators inside strings only make the bound
+    more cautious).
+    """
+    if isinstance(data, str):
+        count = data.count(",") + data.count("[") + data.count("{")
+    else:
+        count = data.count(b",") + data.count(b"[") + data.count(b"{")
+    cap = max_input_bytes()
+    if len(data) + JSON_VALUE_BYTES * count > cap:
+        raise too_large(f"{what} (JSON of {len(data):,} bytes, about {count:,} values)", cap,
+                        how="would need")
+
+
+def json_error(exc: BaseException) -> str | None:
+    """The one-line reason for a JSON parse failure that is not a syntax error, else None.
+
+    Python's parser raises :class:`RecursionError` past about 1,000 nested levels,
+    :class:`ValueError` for an integer of more than 4,300 digits (``sys.int_info``) and
+    :class:`MemoryError` when it runs out of memory.
+    """
+    if isinstance(exc, RecursionError):
+        return "nested too deeply (more than about 1,000 levels of arrays or objects)"
+    if isinstance(exc, MemoryError):
+        return "too large to hold in memory"
+    if isinstance(exc, ValueError) and "integer string conversion" in str(exc):
+        return "holds an integer with more digits than Python converts (4,300)"
+    return None
+
+
+def loads(text: str | bytes, what: str) -> Any:
+    """Parse JSON within the cap; depth, huge integers and memory become one-line errors.
+
+    Parameters
+    ----------
+    text : str or bytes
+        The JSON text.
+    what : str
+        The file (and member) for messages.
+
+    Raises
+    ------
+    InputTooLargeError
+        Too many bytes or values (:func:`json_budget`).
+    JaggedInputError
+        Nested too deeply, an integer too long, or out of memory.
+    json.JSONDecodeError
+        Not valid JSON (callers word their own message with its line and column).
+    """
+    import json
+
+    json_budget(text, what)
+    try:
+        return json.loads(text)
+    except (RecursionError, MemoryError, ValueError) as exc:
+        reason = json_error(exc)
+        if reason is None:
+            raise
+        raise JaggedInputError(f"{what}: not readable JSON: {reason}") from None
+
+
+__all__ = ["Budget", "DEFAULT_MAX_INPUT_BYTES", "ENV_VAR", "InputTooLargeError", "JSON_VALUE_BYTES", "KEEP_BYTES",
+           "MAX_CAP", "StreamRead", "gunzip_file", "input_cap", "json_budget", "json_error", "loads",
+           "max_input_bytes", "parse_size",
+           "read_file", "read_stream", "size_text", "too_large"]
