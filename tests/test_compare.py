@@ -290,3 +290,12 @@ def test_mmlu_rank_summary_and_rescoring(mmlu):
     assert result.rescoring is not None and len(result.rescoring) == 28
     assert set(result.changes["name"]) == {"jamba-1.5-large", "Yi-6B"}
     assert (result.ledger["change"] == "key_changed").sum() == 33
+
+
+def test_no_bootstrap_means_no_delta_intervals():
+    """compare(n_boot=0) asks for no intervals: every *_delta_lo/_hi is empty, the deltas are not."""
+    a, b = hand_pair()
+    models = compare(a, b, n_boot=0).models
+    bounds = [c for c in models.columns if c.endswith(("_delta_lo", "_delta_hi"))]
+    assert bounds and models[bounds].isna().all().all()
+    assert models["macro_score_delta"].notna().all()

@@ -579,7 +579,7 @@ def compare(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, *, n_bo
     _check_weights(a, b, weights)
     scope = common_scope(a, b)
     reps = paired_replicates(scope, weights, n_boot=n_boot, seed=seed)
-    models = compare_models(a, b, weights, ci=ci, scope=scope, replicates=reps)
+    models = compare_models(a, b, weights, n_boot=n_boot, seed=seed, ci=ci, scope=scope, replicates=reps)
     ranks, summary = rank_changes(models, reps, ci=ci)
     out = Comparison(models=models, changes=added_removed(a, b), ranks=ranks, rank_summary=summary, scope=scope.kind)
     if scope.kind == "items":

@@ -1,0 +1,220 @@
+"""The compare report's tables, sentences and figures (jagged.views.compare, jagged.plots.compare)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.colors import to_hex
+
+from compare_pairs import hand_pair, items_dataset, scores_dataset
+from jagged.plots.compare import BEYOND_COLOR, NO_INTERVAL_COLOR, WITHIN_COLOR, a_against_b, delta_forest
+from jagged.stats.analysis import SECTIONS_MIME
+from jagged.stats.compare import compare
+from jagged.stats.ledger import item_ledger
+from jagged.views import compare as views
+
+# Like-for-like macro scores of the hand pair (tests/test_compare.py works them out):
+# m1 0.5 -> 5/6, m2 5/6 -> 2/3, m3 0.5 -> 1.
+HAND_DELTA = {"m1": 1 / 3, "m2": -1 / 6, "m3": 0.5}
+
+
+@pytest.fixture(scope="module")
+def hand():
+    a, b = hand_pair()
+    return compare(a, b, n_boot=400, seed=3)
+
+
+def _models(rows):
+    """A hand-made Comparison.models: (model, a, b, lo, hi)."""
+    frame = pd.DataFrame(rows, columns=["model", "macro_score_a", "macro_score_b", "macro_score_delta_lo",
+                                        "macro_score_delta_hi"])
+    return frame.assign(macro_score_delta=frame["macro_score_b"] - frame["macro_score_a"])
+
+
+def test_beyond_noise_means_the_interval_excludes_zero():
+    table = _models([("up", 0.5, 0.6, 0.02, 0.18), ("down", 0.5, 0.4, -0.2, -0.01), ("span", 0.5, 0.55, -0.01, 0.1),
+                     ("edge", 0.5, 0.55, 0.0, 0.1), ("none", 0.5, 0.6, np.nan, np.nan)])
+    assert views.beyond_noise(table).tolist() == [True, True, False, False, False]
+
+
+def test_model_moves_largest_change_first_with_ranks(hand):
+    moves = views.model_moves(hand)
+    assert moves["model"].tolist() == ["m3", "m1", "m2"]
+    for row in moves.itertuples(index=False):
+        assert row.macro_score_delta == pytest.approx(HAND_DELTA[row.model])
+        assert row.n_items == 5
+    # ranks by like-for-like macro score: A m2 (5/6) 1st, m1 and m3 (0.5) share 2nd; B m3, m1, m2
+    ranks = moves.set_index("model")[["rank_a", "rank_b"]]
+    assert ranks.loc["m2"].tolist() == [1, 3] and ranks.loc["m1"].tolist() == [2, 2]
+    assert ranks.loc["m3"].tolist() == [2, 1]
+    expected = views.beyond_noise(hand.models.set_index("model").loc[moves["model"]].reset_index())
+    assert moves["beyond_noise"].tolist() == expected.tolist()
+
+
+def test_item_counts_and_domains_of_the_hand_pair(hand):
+    # i2 (d1) only in A, i7 (d3) only in B, i4 (d2) re-keyed A -> B; 3 models cannot move a difficulty
+    counts = views.change_counts(hand).set_index("change")["n_items"]
+    assert counts.to_dict() == {"added": 1, "removed": 1, "key_changed": 1, "text_changed": 0, "difficulty_moved": 0}
+    domains = views.domain_changes(hand).set_index("domain")
+    assert domains.loc["d1", "removed"] == 1 and domains.loc["d2", "key_changed"] == 1
+    assert domains.loc["d3", "added"] == 1 and set(domains["status"]) == {"both"}
+    assert domains["n_changed"].tolist() == [1, 1, 1]
+
+
+def test_an_item_with_two_changes_counts_in_both():
+    ledger = pd.DataFrame({"item": ["x", "y"], "domain": ["d", "d"], "change": ["key_changed", "difficulty_moved"],
+                           "changes": ["key_changed; difficulty_moved", "difficulty_moved"]})
+    comparison = type("C", (), {"ledger": ledger})()
+    counts = views.change_counts(comparison).set_index("change")["n_items"]
+    assert counts["key_changed"] == 1 and counts["difficulty_moved"] == 2 and counts["added"] == 0
+
+
+def test_domain_changes_of_domain_level_inputs_list_added_and_removed_domains():
+    a = scores_dataset([("m", "d1", 0.5, 10), ("m", "d2", 0.6, 10)], "a")
+    b = scores_dataset([("m", "d1", 0.5, 10), ("m", "d3", 0.6, 10)], "b")
+    table = views.domain_changes(compare(a, b, n_boot=0)).set_index("domain")
+    assert table["status"].to_dict() == {"d2": "removed", "d3": "added"}
+
+
+def test_ledger_top_puts_the_best_established_changes_first_and_clips_text():
+    rows = []
+    for model, got in zip("pqrstuvw", range(8)):
+        rows += [(model, "d", "moved", 0, "old words"), (model, "d", "same", got % 2, "kept"),
+                 (model, "d", "gone", 1, "gone text")]
+    a = pd.DataFrame(rows, columns=["model", "domain", "item", "correct", "text"])
+    b = a[a["item"] != "gone"].copy()
+    b.loc[b["item"] == "moved", "correct"] = 1
+    b.loc[b["item"] == "moved", "text"] = "new words " + "w" * 400
+    ledger = item_ledger(a, b)  # "moved": all 8 models flip (p = 2/256), its text changed; "gone": removed
+    top = views.ledger_top(ledger)
+    assert top["item"].tolist() == ["moved", "gone"]
+    assert top.loc[0, "changes"] == "text_changed; difficulty_moved"
+    assert top.loc[0, "text_a"] == "old words"
+    assert len(top.loc[0, "text_b"]) == views.TEXT_MAX and top.loc[0, "text_b"].endswith("…")
+    assert views.ledger_top(ledger, top=1)["item"].tolist() == ["moved"]
+    assert views.ledger_top(None) is None
+
+
+def test_sections_and_the_record_the_renderer_reads(hand):
+    assert views.compare_sections(hand) == {"changes": False, "items": True, "rescoring": True, "profiles": False,
+                                            "repeats": False}
+    bundle = views.CompareView(hand, "hand_a", "hand_b")._repr_mimebundle_()
+    assert bundle[SECTIONS_MIME] == views.compare_sections(hand)
+    assert "hand_a" in bundle["text/plain"]
+    a = scores_dataset([("m", "d1", 0.5, 10), ("m", "d2", 0.6, 10), ("gone", "d1", 0.3, 10)], "a")
+    b = scores_dataset([("m", "d1", 0.5, 10), ("m", "d2", 0.7, 10)], "b")
+    weights = pd.DataFrame([[0.75, 0.25]], index=["p"], columns=["d1", "d2"])
+    sections = views.compare_sections(compare(a, b, weights, n_boot=0))
+    assert sections == {"changes": True, "items": False, "rescoring": False, "profiles": True, "repeats": False}
+
+
+def test_findings_of_the_hand_pair(hand):
+    text = views.findings(views.CompareView(hand, "hand_a", "hand_b"))
+    assert text[0].startswith("A is hand_a, B is hand_b; 3 models on both sides")
+    assert text[1] == "What changed: items: 1 added, 1 removed, 1 key changed."
+    moved = int(views.model_moves(hand)["beyond_noise"].sum())
+    assert text[2].startswith(f"The macro score changed beyond noise for {moved} of 3 models")
+    assert "from -0.1667 to +0.5000" in text[2]
+    assert text[3].startswith("Largest macro-score changes (B − A, like for like): m3 +0.5000 [")
+    assert any(s.startswith("Ranking by macro score: Kendall's tau between the sides is -0.816") for s in text)
+    # re-scoring: m1 chose the new key of i4 (gains 1, d2 0.5 -> 1: macro +1/6), m2 chose the old one (-1/6)
+    rescoring = next(s for s in text if s.startswith("Re-scoring"))
+    assert "by -0.1667 to +0.1667 (most: m1, 1 result gained and 0 lost)" in rescoring
+
+
+def test_findings_name_added_and_removed_models_and_say_when_there_are_no_intervals():
+    a = scores_dataset([("m", "d1", 0.5, 10), ("m", "d2", 0.6, 10), ("old", "d1", 0.3, 10), ("old", "d2", 0.3, 10)],
+                       "v1")
+    b = scores_dataset([("m", "d1", 0.5, 10), ("m", "d2", 0.7, 10), ("new", "d1", 0.4, 10), ("new", "d2", 0.4, 10)],
+                       "v2")
+    comparison = compare(a, b, n_boot=0)
+    for column in ("macro_score_delta_lo", "macro_score_delta_hi"):  # as jagged compare --bootstrap 0 leaves them
+        comparison.models[column] = np.nan
+    text = views.findings(views.CompareView(comparison, "v1", "v2"))
+    assert text[1] == "What changed: 1 model added (new: only in v2); 1 model removed (old: only in v1)."
+    assert text[2].startswith("The like-for-like macro-score changes range from +0.0500 to +0.0500; no intervals")
+
+
+def test_findings_with_nothing_changed_say_so():
+    a, _ = hand_pair()
+    text = views.findings(views.CompareView(compare(a, a, n_boot=200, seed=1), "x", "x"))
+    assert text[1] == ("Nothing was added or removed: the same models and domains are on both sides, and no item's "
+                       "key, text or difficulty changed.")
+    assert text[2].startswith("No model's macro score changed beyond noise")
+
+
+def test_findings_html_escapes_names():
+    markup = views.findings_html(["model <script>alert(1)</script> & co"])
+    assert "<script>" not in markup and "&lt;script&gt;" in markup and "&amp; co" in markup
+
+
+def test_glance_table_counts(hand):
+    table = views.glance_table(hand).set_index("measure")["value"]
+    assert table["models on both sides"] == "3" and table["compared on"] == "common items"
+    assert table["items key changed"] == "1" and table["models added"] == "0"
+    assert table["Kendall's tau of the macro rankings"].startswith("-0.816 [")
+
+
+def test_profile_moves_per_profile_and_model():
+    a = scores_dataset([("m", "d1", 0.5, 100), ("m", "d2", 0.6, 100)], "a")
+    b = scores_dataset([("m", "d1", 0.7, 100), ("m", "d2", 0.6, 100)], "b")
+    weights = pd.DataFrame([[0.75, 0.25], [0.5, 0.5]], index=["p", "q"], columns=["d1", "d2"])
+    table = views.profile_moves(compare(a, b, weights, n_boot=100)).set_index("profile")
+    # dep_score: p 0.75*0.5+0.25*0.6 = 0.525 -> 0.675 (+0.15); q 0.55 -> 0.65 (+0.10)
+    assert table.loc["p", "dep_score_delta"] == pytest.approx(0.15)
+    assert table.loc["q", "dep_score_delta"] == pytest.approx(0.10)
+    # wedge = macro - dep: p 0.55-0.525 = 0.025 -> 0.65-0.675 = -0.025
+    assert table.loc["p", "wedge_delta"] == pytest.approx(-0.05)
+    assert views.profile_moves(compare(a, b, n_boot=0)) is None
+
+
+# --------------------------------------------------------------------------- figures
+
+def test_delta_forest_draws_each_change_with_its_interval_and_colour():
+    table = _models([("up", 0.5, 0.6, 0.02, 0.18), ("span", 0.5, 0.55, -0.01, 0.1), ("none", 0.5, 0.45, np.nan,
+                                                                                     np.nan)])
+    ax = delta_forest(table)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["none", "span", "up"]  # sorted by change, largest at the top
+    points = ax.collections[-1]
+    assert points.get_offsets()[:, 0].tolist() == pytest.approx([-0.05, 0.05, 0.1])
+    colours = [to_hex(c) for c in points.get_facecolors()]
+    assert colours == [to_hex(NO_INTERVAL_COLOR), to_hex(WITHIN_COLOR), to_hex(BEYOND_COLOR)]
+    segments = ax.collections[0].get_segments()
+    assert [tuple(s[:, 0]) for s in segments] == [pytest.approx((-0.01, 0.1)), pytest.approx((0.02, 0.18))]
+
+
+def test_delta_forest_limit_keeps_the_largest_changes():
+    table = _models([(f"m{k}", 0.5, 0.5 + d, d - 0.01, d + 0.01) for k, d in enumerate([0.01, -0.2, 0.05, 0.3])])
+    ax = delta_forest(table, limit=2)
+    assert sorted(t.get_text() for t in ax.get_yticklabels()) == ["m1", "m3"]
+    assert "2 largest of 4" in ax.get_title()
+
+
+def test_a_against_b_places_each_model_and_its_paired_interval():
+    table = _models([("x", 0.4, 0.5, 0.05, 0.15), ("y", 0.7, 0.69, -0.03, 0.01)])
+    ax = a_against_b(table)
+    points = ax.collections[-1].get_offsets()
+    assert points.tolist() == [pytest.approx([0.4, 0.5]), pytest.approx([0.7, 0.69])]
+    bars = ax.collections[0].get_segments()  # A + the interval of the change
+    assert tuple(bars[0][:, 1]) == pytest.approx((0.45, 0.55)) and tuple(bars[1][:, 1]) == pytest.approx((0.67, 0.71))
+
+
+def test_alt_texts_state_the_numbers():
+    table = _models([("up", 0.5, 0.6, 0.02, 0.18), ("span", 0.5, 0.45, -0.1, 0.01)])
+    alt = views.forest_alt(table)
+    assert "2 models" in alt and "1 exclude 0" in alt and "up +0.1000" in alt and "span -0.0500" in alt
+    assert "1 lie above it" in views.pairs_alt(table)
+
+
+def test_plots_refuse_a_table_without_the_columns():
+    with pytest.raises(ValueError, match="macro_score_delta"):
+        delta_forest(pd.DataFrame({"model": ["m"], "macro_score_a": [0.5], "macro_score_b": [0.6]}))
+
+
+def test_items_scope_is_said_in_the_first_finding():
+    a = items_dataset([("m", "d1", "i1", 1), ("m", "d2", "i2", 0), ("m", "d2", "i3", 1)], "a")
+    b = items_dataset([("m", "d1", "i1", 1), ("m", "d2", "i2", 1), ("m", "d2", "i3", 1)], "b")
+    text = views.findings(views.CompareView(compare(a, b, n_boot=0), "a", "b"))
+    assert "the items each model answered on both sides (up to 3)" in text[0]
