@@ -359,3 +359,19 @@ def test_simulation_coverage_correction_and_flag():
     assert (enough["coverage"] >= 0.85).all(), enough
     assert mae_corrected < mae_raw
     assert flag_at_zero.mean() >= 0.90 and (flag_at_zero >= 0.85).all()
+
+
+def test_notes_name_the_cause_why_the_noise_share_is_missing():
+    """Issue 17: all-zero scores with n_items 50 were said to have "a domain has a single item"."""
+    rows = ([("wrong", d, 0.0, 50) for d in "xyz"] + [("single", d, s, n) for d, s, n in
+                                                       zip("xyz", (0.0, 0.6, 0.5), (1, 50, 50))]
+            + [("fine", d, s, 50) for d, s in zip("xyz", (0.2, 0.5, 0.7))])
+    scores = jagged.validate_scores(pd.DataFrame(rows, columns=["model", "domain", "score", "n_items"]))
+    noise = u.sampling_noise(scores).set_index("model")
+    wrong, single = noise.loc["wrong"], noise.loc["single"]
+    assert np.isnan(wrong["noise_share"]) and wrong["noise_var"] == 0.0 and wrong["var_error"] == 0.0
+    assert wrong["noise_note"].startswith(u.NOTE_NO_VARIATION) and "single item" not in wrong["noise_note"]
+    assert wrong["p_equal_error"] == 1.0 and wrong["noise_flag"]
+    assert "equal error in every domain not rejected, p = 1" in wrong["noise_note"]   # why it is flagged
+    assert np.isnan(single["noise_share"]) and single["noise_note"].startswith(u.NOTE_SINGLE_ITEM)
+    assert noise.loc["fine", "noise_note"] == ""

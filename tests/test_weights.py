@@ -274,3 +274,45 @@ def test_report_weights_and_illustrative_label():
     assert is_illustrative(str(BUNDLED_PROFILES), ["law_office", "uniform"])
     assert not is_illustrative(str(BUNDLED_PROFILES), ["uniform", "items"])
     assert not is_illustrative("mix.csv", ["law_office"])
+
+
+def test_weights_of_1e308_are_uniform_not_an_overflow(tmp_path, scores):
+    """Issue 17: Σ of three 1e308s overflows to inf, and w / inf gave every weight 0 (dep_score 0)."""
+    path = tmp_path / "huge.csv"
+    path.write_text("profile,domain,weight\nhuge,x,1e308\nhuge,y,1e308\nhuge,z,1e308\n"
+                    "tilted,x,1.7976931348623157e308\ntilted,y,0.8988465674311579e308\ntilted,z,1e-300\n")
+    weights = resolve_profiles(scores, path)
+    assert (weights.loc["huge"] == 1 / 3).all()
+    np.testing.assert_allclose(weights.loc["tilted"], [2 / 3, 1 / 3, 0.0], rtol=1e-15, atol=1e-300)
+    table = deployment_metrics(scores, weights).set_index(["profile", "model"])
+    macro = jagged.jaggedness(scores).set_index("model")["macro_score"]
+    huge = table.loc["huge"]
+    assert (huge["wedge"] == 0.0).all() and (huge["wedge_bound"] == 0.0).all()
+    np.testing.assert_allclose(huge["dep_score"], macro.loc[huge.index], rtol=0, atol=1e-15)
+    tilted = table.loc["tilted"]
+    np.testing.assert_allclose(tilted.loc["a", "dep_score"], 2 / 3 * 0.9 + 1 / 3 * 0.8, rtol=1e-14)
+    assert (tilted["wedge"].abs() <= tilted["wedge_bound"] + 1e-15).all()
+
+
+@pytest.mark.parametrize("row, problem", [
+    ([1.0, np.inf, 2.0], "not a finite number"), ([1.0, np.nan, 2.0], "not a finite number"),
+    ([1.0, -1e-300, 2.0], "negative weight"), ([0.0, 0.0, 0.0], "all weights zero"),
+])
+def test_normalise_weights_rejects_what_cannot_be_a_mix_naming_the_profile(row, problem):
+    from jagged.stats.weights import normalise_weights
+
+    good = [1.0, 2.0, 3.0]
+    with pytest.raises(JaggedInputError, match=problem) as caught:
+        normalise_weights(np.array([good, row]), ["fine", "clinic"], "w.csv")
+    message = str(caught.value)
+    assert message.startswith("w.csv: ") and "clinic" in message and "fine" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize("row, problem", [
+    ([0.2, 0.3, 0.6], "do not sum to 1"), ([0.5, np.nan, 0.5], "not finite"), ([1.2, -0.2, 0.0], "negative"),
+])
+def test_deployment_metrics_refuses_weights_that_are_not_a_normalised_mix(scores, row, problem):
+    weights = pd.DataFrame([[1 / 3] * 3, row], index=["uniform", "clinic"], columns=["x", "y", "z"])
+    with pytest.raises(JaggedInputError, match=problem) as caught:
+        deployment_metrics(scores, weights)
+    assert "clinic" in str(caught.value) and "uniform" not in str(caught.value)

@@ -22,6 +22,8 @@ RESIDUAL_CMAP = "RdBu_r"
 POINT_COLOR = "#3b6ea8"
 FLAGGED_COLOR = "0.6"
 THRESHOLD_COLOR = "#c0504d"
+#: Most dimensions the scree plot draws; the dimension table has every one.
+SCREE_LIMIT: int = 30
 SHARE_COLORS = {"domain": "#8c6bb1", "model": "#3b6ea8", "residual": "#c0504d", "noise": "0.6",
                 "residual_beyond_noise": "#e08a6b", "cross": "0.8"}
 
@@ -191,7 +193,31 @@ def relative_vs_cv(table: pd.DataFrame, *, corrected: bool = True, label: bool |
     return ax
 
 
-def scree(dimensions: pd.DataFrame, *, ax: Axes | None = None, percentile: float = 0.95) -> Axes:
+def scree_shown(eigenvalues: np.ndarray, limit: int | None = SCREE_LIMIT) -> int:
+    """How many leading dimensions :func:`scree` draws.
+
+    Parameters
+    ----------
+    eigenvalues : numpy.ndarray
+        All eigenvalues, largest first.
+    limit : int, optional
+        The most to draw (None: no limit).
+
+    Returns
+    -------
+    int
+        Up to the last eigenvalue above 10⁻⁹ of the first (with fewer models than domains
+        the rest are 0), at least 2 and at most ``limit`` (never more than there are).
+    """
+    eig = np.asarray(eigenvalues, dtype=float)
+    top = eig[0] if len(eig) and np.isfinite(eig[0]) and eig[0] > 0 else 0.0
+    nonzero = int(np.sum(eig > 1e-9 * top)) if top > 0 else len(eig)
+    shown = max(2, nonzero) if limit is None else max(2, min(nonzero, int(limit)))
+    return min(shown, len(eig))
+
+
+def scree(dimensions: pd.DataFrame, *, ax: Axes | None = None, percentile: float = 0.95,
+          limit: int | None = SCREE_LIMIT) -> Axes:
     """Scree plot: eigenvalues of the domains' correlation matrix against the parallel-analysis threshold.
 
     Parameters
@@ -202,6 +228,10 @@ def scree(dimensions: pd.DataFrame, *, ax: Axes | None = None, percentile: float
     percentile : float
         The threshold's percentile, for the legend.
     ax : matplotlib.axes.Axes, optional
+    limit : int, optional
+        The most dimensions to draw (default :data:`SCREE_LIMIT`; None: all). Dimensions
+        whose eigenvalue is 0 (beyond the rank, with fewer models than domains) are not
+        drawn either (:func:`scree_shown`); the title then says how many of how many are.
 
     Returns
     -------
@@ -210,6 +240,8 @@ def scree(dimensions: pd.DataFrame, *, ax: Axes | None = None, percentile: float
         markers (gid ``"retained"``).
     """
     check_columns(dimensions, ("dimension", "eigenvalue", "threshold", "retained"), "dimension table")
+    total = len(dimensions)
+    dimensions = dimensions.iloc[:scree_shown(dimensions["eigenvalue"].to_numpy(dtype=float), limit)]
     if ax is None:
         ax = new_axes(6.4, 3.8)
     k = dimensions["dimension"].to_numpy(dtype=float)
@@ -229,7 +261,10 @@ def scree(dimensions: pd.DataFrame, *, ax: Axes | None = None, percentile: float
     ax.grid(color="0.9", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.legend(fontsize=7, frameon=False)
-    ax.set_title("Dimensions behind the domains (parallel analysis)", fontsize=10, loc="left")
+    title = "Dimensions behind the domains (parallel analysis)"
+    if len(dimensions) < total:
+        title += f"; first {len(dimensions)} of {total}"
+    ax.set_title(title, fontsize=10, loc="left")
     return ax
 
 

@@ -27,6 +27,7 @@ RANK_COLUMNS: tuple[str, ...] = (
 
 NOTE_EQUAL_WEIGHTS = "equal weights: exposure_error_corr undefined"
 NOTE_EQUAL_ERRORS = "equal errors across domains: exposure_error_corr undefined"
+NOTE_EQUAL_BOTH = "equal weights and equal errors across domains: exposure_error_corr undefined"
 ZERO_TOL = 1e-12  # a standard deviation of weights or errors below this counts as 0
 
 
@@ -58,6 +59,22 @@ def _competition_rank(values: np.ndarray) -> np.ndarray:
     """Rank each row descending (1 = best, ties share the best rank); NaN stays NaN."""
     frame = pd.DataFrame(values)
     return frame.rank(axis=1, method="min", ascending=False, na_option="keep").to_numpy()
+
+
+#: How far a profile's weights may sum from 1 (rounding of a normalisation; anything more is a bug or raw weights).
+SUM_TOL = 1e-9
+
+
+def _check_normalised(W: np.ndarray, profiles: np.ndarray) -> None:
+    """Raise, naming the profile, unless every row is finite, >= 0 and sums to 1 (within :data:`SUM_TOL`)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        checks = (("weights that are not finite numbers", ~np.isfinite(W).all(axis=1)),
+                  ("negative weights", (W < 0).any(axis=1)),
+                  ("weights that do not sum to 1 (normalise them with jagged.stats.weights.resolve_profiles)",
+                   ~(np.abs(W.sum(axis=1) - 1.0) <= SUM_TOL)))
+    for problem, bad in checks:
+        if bad.any():
+            raise JaggedInputError(f"profile(s) {listing([str(p) for p in profiles[bad]], 5)} have {problem}")
 
 
 def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFrame:
@@ -98,7 +115,8 @@ def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFr
     Raises
     ------
     JaggedInputError
-        When the weight matrix lacks score domains.
+        When the weight matrix lacks score domains, or a profile's weights are not finite,
+        negative, or do not sum to 1 (the message names the profile).
 
     Notes
     -----
@@ -147,6 +165,7 @@ def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFr
     profiles = weights.index.to_numpy(dtype=object)
     S = wide.to_numpy(dtype=float)                       # M × D
     W = weights.to_numpy(dtype=float)                    # P × D
+    _check_normalised(W, profiles)
     A = ~np.isnan(S)                                     # scores present
     S0 = np.where(A, S, 0.0)
     n_dom = A.sum(axis=1).astype(float)                  # D_m
@@ -181,6 +200,7 @@ def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFr
     note = np.full(valid.shape, "", dtype=object)
     note[valid & flat_e] = NOTE_EQUAL_ERRORS
     note[valid & flat_w] = NOTE_EQUAL_WEIGHTS
+    note[valid & flat_w & flat_e] = NOTE_EQUAL_BOTH
     absent = np.argwhere(~valid)
     for p, m in absent:  # only the few undefined cells, to name their domains
         names = [domains[d] for d in np.flatnonzero((W[p] > 0) & ~A[m])]

@@ -7,7 +7,10 @@
   general level (:class:`CategoryCheck`).
 
 The permutation draws are batched (one matrix product and one ``numpy.linalg.eigvalsh`` per
-block of draws); the seed makes every result reproducible.
+block of draws); the seed makes every result reproducible. Memory is linear in the domains:
+with fewer models than domains the eigenvalues come from the models' side (n × n), and the
+category check never forms the domains' correlation matrix, so 1,000 or 2,000 domains cost
+megabytes, not gigabytes.
 """
 
 from __future__ import annotations
@@ -29,18 +32,21 @@ DEFAULT_DRAWS: int = 500
 PERCENTILE: float = 0.95
 #: Upper bound on the entries of one block of permuted data (draws × models × domains).
 _BLOCK_ENTRIES = 4_000_000
-#: Multiply-adds the default number of draws may cost (draws × n × p², the permuted correlations).
+#: Multiply-adds the default number of draws may cost (draws × n × p × min(n, p), the permuted correlations).
 WORK_BUDGET: float = 2e10
 #: The fewest draws the work budget may leave.
 MIN_DRAWS: int = 50
 
 
 def default_draws(n: int, p: int) -> int:
-    """:data:`DEFAULT_DRAWS`, fewer (never below :data:`MIN_DRAWS`) when n × p² makes them too costly.
+    """:data:`DEFAULT_DRAWS`, fewer (never below :data:`MIN_DRAWS`) when n × p × min(n, p) makes them too costly.
 
-    For 29 models × 14 domains (or 300 × 60) this is 500; for 10,000 models × 100 domains 200.
+    For 29 models × 14 domains (or 300 × 60, or 30 × 2,000) this is 500; for 10,000 models ×
+    100 domains 200. Each draw's correlations cost n × p × min(n, p) multiply-adds, since
+    their eigenvalues come from the smaller of the p × p and n × n Gram matrices
+    (:func:`correlation_eigenvalues`).
     """
-    return int(max(MIN_DRAWS, min(DEFAULT_DRAWS, WORK_BUDGET // max(n * p * p, 1))))
+    return int(max(MIN_DRAWS, min(DEFAULT_DRAWS, WORK_BUDGET // max(n * p * min(n, p), 1))))
 
 
 @dataclass
@@ -100,6 +106,36 @@ def _standardise(data: np.ndarray) -> np.ndarray:
     return centred / np.sqrt((centred * centred).mean(axis=-2, keepdims=True))
 
 
+def correlation_eigenvalues(z: np.ndarray) -> np.ndarray:
+    """Eigenvalues of the correlation matrices Zᵀ Z / n of standardised data, largest first.
+
+    Parameters
+    ----------
+    z : numpy.ndarray
+        (..., n, p) standardised data (mean 0, population sd 1 per column).
+
+    Returns
+    -------
+    numpy.ndarray
+        (..., p) eigenvalues, each row sorted descending.
+
+    Notes
+    -----
+    Zᵀ Z / n (p × p) and Z Zᵀ / n (n × n) have the same nonzero eigenvalues, and the
+    larger one has |p − n| more zeros. The smaller of the two is decomposed (one batched
+    ``numpy.linalg.eigvalsh``) and the rest filled with exact zeros; rounding below 0 is
+    set to 0 (a correlation matrix is positive semidefinite), so memory is
+    O(n · p + min(n, p)²) per data set and never O(p²) when the models are fewer than the
+    domains.
+    """
+    n, p = z.shape[-2:]
+    if p <= n:
+        return np.maximum(np.linalg.eigvalsh(np.swapaxes(z, -1, -2) @ z / n)[..., ::-1], 0.0)
+    out = np.zeros(z.shape[:-2] + (p,))
+    out[..., :n] = np.maximum(np.linalg.eigvalsh(z @ np.swapaxes(z, -1, -2) / n)[..., ::-1], 0.0)
+    return out
+
+
 def permuted_eigenvalues(z: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
     """Eigenvalues of the correlation matrices of column-permuted data, largest first.
 
@@ -121,8 +157,10 @@ def permuted_eigenvalues(z: np.ndarray, draws: int, rng: np.random.Generator) ->
     Each draw permutes every column independently (``Generator.permuted`` along the
     observations), which keeps each domain's distribution and destroys the correlations.
     A permutation leaves a column's mean and sd unchanged, so the correlation matrix is
-    Zᵀ Z / n directly; the draws are processed in blocks of at most 4 million entries,
-    each block one batched matrix product and one batched ``numpy.linalg.eigvalsh``.
+    Zᵀ Z / n directly; its eigenvalues come from the smaller side
+    (:func:`correlation_eigenvalues`: Z Zᵀ / n when the models are fewer than the domains).
+    The draws are processed in blocks of at most 4 million entries of permuted data, so
+    the working set is O(block · n · p) and the result draws × p, never O(p²) per draw.
     """
     n, p = z.shape
     size = max(1, min(draws, _BLOCK_ENTRIES // max(n * p, 1)))
@@ -130,8 +168,7 @@ def permuted_eigenvalues(z: np.ndarray, draws: int, rng: np.random.Generator) ->
     for start in range(0, draws, size):
         b = min(size, draws - start)
         shuffled = rng.permuted(np.broadcast_to(z, (b, n, p)), axis=1)
-        corr = np.swapaxes(shuffled, 1, 2) @ shuffled / n
-        out[start:start + b] = np.linalg.eigvalsh(corr)[:, ::-1]
+        out[start:start + b] = correlation_eigenvalues(shuffled)
     return out
 
 
@@ -193,7 +230,7 @@ def parallel_analysis(data: np.ndarray, *, draws: int = DEFAULT_DRAWS, seed: int
     if not (sd > 0).all():
         raise JaggedInputError("parallel analysis: a variable has no variance")
     z = _standardise(x)
-    eig = np.linalg.eigvalsh(z.T @ z / n)[::-1]
+    eig = correlation_eigenvalues(z)
     rng = np.random.default_rng(seed)
     perm = permuted_eigenvalues(z, int(draws), rng)
     thresholds = np.quantile(perm, percentile, axis=0)
@@ -291,6 +328,61 @@ def _category_of(scores: pd.DataFrame, domains: np.ndarray) -> np.ndarray | None
     return first.astype(object).reindex(list(domains)).fillna("(none)").astype(str).to_numpy(dtype=object)
 
 
+def _standardised_columns(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Columns centred and scaled to population sd 1 (0 where a column has no variance), and which have one."""
+    centred = data - data.mean(axis=0, keepdims=True)
+    sd = np.sqrt((centred * centred).mean(axis=0))
+    valid = np.isfinite(sd) & (sd > 0)
+    return np.where(valid, centred / np.where(valid, sd, 1.0), 0.0), valid
+
+
+def _within_between(z: np.ndarray, valid: np.ndarray, labels: np.ndarray, categories: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Mean correlation of two distinct columns within and between categories, per labelling.
+
+    Parameters
+    ----------
+    z : numpy.ndarray
+        n × D standardised columns (:func:`_standardised_columns`; 0 for columns without
+        variance).
+    valid : numpy.ndarray
+        D bool: the column has variance (its correlations are defined).
+    labels : numpy.ndarray
+        k × D category codes in [0, categories), one labelling per row.
+    categories : int
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        k means within and k means between (NaN when a set of pairs is empty).
+
+    Notes
+    -----
+    With R = Zᵀ Z / n the correlation matrix and a_c the indicator of category c, the sum
+    of the correlations of distinct valid columns within c is ‖Z a_c‖² / n − Σ_{d∈c} v_d
+    (v: valid; the diagonal is 1), and their number (Σ_{d∈c} v_d)² − Σ_{d∈c} v_d; the
+    pairs between categories are all pairs less those within. Z a_c for every labelling
+    and category is one sparse product (k·C × D times D × n), so memory is
+    O(k · (D + C · n)) and never the D × D correlation matrix (which
+    ``numpy.corrcoef`` would give: the same numbers to rounding).
+    """
+    from scipy import sparse
+
+    k, d = labels.shape
+    rows = (np.arange(k)[:, None] * categories + labels).ravel()
+    onehot = sparse.csr_array((np.ones(k * d), (rows, np.tile(np.arange(d), k))), shape=(k * categories, d))
+    sums = (onehot @ z.T).reshape(k, categories, -1)                    # Z a_c, k × C × n
+    counts = (onehot @ valid.astype(float)).reshape(k, categories)      # Σ_{d∈c} v_d
+    n, n_valid = z.shape[0], float(valid.sum())
+    s_in = (sums * sums).sum(axis=(1, 2)) / n - n_valid
+    n_in = (counts * counts).sum(axis=1) - n_valid
+    total = z.sum(axis=1)
+    s_all = float(total @ total) / n - n_valid
+    n_all = n_valid * n_valid - n_valid
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return s_in / n_in, (s_all - s_in) / (n_all - n_in)
+
+
 def category_check(scores: pd.DataFrame, decomposition: Decomposition, dims: Dimensions, *,
                    draws: int | None = None, seed: int = 0, alpha: float = EQUAL_ERROR_ALPHA
                    ) -> CategoryCheck | None:
@@ -341,7 +433,7 @@ def category_check(scores: pd.DataFrame, decomposition: Decomposition, dims: Dim
     complete = ~np.isnan(wide).any(axis=1)
     cat_dims = None
     if complete.sum() >= 3:
-        means = np.stack([wide[complete][:, codes == c].mean(axis=1) for c in range(len(names))], axis=1)
+        means = (wide[complete] @ (codes[:, None] == np.arange(len(names))[None, :])) / sizes
         varies = means.std(axis=0) > 0
         cat_dims = parallel_analysis(means[:, varies], draws=draws, seed=seed,
                                      variables=[str(n) for n in names[varies]])
@@ -354,29 +446,15 @@ def category_check(scores: pd.DataFrame, decomposition: Decomposition, dims: Dim
                                   "correlations within and between categories")
         return undetermined
     r = dec.residual[rows]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr = np.corrcoef(r, rowvar=False)
-    valid = np.isfinite(corr)
-    np.fill_diagonal(valid, False)
-    c0 = np.where(valid, corr, 0.0)
-    mask = valid.astype(float)
-
-    def within_between(onehot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean residual correlation within and between categories, per labelling (k, D, C)."""
-        s_in = np.einsum("kdc,de,kec->k", onehot, c0, onehot)
-        n_in = np.einsum("kdc,de,kec->k", onehot, mask, onehot)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return s_in / n_in, (c0.sum() - s_in) / (mask.sum() - n_in)
-
-    eye = np.eye(len(names))
-    within, between = (float(v[0]) for v in within_between(eye[codes][None]))
+    z, valid = _standardised_columns(r)
+    within, between = (float(v[0]) for v in _within_between(z, valid, codes[None], len(names)))
     observed = within - between
     if not np.isfinite(observed):
         undetermined.notes.append("residual correlations undefined")
         return undetermined
     rng = np.random.default_rng(seed)
     shuffled = rng.permuted(np.broadcast_to(codes, (int(draws), len(codes))), axis=1)
-    null_in, null_between = within_between(eye[shuffled])
+    null_in, null_between = _within_between(z, valid, shuffled, len(names))
     p = float((1 + np.sum(null_in - null_between >= observed - 1e-12)) / (draws + 1))
     clustered = p < alpha and observed > 0
     several = (dims.n_dimensions or 0) >= 2

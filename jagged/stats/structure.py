@@ -34,8 +34,8 @@ from jagged.stats.decomposition import (  # noqa: F401  (re-exported)
     variance_shares,
 )
 from jagged.stats.dimensions import (  # noqa: F401  (re-exported)
-    DEFAULT_DRAWS, MIN_DRAWS, PERCENTILE, WORK_BUDGET, CategoryCheck, Dimensions, category_check, default_draws,
-    dimensions, parallel_analysis, permuted_eigenvalues,
+    DEFAULT_DRAWS, MIN_DRAWS, PERCENTILE, WORK_BUDGET, CategoryCheck, Dimensions, category_check,
+    correlation_eigenvalues, default_draws, dimensions, parallel_analysis, permuted_eigenvalues,
 )
 from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD
 from jagged.text import join_note_columns

@@ -42,6 +42,8 @@ METHOD_BINOMIAL = "parametric binomial bootstrap from n_items"
 REASON_NO_N_ITEMS = "no interval: the scores carry no n_items, so their sampling noise is unknown"
 NOTE_NO_N_ITEMS = "sampling noise unknown (no n_items)"
 NOTE_SINGLE_ITEM = "sampling noise unknown (a domain has a single item)"
+NOTE_NO_VARIATION = ("noise share undefined: the same error rate in every domain and no variation between items "
+                     "(every item scored alike)")
 #: Upper bound on the entries of one resampling-count block (replicates × items of a domain).
 _BLOCK_ENTRIES = 4_000_000
 
@@ -210,7 +212,10 @@ def sampling_noise(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
     least 0.95 whatever D is.
 
     Edge cases: fewer than 2 domains or ē = 0 give NaN (the CV is undefined); a domain
-    with unknown n_items or a single item makes the model's noise unknown (NaN, note).
+    with unknown n_items or a single item makes the model's noise unknown (NaN, note);
+    the same error in every domain with no variation between items (every item wrong,
+    or every item given the same partial credit) leaves the noise share 0/0 (NaN, note
+    :data:`NOTE_NO_VARIATION`), while the test of equal error has p = 1.
     """
     noise = domain_noise(scores, items)
     codes, models = pd.factorize(noise["model"], sort=True)
@@ -250,10 +255,13 @@ def sampling_noise(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
             continue
         if unknown_n[k]:
             notes[k] = NOTE_NO_N_ITEMS
-        elif np.isnan(share[k]):
+            continue
+        if unknown_var[k]:
             notes[k] = NOTE_SINGLE_ITEM
-        elif flag[k]:
-            notes[k] = _flag_note(share[k], p[k], threshold, alpha)
+        elif np.isnan(share[k]):                 # V_obs = 0 = N̂: nothing varies, not even the items
+            notes[k] = NOTE_NO_VARIATION
+        if flag[k]:                              # the flag's own reason, after why the share is missing
+            notes[k] = "; ".join(filter(None, (notes[k], _flag_note(share[k], p[k], threshold, alpha))))
     return pd.DataFrame({
         "model": np.asarray(models, dtype=object),
         "var_error": v_obs,

@@ -240,8 +240,10 @@ def read_weights(path: str | Path) -> pd.DataFrame:
     raw = _read_raw(path)
     missing = [c for c in ("domain", "weight") if c not in raw.columns]
     if missing:
-        have = ", ".join(str(c) for c in raw.columns if c != "_where")
-        raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} (found: {have})")
+        from jagged.readers.table import found_columns  # never echoes a file that is no table
+
+        have = found_columns(raw.drop(columns="_where", errors="ignore"))
+        raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} ({have})")
     if len(raw) == 0:
         raise JaggedInputError(f"{source}: the weights table has a header but no rows")
     raw = raw.reset_index(drop=True)
@@ -350,15 +352,51 @@ def items_coverage(scores: pd.DataFrame) -> pd.Series:
     return (own / full).rename("coverage")
 
 
-def _normalise(raw: np.ndarray, names: Sequence[str], source: str = "") -> np.ndarray:
-    totals = raw.sum(axis=1)
-    zero = totals <= 0
+def normalise_weights(raw: np.ndarray, names: Sequence[str], source: str = "") -> np.ndarray:
+    """Scale each profile's weights to sum to 1, without overflow or underflow.
+
+    Parameters
+    ----------
+    raw : numpy.ndarray
+        Profiles × domains raw weights (any positive scale: counts, percentages, 1e308).
+    names : sequence of str
+        The profile names, for the error message.
+    source : str
+        File name prefixed to the error message.
+
+    Returns
+    -------
+    numpy.ndarray
+        The same shape, every row >= 0 and summing to 1 (to rounding).
+
+    Raises
+    ------
+    JaggedInputError
+        Naming the profile: a weight that is not finite, a negative weight, or all weights
+        zero.
+
+    Notes
+    -----
+    Each row is first divided by its largest weight, so the values lie in [0, 1] and the
+    row sum in [1, D] (no overflow, however large the weights: Σ_d w_d of 1e308s is
+    infinite, and w / ∞ = 0); then by that sum. Weights far below the largest may
+    become 0 (below about 1e-308 of it), which is exposure no task mix can see.
+    """
+    w = np.asarray(raw, dtype=float)
+    prefix = f"{source}: " if source else ""
+    for problem, bad in (("a weight that is not a finite number", ~np.isfinite(w).all(axis=1)),
+                         ("a negative weight", (w < 0).any(axis=1))):
+        if bad.any():
+            raise JaggedInputError(f"{prefix}profile(s) with {problem}: "
+                                   f"{listing([str(n) for n, b in zip(names, bad) if b], 30)}")
+    top = w.max(axis=1, initial=0.0)
+    zero = ~(top > 0)
     if zero.any():
         bad = [str(n) for n, z in zip(names, zero) if z]
-        prefix = f"{source}: " if source else ""
         raise JaggedInputError(f"{prefix}profile(s) with all weights zero: {listing(bad, 30)}; "
                                f"give at least one domain a positive weight")
-    return raw / totals[:, None]
+    scaled = w / top[:, None]
+    return scaled / scaled.sum(axis=1, keepdims=True)
 
 
 def resolve_profiles(scores: pd.DataFrame, weights: str | Path | None = None,
@@ -433,7 +471,7 @@ def resolve_profiles(scores: pd.DataFrame, weights: str | Path | None = None,
                         f"{source}: profile {name!r} has no weight for score domain(s) {listing(lacking, 30)}; "
                         f"add them or use --missing-weight zero to give them no exposure")
         raw = wide.loc[wanted].fillna(0.0).to_numpy(dtype=float)
-        normalised = _normalise(raw, wanted, source)
+        normalised = normalise_weights(raw, wanted, source)
         rows.update(zip(wanted, normalised))
     unknown_names = [p for p in profiles if p not in rows and p not in BUILTIN_PROFILES]
     if unknown_names:
@@ -448,7 +486,7 @@ def resolve_profiles(scores: pd.DataFrame, weights: str | Path | None = None,
         elif name == "uniform":
             out.append(np.full(len(domains), 1.0 / len(domains)))
         else:  # items
-            out.append(_normalise(items_weights(scores, domains)[None, :], ["items"])[0])
+            out.append(normalise_weights(items_weights(scores, domains)[None, :], ["items"])[0])
     matrix = np.vstack(out) if out else np.zeros((0, len(domains)))
     return pd.DataFrame(matrix, index=pd.Index(list(dict.fromkeys(order)), name="profile", dtype=object),
                         columns=pd.Index(domains, name="domain", dtype=object))

@@ -423,7 +423,11 @@ def scree_alt(dims: Dimensions) -> str:
     """Alt text of :func:`jagged.plots.structure.scree`."""
     if dims.n_dimensions is None:
         return "Scree plot not available."
-    return (f"Scree plot: the {dims.n_variables} eigenvalues of the domains' correlation matrix, largest first, "
+    from jagged.plots.structure import scree_shown
+
+    shown = scree_shown(dims.eigenvalues)
+    which = f"the {dims.n_variables}" if shown == dims.n_variables else f"the first {shown} of the {dims.n_variables}"
+    return (f"Scree plot: {which} eigenvalues of the domains' correlation matrix, largest first, "
             f"against the {dims.percentile:.0%} percentile of eigenvalues from column-permuted data; "
             f"{dims.n_dimensions} lie above it; the first is {dims.eigenvalues[0]:.2f}.")
 
