@@ -346,7 +346,7 @@ def test_edited_footer_does_not_skip_the_out_of_core_path(tmp_path, monkeypatch)
     path = repeated_rows(tmp_path / "edited.parquet", 400, items=True, row_group_size=100)
     path.write_bytes(set_footer_rows(path.read_bytes(), 10))
     monkeypatch.setattr(items_module, "IN_MEMORY_MAX_ROWS", 50)  # declared 10 < 50 < 400 actual
-    import jagged.readers.load as loaders
+    import jagged.readers.tables as loaders
 
     def fail(*args, **kwargs):
         raise AssertionError("read into memory: the footer's 10 rows were believed")

@@ -21,7 +21,8 @@ from conftest import TEST_DATA
 import jagged
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.eee_samples import read_samples
-from jagged.readers.evaluators import parse_file
+from jagged.readers.reader import Head
+from jagged.readers.registry import parse
 from jagged.readers.supersede import newest
 
 EEE = TEST_DATA / "eee"
@@ -364,7 +365,7 @@ def test_a_hierarchy_becomes_the_category(tmp_path):
 
 
 def parsed(path: Path):
-    return parse_file(path)
+    return parse(Head(path, "json"))
 
 
 def test_instance_level_file_linked_to_its_aggregate_with_choice_and_key():

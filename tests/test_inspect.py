@@ -292,11 +292,13 @@ def test_current_eval_archives_use_zstandard_and_read_like_their_json_twins(task
 
 
 def test_choice_scorer_gives_the_chosen_letter_and_the_key():
-    from jagged.readers.evaluators import parse_file
+    from jagged.readers.files import sniff
+    from jagged.readers.reader import Head
+    from jagged.readers.registry import parse
     from jagged.readers.inspect_logs import read_logs
 
     archive = current("mcq", ".eval")
-    read = read_logs([parse_file(archive)], source=archive.name, domain_key="subject")
+    read = read_logs([parse(Head(archive, sniff(archive)))], source=archive.name, domain_key="subject")
     items = read.items.set_index("item")
     log = json.loads(current("mcq", ".json").read_text())
     for s in log["samples"]:
@@ -304,7 +306,7 @@ def test_choice_scorer_gives_the_chosen_letter_and_the_key():
         assert row["choice"] == s["scores"]["choice"]["answer"] and row["key"] == s["target"]
         assert row["correct"] == float(row["choice"] == row["key"])
     assert (items["choice"] != items["key"]).sum() > 0 and "60 items" in read.details["multiple choice"]
-    quiz = read_logs([parse_file(current("quiz", ".eval"))], source="quiz")  # match(): no choices, no columns
+    quiz = read_logs([parse(Head(current("quiz", ".eval"), "zip"))], source="quiz")  # match(): no choices, no columns
     assert "choice" not in quiz.items.columns and "key" not in quiz.items.columns
 
 

@@ -67,7 +67,7 @@ def test_coverage_reported_per_model_not_imputed(tmp_path):
     assert set(ds.model_notes) == {"B"}
     assert "covers 4 of 5 items (80.0%)" in ds.model_notes["B"] and "not imputed" in ds.model_notes["B"]
     assert "1 of 2 models have all 5 items" in ds.details["coverage"]
-    from jagged.stats.analysis import metrics_table
+    from jagged.analysis import metrics_table
 
     table = metrics_table(ds)
     assert "covers 4 of 5 items" in table.set_index("model").loc["B", "note"]
@@ -160,7 +160,7 @@ def test_routing_counts_rows_without_keeping_them(tmp_path, monkeypatch):
     pd.read_csv(write(tmp_path, "items.csv", SMALL)).to_parquet(tmp_path / "items.parquet")
     assert items_module.is_item_table(items_module.parquet_names(tmp_path / "items.parquet"))
     monkeypatch.setattr(items_module, "IN_MEMORY_MAX_ROWS", 3)
-    import jagged.readers.load as loaders
+    import jagged.readers.tables as loaders
 
     def fail(*args, **kwargs):
         raise AssertionError("the whole file was read into memory")

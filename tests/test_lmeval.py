@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import jagged
-from jagged.stats.analysis import AnalysisOptions, metrics_table
+from jagged.analysis import AnalysisOptions, metrics_table
 from clitools import assert_bad_input, run_cli
 from jagged.errors import JaggedInputError, JaggedWarning
 
@@ -23,8 +23,16 @@ MMLU_CATEGORIES = {"mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mml
 # --- an independent reading of a results file -------------------------------------------
 
 
+def _parsed(path):
+    """A samples file as the registry recognises it."""
+    from jagged.readers.reader import Head
+    from jagged.readers.registry import parse
+
+    return parse(Head(path, "json"))
+
+
 def independent_leaves(doc: dict, task: str) -> dict[str, list[str]]:
-    """Leaf -> group path, by walking group_subtasks (written separately from jagged.readers.lmeval)."""
+    """Leaf -> group path, by walking group_subtasks (written separately from jagged.readers.lmeval_results)."""
     subtasks = doc["group_subtasks"]
     out: dict[str, list[str]] = {}
     stack = [(task, [task])]
@@ -217,10 +225,9 @@ def test_mmlu_pro_samples_aggregate_to_the_results_score(shared_data):
     expected = results["results"]["leaderboard_mmlu_pro"]["exact_match,get-answer"]
     records = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
     # the item-level table, checked independently of the aggregation
-    from jagged.readers.evaluators import parse_file
-    from jagged.readers.lmeval import read_samples
+    from jagged.readers.lmeval_samples import read_samples
 
-    read = read_samples([parse_file(samples)], source=samples.name)
+    read = read_samples([_parsed(samples)], source=samples.name)
     assert list(read.items["correct"]) == [r["exact_match"] for r in records]
     assert list(read.items["item"]) == [str(r["doc_id"]) for r in records]
     assert set(read.items["domain"]) == {"leaderboard_mmlu_pro"}
@@ -490,10 +497,9 @@ def test_samples_folder_with_results_beside_them(tmp_path):
     for path in run.glob("samples_*.jsonl"):
         (only / path.name).write_text(path.read_text())
     write_json(only / f"results_{stamp}.json", doc)
-    from jagged.readers.evaluators import parse_file
-    from jagged.readers.lmeval import read_samples
+    from jagged.readers.lmeval_samples import read_samples
 
-    read = read_samples([parse_file(p) for p in sorted(only.glob("samples_*.jsonl"))], source="x")
+    read = read_samples([_parsed(p) for p in sorted(only.glob("samples_*.jsonl"))], source="x")
     assert len(read.items) == 10
     assert set(read.items["item"]) >= {"t_algebra:0", "t_latin:1"}  # doc ids restart in every task
     assert read.categories["t_algebra"] == "g_math"
@@ -522,10 +528,9 @@ def test_samples_with_filters_and_non_item_metrics(tmp_path):
     path = tmp_path / "samples_gsm8k_2025-01-01T00-00-00.000001.jsonl"
     path.write_text(samples_lines(records))
     assert_bad_input("metrics", path, "--model-name", "m", fragments=("several filters", "strict-match"))
-    from jagged.readers.evaluators import parse_file
-    from jagged.readers.lmeval import read_samples
+    from jagged.readers.lmeval_samples import read_samples
 
-    read = read_samples([parse_file(path)], source=path.name, model_name="m", metric="exact_match,flexible-extract")
+    read = read_samples([_parsed(path)], source=path.name, model_name="m", metric="exact_match,flexible-extract")
     assert list(read.items["correct"]) == [1.0, 1.0, 0.0]
     bad = tmp_path / "samples_squad_2025-01-01T00-00-00.000001.jsonl"
     bad.write_text(samples_lines([{"doc_id": 0, "doc": {}, "f1": ["a", "b"]}]))

@@ -32,11 +32,10 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.readers.dataset import Dataset
-from jagged.readers.eee import KNOWN_SCHEMAS, AggregateFile, normalised, read_aggregate, schema_family
+from jagged.readers.eee import KNOWN_SCHEMAS, is_aggregate, AggregateFile, normalised, read_aggregate, schema_family
 from jagged.readers.hierarchy import category_map
+from jagged.readers.reader import Head, Reader, ScoreRead
 from jagged.readers.supersede import Replaced, newest
-from jagged.readers.table import validate_scores
 from jagged.text import listing, plural
 
 FORMAT = "Every Eval Ever aggregate"
@@ -229,18 +228,17 @@ def _details(files: list[AggregateFile], read: list[AggregateFile], records: lis
     return details
 
 
-def load_aggregates(parsed: list[Any], *, source: str, root: Path | None = None, collection: str | None = None,
-                    metric: str | None = None, model_name: str | None = None, **_: Any) -> Dataset:
-    """Read EEE aggregate files into a :class:`~jagged.readers.dataset.Dataset`.
+def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = None,
+                    metric: str | None = None, model_name: str | None = None, **_: Any) -> ScoreRead:
+    """Read EEE aggregate files into per-domain scores (validated by the registry).
 
     Parameters
     ----------
-    parsed : list of jagged.readers.evaluators.Parsed
-        Aggregate files, already parsed.
+    parsed : list of jagged.readers.reader.Parsed
+        Aggregate files, already parsed; their ``root`` is the folder the user named
+        (None for a single file).
     source : str
         Name used in messages (file or folder).
-    root : pathlib.Path, optional
-        The folder the user named (None for a single file).
     collection : str, optional
         The collection to read (required when the files hold several).
     metric : str, optional
@@ -250,7 +248,7 @@ def load_aggregates(parsed: list[Any], *, source: str, root: Path | None = None,
 
     Returns
     -------
-    Dataset
+    jagged.readers.reader.ScoreRead
         ``format="Every Eval Ever aggregate"``; ``details`` holds the collection, schema
         versions, metric, what was left out and why, missing (-1) cells, superseded files
         and ties; ``model_notes`` the models with missing (-1) cells.
@@ -258,7 +256,7 @@ def load_aggregates(parsed: list[Any], *, source: str, root: Path | None = None,
     files = []
     for p in parsed:
         info = p.content.get("model_info") if isinstance(p.content, dict) else None
-        name = collection_of(p.path, root, info.get("id") if isinstance(info, dict) and
+        name = collection_of(p.path, p.root, info.get("id") if isinstance(info, dict) and
                              isinstance(info.get("id"), str) else None)
         files.append(read_aggregate(p.content, p.path, metric=metric, model_name=model_name, collection=name))
     label = files[0].path.name if len(files) == 1 else source
@@ -273,13 +271,20 @@ def load_aggregates(parsed: list[Any], *, source: str, root: Path | None = None,
     if not records:
         reasons = _left_out_summary(used)
         raise JaggedInputError(f"{label}: no result is a domain score ({'; '.join(reasons[:3]) or 'no results'})")
-    scores = validate_scores(pd.DataFrame(records), label, line_offset=None)
     notes = [_replacement_note(r) for r in replaced]
     names = {f.collection for f in chosen}
     details = _details(used, chosen, records, notes, next(iter(names)) if len(names) == 1 else None)
     model_notes = {f.model: f"not evaluated (-1): {listing(f.missing, 4)}" for f in used if f.missing}
-    return Dataset(scores=scores, source=source, paths=[f.path for f in used], format=FORMAT,
-                   model_notes=model_notes, details=details)
+    return ScoreRead(scores=pd.DataFrame(records), label=label, paths=[f.path for f in used], format=FORMAT,
+                     model_notes=model_notes, details=details)
 
 
-__all__ = ["FORMAT", "TIE_RULE", "collection_of", "datastore_data", "load_aggregates", "select_collection"]
+def _recognises(head: Head) -> bool:
+    return head.kind == "json" and is_aggregate(head.content)
+
+
+READER = Reader(name="EEE aggregate", family="Every Eval Ever files", what="Every Eval Ever aggregate files",
+                options=("collection", "metric", "model_name"), recognises=_recognises, read=load_aggregates)
+
+
+__all__ = ["FORMAT", "READER", "TIE_RULE", "collection_of", "datastore_data", "load_aggregates", "select_collection"]

@@ -48,7 +48,7 @@ from jagged.readers.eee import hierarchy_path, is_aggregate, parse_timestamp, re
 from jagged.readers.files import read_json_text
 from jagged.readers.limits import InputTooLargeError
 from jagged.readers.hierarchy import category_map
-from jagged.readers.items import ItemRead
+from jagged.readers.reader import Head, ItemRead, Parsed, Reader, records
 from jagged.readers.metadata import metadata_domain, metadata_keys
 from jagged.readers.supersede import newest
 from jagged.text import listing, plural
@@ -350,7 +350,7 @@ def read_samples(parsed: list[Any], *, source: str, metric: str | None = None, m
 
     Parameters
     ----------
-    parsed : list of jagged.readers.evaluators.Parsed
+    parsed : list of jagged.readers.reader.Parsed
         Samples files, already parsed (a list of records each).
     source : str
         Name used in messages.
@@ -393,7 +393,8 @@ def read_samples(parsed: list[Any], *, source: str, metric: str | None = None, m
     details = _details(used, files, items, replaced, domain_key)
     items = items[[c for c in ("model", "domain", "item", "correct", "category", "choice", "key") if c in items]]
     return ItemRead(items=items.reset_index(drop=True), categories=categories,
-                    paths=list(dict.fromkeys(f.path for f in used)), model_notes={}, details=details)
+                    paths=list(dict.fromkeys(f.path for f in used)), model_notes={}, details=details,
+                    format=FORMAT)
 
 
 def _details(used: list[SamplesFile], files: list[SamplesFile], items: pd.DataFrame, replaced: list[Any],
@@ -422,16 +423,23 @@ def _details(used: list[SamplesFile], files: list[SamplesFile], items: pd.DataFr
     return details
 
 
-def load_samples(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
-                 domain_key: str | None = None, **_: Any):
-    """Read EEE instance-level files into an item-level :class:`~jagged.readers.dataset.Dataset`.
-
-    See :func:`read_samples`; the items are aggregated by
-    :meth:`jagged.readers.items.ItemRead.to_dataset`.
-    """
-    read = read_samples(parsed, source=source, metric=metric, model_name=model_name, domain_key=domain_key)
-    return read.to_dataset(source=source, format=FORMAT)
+def _recognises(head: Head) -> bool:
+    return head.kind == "json" and is_instance(head.content)
 
 
-__all__ = ["FORMAT", "Link", "SamplesFile", "choice_and_key", "find_aggregate", "is_instance", "load_samples",
+def _parse(head: Head) -> Parsed:
+    return Parsed(head.path, READER, records(head.content), head.root)
+
+
+def _unused(found: list[Parsed]) -> list[str]:
+    return [f"{plural(len(found), 'EEE instance-level file')} ({listing([p.path.name for p in found], 3)}): "
+            "aggregate files are used instead; point jagged at the samples for item-level data"]
+
+
+READER = Reader(name="EEE instance-level", family="Every Eval Ever files", what="Every Eval Ever instance-level files",
+                options=("metric", "model_name", "domain_key"), recognises=_recognises, read=read_samples, parse=_parse,
+                unused=_unused)
+
+
+__all__ = ["FORMAT", "Link", "SamplesFile", "choice_and_key", "find_aggregate", "is_instance", "READER",
            "read_file", "read_samples"]

@@ -36,7 +36,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError
 from jagged.readers.files import read_json_text
 from jagged.readers.hierarchy import category_map
-from jagged.readers.items import ItemRead
+from jagged.readers.reader import Head, ItemRead, Parsed, Reader
 from jagged.readers.supersede import newest
 from jagged.text import listing, plural
 
@@ -294,15 +294,25 @@ def read_runs(folders: list[Path], *, source: str, metric: str | None = None, mo
         details["superseded"] = [f"{r.old.folder.name} ({r.key[0]}, {r.key[1]}) superseded by {r.new.folder.name}"
                                  for r in replaced]
     return ItemRead(items=items, categories=categories, paths=[r.folder / PER_INSTANCE for r in used],
-                    model_notes={}, details=details)
+                    model_notes={}, details=details, format=FORMAT)
 
 
-def load_runs(folders: list[Path], *, source: str, metric: str | None = None, model_name: str | None = None,
-              **_: Any):
-    """Read HELM run folders into an item-level :class:`~jagged.readers.dataset.Dataset` (see :func:`read_runs`)."""
-    return read_runs(folders, source=source, metric=metric, model_name=model_name).to_dataset(source=source,
-                                                                                               format=FORMAT)
+def _recognises(head: Head) -> bool:
+    return head.kind == "json" and is_run_file(head.content)
 
 
-__all__ = ["FORMAT", "HelmRun", "is_run_file", "load_runs", "parse_run_name", "read_run", "read_runs", "run_folders",
+def _parse(head: Head) -> Parsed:
+    """A run file stands for its run folder."""
+    return Parsed(head.path.parent, READER, head.path.parent, head.root)
+
+
+def _read_found(found: list[Parsed], *, source: str, **options: Any) -> ItemRead:
+    return read_runs(list(dict.fromkeys(p.content for p in found)), source=source, **options)
+
+
+READER = Reader(name="HELM run", family="HELM runs", what="HELM runs", options=("metric", "model_name"),
+                recognises=_recognises, read=_read_found, parse=_parse)
+
+
+__all__ = ["FORMAT", "HelmRun", "READER", "is_run_file", "parse_run_name", "read_run", "read_runs", "run_folders",
            "runs_among"]

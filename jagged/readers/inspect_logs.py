@@ -42,7 +42,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.text import join_notes, listing, plural
-from jagged.readers.items import ItemRead
+from jagged.readers.reader import Head, ItemRead, Parsed, Reader
 from jagged.readers.limits import Budget, loads
 from jagged.readers.metadata import metadata_domain, metadata_keys
 from jagged.readers.supersede import newest
@@ -377,12 +377,12 @@ def _items_table(rows: list[tuple], categories: dict[str, str]) -> pd.DataFrame:
 
 
 def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
-              domain_key: str | None = None, allow_incomplete: bool = False) -> ItemRead:
+              domain_key: str | None = None, allow_incomplete: bool = False, **_: Any) -> ItemRead:
     """Read Inspect logs into an item-level table (``model, domain, item, correct``).
 
     Parameters
     ----------
-    parsed : list of jagged.readers.evaluators.Parsed
+    parsed : list of jagged.readers.reader.Parsed
         Inspect logs, already parsed.
     source : str
         Name used in messages.
@@ -422,7 +422,7 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
     items = _items_table(found.rows, found.categories)
     details = _details(runs, items, shown, found, domain_key=domain_key, superseded=superseded)
     return ItemRead(items=items, categories=found.categories, paths=[run.path for run in runs],
-                    model_notes=found.notes, details=details)
+                    model_notes=found.notes, details=details, format="Inspect log")
 
 
 def _details(runs: list[InspectRun], items: pd.DataFrame, shown: str, found: _Rows, *, domain_key: str | None,
@@ -452,16 +452,18 @@ def _details(runs: list[InspectRun], items: pd.DataFrame, shown: str, found: _Ro
     return details
 
 
-def load_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
-              domain_key: str | None = None, allow_incomplete: bool = False, **_: Any):
-    """Read Inspect logs into an item-level :class:`~jagged.readers.dataset.Dataset`.
-
-    The items are aggregated by :func:`jagged.readers.items.dataset_from_items`, which keeps the
-    item table for the bootstrap. See :func:`read_logs` for the parameters.
-    """
-    read = read_logs(parsed, source=source, metric=metric, model_name=model_name, domain_key=domain_key,
-                     allow_incomplete=allow_incomplete)
-    return read.to_dataset(source=source, format="Inspect log")
+def _recognises(head: Head) -> bool:
+    return head.kind == "zip" or (head.kind == "json" and is_log(head.content))
 
 
-__all__ = ["InspectRun", "check_run", "load_logs", "read_eval_archive", "read_log", "read_logs", "score_to_float"]
+def _parse(head: Head) -> Parsed:
+    content = read_eval_archive(head.path) if head.kind == "zip" else head.content
+    return Parsed(head.path, READER, content, head.root)
+
+
+READER = Reader(name="Inspect log", family="Inspect logs", what="Inspect logs",
+                options=("metric", "model_name", "domain_key", "allow_incomplete"), recognises=_recognises,
+                read=read_logs, parse=_parse)
+
+
+__all__ = ["InspectRun", "READER", "check_run", "read_eval_archive", "read_log", "read_logs", "score_to_float"]

@@ -1,4 +1,4 @@
-"""Item-level results: validate them and aggregate them to canonical per-domain scores.
+"""Item-level results in memory: validate them and aggregate them to canonical per-domain scores.
 
 An item-level table has one row per (model, item) with the columns
 
@@ -25,16 +25,13 @@ model (coverage) and never imputed.
 Small tables are validated and aggregated in memory (:func:`dataset_from_items`); a Parquet
 file with more than :data:`IN_MEMORY_MAX_ROWS` rows (counted while decoding it, within the
 input cap of :mod:`jagged.readers.limits`; a footer's row count can lie) is aggregated out of
-core with DuckDB
-(:func:`dataset_from_parquet`), which reads the file in row groups and spills to disk, so
-peak memory stays bounded whatever the file size.
+core by :mod:`jagged.readers.items_parquet`. The canonical columns of an item-level Parquet
+file as SQL expressions (:func:`parquet_columns`) are here, since the item audit's SQL
+(:mod:`jagged.stats.item_sql`) uses them too.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,51 +40,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
-from jagged.text import merge_notes
 from jagged.readers.table import cell_repr, name_categories, row_location
-
-
-@dataclass
-class ItemRead:
-    """Item-level rows an evaluator reader found (lm-eval samples, Inspect logs), before aggregation.
-
-    Attributes
-    ----------
-    items : pandas.DataFrame
-        ``model, domain, item, correct, category``; item ids are ``task:id`` when several
-        tasks are read (ids restart in every task), epochs already averaged.
-    categories : dict
-        Domain to category (None when unknown).
-    paths : list of pathlib.Path
-        Files used.
-    model_notes : dict
-        Per-model remarks (limit flags, incomplete logs).
-    details : dict
-        Facts for ``jagged validate`` and the report.
-    """
-
-    items: pd.DataFrame
-    categories: dict[str, str | None]
-    paths: list[Path]
-    model_notes: dict[str, str]
-    details: dict[str, Any]
-
-    def to_dataset(self, *, source: str, format: str) -> Dataset:
-        """Aggregate the items (:func:`dataset_from_items`) and keep the reader's notes and facts.
-
-        Parameters
-        ----------
-        source : str
-            Display name of the input.
-        format : str
-            The format the reader detected (e.g. ``"lm-eval samples"``).
-        """
-        dataset = dataset_from_items(self.items, source=source, paths=self.paths, line_offset=None)
-        dataset.format = format
-        dataset.model_notes = merge_notes(dataset.model_notes, self.model_notes)
-        dataset.details = {**self.details, **dataset.details}
-        return dataset
-
 
 
 ITEM_COLUMNS: tuple[str, ...] = ("model", "domain", "item", "correct")
@@ -95,8 +48,6 @@ ITEM_ALIASES: dict[str, str] = {"item_id": "item"}
 #: Item-level Parquet files with more rows than this are aggregated out of core (DuckDB)
 #: and their item table is not kept in memory.
 IN_MEMORY_MAX_ROWS: int = 5_000_000
-#: DuckDB memory cap for out-of-core aggregation (it spills to a temporary folder beyond it).
-DUCKDB_MEMORY_LIMIT: str = "1GB"
 #: The item-level MMLU-Pro responses behind the bundled per-category scores (choice and key
 #: included; see ``jagged/data/PROVENANCE.md``).
 BUNDLED_ITEMS_NAME = "mmlu_pro_responses.csv.gz"
@@ -139,7 +90,7 @@ def _rename_aliases(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     return frame.rename(columns=present) if present else frame
 
 
-def _check_columns(columns: Any, source: str) -> None:
+def check_columns(columns: Any, source: str) -> None:
     missing = [c for c in ITEM_COLUMNS if c not in columns]
     if missing:
         raise JaggedInputError(
@@ -213,7 +164,7 @@ def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset:
         (see :mod:`jagged.readers.choices`).
     """
     frame = _rename_aliases(frame, source)
-    _check_columns(frame.columns, source)
+    check_columns(frame.columns, source)
     if len(frame) == 0:
         raise JaggedInputError(f"{source}: the table has a header but no rows")
     model = name_categories(frame["model"], "model", source, line_offset)
@@ -363,7 +314,7 @@ def coverage(items: pd.DataFrame) -> pd.DataFrame:
     return coverage_from_counts(aggregate_items(items), items.groupby("domain")["item"].nunique())
 
 
-def _coverage_notes(cov: pd.DataFrame) -> tuple[dict[str, str], str]:
+def coverage_notes(cov: pd.DataFrame) -> tuple[dict[str, str], str]:
     """Per-model notes for models that lack items, and a one-line summary."""
     lacking = cov[cov["missing_items"] > 0]
     notes = {row.model: (f"covers {row.n_items:,} of {row.n_items_total:,} items ({row.coverage:.1%}); "
@@ -401,31 +352,25 @@ def dataset_from_items(frame: pd.DataFrame, *, source: str, paths: list[Path],
         validated item table; ``model_notes`` a coverage remark for every model that lacks
         items; ``details`` with ``items`` and ``coverage`` summaries.
     """
+    from jagged.readers.choices import answers_summary
     from jagged.readers.table import validate_scores
 
     items = validate_items(frame, source, line_offset=line_offset)
     scores = validate_scores(aggregate_items(items), source, line_offset=None)
     cov = coverage_from_counts(scores, items.groupby("domain")["item"].nunique())
-    notes, summary = _coverage_notes(cov)
+    notes, summary = coverage_notes(cov)
     partial = bool(((items["correct"] > 0) & (items["correct"] < 1)).any())
     details = {
         "items": (f"{len(items):,} item results, {items['item'].nunique():,} distinct items"
                   + (", partial credit present" if partial else ", all 0/1")),
         "coverage": summary,
-        "choices": choices_summary(items),
+        "choices": answers_summary(items),
     }
     return Dataset(scores=scores, source=source, paths=list(paths), format="items", items=items,
                    model_notes=notes, details=details)
 
 
-def choices_summary(items: pd.DataFrame) -> str:
-    """Whether an item table has choices and keys, in one line (``jagged validate``, the report)."""
-    from jagged.readers.choices import answers_summary
-
-    return answers_summary(items)
-
-
-# --- out of core ---------------------------------------------------------------------
+# --- Parquet schema: the canonical columns as SQL (out-of-core aggregation, jagged.stats.item_sql)
 
 def parquet_names(path: str | Path) -> list[str]:
     """A Parquet file's column names, from its footer (the row count there is not trusted).
@@ -449,7 +394,8 @@ def pa_is_text(dtype: Any) -> bool:
     return bool(pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype))
 
 
-def _sql_name(name: str) -> str:
+def sql_name(name: str) -> str:
+    """A column name quoted for SQL."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -488,100 +434,19 @@ def parquet_columns(path: str | Path) -> dict[str, str]:
     out = {}
     for name in ("model", "domain"):
         if name in col:
-            out[name] = f"trim({_sql_name(col[name])})" if kind[name] == "text" else _sql_name(col[name])
+            out[name] = f"trim({sql_name(col[name])})" if kind[name] == "text" else sql_name(col[name])
     if "item" in col:
-        out["item"] = sql_label(_sql_name(col["item"]), kind["item"] if kind["item"] != "other" else "text")
+        out["item"] = sql_label(sql_name(col["item"]), kind["item"] if kind["item"] != "other" else "text")
     if "correct" in col:
-        out["correct"] = f"TRY_CAST({_sql_name(col['correct'])} AS DOUBLE)"
+        out["correct"] = f"TRY_CAST({sql_name(col['correct'])} AS DOUBLE)"
     if "category" in col:
-        out["category"] = f"NULLIF(trim(CAST({_sql_name(col['category'])} AS VARCHAR)), '')"
+        out["category"] = f"NULLIF(trim(CAST({sql_name(col['category'])} AS VARCHAR)), '')"
     for name in ("choice", "key"):
         if name in col:
-            out[name] = sql_label(_sql_name(col[name]), kind[name] if kind[name] != "other" else "text")
+            out[name] = sql_label(sql_name(col[name]), kind[name] if kind[name] != "other" else "text")
     if "n_options" in col:
-        out["n_options"] = f"TRY_CAST({_sql_name(col['n_options'])} AS DOUBLE)"
+        out["n_options"] = f"TRY_CAST({sql_name(col['n_options'])} AS DOUBLE)"
     return out
-
-
-def dataset_from_parquet(path: str | Path, *, source: str | None = None,
-                         memory_limit: str = DUCKDB_MEMORY_LIMIT, threads: int | None = None) -> Dataset:
-    """Validate and aggregate a large item-level Parquet file out of core with DuckDB.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        Item-level Parquet file (columns as in the module docstring).
-    source : str, optional
-        Name used in messages (default: the file name).
-    memory_limit : str
-        DuckDB ``memory_limit``; DuckDB spills hash tables to a temporary folder beyond it.
-    threads : int, optional
-        DuckDB threads (default: the CPU count, at most 4).
-
-    Returns
-    -------
-    Dataset
-        As :func:`dataset_from_items` but with ``items=None``: the item table is not
-        loaded, so intervals come from the parametric bootstrap on ``n_items``.
-
-    Raises
-    ------
-    JaggedInputError
-        The same checks as :func:`validate_items`, reported with the Parquet row number.
-
-    Notes
-    -----
-    Why DuckDB rather than a pyarrow-dataset batch loop: aggregation alone is easy either
-    way, but two checks need a hash over every (model, item) pair (duplicates) and every
-    item (one domain per item). DuckDB does these in C++ with a memory cap and spilling,
-    while a Python batch loop would have to keep its own global hash of item names.
-    """
-    import duckdb
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    source = source or path.name
-    names = [str(n).strip() for n in pq.read_schema(path).names]
-    raw_names = list(pq.read_schema(path).names)
-    col = {name: raw for name, raw in zip(names, raw_names)}
-    for alias, name in ITEM_ALIASES.items():
-        if alias in col and name not in col:
-            col[name] = col[alias]
-    _check_columns(col, source)
-    schema = pq.read_schema(path)
-    text = {name: pa_is_text(schema.field(raw).type) for name, raw in col.items()}
-    keys = {k: (f"trim({_sql_name(col[k])})" if text[k] else _sql_name(col[k])) for k in ("model", "domain", "item")}
-    c = _sql_name(col["correct"])
-    cat = _sql_name(col["category"]) if "category" in col else "NULL"
-    threads = threads or min(os.cpu_count() or 1, 4)
-    with tempfile.TemporaryDirectory(prefix="jagged-duckdb-") as spill:
-        con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": threads,
-                                                  "temp_directory": spill, "preserve_insertion_order": False})
-        try:
-            literal = "'" + str(path).replace("'", "''") + "'"
-            con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({literal}, file_row_number = true)")
-            scores, domain_items, partial, n_rows, n_distinct = _duckdb_checks_and_aggregate(
-                con, source, keys["model"], keys["domain"], keys["item"], c, cat)
-            answers = _duckdb_answer_checks(con, source, parquet_columns(path))
-        except duckdb.Error as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise JaggedInputError(f"{source}: cannot aggregate item-level Parquet: {first}") from None
-        finally:
-            con.close()
-    from jagged.readers.table import validate_scores
-
-    scores = validate_scores(scores, source, line_offset=None)
-    cov = coverage_from_counts(scores, domain_items)
-    notes, summary = _coverage_notes(cov)
-    details = {
-        "items": (f"{n_rows:,} item results, {n_distinct:,} distinct items"
-                  + (", partial credit present" if partial else ", all 0/1")
-                  + "; aggregated out of core (DuckDB), item table not kept"),
-        "coverage": summary,
-        "choices": answers,
-    }
-    return Dataset(scores=scores, source=source, paths=[path], format="items", items=None,
-                   model_notes=notes, details=details)
 
 
 def out_of_core_path(dataset: Dataset) -> Path | None:
@@ -594,153 +459,3 @@ def out_of_core_path(dataset: Dataset) -> Path | None:
             return path if handle.read(4) == b"PAR1" else None
     except OSError:
         return None
-
-
-def _row(value: Any) -> str:
-    return f"row {int(value) + 1}"
-
-
-def _duckdb_answer_checks(con: Any, source: str, expr: dict[str, str]) -> str:
-    """The checks of :func:`jagged.readers.choices.check_answers` in SQL on view ``t``; the summary line."""
-    from jagged.readers.choices import LABEL_MAX, sql_malformed, sql_option_index
-
-    has_choice, has_key = "choice" in expr, "key" in expr
-    if not has_choice and not has_key:
-        return "no choice or key columns: the item audit uses correctness only (no distractor analysis)"
-
-    def first(condition: str) -> Any:
-        return con.execute(f"SELECT min(file_row_number) FROM t WHERE {condition}").fetchone()[0]
-
-    def at(row: int, *columns: str) -> Any:
-        return con.execute(f"SELECT {', '.join(columns)} FROM t WHERE file_row_number = {int(row)}").fetchone()
-
-    for name in ("choice", "key"):
-        if name in expr:
-            bad = first(sql_malformed(expr[name]))
-            if bad is not None:
-                (value,) = at(bad, expr[name])
-                raise JaggedInputError(
-                    f"{source}: column {name!r} has malformed value {cell_repr(value)} ({_row(bad)}): an option label "
-                    f"is one letter, index or short name (at most {LABEL_MAX} characters, no spaces or separators)")
-    if "n_options" in expr:
-        n = expr["n_options"]
-        bad = first(f"{n} IS NOT NULL AND ({n} < 1 OR {n} <> round({n}) OR isinf({n}))")
-        if bad is not None:
-            (value,) = at(bad, n)
-            raise JaggedInputError(f"{source}: column 'n_options' has value {cell_repr(value)} ({_row(bad)}); it must "
-                                   "be a whole number of options, at least 1")
-    x, m, i = expr["correct"], expr["model"], expr["item"]
-    if has_key:
-        k = expr["key"]
-        choice = expr.get("choice", "NULL")
-        checks = [(f"{k} IS NOT NULL AND {x} > 0 AND {x} < 1",
-                   lambda r: f"correct is {r[2]:g} but a row with a key is scored 0 or 1")]
-        if "n_options" in expr:
-            checks.append((f"{k} IS NOT NULL AND {sql_option_index(k)} >= {expr['n_options']}",
-                           lambda r: f"key {r[3]!r} names an option beyond n_options {int(r[5])}"))
-        checks.append((f"{k} IS NOT NULL AND (({x} = 1) <> coalesce({choice} = {k}, false))",
-                       lambda r: (f"correct is {r[2]:g} but choice {r[4]!r} {'is' if r[4] == r[3] else 'is not'} "
-                                  f"the key {r[3]!r}" if r[4] is not None else
-                                  f"correct is {r[2]:g} but there is no choice (key {r[3]!r})")))
-        for condition, text in checks:
-            bad = first(condition)
-            if bad is not None:
-                row = at(bad, m, i, x, k, choice, expr.get("n_options", "NULL"))
-                raise JaggedInputError(f"{source}: model {row[0]!r}, item {row[1]!r}: {text(row)} ({_row(bad)})")
-    parts = []
-    if has_choice:
-        c = expr["choice"]
-        labels = [r[0] for r in con.execute(f"SELECT DISTINCT {c} FROM t WHERE {c} IS NOT NULL ORDER BY 1").fetchall()]
-        (empty,) = con.execute(f"SELECT count(*) FROM t WHERE {c} IS NULL").fetchone()
-        shown = ", ".join(labels[:10]) + (" ..." if len(labels) > 10 else "")
-        parts.append(f"choices present ({len(labels)} labels: {shown}; {int(empty):,} rows without an answer)")
-    else:
-        parts.append("no choice column")
-    if has_key:
-        k = expr["key"]
-        (keyed,) = con.execute(f"SELECT count(*) FROM t WHERE {k} IS NOT NULL").fetchone()
-        (several,) = con.execute(f"SELECT count(*) FROM (SELECT {i} FROM t WHERE {k} IS NOT NULL GROUP BY 1 "
-                                 f"HAVING count(DISTINCT {k}) > 1)").fetchone()
-        parts.append(f"keys present for {int(keyed):,} rows; {int(several):,} items keyed differently across models")
-    else:
-        parts.append("no key column")
-    if has_choice and "n_options" in expr:
-        (beyond,) = con.execute(f"SELECT count(*) FROM t WHERE {sql_option_index(expr['choice'])} >= "
-                                f"{expr['n_options']}").fetchone()
-        if beyond:
-            parts.append(f"{int(beyond):,} choices name an option beyond n_options (wrong answers, not distractors)")
-    return "; ".join(parts)
-
-
-def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, c: str,
-                                 cat: str) -> tuple[pd.DataFrame, pd.Series, bool, int, int]:
-    """Run the validation queries, then the aggregation, on view ``t``.
-
-    Four passes over the file: row checks (one scan, all conditions at once), the domain
-    of every item, distinct (model, item) pairs, and the (model, domain) aggregation.
-    """
-    def one(sql: str) -> Any:
-        return con.execute(sql).fetchone()
-
-    x = f"TRY_CAST({c} AS DOUBLE)"
-    conditions = {
-        "model": f"{m} IS NULL OR CAST({m} AS VARCHAR) = ''",
-        "domain": f"{d} IS NULL OR CAST({d} AS VARCHAR) = ''",
-        "item": f"{i} IS NULL OR CAST({i} AS VARCHAR) = ''",
-        "correct": f"{x} IS NULL OR isnan({x}) OR {x} < 0 OR {x} > 1",
-    }
-    firsts = ", ".join(f"min(file_row_number) FILTER (WHERE {cond})" for cond in conditions.values())
-    row = one(f"SELECT count(*), {firsts} FROM t")
-    n_rows = int(row[0])
-    if n_rows == 0:
-        raise JaggedInputError(f"{source}: the table has a header but no rows")
-    for name, first in zip(conditions, row[1:]):
-        if first is None:
-            continue
-        if name != "correct":
-            raise JaggedInputError(f"{source}: column '{name}' has an empty {name} name ({_row(first)})")
-        raw, value = one(f"SELECT CAST({c} AS VARCHAR), {x} FROM t WHERE file_row_number = {int(first)}")
-        if raw is None or raw.strip() == "" or raw.strip().lower() == "nan":
-            raise JaggedInputError(f"{source}: column 'correct' has a missing value ({_row(first)})")
-        if value is None:
-            raise JaggedInputError(f"{source}: column 'correct' has non-numeric value {cell_repr(raw)} ({_row(first)})")
-        raise JaggedInputError(f"{source}: column 'correct' has value {cell_repr(raw)} outside [0, 1] ({_row(first)})")
-    con.execute(f"CREATE TEMP TABLE item_domain AS SELECT {i} AS item, min({d}) AS dmin, max({d}) AS dmax "
-                "FROM t GROUP BY 1")
-    bad = one("SELECT item, dmin, dmax FROM item_domain WHERE dmin <> dmax LIMIT 1")
-    if bad:
-        raise JaggedInputError(f"{source}: item {cell_repr(str(bad[0]))} is listed under two domains, "
-                               f"{bad[1]!r} and {bad[2]!r}")
-    domain_items = con.execute("SELECT dmin AS domain, count(*) AS n FROM item_domain GROUP BY 1"
-                               ).fetch_df().set_index("domain")["n"]
-    n_distinct = int(domain_items.sum())
-    n_pairs = one(f"SELECT count(*) FROM (SELECT DISTINCT {m}, {i} FROM t)")[0]
-    if n_pairs != n_rows:
-        bad = one(f"SELECT {m}, {i}, list(file_row_number ORDER BY file_row_number)[1:2] FROM t "
-                  f"GROUP BY 1, 2 HAVING count(*) > 1 LIMIT 1")
-        where = " and ".join(_row(r) for r in bad[2])
-        raise JaggedInputError(f"{source}: model {bad[0]!r} has item {cell_repr(str(bad[1]))} twice ({where})")
-    if cat != "NULL":
-        key_c = f"NULLIF(trim(CAST({cat} AS VARCHAR)), '')"
-        bad = one(f"SELECT {d}, min({key_c}), max({key_c}) FROM t GROUP BY 1 "
-                  f"HAVING min({key_c}) <> max({key_c}) LIMIT 1")
-        if bad:
-            raise JaggedInputError(f"{source}: domain {bad[0]!r} has two categories, {bad[1]!r} and {bad[2]!r}")
-        cat_expr = f"min({key_c})"
-    else:
-        cat_expr = "NULL"
-    agg = con.execute(
-        f"SELECT {m} AS model, {d} AS domain, sum({x}) AS s, count(*) AS n, "
-        f"bool_or({x} > 0 AND {x} < 1) AS partial, {cat_expr} AS category "
-        "FROM t GROUP BY 1, 2 ORDER BY 1, 2").fetch_df()
-    categories = agg.dropna(subset=["category"]).groupby("domain")["category"].first()
-    scores = pd.DataFrame({
-        "model": agg["model"].astype(object).to_numpy(),
-        "domain": agg["domain"].astype(object).to_numpy(),
-        "score": agg["s"].to_numpy(dtype=float) / agg["n"].to_numpy(dtype=float),
-        "n_items": agg["n"].to_numpy(dtype=float),
-        "category": agg["domain"].map(categories).astype(object).where(
-            agg["domain"].map(categories).notna(), None).to_numpy(),
-    })
-    domain_items.index = domain_items.index.astype(str)
-    return scores, domain_items.astype(np.int64), bool(agg["partial"].any()), n_rows, n_distinct

@@ -1,15 +1,7 @@
-"""Read score files of every supported format into a :class:`Dataset`.
+"""``jagged.load``: any supported input, a file or a folder, into a validated :class:`Dataset`.
 
-Loaders know formats; nothing downstream does. Detection is by content: Parquet by its
-magic bytes, JSON by its first character, CSV tables by their columns:
-
-* item-level: ``model, domain, item`` (or ``item_id``), ``correct`` (aggregated, see
-  :mod:`jagged.readers.items`; item-level Parquet files with more rows than
-  ``IN_MEMORY_MAX_ROWS``, counted while decoding them, not read from the footer, are
-  aggregated out of core);
-* long: ``model, domain, score`` (+ optional ``n_items``, ``category``);
-* wide: ``model`` plus one numeric column per domain.
-
+Which reader takes a file is decided by :mod:`jagged.readers.registry` (by its first bytes
+and content, never by its name); a folder's files are found by :mod:`jagged.readers.folders`.
 Every read is bounded by the input cap, ``max_input_bytes`` (:mod:`jagged.readers.limits`).
 """
 
@@ -21,12 +13,12 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.readers import limits, registry, tables
 from jagged.readers.dataset import Dataset
-from jagged.readers import limits
-from jagged.readers.files import read_csv, read_parquet, scan_parquet, sniff
-from jagged.readers.table import validate_scores, wide_to_long
+from jagged.readers.files import sniff
 from jagged.resources import data_dir
 
+#: The bundled MMLU-Pro per-category scores, loaded when no path is given.
 BUNDLED_SCORES = data_dir() / "mmlu_pro_per_category.csv"
 
 
@@ -56,20 +48,8 @@ def frame_to_dataset(frame: pd.DataFrame, *, source: str, paths: list[Path], sco
     line_offset : int or None
         Added to row labels to give file lines in messages (2 for CSV, None otherwise).
     """
-    columns = set(frame.columns)
-    if "correct" in columns and ({"item", "item_id"} & columns):
-        from jagged.readers import items as items_module
-
-        return items_module.dataset_from_items(frame, source=source, paths=paths, line_offset=line_offset)
-    if {"domain", "score"} <= columns:
-        scores = validate_scores(frame, source, score_scale=score_scale, line_offset=line_offset)
-        return Dataset(scores=scores, source=source, paths=paths, format="long")
-    if "model" in columns and ("domain" in columns or "score" in columns):
-        missing = "score" if "domain" in columns else "domain"
-        raise JaggedInputError(f"{source}: missing column '{missing}' (a long table needs model, domain, score)")
-    long = wide_to_long(frame, source, score_scale=score_scale, line_offset=line_offset)
-    scores = validate_scores(long, source, line_offset=line_offset)
-    return Dataset(scores=scores, source=source, paths=paths, format="wide")
+    read = tables.from_frame(frame, source=source, paths=paths, score_scale=score_scale, line_offset=line_offset)
+    return registry.finish(read, source)
 
 
 def load(path: str | Path | None = None, *, score_scale: str = "fraction", max_input_bytes: int | str | None = None,
@@ -88,7 +68,9 @@ def load(path: str | Path | None = None, *, score_scale: str = "fraction", max_i
         (see :mod:`jagged.readers.limits`). Default: ``JAGGED_MAX_INPUT_BYTES`` if set,
         else 2 GiB.
     **options
-        Format-specific options (e.g. ``task``, ``metric`` for evaluator outputs).
+        The other loader options of :mod:`jagged.options` (stage ``load``: ``task``,
+        ``metric``, ``model_name``, ``domain_key``, ``allow_incomplete``, ``collection``);
+        each reader takes those it declares and warns about the others given.
 
     Returns
     -------
@@ -105,34 +87,14 @@ def load(path: str | Path | None = None, *, score_scale: str = "fraction", max_i
 
 
 def _load(path: Path, *, score_scale: str, **options: Any) -> Dataset:
+    options = {**options, "score_scale": score_scale}
     if path.is_dir():
-        from jagged.readers import evaluators
+        from jagged.readers import folders
 
-        if evaluators.handles_directory(path):
-            return evaluators.load_directory(path, **options)
+        if folders.handles_directory(path):
+            return folders.load_directory(path, options)
     _check_path(path)
-    kind = sniff(path)
-    if kind in ("json", "zip"):
-        from jagged.readers import evaluators
-
-        return evaluators.load_file(path, kind, **options)
-    if kind == "binary":
-        raise JaggedInputError(f"{path.name}: unknown file type (binary data; expected CSV, Parquet or JSON)")
-    if kind == "parquet":
-        from jagged.readers import items as items_module
-
-        try:  # the column names only; the row count comes from decoding, never from the footer
-            is_items = items_module.is_item_table(items_module.parquet_names(path))
-        except Exception:  # corrupt footer: scan_parquet gives the one-line error
-            is_items = False
-        scan = scan_parquet(path, keep_rows=items_module.IN_MEMORY_MAX_ROWS if is_items else None)
-        if is_items and scan.rows > items_module.IN_MEMORY_MAX_ROWS:
-            return items_module.dataset_from_parquet(path)
-        frame = read_parquet(path, scan)
-    else:
-        frame = read_csv(path)
-    return frame_to_dataset(frame, source=path.name, paths=[path], score_scale=score_scale,
-                            line_offset=2 if kind == "text" else None)
+    return registry.read_file(path, sniff(path), options)
 
 
 def load_scores(path: str | Path | None = None, *, score_scale: str = "fraction", **options: Any) -> pd.DataFrame:

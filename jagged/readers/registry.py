@@ -1,0 +1,222 @@
+"""The dispatcher: which reader takes an input, asked in the order of :data:`READERS`, and the one validation after.
+
+Every input format is one module holding ``READER = Reader(...)``
+(:class:`jagged.readers.reader.Reader`), listed once in :data:`READERS`. For a file,
+:func:`read_file` sniffs the first bytes (:func:`jagged.readers.files.sniff`) and asks
+the readers **in the order of** :data:`READERS`; the first that recognises it reads it.
+A folder's files are found by :mod:`jagged.readers.folders` and each recognised the same
+way; files of one *family* may share a folder (the earliest reader present is used, the
+others' files are listed in ``details["not used"]``), two families may not.
+
+Readers return rows as read (:class:`~jagged.readers.reader.ScoreRead`,
+:class:`~jagged.readers.reader.ItemRead`); :func:`finish` validates them once, into a
+:class:`~jagged.readers.dataset.Dataset` (:func:`jagged.readers.table.validate_scores`,
+:func:`jagged.readers.items.dataset_from_items`). Options are the loader options of
+:mod:`jagged.options` (stage ``load``); a reader receives those it declares, and a given
+option it does not declare is warned about and ignored.
+
+The order, and why:
+
+1. :mod:`~jagged.readers.tables` -- CSV and Parquet tables (first bytes: text or ``PAR1``);
+2. :mod:`~jagged.readers.lmeval_results` -- lm-eval ``results*.json``;
+3. :mod:`~jagged.readers.inspect_logs` -- Inspect ``.json`` logs and ``.eval`` archives;
+4. :mod:`~jagged.readers.eee_collection` -- Every Eval Ever aggregate files;
+5. :mod:`~jagged.readers.helm` -- HELM run files (the run folder is read);
+6. :mod:`~jagged.readers.eee_samples` -- Every Eval Ever instance-level ``*_samples.jsonl``;
+7. :mod:`~jagged.readers.lmeval_samples` -- lm-eval ``samples_<task>_<ts>.jsonl``.
+
+Per-domain formats come before the item-level ones of their family (a folder with lm-eval
+results and samples uses the results), and the stricter tests before the looser (EEE
+records carry ``sample_id`` and may also carry a ``doc_id``).
+
+Adding a format: one module with a ``READER`` and one line in :data:`READERS`.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.options import BY_NAME, LOAD, names
+from jagged.readers import eee_collection, eee_samples, helm, inspect_logs, lmeval_results, lmeval_samples, tables
+from jagged.readers.dataset import Dataset
+from jagged.readers.reader import Head, ItemRead, Parsed, Reader, ScoreRead
+from jagged.text import merge_notes, one_line
+
+#: The readers, in the order they are asked.
+READERS: list[Reader] = [
+    tables.READER,
+    lmeval_results.READER,
+    inspect_logs.READER,
+    eee_collection.READER,
+    helm.READER,
+    eee_samples.READER,
+    lmeval_samples.READER,
+]
+
+
+def recognise(head: Head) -> Parsed | None:
+    """The input as the first reader of :data:`READERS` that recognises it parses it; None when none does."""
+    for reader in READERS:
+        if reader.recognises(head):
+            return reader.parsed(head)
+    return None
+
+
+def _describe_unknown(content: Any) -> str:
+    if isinstance(content, dict):
+        keys = ", ".join(repr(k) for k in list(content)[:8])
+        return f"a JSON object with keys {keys}" if keys else "an empty JSON object"
+    if isinstance(content, list):
+        return f"a JSON list of {len(content)} values"
+    return f"a JSON {type(content).__name__}"
+
+
+def parse(head: Head) -> Parsed:
+    """Recognise an input, or say what it is instead.
+
+    Raises
+    ------
+    JaggedInputError
+        No reader recognises it (binary data, or JSON of no supported evaluator).
+    """
+    found = recognise(head)
+    if found is not None:
+        return found
+    if head.kind == "binary":
+        raise JaggedInputError(f"{head.path.name}: unknown file type (binary data; expected CSV, Parquet or JSON)")
+    raise JaggedInputError(
+        f"{head.path.name}: JSON but not an evaluator output jagged reads (expected lm-eval results or samples, an "
+        f"Inspect log, an Every Eval Ever file or a HELM run); found {_describe_unknown(head.content)}")
+
+
+def given_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The loader options (:func:`jagged.options.names` of stage ``load``) given a value other than their default."""
+    return {k: options[k] for k in names(LOAD)
+            if k in options and options[k] not in (None, "", False) and options[k] != BY_NAME[k].default}
+
+
+def _options_for(reader: Reader, options: dict[str, Any]) -> dict[str, Any]:
+    """Warn about the given options a reader does not take; return the ones it does."""
+    for key in options:
+        if key not in reader.options:
+            warnings.warn(f"{BY_NAME[key].flag} does not apply to {reader.what} and is ignored", JaggedWarning,
+                          stacklevel=4)
+    return {k: v for k, v in options.items() if k in reader.options}
+
+
+def _check_one_family(found: list[Parsed], source: str) -> None:
+    families = list(dict.fromkeys(p.reader.family for p in found))
+    if len(families) > 1:
+        first = next(p for p in found if p.reader.family == families[0])
+        second = next(p for p in found if p.reader.family == families[1])
+        raise JaggedInputError(f"{source}: mixes {families[0]} ({first.path.name}) and {families[1]} "
+                               f"({second.path.name}); point jagged at one kind")
+
+
+def finish(read: ScoreRead | ItemRead | Dataset, source: str) -> Dataset:
+    """Validate what a reader returned, once, into a :class:`Dataset` (a Dataset passes as it is).
+
+    Parameters
+    ----------
+    read : ScoreRead, ItemRead or Dataset
+        A reader's output.
+    source : str
+        Display name of the input.
+    """
+    if isinstance(read, Dataset):
+        return read
+    if isinstance(read, ScoreRead):
+        from jagged.readers.table import validate_scores
+
+        scores = validate_scores(read.scores, read.label, score_scale=read.score_scale, line_offset=read.line_offset)
+        return Dataset(scores=scores, source=source, paths=list(read.paths), format=read.format,
+                       model_notes=dict(read.model_notes), details=dict(read.details))
+    from jagged.readers.items import dataset_from_items
+
+    dataset = dataset_from_items(read.items, source=source, paths=read.paths, line_offset=read.line_offset)
+    dataset.format = read.format
+    dataset.model_notes = merge_notes(dataset.model_notes, read.model_notes)
+    dataset.details = {**read.details, **dataset.details}
+    return dataset
+
+
+def read_found(found: list[Parsed], *, source: str, options: dict[str, Any], ignored: list[str]) -> Dataset:
+    """Read recognised inputs of one family with the earliest reader present, and validate once.
+
+    Parameters
+    ----------
+    found : list of Parsed
+        Recognised inputs (one file's, or a folder's).
+    source : str
+        Display name (file or folder).
+    options : dict
+        Given loader options (:func:`given_options`).
+    ignored : list of str
+        Entries for ``details["not used"]`` so far.
+
+    Raises
+    ------
+    JaggedInputError
+        Inputs of two families, or any error of the reader.
+    """
+    order = {id(reader): i for i, reader in enumerate(READERS)}
+    found = sorted(found, key=lambda p: order[id(p.reader)])
+    _check_one_family(found, source)
+    present = list(dict.fromkeys(p.reader for p in found))
+    reader = present[0]
+    for other in present[1:]:
+        if other.unused is not None:
+            ignored = ignored + other.unused([p for p in found if p.reader is other])
+    out = reader.read([p for p in found if p.reader is reader], source=source, **_options_for(reader, options))
+    dataset = finish(out, source)
+    if ignored:
+        dataset.details["not used"] = [*dataset.details.get("not used", []), *ignored]
+    return dataset
+
+
+def one_line_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Make sure every error message is one line, whatever names the files hold.
+
+    An integer too large for a float (JSON allows 4,300 digits; a float holds 308) is an
+    input error too, wherever a reader converts it.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except OverflowError as exc:
+            name = Path(args[0]).name if args else "input"
+            raise JaggedInputError(one_line(f"{name}: a number is too large ({exc}; a float holds up to "
+                                            "about 1.8e308)")) from None
+        except JaggedInputError as exc:
+            text = str(exc)
+            if any(ch in text for ch in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+                raise JaggedInputError(one_line(text)) from None
+            raise
+
+    return wrapper
+
+
+@one_line_errors
+def read_file(path: Path, kind: str, options: dict[str, Any]) -> Dataset:
+    """Read one file whose first bytes say ``kind`` (:func:`jagged.readers.files.sniff`) into a Dataset.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file.
+    kind : str
+        ``"text"``, ``"parquet"``, ``"json"``, ``"zip"`` or ``"binary"``.
+    options : dict
+        Loader options, given or not.
+    """
+    found = parse(Head(Path(path), kind))
+    return read_found([found], source=Path(path).name, options=given_options(options), ignored=[])
+
+
+__all__ = ["READERS", "finish", "given_options", "one_line_errors", "parse", "read_file", "read_found", "recognise"]
