@@ -55,7 +55,7 @@ def listing(names: Iterable[object], limit: int = 8, *, quote: bool = False) -> 
     """
     names = list(names)
     shown = ", ".join(repr(n) if quote else str(n) for n in names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    return shown + and_more(len(names), limit)
 
 
 def join_notes(first: object, second: object) -> str:
@@ -76,3 +76,18 @@ def merge_notes(first: dict[str, str], second: dict[str, str]) -> dict[str, str]
     for key, note in second.items():
         out[key] = join_notes(out.get(key), note)
     return out
+
+
+def and_more(total: int, shown: int, sep: str = " ") -> str:
+    """``" and 4 more"`` when ``total`` things were cut to ``shown``; ``""`` when none were left out.
+
+    Parameters
+    ----------
+    total : int
+        How many there are.
+    shown : int
+        How many were listed.
+    sep : str
+        What goes before "and" (``" | "`` after a list of sentences).
+    """
+    return f"{sep}and {total - shown} more" if total > shown else ""

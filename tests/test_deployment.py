@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jagged
-from jagged.stats.analysis import AnalysisOptions, metrics_table, rank_table
+from jagged.analysis import AnalysisOptions, metrics_table
 from jagged.stats.deployment import (DEPLOYMENT_COLUMNS, NOTE_EQUAL_WEIGHTS, deployment_metrics, drift_bound_curve,
                                exposure_profile, kendall_tau, most_reordered_profile, rank_agreement,
-                               rank_changes)
+                               rank_change_table)
 from jagged.stats.metrics import METRIC_COLUMNS
 from jagged.stats.weights import BUNDLED_PROFILES, resolve_profiles
 
@@ -138,8 +138,10 @@ def test_ranks_ties_and_kendall():
     assert agreement.loc["p", "kendall_tau"] == pytest.approx(-1.0)
     assert agreement.loc["p", "n_rank_changes"] == 2 and agreement.loc["p", "max_rank_change"] == 2
     assert agreement.loc["p", "top_macro"] == "a" and agreement.loc["p", "top_dep"] == "c"
-    changes = rank_changes(table, "p")
-    assert changes["model"].tolist() == ["c", "b", "a"] and changes["rank_change"].tolist() == [2, 0, -2]
+    macro = {"a": 0.9 * 2 / 3 + 0.1 / 3, "b": 0.5, "c": 1.1 / 3}  # plain means of the scores above
+    changes = rank_change_table(table.assign(macro_score=table["model"].map(macro))).set_index("model")
+    assert changes["p change"].tolist() == [-2, 0, 2] and changes["p rank"].tolist() == [3, 2, 1]
+    assert changes["macro rank"].tolist() == [1, 2, 3]
     tied = deployment_metrics(_long({"a": [0.5, 0.7], "b": [0.7, 0.5]}), _matrix({"u": [1, 1]}, 2))
     assert tied["rank_macro"].tolist() == [1, 1]
 
@@ -172,8 +174,8 @@ def test_kendall_tau_on_bundled_profiles_matches_scipy():
 
 
 def test_deployment_module_does_not_import_scipy():
-    code = ("import sys, jagged.stats.deployment, jagged.stats.weights, jagged.stats.analysis; "
-            "import jagged; from jagged.stats.analysis import AnalysisOptions, metrics_table; "
+    code = ("import sys, jagged.stats.deployment, jagged.stats.weights, jagged.analysis; "
+            "import jagged; from jagged.analysis import AnalysisOptions, metrics_table; "
             "metrics_table(jagged.load(), AnalysisOptions(profiles=('items',))); "
             "print('scipy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -193,9 +195,8 @@ def test_metrics_table_with_and_without_profiles():
     merged = table[table["profile"] == "law_office"].set_index("model")
     np.testing.assert_allclose(merged["macro_score"], plain.set_index("model").loc[merged.index, "macro_score"])
     np.testing.assert_allclose(merged["wedge"], merged["macro_score"] - merged["dep_score"], atol=1e-15)
-    ranks = rank_table(dataset, AnalysisOptions(weights=str(BUNDLED_PROFILES)))
+    ranks = rank_agreement(metrics_table(dataset, AnalysisOptions(weights=str(BUNDLED_PROFILES))))
     assert ranks["profile"].tolist() == ["law_office", "health_clinic", "engineering_team", "finance_desk"]
-    assert rank_table(dataset).empty
 
 
 def test_exposure_profile_and_drift_curve():
@@ -227,7 +228,7 @@ def test_cli_metrics_with_bundled_profiles(tmp_path):
 
 @pytest.fixture
 def bundled_tables():
-    from jagged.stats.analysis import profile_weights
+    from jagged.analysis import profile_weights
 
     dataset = jagged.load(BUNDLED)
     options = AnalysisOptions(weights=str(BUNDLED_PROFILES))
@@ -249,7 +250,18 @@ def test_deployment_plots_draw_and_return_axes(bundled_tables):
     assert len([line for line in ax.lines if line.get_gid() == "rank-line"]) == 29
     exposure = exposure_profile(dataset.scores, weights, "gemini-1.5-pro-002")
     ax = plots.exposure_vs_error(exposure, profile="law_office", model="gemini-1.5-pro-002")
-    assert isinstance(ax, Axes)
+    # one point per domain at (w_d, 1 - s_d), from the weights file and the scores directly
+    own = dataset.scores[dataset.scores["model"] == "gemini-1.5-pro-002"].set_index("domain")["score"]
+    w = weights.loc["law_office"] / weights.loc["law_office"].sum()
+    (points,) = [c for c in ax.collections if c.get_gid() == "domain-point"]
+    drawn = points.get_offsets()
+    assert isinstance(ax, Axes) and len(drawn) == len(w) == 14
+    np.testing.assert_allclose(drawn[:, 0], w.to_numpy(dtype=float), atol=1e-12)
+    np.testing.assert_allclose(drawn[:, 1], 1.0 - own.reindex(w.index).to_numpy(dtype=float), atol=1e-12)
+    assert sorted(t.get_text() for t in ax.texts) == sorted(w.index.astype(str))   # every domain labelled
+    (uniform,) = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert uniform.get_xdata()[0] == pytest.approx(1 / 14)
+    assert "law_office" in ax.get_xlabel() and "gemini-1.5-pro-002" in ax.get_title(loc="left")
     focus = table[table["model"] == "gemini-1.5-pro-002"]
     curve = drift_bound_curve(focus["sd_error"].iloc[0], int(focus["n_domains"].iloc[0]))
     ax = plots.drift_bound(curve, focus, model="gemini-1.5-pro-002")

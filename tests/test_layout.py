@@ -17,7 +17,7 @@ from jagged.plots import dispersion, hierarchy as hierarchy_plots, uncertainty a
 from jagged.plots import item_audit as item_plots, structure as structure_plots
 from jagged.plots.model import domain_errors_vs_field
 from jagged.stats import deployment, hierarchy
-from jagged.stats.analysis import analyse
+from jagged.analysis import analyse
 from jagged.stats.item_audit import domain_flags
 from jagged.views import display, item_audit as item_views, model_view, structure as structure_views
 
@@ -121,7 +121,8 @@ def test_the_heatmap_keeps_the_page_width_with_long_names(analysis):
     assert max(len(t) for t in labels) <= 32  # shortened, the end kept: "…-007"
     models = [t for t in labels if not t.startswith("median of")]
     assert len(models) == 10 and len({t[-4:] for t in models}) == 10  # the ends still tell them apart
-    image = ax.images[0].get_window_extent(ax.figure.canvas.get_renderer())
+    (mesh,) = [c for c in ax.collections if c.get_gid() == "errors"]
+    image = mesh.get_window_extent(ax.figure.canvas.get_renderer())
     assert image.width > 0.45 * ax.figure.bbox.width  # the grid keeps most of the width
 
 

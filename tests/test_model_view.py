@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jagged.stats.analysis import AnalysisOptions, metrics_table
+from jagged.analysis import AnalysisOptions, metrics_table
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
+from jagged.stats.intervals import wilson_interval
 from jagged.stats.metrics import jaggedness
 from jagged.views import model_view as mv
 from jagged.readers.table import validate_scores
@@ -73,25 +74,9 @@ def test_domain_errors_single_model_has_no_field():
     assert table["rank"].tolist() == [1, 1]
 
 
-def test_wilson_interval_matches_scipy():
-    stats = pytest.importorskip("scipy.stats")
-    for k, n, ci in [(30, 100, 0.95), (0, 20, 0.95), (20, 20, 0.9), (7, 13, 0.99)]:
-        lo, hi = mv.wilson_interval(np.array([k / n]), np.array([n]), ci)
-        ref = stats.binomtest(k, n).proportion_ci(confidence_level=ci, method="wilson")
-        assert lo[0] == pytest.approx(ref.low, abs=1e-12)
-        assert hi[0] == pytest.approx(ref.high, abs=1e-12)
-
-
-def test_wilson_interval_unknown_items_and_bad_level():
-    lo, hi = mv.wilson_interval(np.array([0.3, 0.3]), np.array([np.nan, 0.0]))
-    assert np.isnan(lo).all() and np.isnan(hi).all()
-    with pytest.raises(JaggedInputError):
-        mv.wilson_interval(np.array([0.3]), np.array([10]), ci=1.0)
-
-
 def test_domain_errors_interval_from_n_items(scores):
     table = mv.domain_errors(scores, "A").set_index("domain")
-    lo, hi = mv.wilson_interval(np.array([0.7]), np.array([20.0]))
+    lo, hi = wilson_interval(np.array([0.7]), np.array([20.0]))
     assert table.loc["d3", "error_lo"] == pytest.approx(lo[0])
     assert table.loc["d3", "error_hi"] == pytest.approx(hi[0])
     assert (table["error_lo"] < table["error"]).all() and (table["error"] < table["error_hi"]).all()

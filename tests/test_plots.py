@@ -49,6 +49,14 @@ def _collection(ax, gid):
     return found[0]
 
 
+def _mesh(ax, gid="errors"):
+    """The heatmap's grid: the one QuadMesh with this gid (seaborn draws cell (r, c) at (c + 0.5, r + 0.5))."""
+    from matplotlib.collections import QuadMesh
+
+    (mesh,) = [c for c in ax.collections if isinstance(c, QuadMesh) and c.get_gid() == gid]
+    return mesh
+
+
 def _tick_labels(ax, axis="y"):
     ticks = ax.get_yticklabels() if axis == "y" else ax.get_xticklabels()
     return [t.get_text() for t in ticks]
@@ -118,7 +126,7 @@ def test_heatmap_limit_adds_summary_row_and_fits_a_page_with_many_domains():
     ax = dispersion.error_heatmap(table, metrics, limit=10)
     rows = _tick_labels(ax)
     assert len(rows) == 11 and rows[5] == "median of 110 other models"
-    grid = np.ma.getdata(ax.images[0].get_array())
+    grid = np.ma.getdata(_mesh(ax).get_array())
     order = metrics.sort_values("cv_error", ascending=False)["model"].tolist()
     others = table[table["model"].isin(order[5:-5])]
     expected = (1.0 - others.groupby("domain")["score"].median())
@@ -175,8 +183,8 @@ def test_dispersion_draws_on_given_axes(data):
 def test_heatmap_array_is_error_in_label_order(data, raw, expected_cv):
     scores, metrics = data
     ax = dispersion.error_heatmap(scores, metrics)
-    (image,) = ax.images
-    assert image.get_gid() == "errors"
+    image = _mesh(ax)
+    assert not ax.images
     rows, cols = _tick_labels(ax), _tick_labels(ax, "x")
     assert rows == sorted(expected_cv, key=lambda m: -expected_cv[m])
     grid = np.ma.getdata(image.get_array())
@@ -185,6 +193,10 @@ def test_heatmap_array_is_error_in_label_order(data, raw, expected_cv):
     medians = np.median(expected, axis=0)
     assert np.all(np.diff(medians) >= 0)  # easiest domains on the left
     assert image.get_clim() == (0.0, 1.0)
+    # each label sits on the centre of its row / column of cells
+    np.testing.assert_array_equal(ax.get_yticks(), np.arange(len(rows)) + 0.5)
+    np.testing.assert_array_equal(ax.get_xticks(), np.arange(len(cols)) + 0.5)
+    assert ax.get_ylim() == (len(rows), 0) and ax.get_xlim() == (0, len(cols))   # row 0 at the top
 
 
 def test_heatmap_masks_missing_pairs_and_annotates_small_grids(data):
@@ -192,7 +204,7 @@ def test_heatmap_masks_missing_pairs_and_annotates_small_grids(data):
     small = scores[scores["model"].astype(str).isin(["Yi-6B", "gemma-7b", "Llama-2-7b-hf"])]
     small = small[~((small["model"] == "Yi-6B") & (small["domain"] == "law"))]
     ax = dispersion.error_heatmap(small, jagged.jaggedness(small), order="name")
-    grid = ax.images[0].get_array()
+    grid = _mesh(ax).get_array()
     rows, cols = _tick_labels(ax), _tick_labels(ax, "x")
     assert cols == sorted(cols)
     mask = np.ma.getmaskarray(grid)

@@ -1,2 +1,1 @@
-"""Plots: each takes the data and keyword arguments, draws on ``ax`` (or a new one) and
-returns the Axes, like seaborn. Plots never compute a metric themselves."""
+"""Plots: figures after the views; each takes data and keywords, draws on ``ax`` (or a new one), returns the Axes."""

@@ -1,11 +1,14 @@
-"""What every plot module needs: a column check and a new single-panel figure."""
+"""What every plot module needs: a column check, a new single-panel figure and a seaborn heatmap grid."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.collections import QuadMesh
+from matplotlib.colors import Colormap
 
 
 def check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:
@@ -26,3 +29,35 @@ def new_axes(width: float, height: float) -> Axes:
 
     _, ax = plt.subplots(figsize=(width, height), layout="constrained")
     return ax
+
+
+def grid_mesh(ax: Axes, values: np.ndarray, *, cmap: Colormap, vmin: float, vmax: float, gid: str) -> QuadMesh:
+    """Draw a rows × columns grid with :func:`seaborn.heatmap` and return its mesh.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Axes to draw on.
+    values : numpy.ndarray
+        The grid; NaN (or masked) cells are left out and show the colour map's "bad" colour.
+    cmap : matplotlib.colors.Colormap
+        Colour map, with its "bad" colour set for missing cells.
+    vmin, vmax : float
+        Colour limits.
+    gid : str
+        Group id of the mesh, so tests and the alt text can find it.
+
+    Returns
+    -------
+    matplotlib.collections.QuadMesh
+        Cell (r, c) spans [c, c + 1] × [r, r + 1], row 0 at the top. The caller sets the
+        tick labels (none are drawn here) and the colour bar.
+    """
+    import seaborn as sns
+
+    grid = np.ma.filled(np.ma.masked_invalid(np.asarray(values, dtype=float)), np.nan)
+    before = set(ax.collections)
+    sns.heatmap(grid, cmap=cmap, vmin=vmin, vmax=vmax, cbar=False, xticklabels=False, yticklabels=False, ax=ax)
+    (mesh,) = [c for c in ax.collections if c not in before and isinstance(c, QuadMesh)]
+    mesh.set_gid(gid)
+    return mesh

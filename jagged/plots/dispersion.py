@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.views.overview import (ends, error_matrix, left_out, median_errors, model_order, others_label,
-                                   per_model)
-from jagged.plots.base import check_columns as _check_columns, new_axes as _new_axes
+from jagged.views.overview import (LABEL_ALL_MAX, LABEL_ENDS, ends, error_matrix, left_out, median_errors,
+                                   model_order, others_label, per_model)
+from jagged.plots.base import check_columns as _check_columns, grid_mesh, new_axes as _new_axes
 from jagged.plots.labels import distinct_labels, plain
 
 #: Colour of the per-domain points and of the heatmap's scale.
@@ -41,8 +42,6 @@ MEAN_COLOR = "#111111"
 HEATMAP_CMAP = "YlOrRd"
 #: Heatmaps annotate each cell with its error rate up to this many cells.
 ANNOTATE_MAX_CELLS = 300
-#: Above this many models, :func:`cv_vs_macro` labels only the extremes.
-LABEL_ALL_MAX = 40
 #: Widest figure, in inches, that a report page shows at its natural size (at 90 dpi).
 PAGE_WIDTH = 10.4
 #: Smallest font size of the heatmap's domain labels, in points.
@@ -190,8 +189,9 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
     Returns
     -------
     matplotlib.axes.Axes
-        The grid is the Axes' only image (``ax.images[0]``, gid ``"errors"``); its array
-        holds ``1 - score`` with missing (model, domain) pairs masked and drawn grey, in
+        The grid is a seaborn heatmap: one QuadMesh (gid ``"errors"``, cell (r, c) centred at
+        (c + 0.5, r + 0.5)); its array holds ``1 - score`` with missing (model, domain) pairs
+        masked and drawn grey, in
         the rows and columns of :func:`jagged.views.overview.error_matrix`. With a cut, the row
         at the cut is the summary of the models left out (their median error per domain,
         labelled :func:`jagged.views.overview.others_label`). The figure is sized by
@@ -214,31 +214,26 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
     n_rows, n_cols = values.shape
     if ax is None:
         ax = _new_axes(layout.width, layout.height)
-    import matplotlib as mpl
-
     cmap = mpl.colormaps[HEATMAP_CMAP].with_extremes(bad="0.85")
+    image = grid_mesh(ax, values, cmap=cmap, vmin=0.0, vmax=1.0, gid="errors")
     values = np.ma.masked_invalid(values)
-    image = ax.imshow(values, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
-    image.set_gid("errors")
-    ax.set_yticks(ticks, labels=row_labels, fontsize=layout.row_pt)
+    ax.set_yticks(ticks + 0.5, labels=row_labels, fontsize=layout.row_pt)
     _mark_summary_label(ax, cut)
     shown_cols = np.arange(0, n_cols, layout.col_step)
-    ax.set_xticks(shown_cols, labels=[col_labels[i] for i in shown_cols], fontsize=layout.col_pt,
+    ax.set_xticks(shown_cols + 0.5, labels=[col_labels[i] for i in shown_cols], fontsize=layout.col_pt,
                   rotation=layout.rotation, ha="right" if layout.rotation < 90 else "center",
                   rotation_mode="anchor" if layout.rotation < 90 else "default")
     ax.tick_params(length=0)
-    for side in ax.spines.values():
-        side.set_visible(False)
     if annotate is None:
         annotate = n_rows * n_cols <= ANNOTATE_MAX_CELLS
     if annotate:
         rows, cols = np.nonzero(~np.ma.getmaskarray(values))
         for r, c in zip(rows, cols):
             value = values.data[r, c]
-            ax.text(c, r, f"{value:.2f}", ha="center", va="center",
+            ax.text(c + 0.5, r + 0.5, f"{value:.2f}", ha="center", va="center",
                     fontsize=6, color="white" if value > 0.6 else "black", gid="cell-label", in_layout=False)
     if cut:
-        for edge in (cut - 0.5, cut + 0.5):
+        for edge in (cut, cut + 1):
             ax.axhline(edge, color="white", linewidth=2.5, gid="others")
     colorbar = ax.figure.colorbar(image, ax=ax, shrink=0.6 if n_rows > 8 else 0.9, pad=0.01, aspect=30)
     colorbar.set_label("error rate (1 − score)", fontsize=8)
@@ -358,8 +353,10 @@ def cv_vs_macro(metrics: pd.DataFrame, *, label: bool | int = True, ax: Axes | N
         Per-model table with ``model``, ``macro_score`` and ``cv_error``. Models whose
         ``cv_error`` is undefined are left out and counted in the caption.
     label : bool or int
-        ``True`` labels every model when there are at most ``LABEL_ALL_MAX`` of them and
-        the 5 most and 5 least jagged otherwise; an int ``k`` labels the ``k`` most and
+        ``True`` labels every model when there are at most
+        :data:`jagged.views.overview.LABEL_ALL_MAX` of them and the
+        :data:`jagged.views.overview.LABEL_ENDS` most and least jagged otherwise; an int
+        ``k`` labels the ``k`` most and
         ``k`` least jagged; ``False`` labels none.
     ax : matplotlib.axes.Axes, optional
         Axes to draw on; a new figure otherwise.
@@ -389,7 +386,7 @@ def cv_vs_macro(metrics: pd.DataFrame, *, label: bool | int = True, ax: Axes | N
         ax.set_ylim(max(0.0, y.min() - pad_y), y.max() + pad_y)
     names = distinct_labels(defined["model"].astype(str))
     if label is True and len(names) > LABEL_ALL_MAX:
-        label = 5
+        label = LABEL_ENDS
     if label is not False and len(names):
         if label is True:
             chosen = np.arange(len(names))

@@ -1,6 +1,7 @@
-"""Figures of "Is it the model or the benchmark?": variance shares, residual heatmap, relative
-jaggedness against cv_error, scree plot with the parallel-analysis threshold, one model's
-residual profile.
+"""Figures of "Is it the model or the benchmark?": shares, residual heatmap, relative jaggedness, scree plot.
+
+Variance shares, residual heatmap, relative jaggedness against cv_error, scree plot with the
+parallel-analysis threshold, one model's residual profile.
 
 Every function takes the data (tables of :mod:`jagged.views.structure` and
 :mod:`jagged.stats.structure`) and keyword arguments, draws on ``ax`` (or a new figure) and
@@ -9,21 +10,22 @@ returns the Axes, like seaborn; none computes a statistic.
 
 from __future__ import annotations
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.plots.base import check_columns, new_axes
+from jagged.plots.base import check_columns, grid_mesh, new_axes
 from jagged.plots.dispersion import ANNOTATE_MAX_CELLS, heatmap_layout
 from jagged.plots.labels import plain
+from jagged.views.overview import LABEL_ENDS
+from jagged.views.structure import SCREE_LIMIT, scree_shown
 
 #: Diverging colour map of the residual heatmap: red = more errors than predicted, blue = fewer.
 RESIDUAL_CMAP = "RdBu_r"
 POINT_COLOR = "#3b6ea8"
 FLAGGED_COLOR = "0.6"
 THRESHOLD_COLOR = "#c0504d"
-#: Most dimensions the scree plot draws; the dimension table has every one.
-SCREE_LIMIT: int = 30
 SHARE_COLORS = {"domain": "#8c6bb1", "model": "#3b6ea8", "residual": "#c0504d", "noise": "0.6",
                 "residual_beyond_noise": "#e08a6b", "cross": "0.8"}
 
@@ -85,10 +87,9 @@ def residual_heatmap(grid: pd.DataFrame, *, cut: int = 0, annotate: bool | None 
     Returns
     -------
     matplotlib.axes.Axes
-        The grid is the Axes' only image (gid ``"residuals"``), its norm symmetric about 0.
+        The grid is a seaborn heatmap: one QuadMesh (gid ``"residuals"``, cell (r, c) centred
+        at (c + 0.5, r + 0.5)), its colour limits symmetric about 0.
     """
-    import matplotlib as mpl
-
     values = grid.to_numpy(dtype=float)
     row_labels = [plain(str(m)) for m in grid.index]
     col_labels = [plain(str(d)) for d in grid.columns]
@@ -98,30 +99,26 @@ def residual_heatmap(grid: pd.DataFrame, *, cut: int = 0, annotate: bool | None 
     finite = values[np.isfinite(values)]
     limit = vmax if vmax is not None else max(0.1, float(np.abs(finite).max()) if finite.size else 0.1)
     cmap = mpl.colormaps[RESIDUAL_CMAP].with_extremes(bad="0.85")
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-limit, vmax=limit, aspect="auto",
-                      interpolation="nearest")
-    image.set_gid("residuals")
-    ax.set_yticks(np.arange(len(row_labels)), labels=row_labels, fontsize=layout.row_pt)
+    image = grid_mesh(ax, values, cmap=cmap, vmin=-limit, vmax=limit, gid="residuals")
+    ax.set_yticks(np.arange(len(row_labels)) + 0.5, labels=row_labels, fontsize=layout.row_pt)
     if cut:
         label = ax.get_yticklabels()[cut]
         label.set_fontstyle("italic")
         label.set_color("0.3")
-        for edge in (cut - 0.5, cut + 0.5):
+        for edge in (cut, cut + 1):
             ax.axhline(edge, color="white", linewidth=2.5, gid="others")
     shown = np.arange(0, len(col_labels), layout.col_step)
-    ax.set_xticks(shown, labels=[col_labels[i] for i in shown], fontsize=layout.col_pt, rotation=layout.rotation,
-                  ha="right" if layout.rotation < 90 else "center",
+    ax.set_xticks(shown + 0.5, labels=[col_labels[i] for i in shown], fontsize=layout.col_pt,
+                  rotation=layout.rotation, ha="right" if layout.rotation < 90 else "center",
                   rotation_mode="anchor" if layout.rotation < 90 else "default")
     ax.tick_params(length=0)
-    for side in ax.spines.values():
-        side.set_visible(False)
     if annotate is None:
         annotate = values.size <= ANNOTATE_MAX_CELLS
     if annotate:
         rows, cols = np.nonzero(np.isfinite(values))
         for r, c in zip(rows, cols):
             v = values[r, c]
-            ax.text(c, r, f"{v:+.2f}", ha="center", va="center", fontsize=6,
+            ax.text(c + 0.5, r + 0.5, f"{v:+.2f}", ha="center", va="center", fontsize=6,
                     color="white" if abs(v) > 0.6 * limit else "black", gid="cell-label", in_layout=False)
     bar = ax.figure.colorbar(image, ax=ax, shrink=0.6 if len(row_labels) > 8 else 0.9, pad=0.01, aspect=30)
     bar.set_label("residual (logit of error): + more errors than predicted", fontsize=8)
@@ -145,8 +142,9 @@ def relative_vs_cv(table: pd.DataFrame, *, corrected: bool = True, label: bool |
     corrected : bool
         Plot the noise-corrected relative jaggedness (else the raw one).
     label : bool or int
-        True: label every model up to 12, else the 5 highest by relative jaggedness and
-        the 5 highest by cv_error; an int k: the k highest by each; False: none.
+        True: label every model up to 12, else the
+        :data:`jagged.views.overview.LABEL_ENDS` highest by relative jaggedness and by
+        cv_error; an int k: the k highest by each; False: none.
     ax : matplotlib.axes.Axes, optional
 
     Returns
@@ -174,7 +172,7 @@ def relative_vs_cv(table: pd.DataFrame, *, corrected: bool = True, label: bool |
     ax.scatter(x, y, s=24, c=list(colors), edgecolors="white", linewidths=0.5, gid="models", zorder=3)
     names = [plain(m) for m in rows["model"].astype(str)]
     if label is True and len(names) > 12:
-        label = 5
+        label = LABEL_ENDS
     if label is not False and len(names):
         k = len(names) if label is True else int(label)
         chosen = np.unique(np.concatenate([np.argsort(-y, kind="mergesort")[:k], np.argsort(-x, kind="mergesort")[:k]]))
@@ -193,29 +191,6 @@ def relative_vs_cv(table: pd.DataFrame, *, corrected: bool = True, label: bool |
     return ax
 
 
-def scree_shown(eigenvalues: np.ndarray, limit: int | None = SCREE_LIMIT) -> int:
-    """How many leading dimensions :func:`scree` draws.
-
-    Parameters
-    ----------
-    eigenvalues : numpy.ndarray
-        All eigenvalues, largest first.
-    limit : int, optional
-        The most to draw (None: no limit).
-
-    Returns
-    -------
-    int
-        Up to the last eigenvalue above 10⁻⁹ of the first (with fewer models than domains
-        the rest are 0), at least 2 and at most ``limit`` (never more than there are).
-    """
-    eig = np.asarray(eigenvalues, dtype=float)
-    top = eig[0] if len(eig) and np.isfinite(eig[0]) and eig[0] > 0 else 0.0
-    nonzero = int(np.sum(eig > 1e-9 * top)) if top > 0 else len(eig)
-    shown = max(2, nonzero) if limit is None else max(2, min(nonzero, int(limit)))
-    return min(shown, len(eig))
-
-
 def scree(dimensions: pd.DataFrame, *, ax: Axes | None = None, percentile: float = 0.95,
           limit: int | None = SCREE_LIMIT) -> Axes:
     """Scree plot: eigenvalues of the domains' correlation matrix against the parallel-analysis threshold.
@@ -229,9 +204,10 @@ def scree(dimensions: pd.DataFrame, *, ax: Axes | None = None, percentile: float
         The threshold's percentile, for the legend.
     ax : matplotlib.axes.Axes, optional
     limit : int, optional
-        The most dimensions to draw (default :data:`SCREE_LIMIT`; None: all). Dimensions
-        whose eigenvalue is 0 (beyond the rank, with fewer models than domains) are not
-        drawn either (:func:`scree_shown`); the title then says how many of how many are.
+        The most dimensions to draw (default :data:`jagged.views.structure.SCREE_LIMIT`;
+        None: all). Dimensions whose eigenvalue is 0 (beyond the rank, with fewer models
+        than domains) are not drawn either (:func:`jagged.views.structure.scree_shown`);
+        the title then says how many of how many are.
 
     Returns
     -------

@@ -11,11 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jagged.views.overview import by_jaggedness, error_matrix, left_out, model_order, per_model
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+from jagged.text import plural
+from jagged.views.overview import (LABEL_ALL_MAX, LABEL_ENDS, by_jaggedness, error_matrix, left_out, model_order,
+                                   per_model)
 
 
 def _fmt(value: float) -> str:
@@ -81,8 +79,8 @@ def dispersion_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | 
     """
     n_models = per_model(metrics)["model"].nunique()
     n_domains = scores["domain"].nunique()
-    text = (f"Dot plot of error rates (1 − score), one row per model ({_count(n_models, 'model')}), most "
-            f"jagged at the top; each row has one dot per domain ({_count(n_domains, 'domain')}) at its "
+    text = (f"Dot plot of error rates (1 − score), one row per model ({plural(n_models, 'model')}), most "
+            f"jagged at the top; each row has one dot per domain ({plural(n_domains, 'domain')}) at its "
             "error rate, a bar at the model's mean error, and its cv_error at the right.")
     return text + _as_sentence(cut_note(metrics, limit)) + _extremes(metrics)
 
@@ -105,8 +103,8 @@ def heatmap_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | Non
     """
     order = error_matrix(scores, order="error").columns[1:].tolist()
     n_models = per_model(metrics)["model"].nunique()
-    text = (f"Heatmap of error rates (1 − score): {_count(n_models, 'model')} in rows, most jagged at the "
-            f"top; {_count(len(order), 'domain')} in columns")
+    text = (f"Heatmap of error rates (1 − score): {plural(n_models, 'model')} in rows, most jagged at the "
+            f"top; {plural(len(order), 'domain')} in columns")
     if len(order) > 1:
         text += f", from the lowest median error ({order[0]}) on the left to the highest ({order[-1]}) on the right"
     text += "; darker cells are more errors, grey cells have no score."
@@ -125,13 +123,12 @@ def scatter_alt(metrics: pd.DataFrame) -> str:
     -------
     str
     """
-    from jagged.plots.dispersion import LABEL_ALL_MAX
-
     rows = per_model(metrics)
     defined = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
     text = (f"Scatter plot of cv_error (up) against macro score (across), one point per model "
-            f"({_count(len(defined), 'model')} with a defined cv_error")
-    text += ", each labelled)." if len(defined) <= LABEL_ALL_MAX else "; the 5 most and 5 least jagged labelled)."
+            f"({plural(len(defined), 'model')} with a defined cv_error")
+    text += (", each labelled)." if len(defined) <= LABEL_ALL_MAX
+             else f"; the {LABEL_ENDS} most and {LABEL_ENDS} least jagged labelled).")
     if len(defined):
         best = defined.sort_values(["macro_score", "model"], ascending=[False, True], kind="mergesort").iloc[0]
         text += f" Highest macro score: {best['model']} ({_fmt(best['macro_score'])})."

@@ -34,6 +34,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from jagged.text import listing
+
 #: Profiles whose wedge says nothing (the macro average itself).
 NEUTRAL_PROFILES = frozenset({"uniform"})
 
@@ -97,12 +99,6 @@ def _interval_text(row: pd.Series, analysis: Any, column: str = "cv_error", what
     if not (_finite(lo) and _finite(hi)):
         return ""
     return f"{_level(analysis)} interval{what} {float(lo):.3f} to {float(hi):.3f}"
-
-
-def _listing(names: Sequence[str], limit: int = 3) -> str:
-    names = [str(n) for n in names]
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 # --------------------------------------------------------------------------- contributors
@@ -177,7 +173,7 @@ def noise_finding(analysis: Any) -> Finding:
                     "the domains have too few items to show it. Read cv_error as an upper bound.")
     else:
         sentence = (f"For {clear:,} of {n:,} models the jaggedness is larger than sampling noise alone would "
-                    f"produce; for {k:,} ({_listing(flagged['model'].tolist())}) it cannot be told apart from "
+                    f"produce; for {k:,} ({listing(flagged['model'].tolist(), 3)}) it cannot be told apart from "
                     "noise.")
     unknown = len(rows) - n
     if unknown:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import difflib
 import warnings
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from jagged.stats.deployment import score_matrix
+from jagged.stats.intervals import wilson_interval
 from jagged.errors import JaggedInputError
 from jagged.views.overview import per_model
 
@@ -66,50 +66,6 @@ def resolve_model(scores: pd.DataFrame, model: str = "") -> str:
     return chosen
 
 
-def wilson_interval(errors: np.ndarray, n: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of an error rate estimated from ``n`` items.
-
-    Parameters
-    ----------
-    errors : array_like
-        Observed error rates e = k / n.
-    n : array_like
-        Item counts; NaN or non-positive gives a NaN interval.
-    ci : float
-        Interval level, in (0, 1).
-
-    Returns
-    -------
-    lo, hi : numpy.ndarray
-        Interval bounds, within [0, 1].
-
-    Notes
-    -----
-    With z the standard normal quantile at (1 + ci) / 2::
-
-        centre = (e + z²/2n) / (1 + z²/n)
-        half   = z / (1 + z²/n) · sqrt(e(1 − e)/n + z²/4n²)
-
-    It treats a domain's items as independent draws (sampling noise of the benchmark,
-    not disagreement between runs) and stays inside [0, 1] for e = 0 or 1, unlike the
-    normal approximation.
-    """
-    if not 0 < ci < 1:
-        raise JaggedInputError(f"interval level must be between 0 and 1, not {ci}")
-    e = np.asarray(errors, dtype=float)
-    n = np.asarray(n, dtype=float)
-    z = NormalDist().inv_cdf((1 + ci) / 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        good = n > 0
-        n_ = np.where(good, n, 1.0)
-        denom = 1 + z * z / n_
-        centre = (e + z * z / (2 * n_)) / denom
-        half = z / denom * np.sqrt(np.clip(e * (1 - e), 0, None) / n_ + z * z / (4 * n_ * n_))
-    lo = np.where(good, np.clip(centre - half, 0.0, 1.0), np.nan)
-    hi = np.where(good, np.clip(centre + half, 0.0, 1.0), np.nan)
-    return lo, hi
-
-
 def domain_errors(scores: pd.DataFrame, model: str, *, ci: float = 0.95) -> pd.DataFrame:
     """A model's error rate in each of its domains, against the other models'.
 
@@ -132,7 +88,7 @@ def domain_errors(scores: pd.DataFrame, model: str, *, ci: float = 0.95) -> pd.D
             the domain and e_d = 1 − s_d;
         ``error_lo``, ``error_hi``
             Wilson interval of e_d from ``n_items`` (NaN when unknown), see
-            :func:`wilson_interval`;
+            :func:`jagged.stats.intervals.wilson_interval`;
         ``n_items``
             items behind the score (NaN when unknown);
         ``field_n``
@@ -454,7 +410,7 @@ def describe_intervals(table: pd.DataFrame, errors: pd.DataFrame, model: str, ci
         text = domain + (" No bootstrap intervals for the model-level metrics (parameter bootstrap is 0, or "
                          "the data do not allow them).")
     if {"noise_flag", "noise_share", "cv_error_corrected", "p_equal_error"} <= set(table.columns):
-        from jagged.stats.uncertainty import noise_sentences
+        from jagged.views.uncertainty_text import noise_sentences
 
         text = " ".join([text, *noise_sentences(table[table["model"] == model])])
     return text

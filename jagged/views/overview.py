@@ -14,6 +14,7 @@ import pandas as pd
 from jagged.readers.dataset import Dataset
 from jagged.stats.metrics import METRIC_COLUMNS
 from jagged.readers.table import summarize
+from jagged.text import listing
 
 
 def per_model(table: pd.DataFrame) -> pd.DataFrame:
@@ -60,6 +61,11 @@ def ranked(table: pd.DataFrame, by: str = "cv_error") -> pd.DataFrame:
 
 
 T = TypeVar("T")
+
+#: Above this many models a scatter plot labels only the extremes (and its alt text says so).
+LABEL_ALL_MAX = 40
+#: How many of the most and of the least jagged models a crowded scatter plot labels.
+LABEL_ENDS = 5
 
 
 def ends(items: Sequence[T], limit: int | None) -> tuple[list[T], int]:
@@ -258,7 +264,7 @@ def dataset_facts(dataset: Dataset) -> pd.DataFrame:
     incomplete = facts["incomplete"]
     complete = f"{facts['complete_models']} of {facts['models']}"
     if incomplete:
-        listed = ", ".join(incomplete[:8]) + (f" and {len(incomplete) - 8} more" if len(incomplete) > 8 else "")
+        listed = listing(incomplete, 8)
         complete += f" (incomplete: {listed})"
     rows = [
         ("input", dataset.source),

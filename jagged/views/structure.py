@@ -9,13 +9,13 @@ No statistic is computed here beyond picking, sorting and counting.
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
+from jagged.stats.residual_test import residual_departures
 from jagged.stats.structure import Decomposition, Dimensions, Structure, level_correlations
-from jagged.text import listing, plural
+from jagged.text import and_more, listing, plural
 from jagged.views.overview import domain_order, left_out, model_order, others_label
 
 #: Columns of :func:`relative_table`, in order (interval columns only when present).
@@ -26,6 +26,8 @@ RELATIVE_COLUMNS: tuple[str, ...] = (
 PROFILE_COLUMNS: tuple[str, ...] = (
     "domain", "error", "expected_error", "residual", "residual_lo", "residual_hi", "z", "departs",
 )
+#: Most dimensions the scree plot draws; the dimension table has every one.
+SCREE_LIMIT: int = 30
 _F3 = "{:.3f}"
 #: Display formats of the tables below.
 SHARE_FORMATS: dict[str, str] = {"variance": "{:.4f}", "share": "{:.1%}"}
@@ -154,24 +156,13 @@ def residual_profile(decomposition: Decomposition, model: str, *, ci: float = 0.
         (what its level and the domain's difficulty predict), ``residual`` (logits),
         ``residual_lo`` / ``residual_hi`` (± z √v, the sampling interval; NaN without
         n_items), ``z`` and ``departs`` ("weaker than expected", "stronger than
-        expected" or ""): |z| beyond the Bonferroni limit z_{1 − (1 − ci)/(2 D)} over the
-        model's D domains, so that an even model is flagged somewhere with probability
-        at most 1 − ci.
+        expected" or ""): the test of :func:`jagged.stats.residual_test.residual_departures`
+        (|z| beyond the Bonferroni limit over the model's domains).
     """
     cells = decomposition.residuals()
-    mine = cells[cells["model"].astype(str) == str(model)]
-    d = max(len(mine), 1)
-    z_ci = NormalDist().inv_cdf((1 + ci) / 2)
-    z_limit = NormalDist().inv_cdf(1 - (1 - ci) / (2 * d))
-    z = mine["z"].to_numpy(dtype=float)
-    se = mine["residual_se"].to_numpy(dtype=float)
-    departs = np.where(z > z_limit, "weaker than expected", np.where(z < -z_limit, "stronger than expected", ""))
-    out = pd.DataFrame({
-        "domain": mine["domain"].to_numpy(dtype=object), "error": mine["error"].to_numpy(),
-        "expected_error": mine["expected_error"].to_numpy(), "residual": mine["residual"].to_numpy(),
-        "residual_lo": mine["residual"].to_numpy() - z_ci * se, "residual_hi": mine["residual"].to_numpy() + z_ci * se,
-        "z": z, "departs": departs.astype(object),
-    })
+    mine = residual_departures(cells[cells["model"].astype(str) == str(model)], ci=ci)
+    labels = np.array(["stronger than expected", "", "weaker than expected"], dtype=object)
+    out = mine.loc[:, list(PROFILE_COLUMNS)].assign(departs=labels[mine["departs"].to_numpy() + 1])
     return out.sort_values(["residual", "domain"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
 
 
@@ -339,7 +330,7 @@ def describe_profile(profile: pd.DataFrame, model: str, *, ci: float = 0.95) -> 
     def cells(rows: pd.DataFrame) -> str:
         text = ", ".join(f"{r.domain} ({r.error:.1%} errors where {r.expected_error:.1%} were expected)"
                          for r in rows.head(4).itertuples())
-        return text + (f" and {len(rows) - 4} more" if len(rows) > 4 else "")
+        return text + and_more(len(rows), 4)
 
     if not np.isfinite(profile["z"].to_numpy(dtype=float)).any():
         top, low = profile.iloc[0], profile.iloc[-1]
@@ -419,12 +410,33 @@ def relative_alt(table: pd.DataFrame) -> str:
     return text
 
 
+def scree_shown(eigenvalues: np.ndarray, limit: int | None = SCREE_LIMIT) -> int:
+    """How many leading dimensions the scree plot (:func:`jagged.plots.structure.scree`) draws.
+
+    Parameters
+    ----------
+    eigenvalues : numpy.ndarray
+        All eigenvalues, largest first.
+    limit : int, optional
+        The most to draw (None: no limit).
+
+    Returns
+    -------
+    int
+        Up to the last eigenvalue above 10⁻⁹ of the first (with fewer models than domains
+        the rest are 0), at least 2 and at most ``limit`` (never more than there are).
+    """
+    eig = np.asarray(eigenvalues, dtype=float)
+    top = eig[0] if len(eig) and np.isfinite(eig[0]) and eig[0] > 0 else 0.0
+    nonzero = int(np.sum(eig > 1e-9 * top)) if top > 0 else len(eig)
+    shown = max(2, nonzero) if limit is None else max(2, min(nonzero, int(limit)))
+    return min(shown, len(eig))
+
+
 def scree_alt(dims: Dimensions) -> str:
     """Alt text of :func:`jagged.plots.structure.scree`."""
     if dims.n_dimensions is None:
         return "Scree plot not available."
-    from jagged.plots.structure import scree_shown
-
     shown = scree_shown(dims.eigenvalues)
     which = f"the {dims.n_variables}" if shown == dims.n_variables else f"the first {shown} of the {dims.n_variables}"
     return (f"Scree plot: {which} eigenvalues of the domains' correlation matrix, largest first, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from jagged.readers.dataset import Dataset
-from jagged.text import listing
+from jagged.text import and_more, listing
 from jagged.readers.table import summarize
 
 
@@ -74,10 +74,10 @@ def detail_text(key: str, value: object, limit: int = 5) -> str:
             return "none"
         if all(len(v) <= 60 and " " not in v for v in items) and len(items) > 1:
             shown = ", ".join(items[:limit])
-            more = f" and {len(items) - limit} more" if len(items) > limit else ""
+            more = and_more(len(items), limit)
             return f"{len(items)} ({shown}{more})"
         shown = " | ".join(items[:limit])
-        return shown + (f" | and {len(items) - limit} more" if len(items) > limit else "")
+        return shown + and_more(len(items), limit, sep=" | ")
     return ""
 
 
