@@ -30,7 +30,7 @@ ITEM_FILE = Path(__file__).resolve().parents[1] / "tests" / "data" / "mmlu_pro_i
 
 def loop_replicates(items: pd.DataFrame, weights: pd.DataFrame, n_boot: int, seed: int) -> dict[str, np.ndarray]:
     """The baseline: one replicate at a time with pandas (same draws as the vectorised code)."""
-    from jagged.stats.uncertainty import item_matrix
+    from jagged.stats.bootstrap import item_matrix
 
     matrix = item_matrix(items)
     rng = np.random.default_rng(seed)
@@ -73,7 +73,7 @@ def main() -> None:
                  "results)")
 
     import jagged
-    from jagged.stats.uncertainty import bootstrap_intervals, bootstrap_replicates
+    from jagged.stats.bootstrap import bootstrap_intervals, bootstrap_replicates
     from jagged.stats.weights import resolve_profiles
 
     dataset = jagged.load(ITEM_FILE)

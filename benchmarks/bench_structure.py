@@ -83,7 +83,7 @@ def best_of(func, repeats: int):
 
 
 def speed(models: int, domains: int, repeats: int) -> None:
-    from jagged.stats import structure as st
+    from jagged.stats import decomposition as st
 
     frame, errors, n = synthetic(models, domains)
     st.decompose(frame.head(domains * 50))                       # warm up
@@ -108,20 +108,20 @@ def study(datasets: int) -> None:
 
     import jagged
     from jagged.readers.dataset import Dataset
-    from jagged.stats import structure as st
-    from jagged.stats.analysis import AnalysisOptions, metrics_table
+    from jagged.stats import decomposition as sdec, dimensions as sdim, relative as srel, structure as st
+    from jagged.analysis import AnalysisOptions, metrics_table
 
     rng = np.random.default_rng(2026)
     start = time.perf_counter()
     corr_res, corr_rj, flagged, med_corr, med_raw, coverage = [], [], [], [], [], []
     for k in range(datasets):
         sim = simulate(rng)
-        dec = st.decompose(long_table(sim["errors"], sim["n"]))
-        per = st.model_structure(dec)
+        dec = sdec.decompose(long_table(sim["errors"], sim["n"]))
+        per = srel.model_structure(dec)
         corr_res.append(np.corrcoef(dec.residual.ravel(), sim["rho"].ravel())[0, 1])
         corr_rj.append(np.corrcoef(per["relative_jaggedness_corrected"], sim["rho"].std(axis=1))[0, 1])
         null = simulate(rng, residual_sd=0.0)
-        per0 = st.model_structure(st.decompose(long_table(null["errors"], null["n"])))
+        per0 = srel.model_structure(sdec.decompose(long_table(null["errors"], null["n"])))
         flagged.append(per0["relative_noise_flag"].mean())
         med_corr.append(per0["relative_jaggedness_corrected"].median())
         med_raw.append(per0["relative_jaggedness"].median())
@@ -143,7 +143,7 @@ def study(datasets: int) -> None:
           f"({len(coverage)} tables x 30 models, B = 300)")
     for corr in (0.0, 0.2, 0.3):
         for factors in (1, 3):
-            found = [st.dimensions(factor_table(rng, factors, factor_corr=corr)[0], draws=200, seed=k).n_dimensions
+            found = [sdim.dimensions(factor_table(rng, factors, factor_corr=corr)[0], draws=200, seed=k).n_dimensions
                      for k in range(datasets)]
             print(f"  parallel analysis, {factors}-factor data, factor correlation {corr}: retains {factors} in "
                   f"{np.mean(np.asarray(found) == factors):.1%} (counts by n retained: {np.bincount(found).tolist()})")

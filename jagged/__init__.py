@@ -29,16 +29,18 @@ _LAZY: dict[str, str] = {
     "load_scores": "jagged.readers.load", "cv_error": "jagged.stats.metrics", "jaggedness": "jagged.stats.metrics",
     "summarize": "jagged.readers.table", "validate_scores": "jagged.readers.table",
     "deployment_metrics": "jagged.stats.deployment", "resolve_profiles": "jagged.stats.weights",
-    "bootstrap_intervals": "jagged.stats.uncertainty", "sampling_noise": "jagged.stats.uncertainty",
-    "analyse": "jagged.stats.analysis", "metrics_table": "jagged.stats.analysis",
+    "bootstrap_intervals": "jagged.stats.bootstrap", "sampling_noise": "jagged.stats.uncertainty",
+    "analyse": "jagged.analysis", "metrics_table": "jagged.analysis",
     "AnalysisOptions": "jagged.options", "item_audit": "jagged.stats.item_audit",
-    "structure": "jagged.stats.structure", "relative_jaggedness": "jagged.stats.decomposition",
+    "structure": "jagged.stats.structure", "relative_jaggedness": "jagged.stats.relative",
+    "compare": "jagged.stats.compare",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from jagged.options import AnalysisOptions
-    from jagged.stats.analysis import analyse, metrics_table
-    from jagged.stats.decomposition import relative_jaggedness
+    from jagged.analysis import analyse, metrics_table
+    from jagged.stats.compare import compare
+    from jagged.stats.relative import relative_jaggedness
     from jagged.stats.deployment import deployment_metrics
     from jagged.stats.item_audit import item_audit
     from jagged.stats.structure import structure
@@ -46,7 +48,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from jagged.readers.load import BUNDLED_SCORES, load, load_scores
     from jagged.stats.metrics import cv_error, jaggedness
     from jagged.readers.table import summarize, validate_scores
-    from jagged.stats.uncertainty import bootstrap_intervals, sampling_noise
+    from jagged.stats.bootstrap import bootstrap_intervals
+    from jagged.stats.uncertainty import sampling_noise
     from jagged.stats.weights import resolve_profiles
 
 
@@ -64,8 +67,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AnalysisOptions", "BUNDLED_SCORES", "Dataset", "analyse", "item_audit", "metrics_table", "relative_jaggedness",
-    "structure", "JaggedInputError", "JaggedWarning", "__version__", "bootstrap_intervals",
+    "AnalysisOptions", "BUNDLED_SCORES", "Dataset", "analyse", "compare", "item_audit", "metrics_table",
+    "relative_jaggedness", "structure", "JaggedInputError", "JaggedWarning", "__version__", "bootstrap_intervals",
     "cv_error", "deployment_metrics", "jaggedness", "load", "load_scores", "resolve_profiles",
     "sampling_noise", "summarize", "validate_scores",
 ]

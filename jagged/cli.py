@@ -17,12 +17,11 @@ import click
 
 from jagged import options as opts
 from jagged.errors import JaggedInputError
+from jagged.report.notebooks import DEFAULT_OUTPUT, DEFAULT_TITLE
 from jagged.text import one_line
 
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
-#: Report page themes (the same as :data:`jagged.report.run.THEMES`, which imports more).
-THEMES = ("light", "dark", "auto")
 
 
 def _print_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
@@ -120,7 +119,7 @@ def main() -> None:
 @guarded
 def metrics(scores: str, output: str | None, **kwargs: Any) -> None:
     """Compute the per-model metrics table (macro_score, cv_error, ...) for SCORES."""
-    from jagged.stats.analysis import metrics_table
+    from jagged.analysis import metrics_table
     from jagged.readers.load import load
 
     check_inputs(scores, kwargs)
@@ -247,9 +246,9 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
 
 @main.command()
 @click.argument("scores", type=str, required=False, default=None)
-@click.option("-o", "--output", type=str, default="reports/jaggedness_report.html",
+@click.option("-o", "--output", type=str, default=DEFAULT_OUTPUT.as_posix(),
               show_default=True, help="The HTML report; the executed notebook is kept beside it as .ipynb.")
-@click.option("--title", type=str, default="Jaggedness report", show_default=True, help="Report title.")
+@click.option("--title", type=str, default=DEFAULT_TITLE, show_default=True, help="Report title.")
 @click.option("--show-code", is_flag=True, help="Show the notebook's code cells (hidden by default).")
 @click.option("--params", "params_file", type=str, default=None, metavar="FILE",
               help="Rerun from a parameter set: papermill-style YAML, or a jagged report (.html/.ipynb) "
@@ -338,6 +337,68 @@ def batch(scores: str | None, out_dir: str, jobs: int | None, models: tuple[str,
     click.echo(result.summary(), err=True)
     if result.failed:
         sys.exit(EXIT_INTERNAL)
+
+
+
+@main.command("compare")
+@click.argument("a", type=str)
+@click.argument("b", type=str)
+@click.option("-o", "--output", type=str, default=None,
+              help="Write the per-model table (macro_score_a, macro_score_b, macro_score_delta, ...) to OUT.csv or "
+                   "OUT.json (default: CSV on stdout when no other output is asked for).")
+@click.option("--items-out", "items_out", type=str, default=None, metavar="FILE",
+              help="Write the item ledger (one row per item whose status changed; column change) to FILE.csv or "
+                   ".json; needs item-level results on both sides.")
+@click.option("--report", "report_path", type=str, default=None, metavar="OUT.html",
+              help="Also write the compare report (findings first) to OUT.html.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="False discovery rate of the items whose difficulty moved (Benjamini-Hochberg).")
+@click.option("--repeats", is_flag=True, help="A and B are repeated runs of the same models on the same items: add "
+              "the run-to-run noise floor and beyond_run_noise.")
+@input_options
+@analysis_options
+@guarded
+def compare_command(a: str, b: str, output: str | None, items_out: str | None, report_path: str | None,
+                    alpha: float, repeats: bool, **kwargs: Any) -> None:
+    """What changed from run or release A to B? Like-for-like deltas per model, with paired intervals.
+
+    A and B are any two inputs jagged reads. Every delta is B - A on what both share (the
+    items each model answered on both sides, else the domains both score); the item ledger,
+    rank changes (Kendall tau) and added/removed models and domains come with it. Findings
+    go to stderr.
+    """
+    from jagged.report.compare import compare_inputs, compare_report
+    from jagged.report.execution import ReportError
+    from jagged.views.compare import CompareView, findings
+
+    check_inputs(a, kwargs)
+    check_inputs(b, {})
+    if report_path is not None:
+        from jagged.report.run import check_destination
+
+        check_destination(report_path)
+    side_a, side_b, comparison = compare_inputs(a, b, alpha=alpha, repeats=repeats, **kwargs)
+    if items_out is not None and comparison.ledger is None:
+        raise JaggedInputError(f"--items-out needs item-level results on both sides ({side_a.source}: "
+                               f"{'yes' if side_a.items is not None else 'no'}, {side_b.source}: "
+                               f"{'yes' if side_b.items is not None else 'no'})")
+    if output is not None or (items_out is None and report_path is None):
+        write_table(comparison.models, output)
+    if items_out is not None:
+        write_table(comparison.ledger, items_out)
+    view = CompareView(comparison, name_a=side_a.source, name_b=side_b.source, ci=kwargs.get("ci", 0.95),
+                       alpha=alpha)
+    for sentence in findings(view):
+        click.echo(f"jagged: {sentence}", err=True)
+    if report_path is not None:
+        try:
+            path = compare_report(a, b, report_path, alpha=alpha, repeats=repeats, **kwargs)
+        except ReportError as exc:
+            if exc.ename == "JaggedInputError":
+                raise JaggedInputError(exc.evalue or str(exc)) from None
+            click.echo(f"jagged: report failed: {one_line(str(exc))}", err=True)
+            sys.exit(EXIT_INTERNAL)
+        click.echo(f"wrote {path} (executed notebook: {path.with_suffix('.ipynb')})", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

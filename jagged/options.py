@@ -1,5 +1,4 @@
-"""Every user option, declared once: the CLI flag, the loader or analysis argument and the
-notebook parameter of the same name.
+"""Every user option, declared once: its CLI flag, its loader or analysis argument, its notebook parameter.
 
 The same option reaches jagged by three roads: a command-line flag (``--score-scale``),
 a keyword argument of :func:`jagged.load` or :class:`AnalysisOptions`, and a parameter of a
@@ -51,38 +50,6 @@ MAX_LIST = 1000
 MAX_SEED = 2**32 - 1
 #: Largest ``max_input_bytes``: 1 TiB.
 MAX_INPUT_BYTES = 2**40
-
-
-@dataclass(frozen=True)
-class AnalysisOptions:
-    """What to compute beyond the jaggedness penalty.
-
-    Attributes
-    ----------
-    weights : str or None
-        Path of a weights file (CSV or YAML) with exposure profiles.
-    profiles : tuple of str
-        Profile names to compute, in order: names from the weights file or the
-        built-ins ``uniform`` and ``items`` (empty: every profile in the weights file).
-    missing_weight : {"error", "zero"}
-        What a score domain absent from a profile means.
-    bootstrap : int
-        Bootstrap replicates for intervals (0: none). The Python default is 0, so a
-        library call is fast, deterministic and adds no columns unless asked; the CLI
-        (``--bootstrap``) and the report notebook default to 2000.
-    seed : int
-        Random seed for the bootstrap (``numpy.random.default_rng(seed)``).
-    ci : float
-        Interval level; 1 − ci is also the level of the equal-error test behind
-        ``noise_flag`` (see :func:`jagged.stats.uncertainty.sampling_noise`).
-    """
-
-    weights: str | None = None
-    profiles: tuple[str, ...] = ()
-    missing_weight: str = "error"
-    bootstrap: int = 0
-    seed: int = 0
-    ci: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -251,17 +218,51 @@ def _options() -> tuple[Option, ...]:
 #: Every option, in the order the notebooks declare them.
 OPTIONS: tuple[Option, ...] = _options()
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
-#: The input parameter every notebook has first (after ``model`` in the per-model notebook).
-SCORES_HELP = 'score file or folder to analyse; "" means the bundled MMLU-Pro per-category scores'
 #: Notebook parameters that are no option: checked like options (:func:`check_parameters`).
 NOTEBOOK_ONLY: dict[str, Option] = {o.name: o for o in (
-    Option("scores", "notebook", "str", None, SCORES_HELP, cli=False),
+    Option("scores", "notebook", "str", None, 'score file or folder to analyse; "" means the bundled MMLU-Pro '
+           "per-category scores", cli=False),
     Option("model", "notebook", "str", None, "model to report on", cli=False),
     Option("n_extremes", "notebook", "int", 3, "how many best and worst domains to name", cli=False,
            minimum=0, maximum=1000),
 )}
 #: Parameters that name a file or folder jagged reads (see :func:`check_input_path`).
 PATH_PARAMETERS = ("scores", "weights")
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What to compute beyond the jaggedness penalty: the ``analysis`` options as one value.
+
+    The fields are the :data:`ANALYSIS` options, in declaration order, and their defaults
+    are the declared library defaults (:attr:`Option.default`).
+
+    Attributes
+    ----------
+    weights : str or None
+        Path of a weights file (CSV or YAML) with exposure profiles.
+    profiles : tuple of str
+        Profile names to compute, in order: names from the weights file or the
+        built-ins ``uniform`` and ``items`` (empty: every profile in the weights file).
+    missing_weight : {"error", "zero"}
+        What a score domain absent from a profile means.
+    bootstrap : int
+        Bootstrap replicates for intervals (0: none). The Python default is 0, so a
+        library call is fast, deterministic and adds no columns unless asked; the CLI
+        (``--bootstrap``) and the report notebook default to 2000.
+    seed : int
+        Random seed for the bootstrap (``numpy.random.default_rng(seed)``).
+    ci : float
+        Interval level; 1 − ci is also the level of the equal-error test behind
+        ``noise_flag`` (see :func:`jagged.stats.uncertainty.sampling_noise`).
+    """
+
+    weights: str | None = BY_NAME["weights"].default
+    profiles: tuple[str, ...] = BY_NAME["profiles"].default
+    missing_weight: str = BY_NAME["missing_weight"].default
+    bootstrap: int = BY_NAME["bootstrap"].default
+    seed: int = BY_NAME["seed"].default
+    ci: float = BY_NAME["ci"].default
 
 
 # ---------------------------------------------------------------------------------------

@@ -162,7 +162,7 @@ def test_full_batch_writes_every_report_and_an_index_whose_links_resolve(full_ba
 
 def test_index_numbers_are_the_metrics_table(full_batch):
     out, _ = full_batch
-    from jagged.stats.analysis import AnalysisOptions, metrics_table
+    from jagged.analysis import AnalysisOptions, metrics_table
     from jagged.readers.load import load
 
     table = metrics_table(load(BUNDLED), AnalysisOptions(weights=str(PROFILES)))
@@ -245,10 +245,10 @@ def failing_model_notebook(folder: Path) -> Path:
 
 
 def plan_as_cli(args: list[str]):
-    """The plan ``jagged batch ARGS`` makes (the CLI's parsing, then jagged.report.batch.plan_batch)."""
+    """The plan ``jagged batch ARGS`` makes (the CLI's parsing, then jagged.report.batch_plan.plan_batch)."""
     from jagged import options as opts
     from jagged.cli import batch
-    from jagged.report.batch import code_digest, plan_batch
+    from jagged.report.batch_plan import code_digest, plan_batch
 
     code_digest.cache_clear()  # the code as a CLI run started now would hash it
     params = batch.make_context("batch", list(args)).params
@@ -262,7 +262,9 @@ def test_failure_is_isolated_then_resumed_then_forced(tmp_path):
     says which failed and links its notebook; the next run makes only that one; --force makes all."""
     from dataclasses import replace
 
-    from jagged.report.batch import BatchResult, execute_plan, write_index
+    from jagged.report.batch import BatchResult
+    from jagged.report.batch_index import write_index
+    from jagged.report.batch_workers import execute_plan
 
     scores = write_scores(tmp_path / "scores.csv", ["alpha", "beta", "gamma"])
     out = tmp_path / "out"

@@ -1,4 +1,5 @@
-"""A kernel's files: named after their run in the runtime folder, removed on stop, and after a kill only when provably dead."""
+"""What a run leaves on disk: kernel files named after their run, removed on stop, and after a kill only when
+provably dead; temporary report folders removed only when their run is gone."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jagged.report.kernel import host_tag, launch_kernel, remove_stale_kernel_files, stop_kernel
+from jagged.report.debris import host_tag, make_workdir, remove_stale_kernel_files, remove_stale_workdirs
+from jagged.report.kernel import launch_kernel, stop_kernel
 
 
 @pytest.fixture
@@ -94,3 +96,27 @@ def test_only_provably_dead_kernels_files_are_removed(tmp_path):
         running.wait()
     assert sorted(remove_stale_kernel_files(tmp_path)) == sorted(live_kernel + live_owner + named)
     assert remove_stale_kernel_files(tmp_path / "missing") == []
+
+
+def test_only_dead_runs_folders_are_removed(tmp_path):
+    mine = make_workdir(tmp_path / "a.html")
+    host = mine.name.split(".")[-2].split("-")[1]
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()                                                       # a process id that has ended
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead = tmp_path / f".b.{ended.pid}-{host}.abcdefgh"
+        live = tmp_path / f".c.{running.pid}-{host}.abcdefgh"
+        elsewhere = tmp_path / f".d.{ended.pid}-{'0' * 8 if host != '0' * 8 else '1' * 8}.abcdefgh"
+        unrelated = tmp_path / ".e.abcdefgh"
+        for folder in (dead, live, elsewhere, unrelated):
+            folder.mkdir()
+        (dead / "executed.ipynb").write_text("{}")
+        assert remove_stale_workdirs(tmp_path) == [dead]
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            [mine.name, live.name, elsewhere.name, unrelated.name])
+    finally:
+        running.kill()
+        running.wait()
+    assert remove_stale_workdirs(tmp_path) == [live]                   # once its process has ended
+    assert remove_stale_workdirs(tmp_path / "missing") == []

@@ -10,7 +10,7 @@ import pytest
 
 from jagged.options import AnalysisOptions
 from jagged.readers.dataset import Dataset
-from jagged.stats.analysis import Analysis
+from jagged.analysis import Analysis
 from jagged.views import glance as g
 
 NAN = math.nan
@@ -156,7 +156,7 @@ def test_html_escapes_names_and_keeps_one_item_per_finding():
 
 
 def test_bundled_report_glance_numbers_come_from_its_table():
-    from jagged.stats.analysis import analyse
+    from jagged.analysis import analyse
 
     analysis = analyse(None, example_profiles=True, bootstrap=200, seed=0)
     found = {f.label: f for f in g.glance(analysis)}

@@ -27,6 +27,8 @@ from jagged.errors import JaggedInputError
 from jagged.readers import items as items_module
 from jagged.readers.items import validate_items
 from jagged.stats import item_audit as ia
+from jagged.stats import item_evidence as iev
+from jagged.stats import item_sensitivity as isens
 from jagged.stats.item_sums import item_sums, upper_lower_weights
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +41,7 @@ REVISED_OPTIONS = {2129, 2253, 2453, 3983, 5457, 5664, 5666, 6921, 8410, 8582, 8
 
 
 @pytest.fixture(scope="module")
-def bundled() -> ia.ItemAudit:
+def bundled() -> iev.ItemAudit:
     return ia.audit_items(items_module.load_bundled_items())
 
 
@@ -124,16 +126,30 @@ def test_tiny_matrix_distractor_correlation_and_p_value_by_hand():
     assert o.loc[("i2", "C"), "r_rest"] == pytest.approx(-1 / math.sqrt(3))
 
 
+def test_audit_from_sums_leaves_the_sums_it_is_given_unchanged():
+    """The audit keeps a copy of the sums without the item/option tables; the caller's stay whole (issue 22)."""
+    sums = item_sums(validate_items(guttman(), "<item table>", line_offset=None), rest="domain")
+    n_items, n_options = len(sums.items), len(sums.options)
+    assert n_items == 25 and n_options > 0
+    first = iev.audit_from_sums(sums)
+    assert len(sums.items) == n_items and len(sums.options) == n_options
+    assert len(first.sums.items) == 0 and len(first.sums.options) == 0
+    second = iev.audit_from_sums(sums)  # the same sums again: the same audit
+    pd.testing.assert_frame_equal(second.items, first.items)
+    pd.testing.assert_frame_equal(second.options, first.options)
+    pd.testing.assert_frame_equal(first.items, ia.audit_items(guttman()).items)
+
+
 def test_benjamini_hochberg_hand_worked_and_against_scipy_and_statsmodels():
     from statsmodels.stats.multitest import multipletests
 
     # sorted .01 .03 .04 .20 -> .04 .06 .0533 .20 -> running min from the right: .04 .0533 .0533 .20
-    q = ia.benjamini_hochberg(np.array([0.01, 0.04, 0.03, 0.20, np.nan]))
+    q = iev.benjamini_hochberg(np.array([0.01, 0.04, 0.03, 0.20, np.nan]))
     assert q[:4] == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.20])
     assert np.isnan(q[4])
     p = np.random.default_rng(3).uniform(size=500) ** 3
-    assert ia.benjamini_hochberg(p) == pytest.approx(stats.false_discovery_control(p))
-    assert ia.benjamini_hochberg(p) == pytest.approx(multipletests(p, method="fdr_bh")[1])
+    assert iev.benjamini_hochberg(p) == pytest.approx(stats.false_discovery_control(p))
+    assert iev.benjamini_hochberg(p) == pytest.approx(multipletests(p, method="fdr_bh")[1])
 
 
 # --------------------------------------------------------------------------- against scipy, per item
@@ -197,7 +213,7 @@ def test_upper_lower_weights_against_a_loop_with_ties():
     assert np.bincount(item, wu) == pytest.approx(k) and np.bincount(item, wl) == pytest.approx(k)
 
 
-def _brute_force_suspicion(audit: ia.ItemAudit, table: pd.DataFrame, item: str) -> float:
+def _brute_force_suspicion(audit: iev.ItemAudit, table: pd.DataFrame, item: str) -> float:
     """The suspicion of one item from its definition, with loops over models and the grid."""
     a, grid, prior = audit.slope, audit.grid, audit.prior
     dom = table.groupby(["model", "domain"])["correct"].agg(["sum", "size"])
@@ -295,10 +311,10 @@ def test_named_flags_on_constructed_items():
 
 def test_flagged_means_any_review_flag_and_counts_add_up(bundled):
     items = bundled.items
-    review = items[[f"flag_{f}" for f in ia.REVIEW_FLAGS]].fillna(False).to_numpy(dtype=bool).any(axis=1)
+    review = items[[f"flag_{f}" for f in iev.REVIEW_FLAGS]].fillna(False).to_numpy(dtype=bool).any(axis=1)
     assert (items["flagged"].to_numpy() == review).all()
     counts = ia.flag_counts(bundled).set_index("flag")
-    for name in ia.FLAGS:
+    for name in iev.FLAGS:
         assert counts.loc[name, "n_items"] == int(items[f"flag_{name}"].fillna(False).sum())
     assert counts.loc["flagged", "n_items"] == int(review.sum())
     assert items["suspicion_rank"].is_monotonic_increasing
@@ -399,7 +415,7 @@ def test_likely_answer_of_revised_items_is_mostly_the_revised_key(bundled, revis
 
 
 def test_sensitivity_against_an_independent_recomputation(bundled):
-    s = ia.flag_sensitivity(bundled).set_index("model")
+    s = isens.flag_sensitivity(bundled).set_index("model")
     per_category = pd.read_csv(ROOT / "jagged" / "data" / "mmlu_pro_per_category.csv")
     expected = jagged.jaggedness(per_category).set_index("model")["cv_error"]
     assert s["cv_error"].to_numpy() == pytest.approx(expected.reindex(s.index).to_numpy())
@@ -472,7 +488,7 @@ def test_out_of_core_parquet_gives_the_same_audit(tmp_path, monkeypatch):
                 assert np.allclose(a[column], b[column], equal_nan=True, atol=1e-9), column
             elif column != "suspicion_rank":
                 assert a[column].astype(object).fillna("-").tolist() == b[column].astype(object).fillna("-").tolist()
-        sa, sb = ia.flag_sensitivity(mem), ia.flag_sensitivity(ooc)
+        sa, sb = isens.flag_sensitivity(mem), isens.flag_sensitivity(ooc)
         assert np.allclose(sa.select_dtypes("number"), sb.select_dtypes("number"), equal_nan=True)
 
 
@@ -505,7 +521,7 @@ def test_cli_items_csv_json_and_top(tmp_path):
     assert code == 0, err
     table = pd.read_csv(io.StringIO(out))
     assert len(table) == 5 and table["suspicion_rank"].tolist() == sorted(table["suspicion_rank"])
-    assert list(table.columns) == list(ia.AUDIT_COLUMNS)
+    assert list(table.columns) == list(iev.AUDIT_COLUMNS)
     assert "12,032 items from 29 models" in err
     target = tmp_path / "items.json"
     code, _, err = run_cli("items", str(TEST_DATA / "mmlu_pro_responses.csv.gz"), "-o", target, "--top", "3")
@@ -537,7 +553,7 @@ def test_views_tables_pick_the_audit_numbers(bundled):
 
     flags = views.flag_table(bundled).set_index("flag")
     items = bundled.items
-    for name in ia.FLAGS:
+    for name in iev.FLAGS:
         hits = int(items[f"flag_{name}"].fillna(False).sum())
         assert flags.loc[name.replace("_", " "), "items"] == hits
         assert flags.loc[name.replace("_", " "), "share of items"] == pytest.approx(hits / len(items))
@@ -550,7 +566,7 @@ def test_views_tables_pick_the_audit_numbers(bundled):
     first = top.iloc[0]
     assert first["rank"] == 1 and first["item"] == items["item"].iloc[0]
     assert first["strong models chose"].startswith(str(items["strong_choice"].iloc[0]) + " (")
-    sens = views.sensitivity_table(ia.flag_sensitivity(bundled))
+    sens = views.sensitivity_table(isens.flag_sensitivity(bundled))
     assert sens["change"].abs().is_monotonic_decreasing
     assert list(sens.columns)[-2:] == ["what-if: key errors re-scored", "what-if change"]
 
@@ -560,7 +576,7 @@ def test_views_sentences_and_alt_text(bundled):
 
     items = bundled.items
     flagged = int(items["flagged"].sum())
-    sentences = views.audit_sentences(bundled, ia.flag_sensitivity(bundled))
+    sentences = views.audit_sentences(bundled, isens.flag_sensitivity(bundled))
     assert sentences[0].startswith(f"{flagged:,} of {len(items):,} items ({flagged / len(items):.1%})")
     assert any("not a corrected CV" in s for s in sentences)
     assert any(f"{len(ia.rescoring_options(bundled))} items look like key errors" in s for s in sentences)
@@ -591,7 +607,7 @@ def test_plots_draw_what_they_are_given(bundled):
 
 
 def test_analysis_section_and_glance_finding(tmp_path):
-    from jagged.stats.analysis import SECTIONS, analyse
+    from jagged.analysis import SECTIONS, analyse
     from jagged.views.glance import glance
 
     assert "items" in SECTIONS

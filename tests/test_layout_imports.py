@@ -14,8 +14,9 @@ import jagged
 
 PACKAGE = Path(jagged.__file__).parent
 #: The stages of the data's road, in order; a module may import its own stage and earlier ones.
-#: Views and plots are one stage (tables and figures for a reader), in two folders.
-STAGES = ("base", "readers", "stats", "views", "report", "cli")
+#: ``analysis`` (jagged/analysis.py) composes the statistics once per report.
+#: Views (tables and sentences) come before plots (figures): a plot may import a view, never the reverse.
+STAGES = ("base", "readers", "stats", "analysis", "views", "plots", "report", "cli")
 #: Top-level modules of no stage (used everywhere).
 BASE = {"jagged.errors", "jagged.text", "jagged.resources", "jagged.fileio", "jagged.options"}
 
@@ -55,8 +56,7 @@ def stage(module: str) -> str:
         return "base"
     if module == "jagged.cli":
         return "cli"
-    folder = module.split(".")[1]
-    return "views" if folder == "plots" else folder
+    return module.split(".")[1]
 
 
 def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:

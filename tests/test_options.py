@@ -7,7 +7,7 @@ import pytest
 from jagged import options as opts
 from jagged.cli import main
 from jagged.report.notebooks import find_notebook, notebook_parameters
-from jagged.stats.analysis import analyse, analyse_notebook
+from jagged.analysis import analyse, analyse_notebook
 
 #: Notebook defaults that differ on purpose from the CLI's.
 NOTEBOOK_DEFAULTS = {"model_report": {"bootstrap": 0}}
@@ -74,3 +74,19 @@ def test_analyse_takes_the_notebook_parameters_and_rejects_unknown_options():
     assert not analyse(bootstrap=0).sections["profiles"]  # the Python API adds no example profiles
     with pytest.raises(TypeError, match="unknown option"):
         analyse(bootstrp=0)
+
+
+def test_analysis_options_are_the_declared_analysis_options_with_their_library_defaults():
+    import dataclasses
+
+    fields = dataclasses.fields(opts.AnalysisOptions)
+    assert [f.name for f in fields] == list(opts.names(opts.ANALYSIS))
+    # the library defaults, written out: a library call is fast and adds no columns unless asked
+    assert opts.AnalysisOptions() == opts.AnalysisOptions(weights=None, profiles=(), missing_weight="error",
+                                                          bootstrap=0, seed=0, ci=0.95)
+    assert {f.name: f.default for f in fields} == {o.name: o.default for o in opts.OPTIONS
+                                                   if o.stage == opts.ANALYSIS}
+    # the CLI and the notebooks differ from the library only where declared (cli_default)
+    assert {o.name: o.surface_default for o in opts.OPTIONS if o.stage == opts.ANALYSIS
+            and o.surface_default != o.default} == {"bootstrap": 2000}
+

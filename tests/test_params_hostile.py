@@ -289,7 +289,8 @@ def test_stored_notebook_is_a_packaged_name_never_a_path(tmp_path, monkeypatch, 
     else:
         source = _ipynb(tmp_path / "sub" / "r.ipynb", {"bootstrap": 0}, notebook=name)
     assert_bad_input("report", "--params", source, "-o", tmp_path / "o.html",
-                     fragments=("is not one of the packaged notebooks (jaggedness_report, model_report)",))
+                     fragments=("is not one of the packaged notebooks (compare_report, jaggedness_report, "
+                                "model_report)",))
     assert_bad_input("report", "--notebook", name, "-o", tmp_path / "o.html",
                      fragments=("--notebook: notebook", "is not one of the packaged notebooks"))
     assert not marker.exists()

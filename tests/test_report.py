@@ -125,14 +125,27 @@ def test_theme_and_content_security_policy(rendered):
     assert '<html data-theme="dark" lang="en">' in dark and '<meta content="dark" name="color-scheme"/>' in dark
     auto = report.render(nb, title="t", theme="auto")
     assert '<meta content="light dark" name="color-scheme"/>' in auto
-    with pytest.raises(ValueError, match="theme must be one of light, dark, auto"):
+    refused = "parameter 'theme' must be one of 'light', 'dark', 'auto', not 'neon'"
+    with pytest.raises(JaggedInputError, match=refused):
         report.render(nb, title="t", theme="neon")
-    assert report.THEMES == tuple(main.commands["report"].params[[p.name for p in main.commands["report"].params]
-                                                                 .index("theme")].type.choices)
+
+
+def test_the_themes_are_light_dark_and_auto_on_every_road(tmp_path):
+    """--theme offers exactly the themes the page renders; any other is refused before a kernel starts."""
+    theme = next(p for p in main.commands["report"].params if p.name == "theme")
+    assert tuple(theme.type.choices) == ("light", "dark", "auto")
+    nb = nbformat.v4.new_notebook()
+    schemes = {"light": "light", "dark": "dark", "auto": "light dark"}
+    for name, scheme in schemes.items():
+        page = report.render(nb, title="t", theme=name)
+        assert f'<html data-theme="{name}" lang="en">' in page
+        assert f'<meta content="{scheme}" name="color-scheme"/>' in page
+    result = CliRunner().invoke(main, ["report", "-o", str(tmp_path / "r.html"), "--theme", "neon"])
+    assert result.exit_code == 2 and "'neon' is not one of 'light', 'dark', 'auto'" in result.output
 
 
 def test_bad_theme_exits_2_before_any_kernel(tmp_path):
-    with pytest.raises(JaggedInputError, match="theme must be one of"):
+    with pytest.raises(JaggedInputError, match="parameter 'theme' must be one of 'light', 'dark', 'auto', not 'neon'"):
         report.jaggedness_report(None, tmp_path / "r.html", theme="neon")
     assert not list(tmp_path.iterdir())
 

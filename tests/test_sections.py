@@ -9,7 +9,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from jagged import report
 from jagged.report.sections import SectionFilter, cell_sections, sections_record
-from jagged.stats.analysis import SECTIONS_MIME
+from jagged.analysis import SECTIONS_MIME
 
 
 def tagged(cell, *tags):

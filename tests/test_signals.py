@@ -21,8 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from jagged.report.batch import up_to_date
-from jagged.report.run import make_workdir, remove_stale_workdirs
+from jagged.report.batch_plan import up_to_date
+from jagged.report.debris import make_workdir
 from jagged.report.slug import unique_slugs
 from test_batch import index_rows, plan_as_cli, write_scores
 
@@ -103,7 +103,7 @@ def kernel_files(runtime: Path) -> list[str]:
 
 def live_group(runtime: Path) -> list[Path]:
     """Kernel files of a live run (this test process's): no run may remove them."""
-    from jagged.report.kernel import host_tag
+    from jagged.report.debris import host_tag
 
     stem = runtime / f"jagged-{os.getpid()}-{host_tag()}-{'0' * 12}"
     files = [Path(f"{stem}.json"), Path(f"{stem}.kernel"), Path(f"{stem}-ipc-1")]
@@ -265,27 +265,3 @@ def test_killed_report_leaves_no_kernel_and_the_next_run_cleans_up(tmp_path, pla
     assert earlier.read_text(encoding="utf-8") == "<html>an earlier report</html>"
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
         "report.html", "second.html", "second.ipynb"]
-
-
-def test_only_dead_runs_folders_are_removed(tmp_path):
-    mine = make_workdir(tmp_path / "a.html")
-    host = mine.name.split(".")[-2].split("-")[1]
-    ended = subprocess.Popen([sys.executable, "-c", "pass"])
-    ended.wait()                                                       # a process id that has ended
-    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        dead = tmp_path / f".b.{ended.pid}-{host}.abcdefgh"
-        live = tmp_path / f".c.{running.pid}-{host}.abcdefgh"
-        elsewhere = tmp_path / f".d.{ended.pid}-{'0' * 8 if host != '0' * 8 else '1' * 8}.abcdefgh"
-        unrelated = tmp_path / ".e.abcdefgh"
-        for folder in (dead, live, elsewhere, unrelated):
-            folder.mkdir()
-        (dead / "executed.ipynb").write_text("{}")
-        assert remove_stale_workdirs(tmp_path) == [dead]
-        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-            [mine.name, live.name, elsewhere.name, unrelated.name])
-    finally:
-        running.kill()
-        running.wait()
-    assert remove_stale_workdirs(tmp_path) == [live]                   # once its process has ended
-    assert remove_stale_workdirs(tmp_path / "missing") == []

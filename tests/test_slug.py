@@ -67,8 +67,14 @@ def test_suffix_keeps_the_length_bound():
     assert stems[1].endswith("-2") and stems[2].endswith("-3")
 
 
-def test_same_list_same_stems():
-    assert unique_slugs(HOSTILE) == unique_slugs(list(HOSTILE))
+def test_a_stem_depends_only_on_the_names_before_it():
+    """Adding models at the end never renames the reports of the earlier ones (hand-worked stems)."""
+    names = ["CON", "..", "con", "", "A b", "a-b", "x" * 300]
+    expected = ["con-model", "model", "con-model-2", "model-2", "a-b", "a-b-2", "x" * (MAX_LENGTH - len("-model"))]
+    assert unique_slugs(names) == expected
+    for k in range(len(names)):
+        assert unique_slugs(names[:k]) == expected[:k]
+    assert unique_slugs(names + ["a b", "🤖"]) == [*expected, "a-b-3", "model-3"]
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)

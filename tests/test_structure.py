@@ -20,9 +20,13 @@ from conftest import BUNDLED, TEST_DATA
 import jagged
 import jagged.readers.load
 from jagged.readers.dataset import Dataset
+from jagged.stats import bootstrap as boot
+from jagged.stats import decomposition as sdec
+from jagged.stats import dimensions as sdim
+from jagged.stats import relative as srel
 from jagged.stats import structure as st
 from jagged.stats import uncertainty as u
-from jagged.stats.analysis import AnalysisOptions, analyse, metrics_table
+from jagged.analysis import AnalysisOptions, analyse, metrics_table
 from jagged.views import structure as vs
 
 MMLU_SUBJECTS = TEST_DATA / "mmlu_per_subject_lmeval_5shot.csv"
@@ -83,7 +87,7 @@ def test_fit_equals_statsmodels_binomial_glm_on_an_incomplete_table_with_zero_ce
     errors = rng.binomial(n, sim["p"]) / n
     errors[0, 0], errors[1, 3], errors[2, 5] = 0.0, 1.0, 0.0           # no errors / all wrong
     errors[3, 1] = errors[4, 6] = errors[5, 2] = np.nan                  # models missing domains
-    dec = st.decompose(long_table(errors, n))
+    dec = sdec.decompose(long_table(errors, n))
     cells = dec.residuals()
     k = cells["error"] * cells["n_items"]
     adjusted = (k + 0.5) / (cells["n_items"] + 1.0)
@@ -103,7 +107,7 @@ def test_fit_equals_statsmodels_binomial_glm_on_an_incomplete_table_with_zero_ce
 def test_continuity_correction_moves_many_item_fits_little_against_the_raw_glm():
     rng = np.random.default_rng(4)
     sim = simulate(rng, models=10, domains=6)
-    dec = st.decompose(long_table(sim["errors"], sim["n"]))
+    dec = sdec.decompose(long_table(sim["errors"], sim["n"]))
     cells = dec.residuals()
     raw = glm_logits(cells, cells["error"].to_numpy(), cells["n_items"].to_numpy())
     ours = np.log(cells["expected_error"] / (1 - cells["expected_error"])).to_numpy()
@@ -113,16 +117,16 @@ def test_continuity_correction_moves_many_item_fits_little_against_the_raw_glm()
 def test_without_n_items_every_cell_weighs_the_same():
     rng = np.random.default_rng(5)
     sim = simulate(rng, models=8, domains=5)
-    dec = st.decompose(long_table(sim["errors"], None))
+    dec = sdec.decompose(long_table(sim["errors"], None))
     assert not dec.has_n and "n_items" in dec.notes[0]
     cells = dec.residuals()
     adjusted = (100 * cells["error"] + 0.5) / 101
     expected = glm_logits(cells, adjusted.to_numpy(), np.ones(len(cells)))
     ours = np.log(cells["expected_error"] / (1 - cells["expected_error"])).to_numpy()
     np.testing.assert_allclose(ours, expected, atol=1e-8)
-    per = st.model_structure(dec)
+    per = srel.model_structure(dec)
     assert per["relative_jaggedness"].notna().all() and per["relative_jaggedness_corrected"].isna().all()
-    assert not per["relative_noise_flag"].any() and (per["structure_note"] == st.NOTE_NO_N_ITEMS).all()
+    assert not per["relative_noise_flag"].any() and (per["structure_note"] == sdec.NOTE_NO_N_ITEMS).all()
 
 
 def test_additive_wls_equals_dense_least_squares_and_is_batched():
@@ -131,7 +135,7 @@ def test_additive_wls_equals_dense_least_squares_and_is_batched():
         w = rng.uniform(0.5, 3.0, (3,) + shape)
         w[:, 0, 1] = 0.0                                      # a missing cell
         z = rng.normal(size=(3,) + shape)
-        fitted = st.additive_wls(w, z)
+        fitted = sdec.additive_wls(w, z)
         r, c = shape
         design = np.hstack([np.repeat(np.eye(r), c, axis=0), np.tile(np.eye(c), (r, 1))])
         for b in range(3):
@@ -149,13 +153,13 @@ def test_one_model_or_one_domain_gives_a_note_not_a_crash():
     one_model = long_table(np.array([[0.2, 0.4, 0.5]]), np.full((1, 3), 100))
     one_domain = long_table(np.array([[0.2], [0.3], [0.6]]), np.full((3, 1), 100))
     for table in (one_model, one_domain):
-        dec = st.decompose(table)
-        assert not dec.ok and st.NOTE_FEW_MODELS in dec.notes[-1]
-        per = st.model_structure(dec)
-        assert per["relative_jaggedness"].isna().all() and (per["structure_note"] == st.NOTE_FEW_MODELS).all()
-        assert st.variance_shares(dec)["share"].isna().all()
+        dec = sdec.decompose(table)
+        assert not dec.ok and sdec.NOTE_FEW_MODELS in dec.notes[-1]
+        per = srel.model_structure(dec)
+        assert per["relative_jaggedness"].isna().all() and (per["structure_note"] == sdec.NOTE_FEW_MODELS).all()
+        assert srel.variance_shares(dec)["share"].isna().all()
         assert vs.structure_sentences(st.structure(table, draws=20))[0].startswith("No decomposition")
-    dims = st.dimensions(one_model, draws=20)
+    dims = sdim.dimensions(one_model, draws=20)
     assert dims.n_dimensions is None and "at least 3" in dims.notes[-1]
 
 
@@ -165,13 +169,13 @@ def test_disconnected_models_are_left_out_with_a_note_and_single_domain_models_h
     errors[4:, 3:] = [[0.3, 0.4], [0.2, 0.5]]                 # share no domain with the first four
     errors[3, 1:] = np.nan                                    # m03 has one domain left
     errors[3, 0] = 0.1
-    dec = st.decompose(long_table(errors, np.full(errors.shape, 200)))
+    dec = sdec.decompose(long_table(errors, np.full(errors.shape, 200)))
     assert dec.fitted[:4].any() and not dec.fitted[4:].any()
     assert "share no domain" in dec.notes[0] and "m04" in dec.notes[0]
-    per = st.model_structure(dec).set_index("model")
-    assert per.loc["m04", "structure_note"] == st.NOTE_NOT_CONNECTED
+    per = srel.model_structure(dec).set_index("model")
+    assert per.loc["m04", "structure_note"] == sdec.NOTE_NOT_CONNECTED
     assert np.isnan(per.loc["m03", "relative_jaggedness"]) and per.loc["m03", "structure_note"] == \
-        st.NOTE_FEW_DOMAINS_MODEL
+        sdec.NOTE_FEW_DOMAINS_MODEL
     assert abs(dec.residual[3, 0]) < 1e-8                      # its level absorbs its only cell
 
 
@@ -181,14 +185,14 @@ def test_disconnected_models_are_left_out_with_a_note_and_single_domain_models_h
 def test_residuals_recover_the_planted_ones():
     rng = np.random.default_rng(11)
     sim = simulate(rng)
-    dec = st.decompose(long_table(sim["errors"], sim["n"]))
+    dec = sdec.decompose(long_table(sim["errors"], sim["n"]))
     r = np.corrcoef(dec.residual.ravel(), sim["rho"].ravel())[0, 1]
     assert r >= 0.9, r
     # the levels and difficulties too (up to the centring)
     assert np.corrcoef(dec.model_effect, sim["a"])[0, 1] > 0.99
     assert np.corrcoef(dec.domain_effect, sim["b"])[0, 1] > 0.99
     # the corrected relative jaggedness tracks each model's true residual spread
-    per = st.model_structure(dec)
+    per = srel.model_structure(dec)
     truth = sim["rho"].std(axis=1)
     assert np.corrcoef(per["relative_jaggedness_corrected"], truth)[0, 1] > 0.9
     assert not per["relative_noise_flag"].any()
@@ -199,12 +203,12 @@ def test_without_planted_residuals_the_corrected_spread_is_near_zero_and_flagged
     flagged, corrected, raw, ratio = [], [], [], []
     for _ in range(5):
         sim = simulate(rng, residual_sd=0.0)
-        dec = st.decompose(long_table(sim["errors"], sim["n"]))
-        per = st.model_structure(dec)
+        dec = sdec.decompose(long_table(sim["errors"], sim["n"]))
+        per = srel.model_structure(dec)
         flagged.append(per["relative_noise_flag"].mean())
         corrected.append(per["relative_jaggedness_corrected"].median())
         raw.append(per["relative_jaggedness"].median())
-        _, v_obs, n_hat = st.residual_spread(dec.residual, dec.noise_var, dec.leverage, dec.fitted)
+        _, v_obs, n_hat = srel.residual_spread(dec.residual, dec.noise_var, dec.leverage, dec.fitted)
         ratio.append(n_hat.sum() / v_obs.sum())
     assert np.mean(flagged) >= 0.9, flagged
     assert np.median(corrected) < 0.25 * np.median(raw), (corrected, raw)
@@ -215,12 +219,12 @@ def test_without_planted_residuals_the_corrected_spread_is_near_zero_and_flagged
 def test_noise_share_of_the_table_is_the_residual_when_nothing_is_planted():
     rng = np.random.default_rng(13)
     sim = simulate(rng, residual_sd=0.0)
-    shares = st.variance_shares(st.decompose(long_table(sim["errors"], sim["n"]))).set_index("component")
+    shares = srel.variance_shares(sdec.decompose(long_table(sim["errors"], sim["n"]))).set_index("component")
     assert 0.85 < shares.loc["noise", "share"] / shares.loc["residual", "share"] < 1.15
     # exact additive logits from (nearly) infinite items: no residual, level and difficulty as simulated
     exact = simulate(np.random.default_rng(14), residual_sd=0.0)
     errors = expit(-0.6 + exact["a"][:, None] + exact["b"][None, :])
-    shares = st.variance_shares(st.decompose(long_table(errors, np.full(errors.shape, 10 ** 8)))).set_index("component")
+    shares = srel.variance_shares(sdec.decompose(long_table(errors, np.full(errors.shape, 10 ** 8)))).set_index("component")
     total = exact["a"].var() + exact["b"].var()
     assert abs(shares.loc["model", "share"] - exact["a"].var() / total) < 1e-4
     assert abs(shares.loc["domain", "share"] - exact["b"].var() / total) < 1e-4
@@ -238,9 +242,9 @@ def test_relative_jaggedness_replicates_are_the_other_intervals_replicates():
     def macro(num, den, present, models, domains):
         return np.where(present[None], num / np.where(den > 0, den, 1), 0).sum(axis=2) / present.sum(axis=1)
 
-    plain = u.bootstrap_replicates(scores, n_boot=60, seed=4)
-    both = u.bootstrap_replicates(scores, n_boot=60, seed=4, statistics={"macro": macro,
-                                  "rj": st.replicate_statistic(st.decompose(scores))})
+    plain = boot.bootstrap_replicates(scores, n_boot=60, seed=4)
+    both = boot.bootstrap_replicates(scores, n_boot=60, seed=4, statistics={"macro": macro,
+                                  "rj": srel.replicate_statistic(sdec.decompose(scores))})
     np.testing.assert_array_equal(plain.cv_error, both.cv_error)          # extra statistics draw nothing
     np.testing.assert_allclose(both.extra["macro"], both.macro_score, atol=1e-12)
     assert both.extra["rj"].shape == (60, 8) and np.isfinite(both.extra["rj"]).all()
@@ -268,7 +272,7 @@ def test_item_level_bootstrap_gives_relative_jaggedness_intervals():
                           "item": np.tile([f"q{j}" for j in range(240)], 3), "correct": correct.ravel()})
     dataset = jagged.readers.load.frame_to_dataset(frame, source="t", paths=[], line_offset=None)
     table = metrics_table(dataset, AnalysisOptions(bootstrap=80, seed=0))
-    assert set(table["interval_method"]) == {u.METHOD_ITEMS}
+    assert set(table["interval_method"]) == {boot.METHOD_ITEMS}
     assert (table["relative_jaggedness_lo"] <= table["relative_jaggedness_hi"]).all()
     assert table["relative_jaggedness_hi"].notna().all()
 
@@ -297,7 +301,7 @@ def factor_table(rng: np.random.Generator, factors: int, *, models: int = 30, do
 def test_eigenvalues_and_thresholds_against_independent_computations():
     rng = np.random.default_rng(21)
     x = rng.normal(size=(25, 6))
-    dims = st.parallel_analysis(x, draws=2000, seed=3)
+    dims = sdim.parallel_analysis(x, draws=2000, seed=3)
     np.testing.assert_allclose(dims.eigenvalues, np.sort(np.linalg.eigvalsh(np.corrcoef(x, rowvar=False)))[::-1],
                                atol=1e-10)
     loop = np.empty((2000, 6))                                 # a plain per-draw loop with np.corrcoef
@@ -307,10 +311,10 @@ def test_eigenvalues_and_thresholds_against_independent_computations():
         loop[b] = np.sort(np.linalg.eigvalsh(np.corrcoef(shuffled, rowvar=False)))[::-1]
     np.testing.assert_allclose(dims.thresholds, np.quantile(loop, 0.95, axis=0), atol=0.06)
     z = (x - x.mean(axis=0)) / x.std(axis=0)
-    perm = st.permuted_eigenvalues(z, 50, np.random.default_rng(0))
+    perm = sdim.permuted_eigenvalues(z, 50, np.random.default_rng(0))
     np.testing.assert_allclose(perm.sum(axis=1), 6.0, atol=1e-9)  # trace of a correlation matrix
     assert dims.draws == 2000 and dims.seed == 3 and dims.percentile == 0.95
-    again = st.parallel_analysis(x, draws=2000, seed=3)
+    again = sdim.parallel_analysis(x, draws=2000, seed=3)
     np.testing.assert_array_equal(again.thresholds, dims.thresholds)
     assert dims.n_dimensions == 0 or dims.eigenvalues[0] > dims.thresholds[0]
 
@@ -318,7 +322,7 @@ def test_eigenvalues_and_thresholds_against_independent_computations():
 @pytest.mark.parametrize("factors", [1, 3])
 def test_parallel_analysis_retains_the_simulated_number_of_dimensions(factors):
     rng = np.random.default_rng(100 + factors)
-    found = [st.dimensions(factor_table(rng, factors)[0], draws=200, seed=k).n_dimensions for k in range(30)]
+    found = [sdim.dimensions(factor_table(rng, factors)[0], draws=200, seed=k).n_dimensions for k in range(30)]
     rate = np.mean(np.asarray(found) == factors)
     assert rate >= 0.9, (factors, found)
 
@@ -326,7 +330,7 @@ def test_parallel_analysis_retains_the_simulated_number_of_dimensions(factors):
 def test_rank_deficient_when_fewer_models_than_domains():
     rng = np.random.default_rng(22)
     table, _ = factor_table(rng, 1, models=10, domains=20)
-    dims = st.dimensions(table, draws=200)
+    dims = sdim.dimensions(table, draws=200)
     assert dims.rank_deficient and dims.rank == 9 and dims.n_dimensions == 1
     assert "rank-deficient" in dims.notes[-1] and "at most 9" in dims.notes[-1]
     np.testing.assert_allclose(dims.eigenvalues[9:], 0.0, atol=1e-8)
@@ -337,7 +341,7 @@ def test_incomplete_models_and_constant_domains_are_left_out_of_the_parallel_ana
     errors = np.random.default_rng(23).uniform(0.1, 0.9, (8, 4))
     errors[:, 2] = 0.5
     errors[0, 0] = np.nan
-    dims = st.dimensions(long_table(errors, None), draws=50)
+    dims = sdim.dimensions(long_table(errors, None), draws=50)
     assert dims.n_observations == 7 and dims.n_variables == 3
     assert "1 model lacking" in dims.notes[0] and "d02" in dims.notes[1]
 
@@ -385,20 +389,20 @@ def test_mmlu_subjects_are_rank_deficient_and_say_so():
 
 
 def test_metrics_table_gains_the_columns_before_note_and_keeps_the_others_in_order():
-    from jagged.stats.analysis import add_deployment, add_hierarchy, profile_weights
+    from jagged.analysis import add_deployment, add_hierarchy, profile_weights
 
     dataset = jagged.load(BUNDLED)
     options = AnalysisOptions(profiles=("uniform", "items"), bootstrap=40, seed=2)
     table = metrics_table(dataset, options)
     before = u.add_noise(jagged.jaggedness(dataset.scores), dataset.scores, dataset.items)
     before = add_deployment(add_hierarchy(before, dataset.scores), dataset.scores, profile_weights(dataset, options))
-    before = u.add_intervals(before, dataset.scores, weights=profile_weights(dataset, options), n_boot=40, seed=2)
-    ours = [c for c in table.columns if c in st.METRIC_COLUMNS or c.startswith("relative_jaggedness_")]
+    before = boot.add_intervals(before, dataset.scores, weights=profile_weights(dataset, options), n_boot=40, seed=2)
+    ours = [c for c in table.columns if c in sdec.METRIC_COLUMNS or c.startswith("relative_jaggedness_")]
     assert [c for c in table.columns if c not in ours] == list(before.columns)
     assert ours == ["model_effect", "relative_jaggedness", "relative_jaggedness_lo", "relative_jaggedness_hi",
                     "relative_jaggedness_corrected", "relative_noise_share", "p_model_fit", "relative_noise_flag"]
     assert list(table.columns[-3:]) == ["interval_method", "interval_note", "note"]
-    per = st.relative_jaggedness(dataset.scores).set_index("model")
+    per = srel.relative_jaggedness(dataset.scores).set_index("model")
     first = table.drop_duplicates("model").set_index("model")
     assert not first["note"].str.contains("relative jaggedness").any()      # the flag has its own column
     solo = metrics_table(Dataset(scores=long_table(np.array([[0.2, 0.4]]), np.full((1, 2), 50)), source="one",
@@ -417,7 +421,7 @@ def test_cli_structure_json_text_and_residuals(tmp_path):
     assert summary["draws"] == 100 and summary["seed"] == 5 and len(summary["thresholds"]) == 14
     assert abs(sum(summary["variance_shares"][c] for c in ("domain", "model", "residual", "cross")) - 1) < 1e-9
     residuals = pd.read_csv(out)
-    assert list(residuals.columns) == list(st.RESIDUAL_COLUMNS) and len(residuals) == 29 * 14
+    assert list(residuals.columns) == list(sdec.RESIDUAL_COLUMNS) and len(residuals) == 29 * 14
     code, stdout, _ = run_cli("structure", BUNDLED, "--draws", 50)
     assert code == 0 and "retained: 1 of 14" in stdout and "model level" in stdout
     assert "--draws" in run_cli("structure", "--help")[1]
@@ -430,7 +434,7 @@ def test_cli_structure_bad_and_small_input(tmp_path):
     code, stdout, stderr = run_cli("structure", one, "--json")
     assert code == 0 and "Traceback" not in stderr
     summary = json.loads(stdout)
-    assert summary["n_dimensions"] is None and any(st.NOTE_FEW_MODELS in n for n in summary["notes"])
+    assert summary["n_dimensions"] is None and any(sdec.NOTE_FEW_MODELS in n for n in summary["notes"])
 
 
 def test_analysis_has_the_decomposition_section():
@@ -440,13 +444,13 @@ def test_analysis_has_the_decomposition_section():
 
 
 def test_default_draws_shrink_only_for_very_large_tables(monkeypatch):
-    assert st.default_draws(29, 14) == st.DEFAULT_DRAWS == 500 and st.default_draws(300, 60) == 500
-    assert st.default_draws(10_000, 100) == 200 and st.default_draws(10_000, 1_000) == st.MIN_DRAWS
+    assert sdim.default_draws(29, 14) == sdim.DEFAULT_DRAWS == 500 and sdim.default_draws(300, 60) == 500
+    assert sdim.default_draws(10_000, 100) == 200 and sdim.default_draws(10_000, 1_000) == sdim.MIN_DRAWS
     code, stdout, _ = run_cli("structure", "--help")
     assert code == 0 and "default 500" in " ".join(stdout.split())
     table = long_table(np.random.default_rng(30).uniform(0.1, 0.9, (40, 4)), None)
     monkeypatch.setattr("jagged.stats.dimensions.WORK_BUDGET", 40 * 16 * 120)  # as if huge: 120 draws
-    dims = st.dimensions(table)
+    dims = sdim.dimensions(table)
     assert dims.draws == 120 and "120 permutation draws instead of 500" in dims.notes[0]
 
 
@@ -472,7 +476,7 @@ def test_residual_heatmap_has_the_error_heatmaps_order_and_a_diverging_scale_cen
         labels = [t.get_text() for t in ax.get_yticklabels()]
         assert labels == [t.get_text() for t in errors_ax.get_yticklabels()]
         assert [t.get_text() for t in ax.get_xticklabels()] == [t.get_text() for t in errors_ax.get_xticklabels()]
-        image = ax.images[0]
+        (image,) = [c for c in ax.collections if c.get_gid() == "residuals"]
         lo, hi = image.get_clim()
         assert lo == -hi and hi == pytest.approx(np.nanmax(np.abs(grid.to_numpy())))
         assert image.get_cmap().name.startswith("RdBu")
@@ -515,7 +519,7 @@ def test_residual_profile_marks_a_planted_departure():
     logit[4, 7] += 1.0                                             # m04 much weaker in d07
     logit[4, 2] -= 1.0                                             # and much stronger in d02
     errors = rng.binomial(sim["n"], expit(logit)) / sim["n"]
-    dec = st.decompose(long_table(errors, sim["n"]))
+    dec = sdec.decompose(long_table(errors, sim["n"]))
     profile = vs.residual_profile(dec, "m04")
     assert list(profile.columns) == list(vs.PROFILE_COLUMNS) and len(profile) == 15
     assert profile.iloc[0]["domain"] == "d07" and profile.iloc[0]["departs"] == "weaker than expected"
@@ -555,7 +559,7 @@ def test_sentences_and_text_quote_the_numbers(bundled):
 
 
 def test_glance_finding_from_a_hand_made_table():
-    from jagged.stats.analysis import Analysis
+    from jagged.analysis import Analysis
     from jagged.views import glance
 
     errors = np.array([[0.10, 0.20, 0.40], [0.20, 0.35, 0.55], [0.30, 0.45, 0.70], [0.15, 0.30, 0.20]])
@@ -572,3 +576,36 @@ def test_glance_finding_from_a_hand_made_table():
     one = long_table(errors[:1], np.full((1, 3), 400))
     solo = Analysis(dataset=Dataset(scores=one, source="one.csv", paths=[], format="long"), options=AnalysisOptions())
     assert not solo.sections["decomposition"] and glance.decomposition_finding(solo) is None
+
+
+def test_an_analysis_decomposes_once_and_shares_it(monkeypatch):
+    """Issue 22: the metrics table, the structure and the notebooks read one decomposition per Analysis."""
+    import jagged.stats.decomposition
+    import jagged.stats.structure
+    from jagged.analysis import Analysis
+
+    real = jagged.stats.decomposition.decompose
+    calls: list[int] = []
+
+    def counted(scores):
+        calls.append(len(scores))
+        return real(scores)
+
+    monkeypatch.setattr(jagged.stats.decomposition, "decompose", counted)
+    monkeypatch.setattr(jagged.stats.structure, "decompose", counted)
+    errors = np.array([[0.10, 0.20, 0.40], [0.20, 0.35, 0.55], [0.30, 0.45, 0.70], [0.15, 0.30, 0.20]])
+    scores = long_table(errors, np.full(errors.shape, 400))
+    analysis = Analysis(dataset=Dataset(scores=scores, source="hand.csv", paths=[], format="long"),
+                        options=AnalysisOptions(bootstrap=20))
+    table, found, dec = analysis.table, analysis.structure, analysis.decomposition
+    assert calls == [12]
+    assert found.decomposition is dec
+    # the same numbers as decomposing afresh for each of them
+    fresh = real(scores)
+    np.testing.assert_allclose(dec.residual, fresh.residual, equal_nan=True)
+    alone = metrics_table(analysis.dataset, AnalysisOptions(bootstrap=20))
+    pd.testing.assert_frame_equal(table, alone)
+    assert calls == [12, 12]  # metrics_table without a decomposition computes its own
+    standalone = st.structure(scores, decomposition=None)
+    pd.testing.assert_frame_equal(standalone.models, found.models)
+    pd.testing.assert_frame_equal(standalone.shares, found.shares)

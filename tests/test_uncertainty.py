@@ -14,8 +14,10 @@ from click.testing import CliRunner
 
 import jagged
 import jagged.readers.load
+from jagged.stats import bootstrap as boot
 from jagged.stats import uncertainty as u
-from jagged.stats.analysis import AnalysisOptions, metrics_table
+from jagged.views import uncertainty_text as ut
+from jagged.analysis import AnalysisOptions, metrics_table
 from jagged.cli import main
 
 
@@ -91,7 +93,7 @@ def test_without_n_items_noise_is_unknown_and_no_interval():
     row = table.iloc[0]
     assert np.isnan(row["noise_share"]) and np.isnan(row["cv_error_corrected"]) and not row["noise_flag"]
     assert np.isnan(row["cv_error_lo"]) and np.isnan(row["macro_score_hi"])
-    assert row["interval_note"] == u.REASON_NO_N_ITEMS
+    assert row["interval_note"] == boot.REASON_NO_N_ITEMS
     assert "no n_items" in row["interval_note"] and u.NOTE_NO_N_ITEMS in row["note"]
 
 
@@ -109,7 +111,7 @@ def test_mmlu_pythia_is_noise_dominated_llama30b_is_not(shared_data):
     assert not llama["noise_flag"]
     assert llama["noise_share"] == pytest.approx(0.0522, abs=0.0005) and llama["p_equal_error"] < 1e-100
     assert llama["cv_error_corrected"] == pytest.approx(0.3566, abs=0.0005)
-    sentences = u.noise_sentences(metrics_table(ds).merge(noise[[]], left_on="model", right_index=True))
+    sentences = ut.noise_sentences(metrics_table(ds).merge(noise[[]], left_on="model", right_index=True))
     assert len(sentences) == 16 and all(s.startswith("pythia") for s in sentences)
     assert "cannot be told apart from noise" in sentences[0]
 
@@ -146,29 +148,29 @@ def small_items():
 
 
 def test_bootstrap_is_deterministic_for_a_seed(small_items):
-    a = u.bootstrap_intervals(small_items.scores, small_items.items, n_boot=300, seed=7)
-    b = u.bootstrap_intervals(small_items.scores, small_items.items, n_boot=300, seed=7)
-    c = u.bootstrap_intervals(small_items.scores, small_items.items, n_boot=300, seed=8)
+    a = boot.bootstrap_intervals(small_items.scores, small_items.items, n_boot=300, seed=7)
+    b = boot.bootstrap_intervals(small_items.scores, small_items.items, n_boot=300, seed=7)
+    c = boot.bootstrap_intervals(small_items.scores, small_items.items, n_boot=300, seed=8)
     pd.testing.assert_frame_equal(a, b)
     assert not np.allclose(a["cv_error_hi"], c["cv_error_hi"])
 
 
 def test_resampling_is_paired_across_models(small_items):
-    reps = u.bootstrap_replicates(small_items.scores, small_items.items, n_boot=200, seed=1)
+    reps = boot.bootstrap_replicates(small_items.scores, small_items.items, n_boot=200, seed=1)
     a, d = list(reps.models).index("A"), list(reps.models).index("D")
     np.testing.assert_array_equal(reps.macro_score[:, a], reps.macro_score[:, d])
     np.testing.assert_array_equal(reps.cv_error[:, a], reps.cv_error[:, d])
     assert reps.macro_score[:, a].std() > 0
     # the parametric bootstrap cannot pair: identical aggregated rows get different draws
-    par = u.bootstrap_replicates(small_items.scores, None, n_boot=200, seed=1)
+    par = boot.bootstrap_replicates(small_items.scores, None, n_boot=200, seed=1)
     assert not np.array_equal(par.macro_score[:, a], par.macro_score[:, d])
 
 
 def test_vectorised_replicates_equal_a_per_replicate_loop(small_items):
     """The count-matrix product gives exactly what resampling the rows one replicate at a time gives."""
     n_boot, seed = 25, 11
-    reps = u.bootstrap_replicates(small_items.scores, small_items.items, n_boot=n_boot, seed=seed)
-    matrix = u.item_matrix(small_items.items)
+    reps = boot.bootstrap_replicates(small_items.scores, small_items.items, n_boot=n_boot, seed=seed)
+    matrix = boot.item_matrix(small_items.items)
     rng = np.random.default_rng(seed)
     bounds = matrix.bounds
     draws = [rng.integers(0, bounds[d + 1] - bounds[d], size=(n_boot, bounds[d + 1] - bounds[d]))
@@ -195,12 +197,12 @@ def test_dep_and_wedge_intervals(small_items):
     from jagged.stats.weights import resolve_profiles
 
     weights = resolve_profiles(small_items.scores, None, ("uniform", "items"))
-    iv = u.bootstrap_intervals(small_items.scores, small_items.items, weights=weights, n_boot=300, seed=2)
+    iv = boot.bootstrap_intervals(small_items.scores, small_items.items, weights=weights, n_boot=300, seed=2)
     uni = iv[iv["profile"] == "uniform"]
     assert (uni["wedge_lo"] == 0).all() and (uni["wedge_hi"] == 0).all()
     np.testing.assert_allclose(uni["dep_score_lo"], uni["macro_score_lo"], rtol=1e-12)
     table = metrics_table(small_items, AnalysisOptions(profiles=("uniform", "items"), bootstrap=300, seed=2))
-    for stat in u.INTERVAL_STATISTICS:
+    for stat in boot.INTERVAL_STATISTICS:
         assert {f"{stat}_lo", f"{stat}_hi"} <= set(table.columns)
         inside = (table[f"{stat}_lo"] <= table[stat] + 1e-12) & (table[stat] <= table[f"{stat}_hi"] + 1e-12)
         if stat != "cv_error":        # the cv interval is for the noise-free CV, see the docs
@@ -213,7 +215,7 @@ def test_incomplete_coverage_uses_only_items_the_model_has():
     frame = items_frame(x, 20, ["A", "B"])
     frame = frame[~((frame["model"] == "B") & frame["item"].isin(["q0", "q1", "q25"]))]
     ds = jagged.readers.load.frame_to_dataset(frame.reset_index(drop=True), source="t", paths=[], line_offset=None)
-    reps = u.bootstrap_replicates(ds.scores, ds.items, n_boot=400, seed=0)
+    reps = boot.bootstrap_replicates(ds.scores, ds.items, n_boot=400, seed=0)
     assert np.isfinite(reps.macro_score).all()
     # the mean of the replicate macro scores is close to the observed one (no imputation drift)
     observed = ds.scores.groupby("model")["score"].mean().to_numpy()
@@ -223,9 +225,9 @@ def test_incomplete_coverage_uses_only_items_the_model_has():
 def test_bad_settings():
     scores = long_scores({"A": [("x", 0.9, 100), ("y", 0.8, 50)]})
     with pytest.raises(jagged.JaggedInputError, match="interval level"):
-        u.bootstrap_intervals(scores, n_boot=10, ci=1.5)
+        boot.bootstrap_intervals(scores, n_boot=10, ci=1.5)
     with pytest.raises(jagged.JaggedInputError, match="positive whole number"):
-        u.bootstrap_intervals(scores, n_boot=0)
+        boot.bootstrap_intervals(scores, n_boot=0)
 
 
 def test_cli_options(tmp_path, shared_data):
@@ -237,7 +239,7 @@ def test_cli_options(tmp_path, shared_data):
         assert result.exit_code == 0, result.stderr
     a, b = pd.read_csv(out1), pd.read_csv(out2)
     pd.testing.assert_frame_equal(a, b)
-    assert (a["interval_method"] == u.METHOD_BINOMIAL).all()
+    assert (a["interval_method"] == boot.METHOD_BINOMIAL).all()
     assert (a["cv_error_lo"] < a["cv_error_hi"]).all()
     none = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "0"])
     assert none.exit_code == 0 and "cv_error_lo" not in none.stdout and "noise_share" in none.stdout
@@ -250,7 +252,7 @@ def test_cli_options(tmp_path, shared_data):
 def test_noise_sentences_only_for_flagged_models():
     table = pd.DataFrame({"model": ["a", "b"], "cv_error": [0.06, 0.3], "cv_error_corrected": [0.02, 0.29],
                           "noise_share": [0.8, 0.05], "p_equal_error": [0.3, 1e-9], "noise_flag": [True, False]})
-    sentences = u.noise_sentences(table)
+    sentences = ut.noise_sentences(table)
     assert len(sentences) == 1
     assert sentences[0].startswith("a: sampling noise alone would produce about 80%")
     assert "CV 0.060, or 0.020 with the expected noise removed" in sentences[0]
@@ -283,11 +285,11 @@ def test_report_summary_and_statement(shared_data):
     summary = u.noise_summary(table)
     assert summary["model"].iloc[0] == "llama-30B" and (summary["noise_flag"] == "noise").sum() == 16
     assert summary["cv_error_corrected"].is_monotonic_decreasing
-    text = u.uncertainty_statement(table, n_boot=100, ci=0.95)
+    text = ut.uncertainty_statement(table, n_boot=100, ci=0.95)
     assert text.startswith("16 of 20 models have jaggedness indistinguishable from sampling noise.")
     assert "95% percentile intervals from 100 replicates of a parametric binomial bootstrap" in text
     bare = jagged.load(shared_data / "mmlu_hendrycks_readme_4categories.csv")
-    text = u.uncertainty_statement(metrics_table(bare, AnalysisOptions(bootstrap=100)), n_boot=100, ci=0.95)
+    text = ut.uncertainty_statement(metrics_table(bare, AnalysisOptions(bootstrap=100)), n_boot=100, ci=0.95)
     assert "no n_items" in text and "No interval could be computed" in text
 
 
@@ -316,13 +318,13 @@ def simulate_regime(n_domains: int, n_items: int, cv: float, rng: np.random.Gene
     x = (rng.random((n_domains * n_items, SIM_DATASETS)) < np.repeat(1 - e, n_items)[:, None]).astype(float)
     names = np.asarray([f"sim{i:03d}" for i in range(SIM_DATASETS)], dtype=object)
     domains = np.asarray([f"d{j:02d}" for j in range(n_domains)], dtype=object)
-    matrix = u.ItemMatrix(correct=x, present=np.ones_like(x, dtype=bool), bounds=np.arange(n_domains + 1) * n_items,
+    matrix = boot.ItemMatrix(correct=x, present=np.ones_like(x, dtype=bool), bounds=np.arange(n_domains + 1) * n_items,
                           models=names, domains=domains)
     s = x.reshape(n_domains, n_items, SIM_DATASETS).mean(axis=1)
     scores = pd.DataFrame({"model": np.tile(names, n_domains), "domain": np.repeat(domains, SIM_DATASETS),
                            "score": s.ravel(), "n_items": float(n_items)})
     noise = u.sampling_noise(scores).set_index("model").loc[names]
-    reps = u.replicates_from_matrix(matrix, n_boot=SIM_BOOT, seed=int(rng.integers(2 ** 31)))
+    reps = boot.replicates_from_matrix(matrix, n_boot=SIM_BOOT, seed=int(rng.integers(2 ** 31)))
     lo, hi = np.nanquantile(reps.cv_error, [0.025, 0.975], axis=0)
     err = 1 - s
     raw = err.std(axis=0) / err.mean(axis=0)

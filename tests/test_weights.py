@@ -178,7 +178,7 @@ def test_items_profile_equals_item_level_mean(shared_data):
 
 
 def test_items_note_in_metrics_table_for_partial_coverage():
-    from jagged.stats.analysis import AnalysisOptions, metrics_table
+    from jagged.analysis import AnalysisOptions, metrics_table
 
     table = metrics_table(jagged.load(BUNDLED), AnalysisOptions(profiles=("items",)))
     note = table.set_index("model")["note"]

@@ -1,5 +1,7 @@
-"""Report machinery: run a notebook with papermill, render it with the nbconvert template,
-store its parameters for exact reruns, and run many reports in warm kernels (batch).
+"""Report machinery: papermill runs, nbconvert rendering, stored parameters, and batches in warm kernels.
+
+A report runs a notebook with papermill, renders it with the nbconvert template, stores
+its parameters for exact reruns; a batch runs many reports in warm kernels.
 
 Modules, in the order a report passes through them:
 
@@ -9,8 +11,14 @@ Modules, in the order a report passes through them:
 * :mod:`~jagged.report.rerun` — the parameters and hashes a report stores, read back;
 * :mod:`~jagged.report.run` — execute + render into place atomically;
 * :mod:`~jagged.report.jaggedness` — ``jagged report`` and ``jagged report --params``;
-* :mod:`~jagged.report.kernel`, :mod:`~jagged.report.batch`, :mod:`~jagged.report.slug` —
-  ``jagged batch``: warm kernels, many reports and their index.
+* :mod:`~jagged.report.kernel` — launching kernels, warm kernels reset between notebooks;
+* :mod:`~jagged.report.debris` — what a run leaves on disk (kernel files, temporary
+  folders), SIGTERM, and removing what dead runs left;
+* :mod:`~jagged.report.batch` — ``jagged batch``: :mod:`~jagged.report.batch_plan` (plan
+  and content hashes), :mod:`~jagged.report.batch_workers` (worker processes, signals,
+  the pool), :mod:`~jagged.report.batch_index` (the index page), :mod:`~jagged.report.slug`
+  (file names from model names);
+* :mod:`~jagged.report.sections` — removing the cells of sections that do not apply.
 
 The names below are imported on first use, so ``import jagged.report`` stays cheap.
 """
@@ -23,8 +31,8 @@ from typing import Any
 #: public name -> module that defines it
 _LAZY: dict[str, str] = {
     "jaggedness_report": "jaggedness", "report_from_parameters": "jaggedness", "validate_input": "jaggedness",
-    "input_facts": "jaggedness", "DEFAULT_OUTPUT": "jaggedness",
-    "run_report": "run", "DEFAULT_TITLE": "run",
+    "input_facts": "jaggedness", "DEFAULT_OUTPUT": "notebooks", "DEFAULT_TITLE": "notebooks",
+    "run_report": "run",
     "execute": "execution", "ReportError": "execution", "KERNEL_NAME": "execution",
     "render": "rendering", "version_facts": "rendering", "parameter_rows": "rendering", "TEMPLATES_DIR": "rendering",
     "TEMPLATE_NAME": "rendering", "SKIP_TAG": "rendering",

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from jagged import options as opts
-from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.errors import JaggedWarning
 from jagged.report.execution import KERNEL_NAME
-from jagged.report.notebooks import REPORT_NOTEBOOK, default_values, notebook_name, notebook_parameters, packaged_notebook
+from jagged.report.notebooks import (DEFAULT_OUTPUT, DEFAULT_TITLE, REPORT_NOTEBOOK, default_title, default_values,
+                                     notebook_name, notebook_parameters, packaged_notebook)
 from jagged.report.rendering import version_facts
 from jagged.report.rerun import StoredRun, check_input_path, read_parameters
-from jagged.report.run import DEFAULT_TITLE, run_report
-
-DEFAULT_OUTPUT = Path("reports") / "jaggedness_report.html"
+from jagged.report.run import check_destination, run_report
 
 
 def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str]]:
@@ -59,6 +58,20 @@ def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str
     return rows
 
 
+def input_subtitle(dataset: Any, facts: Sequence[Sequence[str]]) -> str:
+    """The line under a cross-model report's title: ``"29 models × 14 domains from SOURCE"``.
+
+    Parameters
+    ----------
+    dataset : jagged.Dataset
+        The loaded input.
+    facts : sequence of (label, value, kind)
+        Its :func:`input_facts` (the counts are read from them).
+    """
+    counts = {row[0]: row[1] for row in facts}
+    return f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
+
+
 def validate_input(scores: str | Path | None, options: Mapping[str, Any]) -> Any:
     """Load and analyse the input here, before any kernel starts, so bad input fails fast.
 
@@ -81,12 +94,13 @@ def validate_input(scores: str | Path | None, options: Mapping[str, Any]) -> Any
         Whatever the loader or the analysis rejects.
     """
     from jagged.readers.load import load
-    from jagged.stats.analysis import metrics_table
+    from jagged.analysis import metrics_table
 
     dataset = load(scores, **opts.load_kwargs(options))
     # resampling checks no input; the kernel does it once
     metrics_table(dataset, opts.analysis_options(options, bootstrap=0))
     return dataset
+
 
 def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEFAULT_OUTPUT, *,
                       title: str = DEFAULT_TITLE, show_code: bool = False, **options: Any) -> Path:
@@ -122,11 +136,7 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     ReportError
         The notebook failed (see :func:`run_report`).
     """
-    output = Path(output)
-    if output.suffix.lower() not in (".html", ".htm"):
-        raise JaggedInputError(f"{output}: the report file must end in .html")
-    if options.get("theme", "light") not in opts.THEMES:
-        raise JaggedInputError(f"theme must be one of {', '.join(opts.THEMES)}, not {opts.shown(options['theme'])}")
+    output = check_destination(output)
     options = {k: opts.check_value(k, v) if k in opts.BY_NAME else v for k, v in options.items()}
     title = opts.check_text("the title", title) or DEFAULT_TITLE
     check_input_path(scores, "scores")
@@ -135,8 +145,6 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
 
     bundled = scores in (None, "")
     source = None if bundled else Path(scores)
-    if "km" in options:  # a kernel the caller manages (e.g. a warm one)
-        return _jaggedness_report(source, output, title=title, show_code=show_code, **options)
     # The kernel boots in its own process while this one validates the input and reads the
     # notebook: about a third of a second of the run, on a second core.
     km = launch_kernel(KERNEL_NAME)
@@ -145,9 +153,10 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     finally:
         stop_kernel(km)
 
+
 def _jaggedness_report(source: Path | None, output: Path, *, title: str, show_code: bool,
-                       km: Any = None, **options: Any) -> Path:
-    """:func:`jaggedness_report` once the output and theme are checked."""
+                       km: Any, **options: Any) -> Path:
+    """:func:`jaggedness_report` once the output and options are checked, in the kernel ``km``."""
     from jagged.report.kernel import external_kernel_kwargs
 
     bundled = source is None
@@ -161,17 +170,9 @@ def _jaggedness_report(source: Path | None, output: Path, *, title: str, show_co
     parameters = {"scores": "" if bundled else str(source.resolve()),
                   **opts.notebook_values({k: v for k, v in options.items() if k in declared})}
     facts = input_facts(dataset, bundled=bundled) + version_facts()
-    counts = {row[0]: row[1] for row in facts}
-    subtitle = f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
     return run_report(REPORT_NOTEBOOK, output, parameters, title=title, show_code=show_code, facts=facts,
-                      subtitle=subtitle, **(external_kernel_kwargs(km) if km is not None else {}))
+                      subtitle=input_subtitle(dataset, facts), **external_kernel_kwargs(km))
 
-
-def default_title(notebook: str, parameters: Mapping[str, Any]) -> str:
-    """The title a report of this notebook gets when none is given or stored."""
-    if notebook_name(notebook) == "model_report":
-        return f"Model report: {parameters.get('model') or '(first model)'}"
-    return DEFAULT_TITLE
 
 def report_from_parameters(source: str | Path | None, output: str | Path, *, notebook: str | None = None,
                            overrides: Mapping[str, Any] | None = None, title: str | None = None,
@@ -236,7 +237,5 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
 
         params["model"] = resolve_model(dataset.scores, params.get("model", declared["model"]))
     facts = input_facts(dataset, bundled=scores is None) + version_facts()
-    counts = {row[0]: row[1] for row in facts}
-    subtitle = f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
     return run_report(name, output, params, title=title or stored.title or default_title(name, params),
-                      show_code=show_code, facts=facts, subtitle=subtitle)
+                      show_code=show_code, facts=facts, subtitle=input_subtitle(dataset, facts))

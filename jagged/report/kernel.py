@@ -1,7 +1,10 @@
-"""A warm Jupyter kernel reused for many report notebooks, reset to a clean state between them.
+"""Jupyter kernels for reports: launched without waiting, stopped at once, and kept warm between notebooks.
 
-Starting a kernel and importing pandas, matplotlib and jagged costs a small report notebook
-more than running it. :class:`WarmKernel` starts one kernel, imports the libraries once,
+:func:`launch_kernel` starts a kernel whose files are named after this run and
+:func:`stop_kernel` kills it and removes them (:mod:`jagged.report.debris`).
+
+Starting a kernel and importing pandas, matplotlib and jagged costs a small report
+notebook more than running it. :class:`WarmKernel` starts one kernel, imports the libraries once,
 records the kernel's clean state, and before every notebook puts that state back:
 
 * the user namespace, the input/output history and the execution counter, as a new
@@ -25,38 +28,27 @@ manager and this module's kernel client are passed as ``km`` and ``kc`` to the
 ``jagged-warm`` papermill engine, papermill's nbclient engine for a kernel it does not own
 (it reuses the client instead of making one per notebook, and never shuts the kernel down).
 
-Nothing left behind
--------------------
-Every kernel this process starts (:func:`launch_kernel`) keeps its files in the Jupyter
-runtime folder under one name, ``jagged-<pid>-<host>-<tag>`` (the owning process, a tag of
-this machine as in :func:`jagged.report.run.make_workdir`, and a random tag): the connection
-file ``.json`` (never a temporary file in ``TMPDIR``), the IPC sockets ``-ipc-N`` and a
-``.kernel`` file holding the kernel's process id. :func:`stop_kernel` removes them all.
-While this process owns a kernel, SIGTERM (if nothing else handles it) raises
-:class:`Terminated`, so the ``finally`` blocks stop the kernel and remove the files before
-the process exits with status 143. A process killed outright (SIGKILL) cannot; the next
-kernel started on the machine removes the files whose owning process *and* kernel are
-provably gone (:func:`remove_stale_kernel_files`), never a live run's.
+The kernel's files, SIGTERM while a kernel is owned, and the files of dead runs are
+:mod:`jagged.report.debris`'s business; :func:`launch_kernel` and :func:`stop_kernel` use it.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import re
 import signal
-import socket
 import subprocess
-import threading
-import zlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from jagged.report.debris import (guard_termination, kernel_stem, release_termination, remove_kernel_files,
+                                  remove_stale_kernel_files)
+
 #: papermill engine name for runs in a warm kernel (see :class:`WarmKernelEngine`).
 ENGINE_NAME = "jagged-warm"
 #: Libraries imported once when the kernel starts.
-PRELOAD = ("numpy", "pandas", "matplotlib.pyplot", "seaborn", "jagged", "jagged.stats.analysis", "jagged.views.display",
+PRELOAD = ("numpy", "pandas", "matplotlib.pyplot", "seaborn", "jagged", "jagged.analysis", "jagged.views.display",
            "jagged.views.model_view", "jagged.plots.model", "jagged.plots.dispersion")
 
 _SETUP_CODE = "import jagged.report.kernel as _jk\n_jk.preload()\n_jk.capture_state()\ndel _jk\n"
@@ -224,162 +216,16 @@ def parent_arguments() -> list[str]:
     return [f"--IPKernelApp.parent_handle={os.getpid()}"] if os.name == "posix" else []
 
 
-#: ``jagged-<pid>-<host>-<tag>`` + ``.json`` / ``.kernel`` / ``-ipc-N``: a kernel's files (see the module notes).
-_KERNEL_FILE = re.compile(r"^(?P<stem>jagged-(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8})-[0-9a-f]{12})"
-                          r"(?:\.json|\.kernel|-ipc-[0-9]+)$")
 #: Kernels this process started and has not stopped yet (``id(km)`` -> manager).
 _OWNED: dict[int, Any] = {}
-_HANDLER_LOCK = threading.Lock()
 #: Longest path an IPC socket may have (``sockaddr_un.sun_path`` is 104 bytes on macOS, 108 on Linux).
 _MAX_SOCKET_PATH = 104
-
-
-class Terminated(SystemExit):
-    """SIGTERM arrived while this process owned a kernel (exit status 128 + signum once cleaned up).
-
-    A :class:`SystemExit`, so ``except Exception`` blocks let it through and ``finally``
-    blocks (stopping the kernel, removing temporary folders) run on the way out.
-
-    Attributes
-    ----------
-    signum : int
-        The signal.
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(128 + int(signum))
-        self.signum = int(signum)
-
-
-def host_tag() -> str:
-    """Eight hex digits naming this machine (a folder shared between machines keeps their runs apart)."""
-    return f"{zlib.crc32(socket.gethostname().encode('utf-8', 'replace')):08x}"
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs (a zombie, which has exited but is not reaped yet, does not)."""
-    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: it exists, and belongs to someone else
-        return True
-    try:  # Linux: the state letter follows the parenthesised command name
-        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rpartition(")")[2].split()
-    except OSError:  # no /proc (macOS), or it has just been reaped: os.kill said it exists
-        return True
-    return not state or state[0] not in ("Z", "X")
-
-
-def _on_terminate(signum: int, frame: Any) -> None:
-    signal.signal(signum, signal.SIG_IGN)  # one is enough; the clean-up must not be cut short
-    raise Terminated(signum)
-
-
-def _guard_termination() -> None:
-    """Make SIGTERM raise :class:`Terminated` while this process owns a kernel (unless it is handled already)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    with _HANDLER_LOCK:
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_terminate)
-
-
-def _release_termination() -> None:
-    """Give SIGTERM its default action back once no kernel is owned (if it still has ours)."""
-    if _OWNED or threading.current_thread() is not threading.main_thread():
-        return
-    with _HANDLER_LOCK:
-        if signal.getsignal(signal.SIGTERM) is _on_terminate:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def stop_owned_kernels() -> None:
     """Stop every kernel this process started and has not stopped (at exit, or a worker that must go now)."""
     for km in list(_OWNED.values()):
         stop_kernel(km)
-
-
-def _kernel_files(stem: str) -> list[str]:
-    """Every file of the kernel whose files start with ``stem`` (a path without suffix)."""
-    import glob
-
-    base = glob.escape(stem)
-    return [f"{stem}.json", f"{stem}.kernel", *glob.glob(f"{base}-ipc-*")]
-
-
-def _mentioned_by_a_process(name: str) -> bool:
-    """Whether a running process has ``name`` on its command line (True when that cannot be checked)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return True
-    needle = name.encode("utf-8", "surrogateescape")
-    for entry in os.scandir(proc):
-        if entry.name.isdigit():
-            try:
-                with open(f"{entry.path}/cmdline", "rb") as handle:
-                    if needle in handle.read():
-                        return True
-            except OSError:  # ended meanwhile, or not ours to read
-                continue
-    return False
-
-
-def remove_stale_kernel_files(folder: str | Path | None = None) -> list[Path]:
-    """Remove the kernel files (connection file, IPC sockets) that dead runs left in the runtime folder.
-
-    A group of files named ``jagged-<pid>-<host>-<tag>...`` (see the module notes) is
-    removed only when it is from this machine, its owning process ``pid`` is gone, and its
-    kernel is gone: the process id in its ``.kernel`` file is not running or, without that
-    file, no running process names the connection file on its command line. Everything
-    else, a live run's files included, is left alone.
-
-    Parameters
-    ----------
-    folder : str or pathlib.Path, optional
-        The folder (default: :func:`jupyter_core.paths.jupyter_runtime_dir`).
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files removed.
-    """
-    if folder is None:
-        from jupyter_core.paths import jupyter_runtime_dir
-
-        folder = jupyter_runtime_dir()
-    host, me = host_tag(), os.getpid()
-    groups: dict[str, int] = {}
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return []
-    for entry in entries:
-        match = _KERNEL_FILE.match(entry.name)
-        if match is not None and match["host"] == host and int(match["pid"]) != me:
-            groups[match["stem"]] = int(match["pid"])
-    removed: list[Path] = []
-    for stem, owner in groups.items():
-        base = os.path.join(folder, stem)
-        if process_alive(owner):
-            continue
-        try:
-            kernel_pid = int(Path(f"{base}.kernel").read_text(encoding="ascii").strip())
-        except (OSError, ValueError):
-            if _mentioned_by_a_process(f"{stem}.json"):
-                continue
-        else:
-            if process_alive(kernel_pid):
-                continue
-        for name in _kernel_files(base):
-            try:
-                os.unlink(name)
-            except OSError:
-                continue
-            removed.append(Path(name))
-    return removed
 
 
 def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> Any:
@@ -403,12 +249,11 @@ def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> An
     Notes
     -----
     The kernel's files are named after this process in the Jupyter runtime folder, and
-    files that dead runs left there are removed first (see the module notes). Until the
-    kernel is stopped, SIGTERM raises :class:`Terminated` in this process unless something
-    else handles SIGTERM already; at interpreter exit every kernel still owned is stopped.
+    files that dead runs left there are removed first (see :mod:`jagged.report.debris`).
+    Until the kernel is stopped, SIGTERM raises :class:`~jagged.report.debris.Terminated`
+    in this process unless something else handles SIGTERM already; at interpreter exit
+    every kernel still owned is stopped.
     """
-    import uuid
-
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.paths import jupyter_runtime_dir
     from jupyter_core.utils import run_sync
@@ -417,10 +262,9 @@ def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> An
     runtime = Path(jupyter_runtime_dir())
     runtime.mkdir(parents=True, exist_ok=True)
     remove_stale_kernel_files(runtime)
-    # One name for all of the kernel's files, so no two kernels (workers, restarts) clash
-    # and a dead run's files can be recognised (the connection file would otherwise be a
+    # One name for all of the kernel's files (the connection file would otherwise be a
     # temporary file in TMPDIR that nothing removes after SIGKILL).
-    stem = runtime / f"jagged-{os.getpid()}-{host_tag()}-{uuid.uuid4().hex[:12]}"
+    stem = kernel_stem(runtime)
     # Local IPC sockets rather than TCP on POSIX, like jagged.report.run's kernels (no traffic
     # on the network stack; ZeroMQ has no IPC transport on Windows).
     # A socket's path has to fit in sockaddr_un (108 bytes on Linux, 104 on macOS): with a
@@ -430,7 +274,7 @@ def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> An
     km = AsyncKernelManager(kernel_name=kernel_name, connection_file=f"{stem}.json", **transport)
     if not _OWNED:
         atexit.register(stop_owned_kernels)
-    _guard_termination()
+    guard_termination()
     _OWNED[id(km)] = km
     try:
         # The kernel's own stdout/stderr (not cell output, which travels over ZMQ) would
@@ -488,23 +332,10 @@ def stop_kernel(km: Any) -> None:
                 run_sync(km.shutdown_kernel)(now=True)
             except Exception:  # already dead: nothing left to stop
                 pass
-        connection = str(km.connection_file or "")
-        if connection.endswith(".json"):
-            names = _kernel_files(connection[:-len(".json")])
-        else:
-            names = [connection]
-        if getattr(km, "transport", None) == "ipc":
-            import glob
-
-            names += glob.glob(f"{glob.escape(km.ip)}-*")
-        for name in dict.fromkeys(names):
-            if name:
-                try:
-                    os.unlink(name)
-                except OSError:
-                    pass
+        remove_kernel_files(km)
     finally:
-        _release_termination()
+        if not _OWNED:
+            release_termination()
 
 
 class KernelStateError(RuntimeError):

@@ -24,8 +24,12 @@ from jagged.errors import JaggedInputError
 from jagged.resources import notebooks_dir
 
 NOTEBOOKS_DIR = notebooks_dir()
+#: The cross-model report (``jagged report``) and the per-model report (``jagged batch``).
 REPORT_NOTEBOOK = "jaggedness_report.ipynb"
 MODEL_NOTEBOOK = "model_report.ipynb"
+#: The cross-model report's title and file when none is given (``jagged report``, ``jagged batch``).
+DEFAULT_TITLE = "Jaggedness report"
+DEFAULT_OUTPUT = Path("reports") / "jaggedness_report.html"
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class Parameter:
     type: str
     default: str
     help: str
+
 
 def find_notebook(name: str | Path) -> Path:
     """Resolve a notebook: a bare name (``"model_report"``, ``"x.ipynb"``) in ``notebooks/``.
@@ -58,6 +63,7 @@ def find_notebook(name: str | Path) -> Path:
         raise FileNotFoundError(f"no notebook {path}")
     return path
 
+
 def notebook_parameters(notebook: str | Path) -> list[Parameter]:
     """The parameters a notebook declares in its ``parameters`` cell, in order.
 
@@ -73,6 +79,7 @@ def notebook_parameters(notebook: str | Path) -> list[Parameter]:
     """
     path = find_notebook(notebook).resolve()
     return list(_inspect_parameters(str(path), path.stat().st_mtime_ns))
+
 
 @lru_cache(maxsize=16)
 def _inspect_parameters(path: str, mtime_ns: int) -> tuple[Parameter, ...]:
@@ -155,6 +162,7 @@ def default_values(notebook: str | Path) -> dict[str, Any]:
             out[p.name] = p.default
     return out
 
+
 def full_parameters(notebook: str | Path, parameters: Mapping[str, Any]) -> dict[str, Any]:
     """The complete parameter set a run uses: declared defaults, then the given values.
 
@@ -173,6 +181,7 @@ def full_parameters(notebook: str | Path, parameters: Mapping[str, Any]) -> dict
     full = default_values(notebook)
     full.update({k: plain(v) for k, v in parameters.items()})
     return full
+
 
 def packaged_notebooks() -> tuple[str, ...]:
     """The names of the notebooks shipped with jagged (``jaggedness_report``, ``model_report``, ...)."""
@@ -214,3 +223,23 @@ def packaged_notebook(name: Any, source: str = "") -> str:
 def notebook_name(notebook: str | Path) -> str:
     """The name under which a notebook is stored in the metadata: its file stem."""
     return Path(notebook).stem
+
+
+def default_title(notebook: str | Path, parameters: Mapping[str, Any]) -> str:
+    """The title a report of this notebook gets when none is given or stored.
+
+    Parameters
+    ----------
+    notebook : str or pathlib.Path
+        The notebook.
+    parameters : mapping
+        Its parameters (the per-model report's title names ``model``).
+
+    Returns
+    -------
+    str
+        ``"Model report: MODEL"`` for :data:`MODEL_NOTEBOOK`, else :data:`DEFAULT_TITLE`.
+    """
+    if notebook_name(notebook) == notebook_name(MODEL_NOTEBOOK):
+        return f"Model report: {parameters.get('model') or '(first model)'}"
+    return DEFAULT_TITLE

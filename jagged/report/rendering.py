@@ -10,12 +10,13 @@ from __future__ import annotations
 import html as html_lib
 import re
 import sys
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import jagged
-from jagged.options import THEMES
+from jagged.options import check_value
 from jagged.report.notebooks import notebook_parameters, plain
 from jagged.resources import templates_dir
 
@@ -36,6 +37,7 @@ def _heading_entries(content: str) -> list[tuple[int, str, str]]:
         entries.append((int(level), html_lib.unescape(anchor), text))
     return entries
 
+
 @lru_cache(maxsize=4)
 def _exporter(show_code: bool) -> Any:
     """One HTMLExporter per setting, reused across renders (its template is compiled once)."""
@@ -53,14 +55,36 @@ def _exporter(show_code: bool) -> Any:
     exporter.register_filter("jagged_headings", _heading_entries)
     return exporter
 
-def _warm_exporter(show_code: bool) -> None:
-    """Import nbconvert and compile the template (run in a thread while the kernel works)."""
-    import nbformat
 
-    try:
-        _exporter(bool(show_code)).from_notebook_node(nbformat.v4.new_notebook(), resources={"jagged": {}})
-    except Exception:  # pragma: no cover - the real render reports any problem
-        pass
+class Warmup(threading.Thread):
+    """Import nbconvert and compile the template in a thread while the kernel works.
+
+    The first render pays for both; doing it meanwhile takes them off the report's time.
+    An error here (nbconvert missing, a broken template) is the one the real render would
+    raise: :meth:`wait` raises it in the thread that renders, and a run that fails
+    before rendering never waits, so the error is neither printed from this thread nor
+    lost.
+    """
+
+    def __init__(self, show_code: bool) -> None:
+        super().__init__(name="jagged-render-warmup", daemon=True)
+        self.show_code = bool(show_code)
+        self.error: Exception | None = None
+
+    def run(self) -> None:
+        import nbformat
+
+        try:
+            _exporter(self.show_code).from_notebook_node(nbformat.v4.new_notebook(), resources={"jagged": {}})
+        except Exception as exc:  # handed over to the rendering thread by wait()
+            self.error = exc
+
+    def wait(self) -> None:
+        """Wait for the warm-up; raise what it raised."""
+        self.join()
+        if self.error is not None:
+            raise self.error
+
 
 def run_facts(nb: Any) -> list[tuple[str, str, str]]:
     """Provenance rows from papermill's metadata of an executed notebook (start, duration)."""
@@ -71,6 +95,7 @@ def run_facts(nb: Any) -> list[tuple[str, str, str]]:
     if meta.get("duration") is not None:
         rows.append(("run duration", f"{float(meta['duration']):.1f} s", ""))
     return rows
+
 
 def version_facts() -> list[tuple[str, str, str]]:
     """Provenance rows: versions of jagged, Python and the main libraries."""
@@ -84,6 +109,7 @@ def version_facts() -> list[tuple[str, str, str]]:
             continue
     return rows
 
+
 def parameter_rows(notebook: str | Path, parameters: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """Each declared parameter with the value it ran with (given, or the notebook default)."""
     rows = []
@@ -91,6 +117,7 @@ def parameter_rows(notebook: str | Path, parameters: Mapping[str, Any]) -> list[
         value = repr(plain(parameters[p.name])) if p.name in parameters else p.default
         rows.append((p.name, value, p.help))
     return rows
+
 
 def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequence[str]] = (),
            parameters: Iterable[Sequence[str]] = (), subtitle: str | None = None,
@@ -127,11 +154,10 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
 
     Raises
     ------
-    ValueError
-        An unknown theme.
+    JaggedInputError
+        An unknown theme (checked by the ``theme`` option, :mod:`jagged.options`).
     """
-    if theme not in THEMES:
-        raise ValueError(f"theme must be one of {', '.join(THEMES)}, not {theme!r}")
+    theme = check_value("theme", theme)
     rows = [tuple(f) + ("",) * (3 - len(f)) for f in facts] + run_facts(nb)
     meta = dict(meta or {})
     resources = {"jagged": {"title": title, "subtitle": subtitle, "facts": rows,

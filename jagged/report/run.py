@@ -9,9 +9,9 @@ The temporary folder has to be beside the destination (:func:`os.replace` is ato
 within one file system). A run that is killed outright (SIGKILL, power loss) cannot
 remove it, so its name carries the run's process id and host (:func:`make_workdir`), and
 the next run in that folder removes the folders of runs that are no longer alive
-(:func:`remove_stale_workdirs`); a live run's folder is never touched. The kernel's own
-files (connection file, sockets) are handled the same way in
-:mod:`jagged.report.kernel`; SIGTERM stops the kernel and removes both before the process
+(:func:`jagged.report.debris.remove_stale_workdirs`); a live run's folder is never
+touched. The kernel's own files (connection file, sockets) are handled the same way in
+:mod:`jagged.report.debris`; SIGTERM stops the kernel and removes both before the process
 exits with status 143.
 
 A destination that cannot be written, and a full disk, are one-line
@@ -24,76 +24,22 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import shutil
-import tempfile
-import threading
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import jagged
 from jagged.errors import JaggedInputError
+from jagged.report.debris import make_workdir, remove_stale_workdirs
 from jagged.report.execution import KERNEL_NAME, ReportError, execute
-from jagged.report.kernel import host_tag as _host_tag, process_alive as _process_alive
-from jagged.report.notebooks import find_notebook, full_parameters
-from jagged.report.rendering import _warm_exporter, parameter_rows, render
+from jagged.report.notebooks import DEFAULT_TITLE, find_notebook, full_parameters
+from jagged.report.rendering import Warmup, parameter_rows, render
 from jagged.report.rerun import report_metadata, rerun_command
 from jagged.text import one_line
-
-DEFAULT_TITLE = "Jaggedness report"
-
-
-#: ``.<stem>.<pid>-<host>.<random>``: a run's temporary folder (see :func:`make_workdir`).
-_WORKDIR = re.compile(r"^\..+\.(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8})\.[a-z0-9_]{8}$")
 
 
 def _failed_path(html_path: Path) -> Path:
     return html_path.with_suffix(".failed.ipynb")
-
-
-def make_workdir(html_path: Path) -> Path:
-    """A new hidden temporary folder beside ``html_path``, named after this process.
-
-    Returns
-    -------
-    pathlib.Path
-        ``.<stem>.<pid>-<host>.<random>`` in ``html_path``'s folder (at most 40
-        characters of the stem), made with :func:`tempfile.mkdtemp`.
-    """
-    prefix = f".{html_path.stem[:40]}.{os.getpid()}-{_host_tag()}."
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=html_path.parent))
-
-
-def remove_stale_workdirs(folder: str | Path) -> list[Path]:
-    """Remove the temporary folders that runs which died left in ``folder``.
-
-    Only folders named by :func:`make_workdir` on this machine whose process is gone are
-    removed; another live run's folder, and anything else, is left alone.
-
-    Parameters
-    ----------
-    folder : str or pathlib.Path
-        An output folder (missing: nothing to do).
-
-    Returns
-    -------
-    list of pathlib.Path
-        The folders removed.
-    """
-    removed: list[Path] = []
-    host = _host_tag()
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for entry in entries:
-        match = _WORKDIR.match(entry.name)
-        if (match is None or match["host"] != host or not entry.is_dir(follow_symlinks=False)
-                or int(match["pid"]) == os.getpid() or _process_alive(int(match["pid"]))):
-            continue
-        shutil.rmtree(entry.path, ignore_errors=True)
-        removed.append(Path(entry.path))
-    return removed
 
 
 def _no_space(exc: BaseException | None) -> bool:
@@ -208,7 +154,7 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
         The destination cannot be written (see :func:`check_destination`; a read-only
         folder), or the disk is full: "no space left on device writing PATH". The earlier
         report is left as it was, and a failed notebook is kept only when it is complete.
-    jagged.report.kernel.Terminated
+    jagged.report.debris.Terminated
         SIGTERM arrived (a :class:`SystemExit` with status 143), after the kernel was
         stopped and the temporary folder removed.
 
@@ -258,7 +204,7 @@ def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: 
     # imported first so the two threads do not import the same modules at once.
     import papermill  # noqa: F401
 
-    warm = threading.Thread(target=_warm_exporter, args=(show_code,), daemon=True)
+    warm = Warmup(show_code)
     warm.start()
     executed = workdir / "executed.ipynb"
     try:
@@ -287,7 +233,7 @@ def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: 
         if _no_space(exc):
             raise JaggedInputError(message) from None
         raise ReportError(message, ename=ename, evalue=evalue, failed_notebook=kept) from None
-    warm.join()
+    warm.wait()
     footer = (f"Made with jagged {jagged.__version__} from notebooks/{find_notebook(notebook).name}. "
               f"The executed notebook is kept beside this file as {ipynb_path.name}.")
     import nbformat

@@ -24,7 +24,7 @@ from typing import Any
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Unicode
 
-from jagged.stats.analysis import SECTIONS_MIME
+from jagged.analysis import SECTIONS_MIME
 
 #: Prefix of the cell tags that put a cell in a section.
 TAG_PREFIX = "section-"

@@ -14,7 +14,7 @@ bootstrap (the same resample of the common items on both sides); without items b
 ``n_items`` on both sides, a parametric binomial bootstrap with independent sides; else none.
 Point values reuse :func:`jagged.stats.metrics.jaggedness` and
 :func:`jagged.stats.deployment.deployment_metrics`; the item resampling reuses
-:func:`jagged.stats.uncertainty.resampled_sums`.
+:func:`jagged.stats.bootstrap.resampled_sums`.
 
 The item ledger (items added, removed, re-keyed, re-worded or moved in difficulty), the
 re-scoring of key changes and the run-to-run noise floor of repeated runs (a model name on
@@ -36,7 +36,7 @@ from jagged.readers.dataset import Dataset
 from jagged.stats.deployment import deployment_metrics, kendall_tau
 from jagged.stats.ledger import item_ledger, noise_floor, paired_items, rescore_by_domain, rescore_by_model, run_noise
 from jagged.stats.metrics import NOTE_FEW_DOMAINS, jaggedness
-from jagged.stats.uncertainty import ItemMatrix, item_matrix, resampled_sums
+from jagged.stats.bootstrap import ItemMatrix, item_matrix, resampled_sums
 from jagged.text import join_note_columns
 
 STATISTICS: tuple[str, ...] = ("macro_score", "cv_error", "dep_score", "wedge")
@@ -191,7 +191,7 @@ def paired_replicates(scope: Scope, weights: pd.DataFrame | None = None, *, n_bo
     Notes
     -----
     *Item-level scope.* The common items of every model are laid out as one
-    :class:`~jagged.stats.uncertainty.ItemMatrix` with 2M columns (A's results, then B's);
+    :class:`~jagged.stats.bootstrap.ItemMatrix` with 2M columns (A's results, then B's);
     each replicate draws n_d items with replacement within every domain, and the one count
     vector serves all 2M columns, so A and B (and all models) are resampled together. A
     model whose domain drew none of its items gets NaN for that replicate (left out of the

@@ -1,15 +1,17 @@
-"""The logit decomposition logit(e_md) = μ + a_m + b_d + r_md and the level-adjusted jaggedness.
+"""The logit decomposition logit(e_md) = μ + a_m + b_d + r_md: the fit and its :class:`Decomposition`.
 
 * :func:`decompose` fits a binomial model with model and domain effects, weighted by the
   items behind each score (:class:`Decomposition`): a_m is the model's level (higher: more
   errors), b_d the domain's difficulty for the field, r_md the residual — where this model
   is unusually weak (r > 0) or strong (r < 0) given both.
-* :func:`model_structure` gives per model ``relative_jaggedness`` (the spread of its
+What follows from the fit is in :mod:`jagged.stats.relative`:
+
+* :func:`~jagged.stats.relative.model_structure` gives per model ``relative_jaggedness`` (the spread of its
   residuals across domains), the same with the expected sampling noise removed (delta
   method on the logit scale), and a noise flag like ``cv_error``'s;
-  :func:`replicate_statistic` computes it on the bootstrap replicates that
-  :mod:`jagged.stats.uncertainty` draws for the other intervals (one resampling).
-* :func:`variance_shares` splits the variance of the logit error rates of the whole table
+  :func:`~jagged.stats.relative.replicate_statistic` computes it on the bootstrap replicates that
+  :mod:`jagged.stats.bootstrap` draws for the other intervals (one resampling).
+* :func:`~jagged.stats.relative.variance_shares` splits the variance of the logit error rates of the whole table
   into domain difficulty, model level, model × domain residual and expected noise.
 
 Vectorised over models, domains and bootstrap replicates (batched solves); no per-model loop
@@ -20,13 +22,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD, ReplicateStatistic, chi2_sf
 from jagged.text import listing, plural
 
 #: Items added to the wrong and to the right answers of every cell (Haldane–Anscombe).
@@ -65,11 +65,13 @@ NOTE_FLAG = "relative jaggedness indistinguishable from sampling noise"
 
 # --------------------------------------------------------------------------- the fit
 
-def _expit(x: np.ndarray) -> np.ndarray:
+def expit(x: np.ndarray) -> np.ndarray:
+    """The logistic function 1 / (1 + exp(−x)), as 0.5 (1 + tanh(x / 2)) (no overflow)."""
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
+def logit(p: np.ndarray) -> np.ndarray:
+    """ln(p / (1 − p)), as ln p − ln1p(−p)."""
     return np.log(p) - np.log1p(-p)
 
 
@@ -181,7 +183,7 @@ def fit_logit(proportion: np.ndarray, weights: np.ndarray, *, start: np.ndarray 
     w = np.asarray(weights, dtype=float)
     observed = w > 0
     if start is None:
-        eta = _logit(y)
+        eta = logit(y)
     else:
         eta = np.broadcast_to(np.asarray(start, dtype=float), y.shape).copy()
     eta = np.where(observed, eta, 0.0)
@@ -189,7 +191,7 @@ def fit_logit(proportion: np.ndarray, weights: np.ndarray, *, start: np.ndarray 
     converged = False
     step = 0
     for step in range(1, max_iter + 1):
-        p = np.clip(_expit(eta), 1e-12, 1.0 - 1e-12)
+        p = np.clip(expit(eta), 1e-12, 1.0 - 1e-12)
         var = p * (1.0 - p)
         omega = w * var
         z = eta + (y - p) / var
@@ -199,7 +201,7 @@ def fit_logit(proportion: np.ndarray, weights: np.ndarray, *, start: np.ndarray 
         if change < tol:
             converged = True
             break
-    p = np.clip(_expit(eta), 1e-12, 1.0 - 1e-12)
+    p = np.clip(expit(eta), 1e-12, 1.0 - 1e-12)
     return LogitFit(eta=eta, working_weights=w * p * (1.0 - p), iterations=step, converged=converged)
 
 
@@ -349,7 +351,7 @@ class Decomposition:
         return pd.DataFrame({
             "model": self.models[rows], "domain": self.domains[cols],
             "error": self.error[rows, cols], "n_items": self.n_items[rows, cols],
-            "expected_error": _expit(self.eta[rows, cols]), "residual": self.residual[rows, cols],
+            "expected_error": expit(self.eta[rows, cols]), "residual": self.residual[rows, cols],
             "residual_se": np.sqrt(v), "z": z,
         })
 
@@ -470,7 +472,7 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
     model_effect[fit_m] = a_plus - mu
     domain_effect[fit_d] = b
     eta = np.where(fitted, fit.eta, np.nan)
-    residual = np.where(fitted, _logit(adjusted) - fit.eta, np.nan)
+    residual = np.where(fitted, logit(adjusted) - fit.eta, np.nan)
     noise = np.where(fitted, logit_noise(adjusted, n), np.nan) if has_n else nan
     omega = np.where(fitted, fit.working_weights, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -481,256 +483,3 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
                          adjusted=adjusted, weight=weight, eta=eta, intercept=mu, model_effect=model_effect,
                          domain_effect=domain_effect, residual=residual, noise_var=noise, leverage=leverage,
                          iterations=fit.iterations, converged=fit.converged, notes=notes, model_notes=model_notes)
-
-
-def residual_spread(residual: np.ndarray, noise: np.ndarray, leverage: np.ndarray, ok: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per model (last axis: domains): D_m, the residual variance V_m and its expected noise N̂_m.
-
-    See :func:`model_structure`, Notes: V_m = (1/D_m) Σ_d (r_md − r̄_m)² and
-    N̂_m = ((D_m − 1)/D_m²) Σ_d v_md (1 − h_md), over the cells where ``ok``.
-    """
-    d = ok.sum(axis=-1).astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(ok, residual, 0.0).sum(axis=-1) / d
-        dev = np.where(ok, residual - mean[..., None], 0.0)
-        v_obs = (dev * dev).sum(axis=-1) / d
-        n_hat = (d - 1.0) / d ** 2 * np.where(ok, noise * (1.0 - leverage), 0.0).sum(axis=-1)
-    return d, v_obs, n_hat
-
-
-def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SHARE_THRESHOLD,
-                    alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
-    """Per model: level, relative jaggedness, its noise-corrected value and a noise flag.
-
-    Parameters
-    ----------
-    decomposition : Decomposition
-        Output of :func:`decompose`.
-    threshold : float
-        ``relative_noise_share`` above which a model is flagged.
-    alpha : float
-        Level of the model-fit test; p >= alpha is flagged.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per model (sorted), :data:`MODEL_COLUMNS`:
-
-        ``n_domains``
-            D_m, the model's fitted domains;
-        ``model_effect``
-            a_m, the level on the logit scale of the error (0 = the field's average;
-            +1 ≈ e^1 = 2.7 times the odds of an error);
-        ``relative_jaggedness``
-            RJ_m = √V_m, V_m = (1/D_m) Σ_d (r_md − r̄_m)², the population sd of the
-            model's residuals across its domains (logits; ddof = 0 like ``sd_error``);
-        ``relative_jaggedness_corrected``
-            √max(V_m − N̂_m, 0), with the expected sampling noise removed;
-        ``relative_noise_share``
-            N̂_m / V_m (capped at 1), the share of V_m that noise alone would produce;
-        ``p_model_fit``
-            p-value of the test that the model has no residual beyond noise;
-        ``relative_noise_flag``
-            True when its relative jaggedness is indistinguishable from noise;
-        ``structure_note``
-            why a value is missing, or the flag in words.
-
-    Notes
-    -----
-    *Noise correction (delta method on the logit scale).* logit(ẽ_md) carries sampling
-    noise of variance v_md ≈ 1/((n + 1) ẽ(1 − ẽ)) (:func:`logit_noise`), independent
-    across cells. As for ``noise_share`` (:func:`jagged.stats.uncertainty.sampling_noise`),
-    centring on the model's own mean removes 1/D of it; estimating b_d from the field
-    removes the cell's share h_md = ω_md / Σ_m ω_md of the domain's weight (ω the working
-    weights; h ≈ 1/M). Hence
-
-        E[V_m] ≈ V_true + N_m,   N̂_m = ((D_m − 1)/D_m²) Σ_d v_md (1 − h_md),
-
-    exact for a complete table with equal noise (then N = (D − 1)(M − 1) v / (DM)), a
-    first-order approximation otherwise. V_true − N̂ is floored at 0, which biases the
-    corrected value slightly upward near 0.
-
-    *Test and flag.* The model's part of the Pearson statistic of the fit,
-    X²_m = Σ_d (n + 1)(ẽ_md − p̂_md)² / (p̂_md(1 − p̂_md)), is referred to χ² with
-    D_m − 1 degrees of freedom (its expectation is (D_m − 1)(M − 1)/M without residuals,
-    so the p-value errs large: more flags). A model is flagged "relative jaggedness
-    indistinguishable from sampling noise" when ``relative_noise_share > threshold`` or
-    ``p_model_fit >= alpha`` — the rule ``noise_flag`` applies to ``cv_error``. A flag
-    says these items cannot show the model's own unevenness, not that it is even.
-
-    Edge cases: a model with fewer than 2 fitted domains, or outside the fitted group,
-    gets NaN and a note; without n_items the noise columns are NaN (``relative_noise_flag``
-    False) and the note says so.
-    """
-    dec = decomposition
-    ok = dec.fitted
-    d, v_obs, n_hat = residual_spread(dec.residual, dec.noise_var, dec.leverage, ok)
-    undefined = d < 2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rj = np.where(undefined, np.nan, np.sqrt(v_obs))
-        if dec.has_n:
-            corrected = np.where(undefined, np.nan, np.sqrt(np.maximum(v_obs - n_hat, 0.0)))
-            share = np.where(v_obs > 0, n_hat / np.where(v_obs > 0, v_obs, 1.0), np.where(n_hat > 0, 1.0, np.nan))
-            share = np.where(undefined, np.nan, np.minimum(share, 1.0))
-            p_hat = np.clip(_expit(dec.eta), 1e-12, 1.0 - 1e-12)
-            x2 = np.where(ok, dec.weight * (dec.adjusted - p_hat) ** 2 / (p_hat * (1.0 - p_hat)), 0.0).sum(axis=1)
-        else:
-            corrected = share = x2 = np.full(len(dec.models), np.nan)
-    p = np.full(len(dec.models), np.nan)
-    for k in np.flatnonzero(~undefined & np.isfinite(x2)):  # a scalar tail probability per model
-        p[k] = chi2_sf(float(x2[k]), int(d[k]) - 1)
-    flag = ((share > threshold) | (p >= alpha)) & ~undefined
-    notes = np.full(len(dec.models), "", dtype=object)
-    for k, name in enumerate(dec.models):
-        if str(name) in dec.model_notes:
-            notes[k] = dec.model_notes[str(name)]
-        elif not dec.ok:
-            notes[k] = NOTE_FEW_MODELS
-        elif undefined[k]:
-            notes[k] = NOTE_FEW_DOMAINS_MODEL
-        elif not dec.has_n:
-            notes[k] = NOTE_NO_N_ITEMS
-        elif flag[k]:
-            why = [f"noise share {share[k]:.0%}"] if share[k] > threshold else []
-            why += [f"'no residual beyond noise' not rejected, p = {p[k]:.2g}"] if p[k] >= alpha else []
-            notes[k] = f"{NOTE_FLAG} ({'; '.join(why)})"
-    return pd.DataFrame({
-        "model": dec.models, "n_domains": d.astype(np.int64), "model_effect": dec.model_effect,
-        "relative_jaggedness": rj, "relative_jaggedness_corrected": corrected, "relative_noise_share": share,
-        "p_model_fit": p, "relative_noise_flag": flag.astype(bool), "structure_note": notes,
-    })
-
-
-def relative_jaggedness(scores: pd.DataFrame, *, threshold: float = NOISE_SHARE_THRESHOLD,
-                        alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
-    """:func:`model_structure` of :func:`decompose` of a canonical table (a shortcut)."""
-    return model_structure(decompose(scores), threshold=threshold, alpha=alpha)
-
-
-def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
-    """How much of the variance of the logit error rates each part of the table explains.
-
-    Parameters
-    ----------
-    decomposition : Decomposition
-        Output of :func:`decompose`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per :data:`SHARE_COMPONENTS` entry: ``component``, ``label``,
-        ``variance`` (logits²) and ``share`` (of the total). Empty values when nothing
-        was fitted; noise values NaN without n_items.
-
-    Notes
-    -----
-    Over the N fitted cells, each counted once, with l_md = logit(ẽ_md):
-
-    * total T = Var(l), domain = Var(b_d), model = Var(a_m), residual = Var(r_md)
-      (population variances over cells);
-    * cross = T − domain − model − residual: twice the covariances, 0 for a complete
-      table fitted without weights, small otherwise;
-    * noise = (1/N) Σ v_md (1 − h_md − h'_md + ω_md/Σω), the part of the residual
-      variance that sampling noise is expected to produce (h, h': the cell's share of
-      its domain's and its model's weight; (M − 1)(D − 1)/(MD) · v for a balanced table);
-      it is part of the residual, not an addition to it;
-    * residual_beyond_noise = max(residual − noise, 0): the model × domain interaction
-      the items can show.
-
-    The shares are on the logit scale, where the model is additive; they describe this
-    set of models and domains, not the benchmark in general (a field of similar models
-    has a small model share whatever the domains are like).
-    """
-    dec = decomposition
-    labels = [SHARE_LABELS[c] for c in SHARE_COMPONENTS]
-    if not dec.ok:
-        return pd.DataFrame({"component": list(SHARE_COMPONENTS), "label": labels,
-                             "variance": np.nan, "share": np.nan})
-    rows, cols = np.nonzero(dec.fitted)
-    logit = _logit(dec.adjusted[rows, cols])
-    total = logit.var()
-    domain = dec.domain_effect[cols].var()
-    model = dec.model_effect[rows].var()
-    residual = dec.residual[rows, cols].var()
-    noise = np.nan
-    if dec.has_n:
-        fit = _fit_weights(dec)
-        omega = fit[rows, cols]
-        h_dom = omega / fit.sum(axis=0)[cols]
-        h_mod = omega / fit.sum(axis=1)[rows]
-        noise = float(np.mean(dec.noise_var[rows, cols] * (1.0 - h_dom - h_mod + omega / fit.sum())))
-    beyond = max(residual - noise, 0.0) if np.isfinite(noise) else np.nan
-    cross = total - domain - model - residual
-    variance = np.array([domain, model, residual, noise, beyond, cross], dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = variance / total if total > 0 else np.full(len(variance), np.nan)
-    return pd.DataFrame({"component": list(SHARE_COMPONENTS), "label": labels, "variance": variance,
-                         "share": share})
-
-
-def _fit_weights(dec: Decomposition) -> np.ndarray:
-    """The working weights ω = w p̂(1 − p̂) of the converged fit (0 outside it)."""
-    p = np.clip(_expit(np.nan_to_num(dec.eta)), 1e-12, 1.0 - 1e-12)
-    return np.where(dec.fitted, dec.weight * p * (1.0 - p), 0.0)
-
-
-# --------------------------------------------------------------------------- bootstrap
-
-def replicate_statistic(decomposition: Decomposition) -> ReplicateStatistic:
-    """The noise-corrected relative jaggedness of bootstrap replicates, for :mod:`jagged.stats.uncertainty`.
-
-    Parameters
-    ----------
-    decomposition : Decomposition
-        The fit to the original data (its logits start every replicate's fit).
-
-    Returns
-    -------
-    callable
-        ``statistic(num, den, present, models, domains)`` → b × M array, the form
-        :func:`jagged.stats.uncertainty.bootstrap_replicates` calls with each chunk of
-        replicate sums (Σ c·x correct answers and Σ c·present items, b × M × D, in the
-        replicate's model and domain order).
-
-    Notes
-    -----
-    Each replicate is refitted (IRLS, warm-started at the original fit, all replicates of
-    a chunk in one batched solve), and its relative jaggedness corrected **twice**,
-    √max(V* − 2N̂*, 0): in the bootstrap world the truth is the observed table, which
-    already carries the noise once, and resampling adds it again (the same reasoning as
-    for ``cv_error``, see :func:`jagged.stats.uncertainty.bootstrap_intervals`). The
-    percentile interval of these replicates is an interval for the noise-free relative
-    jaggedness that ``relative_jaggedness_corrected`` estimates. A replicate in which a
-    model drew none of its items in a domain gives that model NaN, as for ``cv_error``.
-    """
-    dec = decomposition
-
-    def statistic(num: np.ndarray, den: np.ndarray, present: np.ndarray, models: Any, domains: Any
-                  ) -> np.ndarray:
-        out = np.full(num.shape[:2], np.nan)
-        if not dec.ok or not dec.has_n:
-            return out
-        mi = pd.Index(list(models)).get_indexer(list(dec.models))
-        di = pd.Index(list(domains)).get_indexer(list(dec.domains))
-        if (mi < 0).any() or (di < 0).any():
-            return out
-        n = np.asarray(den, dtype=float)[:, mi][:, :, di]
-        wrong = n - np.asarray(num, dtype=float)[:, mi][:, :, di]
-        ok = dec.fitted[None] & (n > 0)
-        lost = (dec.fitted[None] & ~ok).any(axis=2)
-        adjusted = np.where(ok, (wrong + CONTINUITY) / (n + 2 * CONTINUITY), 0.5)
-        weight = np.where(ok, n + 2 * CONTINUITY, 0.0)
-        fit = fit_logit(adjusted, weight, start=np.nan_to_num(dec.eta), tol=1e-8)
-        residual = _logit(adjusted) - fit.eta
-        noise = logit_noise(adjusted, np.where(ok, n, 1.0))
-        omega = np.where(ok, fit.working_weights, 0.0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            leverage = omega / omega.sum(axis=1, keepdims=True)
-        d, v_obs, n_hat = residual_spread(residual, noise, leverage, ok)
-        rj = np.sqrt(np.maximum(v_obs - 2.0 * n_hat, 0.0))
-        rj[lost | (d < 2)] = np.nan
-        out[:, mi] = rj
-        return out
-
-    return statistic

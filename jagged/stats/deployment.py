@@ -269,7 +269,7 @@ def rank_agreement(table: pd.DataFrame) -> pd.DataFrame:
     ----------
     table : pandas.DataFrame
         A metrics table with ``profile``, ``model``, ``rank_macro`` and ``rank_dep``
-        (from :func:`deployment_metrics` or :func:`jagged.stats.analysis.metrics_table`).
+        (from :func:`deployment_metrics` or :func:`jagged.analysis.metrics_table`).
 
     Returns
     -------
@@ -295,33 +295,6 @@ def rank_agreement(table: pd.DataFrame) -> pd.DataFrame:
             "top_dep": "; ".join(ranked.loc[rd == 1, "model"].astype(str)),
         })
     return pd.DataFrame(rows, columns=list(RANK_COLUMNS))
-
-
-def rank_changes(table: pd.DataFrame, profile: str) -> pd.DataFrame:
-    """The rank-change table of one profile, best deployment rank first.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table with ``profile``, ``model``, ``macro_score``, ``dep_score``,
-        ``rank_macro``, ``rank_dep``.
-    profile : str
-        Profile name.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``rank_macro``, ``rank_dep``, ``rank_change`` (rank_macro − rank_dep:
-        positive = moves up under the profile), ``macro_score``, ``dep_score``, ``wedge``;
-        models without a dep_score last.
-    """
-    sub = table[table["profile"] == profile]
-    if sub.empty:
-        raise JaggedInputError(f"no rows for profile {profile!r}")
-    cols = [c for c in ("model", "rank_macro", "rank_dep", "macro_score", "dep_score", "wedge") if c in sub]
-    out = sub[cols].copy()
-    out.insert(3, "rank_change", out["rank_macro"] - out["rank_dep"])
-    return out.sort_values(["rank_dep", "model"], na_position="last").reset_index(drop=True)
 
 
 def exposure_profile(scores: pd.DataFrame, weights: pd.DataFrame, model: str) -> pd.DataFrame:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.stats.metrics import cv_from_moments
 
 UNCATEGORISED = "(none)"
 
@@ -68,11 +69,6 @@ def _with_categories(scores: pd.DataFrame) -> pd.DataFrame:
                          "error": 1.0 - scores["score"].to_numpy(dtype=float)})
 
 
-def _cv(mean: np.ndarray, sd: np.ndarray, n: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where((mean > 0) & (n >= 2), sd / np.where(mean > 0, mean, 1.0), np.nan)
-
-
 def category_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Per-(model, category) scores and within-category spread.
 
@@ -101,7 +97,8 @@ def category_table(scores: pd.DataFrame) -> pd.DataFrame:
     n = grouped.size()
     out = pd.DataFrame({"n_leaves": n.astype(np.int64), "mean_error": mean, "sd_error": sd}).reset_index()
     out["score"] = 1.0 - out["mean_error"]
-    out["cv_error"] = _cv(out["mean_error"].to_numpy(), out["sd_error"].to_numpy(), out["n_leaves"].to_numpy())
+    out["cv_error"] = cv_from_moments(out["mean_error"].to_numpy(), out["sd_error"].to_numpy(),
+                                      out["n_leaves"].to_numpy())
     return out[list(CATEGORY_COLUMNS)]
 
 
@@ -193,12 +190,12 @@ def hierarchy_metrics(scores: pd.DataFrame) -> pd.DataFrame:
     per_cat = cats.groupby("model", sort=True)["mean_error"]
     cv_cat = pd.DataFrame({"mean": per_cat.mean(), "sd": per_cat.std(ddof=0), "n": per_cat.size()})
     decomposition = decomposition.merge(
-        cv_cat.assign(cv_categories=_cv(cv_cat["mean"].to_numpy(), cv_cat["sd"].to_numpy(),
-                                         cv_cat["n"].to_numpy()))[["cv_categories"]].reset_index(),
+        cv_cat.assign(cv_categories=cv_from_moments(cv_cat["mean"].to_numpy(), cv_cat["sd"].to_numpy(),
+                                                     cv_cat["n"].to_numpy()))[["cv_categories"]].reset_index(),
         on="model", how="left")
-    decomposition["cv_leaves"] = _cv(decomposition["mean_error"].to_numpy(),
-                                     np.sqrt(decomposition["var_total"].to_numpy()),
-                                     decomposition["n_leaves"].to_numpy())
+    decomposition["cv_leaves"] = cv_from_moments(decomposition["mean_error"].to_numpy(),
+                                                 np.sqrt(decomposition["var_total"].to_numpy()),
+                                                 decomposition["n_leaves"].to_numpy())
     return decomposition[list(HIERARCHY_COLUMNS)]
 
 

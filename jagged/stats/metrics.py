@@ -38,10 +38,36 @@ def cv_error(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     Same recipe as the reference card and ``scipy.stats.variation(e, ddof=0)``.
     """
     errors = 1.0 - np.asarray(scores, dtype=float)
-    mean = errors.mean(axis=axis)
-    sd = errors.std(axis=axis, ddof=0)
+    return cv_from_moments(errors.mean(axis=axis), errors.std(axis=axis, ddof=0))
+
+
+def cv_from_moments(mean: np.ndarray, sd: np.ndarray, n: np.ndarray | None = None) -> np.ndarray:
+    """The coefficient of variation sd / mean of error rates, from their mean and population sd.
+
+    Parameters
+    ----------
+    mean, sd : array_like
+        Mean and population sd (ddof = 0) of the error rates, elementwise.
+    n : array_like, optional
+        How many error rates each pair summarises; with it, fewer than 2 give NaN.
+
+    Returns
+    -------
+    numpy.ndarray
+        sd / mean; NaN where the mean is not positive (no errors: CV undefined) or n < 2.
+
+    Notes
+    -----
+    The one CV formula of jagged: :func:`cv_error`, :func:`jaggedness` and the category
+    level of :mod:`jagged.stats.hierarchy` all use it.
+    """
+    mean = np.asarray(mean, dtype=float)
+    sd = np.asarray(sd, dtype=float)
+    defined = mean > 0
+    if n is not None:
+        defined = defined & (np.asarray(n) >= 2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(mean > 0, sd / np.where(mean > 0, mean, 1.0), np.nan)
+        return np.where(defined, sd / np.where(mean > 0, mean, 1.0), np.nan)
 
 
 def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -162,8 +188,7 @@ def jaggedness(scores: pd.DataFrame) -> pd.DataFrame:
     sd_error = np.sqrt(var)
     few = n < 2
     no_errors = mean_error == 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cv = np.where(few | no_errors, np.nan, sd_error / np.where(no_errors, 1.0, mean_error))
+    cv = cv_from_moments(mean_error, sd_error, n)
     if few.all():
         raise JaggedInputError("no model has scores in at least 2 domains, so no CV can be computed")
     note = np.full(n_models, "", dtype=object)

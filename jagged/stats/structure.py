@@ -5,15 +5,12 @@ model is beyond that, and sampling noise; and it grows with the model's level be
 divides by the mean error. This module puts together what separates them:
 
 * :mod:`jagged.stats.decomposition` — logit(e_md) = μ + a_m + b_d + r_md (binomial, weighted
-  by items), per-model ``relative_jaggedness`` with its noise correction and flag, the
-  bootstrap replicate statistic, and the variance shares of the whole table;
+  by items); :mod:`jagged.stats.relative` — per-model ``relative_jaggedness`` with its noise
+  correction and flag, the bootstrap replicate statistic, and the variance shares of the whole table;
 * :mod:`jagged.stats.dimensions` — parallel analysis of the domains and the category check;
 * here: :func:`structure` runs all of it (:class:`Structure`: what ``jagged structure``
   prints and the report section shows), :func:`add_structure` adds the per-model columns to
   the metrics table, :func:`level_correlations` relates both jaggedness measures to the level.
-
-The names of both modules are re-exported, so ``from jagged.stats.structure import decompose``
-works as well.
 """
 
 from __future__ import annotations
@@ -26,17 +23,11 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.decomposition import (  # noqa: F401  (re-exported)
-    CONTINUITY, MAX_ITERATIONS, METRIC_COLUMNS, MODEL_COLUMNS, NOMINAL_ITEMS, NOTE_FEW_DOMAINS_MODEL,
-    NOTE_FEW_MODELS, NOTE_FLAG, NOTE_NO_N_ITEMS, NOTE_NOT_CONNECTED, RESIDUAL_COLUMNS, SHARE_COMPONENTS,
-    SHARE_LABELS, TOLERANCE, Decomposition, LogitFit, additive_wls, adjusted_errors, decomposable, decompose, fit_logit,
-    logit_noise, model_structure, relative_jaggedness, replicate_statistic, residual_spread, score_grid,
-    variance_shares,
+from jagged.stats.decomposition import (
+    METRIC_COLUMNS, NOTE_FEW_DOMAINS_MODEL, NOTE_FEW_MODELS, NOTE_FLAG, NOTE_NO_N_ITEMS, Decomposition, decompose,
 )
-from jagged.stats.dimensions import (  # noqa: F401  (re-exported)
-    DEFAULT_DRAWS, MIN_DRAWS, PERCENTILE, WORK_BUDGET, CategoryCheck, Dimensions, category_check,
-    correlation_eigenvalues, default_draws, dimensions, parallel_analysis, permuted_eigenvalues,
-)
+from jagged.stats.dimensions import CategoryCheck, Dimensions, category_check, dimensions
+from jagged.stats.relative import model_structure, variance_shares
 from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD
 from jagged.text import join_note_columns
 
@@ -49,9 +40,9 @@ class Structure:
     ----------
     decomposition : Decomposition
     models : pandas.DataFrame
-        :func:`model_structure`.
+        :func:`jagged.stats.relative.model_structure`.
     shares : pandas.DataFrame
-        :func:`variance_shares`.
+        :func:`jagged.stats.relative.variance_shares`.
     dimensions : Dimensions
     categories : CategoryCheck or None
     """
@@ -106,7 +97,7 @@ def _plain(value: Any) -> Any:
 
 
 def structure(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0, ci: float = 0.95,
-              threshold: float = NOISE_SHARE_THRESHOLD) -> Structure:
+              threshold: float = NOISE_SHARE_THRESHOLD, decomposition: Decomposition | None = None) -> Structure:
     """Decomposition, relative jaggedness, variance shares, dimensions and categories of a table.
 
     Parameters
@@ -115,7 +106,7 @@ def structure(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0, 
         Canonical per-domain table.
     draws : int, optional
         Permutation draws of the parallel analysis and the category check (default
-        :data:`DEFAULT_DRAWS`, fewer for very large tables: see
+        :data:`jagged.stats.dimensions.DEFAULT_DRAWS`, fewer for very large tables: see
         :func:`jagged.stats.dimensions.default_draws`).
     seed : int
         Their seed (``numpy.random.default_rng``).
@@ -124,6 +115,9 @@ def structure(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0, 
         ``noise_flag``.
     threshold : float
         Noise share above which a model's relative jaggedness is flagged.
+    decomposition : Decomposition, optional
+        :func:`jagged.stats.decomposition.decompose` of ``scores`` when already computed
+        (the analysis stage passes its one decomposition); otherwise it is computed here.
 
     Returns
     -------
@@ -131,7 +125,7 @@ def structure(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0, 
     """
     if not 0 < ci < 1:
         raise JaggedInputError(f"interval level must be between 0 and 1 (e.g. 0.95), not {ci!r}")
-    dec = decompose(scores)
+    dec = decompose(scores) if decomposition is None else decomposition
     dims = dimensions(scores, draws=draws, seed=seed)
     return Structure(decomposition=dec, models=model_structure(dec, threshold=threshold, alpha=1.0 - ci),
                      shares=variance_shares(dec), dimensions=dims,
@@ -176,7 +170,7 @@ def level_correlations(table: pd.DataFrame) -> dict[str, float]:
 
 def add_structure(table: pd.DataFrame, decomposition: Decomposition, *, threshold: float = NOISE_SHARE_THRESHOLD,
                   alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
-    """Add the :data:`METRIC_COLUMNS` of :func:`model_structure` to a metrics table.
+    """Add the :data:`jagged.stats.decomposition.METRIC_COLUMNS` of :func:`jagged.stats.relative.model_structure` to a metrics table.
 
     Parameters
     ----------
@@ -184,7 +178,7 @@ def add_structure(table: pd.DataFrame, decomposition: Decomposition, *, threshol
         A metrics table with ``model`` and ``note`` (one row per model, or per profile ×
         model).
     decomposition : Decomposition
-        :func:`decompose` of the scores behind it.
+        :func:`jagged.stats.decomposition.decompose` of the scores behind it.
     threshold, alpha
         The flag rule.
 

@@ -99,7 +99,7 @@ class CompareView:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """A one-line summary, and :attr:`sections` as JSON for the renderer (see :mod:`jagged.report.sections`)."""
-        from jagged.stats.analysis import SECTIONS_MIME
+        from jagged.analysis import SECTIONS_MIME
 
         applies = self.sections
         shown = ", ".join(name for name, on in applies.items() if on) or "none"

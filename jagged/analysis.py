@@ -1,10 +1,13 @@
-"""Compose the analysis of a loaded Dataset from the user's options.
+"""The analysis stage: composes the statistics of a loaded Dataset once per report, from the user's options.
 
-This is the one place where the statistics modules meet. :func:`metrics_table` is the
+This is the one place where the statistics modules meet, between :mod:`jagged.stats` (pure
+functions) and :mod:`jagged.views`. :func:`metrics_table` is the
 per-model table the CLI prints; :func:`analyse` loads an input and returns an
 :class:`Analysis`, the one object a report notebook works from (``analyse_notebook``
 takes the notebook's parameters): the dataset, the options, the metrics table, the
-profile weights, and which report sections apply.
+profile weights, and which report sections apply. The expensive parts are computed once
+and kept on it: one decomposition (:attr:`Analysis.decomposition`, shared by the metrics
+table, :attr:`Analysis.structure` and the notebooks) and one item audit.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pandas as pd
 from jagged import options as opts
 from jagged.options import AnalysisOptions
 from jagged.readers.dataset import Dataset
+from jagged.stats.decomposition import Decomposition
 from jagged.stats.metrics import jaggedness
 from jagged.text import join_note_columns
 
@@ -56,9 +60,19 @@ class Analysis:
     bundled: bool = False
 
     @cached_property
+    def decomposition(self) -> Any:
+        """The logit decomposition of the scores (:func:`jagged.stats.decomposition.decompose`), computed once.
+
+        The metrics table, :attr:`structure` and the notebooks all read this one.
+        """
+        from jagged.stats.decomposition import decompose
+
+        return decompose(self.dataset.scores)
+
+    @cached_property
     def table(self) -> pd.DataFrame:
         """The per-model metrics table (:func:`metrics_table`)."""
-        return metrics_table(self.dataset, self.options)
+        return metrics_table(self.dataset, self.options, decomposition=self.decomposition)
 
     @cached_property
     def weights(self) -> pd.DataFrame:
@@ -67,10 +81,14 @@ class Analysis:
 
     @cached_property
     def structure(self) -> Any:
-        """Model or benchmark: decomposition, variance shares, dimensions (:func:`jagged.stats.structure.structure`)."""
+        """Model or benchmark: decomposition, variance shares, dimensions (:func:`jagged.stats.structure.structure`).
+
+        Built on :attr:`decomposition` (not fitted again).
+        """
         from jagged.stats.structure import structure
 
-        return structure(self.dataset.scores, seed=self.options.seed, ci=self.options.ci)
+        return structure(self.dataset.scores, seed=self.options.seed, ci=self.options.ci,
+                         decomposition=self.decomposition)
 
     @cached_property
     def item_audit(self) -> Any:
@@ -86,8 +104,8 @@ class Analysis:
 
     @cached_property
     def item_sensitivity(self) -> pd.DataFrame | None:
-        """cv_error with the flagged items set aside (:func:`jagged.stats.item_audit.flag_sensitivity`)."""
-        from jagged.stats.item_audit import flag_sensitivity
+        """cv_error with the flagged items set aside (:func:`jagged.stats.item_sensitivity.flag_sensitivity`)."""
+        from jagged.stats.item_sensitivity import flag_sensitivity
 
         return None if self.item_audit is None else flag_sensitivity(self.item_audit)
 
@@ -202,7 +220,8 @@ def add_notes(table: pd.DataFrame, model_notes: dict[str, str]) -> pd.DataFrame:
     return table.assign(note=join_note_columns(table["note"], extra))
 
 
-def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> pd.DataFrame:
+def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
+                  decomposition: Decomposition | None = None) -> pd.DataFrame:
     """The full per-model metrics table for a dataset.
 
     Parameters
@@ -211,6 +230,9 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> p
         Output of :func:`jagged.load`.
     options : AnalysisOptions, optional
         Defaults compute the jaggedness table only.
+    decomposition : Decomposition, optional
+        :func:`jagged.stats.decomposition.decompose` of ``dataset.scores`` when already
+        computed (:attr:`Analysis.decomposition`); otherwise it is computed here.
 
     Returns
     -------
@@ -220,19 +242,23 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> p
         ``profile`` column after ``model`` and the columns of
         :func:`jagged.stats.deployment.deployment_metrics` (``dep_score``, ``wedge``,
         ``wedge_bound``, ``sigma_w``, ``exposure_error_corr``, ``rank_macro``,
-        ``rank_dep``) before ``note``; :func:`rank_table` gives the per-profile Kendall τ.
+        ``rank_dep``) before ``note``; :func:`jagged.stats.deployment.rank_agreement` of it
+        gives the per-profile Kendall τ.
         Always after ``cv_error``: ``cv_error_corrected``, ``noise_share``,
         ``p_equal_error``, ``noise_flag`` (:func:`jagged.stats.uncertainty.add_noise`; flagged
         models say so in ``note``). With at least two domain categories:
         ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
         after ``cv_error``, ``macro_score``, ``dep_score`` and ``wedge``, plus
-        ``interval_method`` and ``interval_note`` (:func:`jagged.stats.uncertainty.add_intervals`).
+        ``interval_method`` and ``interval_note`` (:func:`jagged.stats.bootstrap.add_intervals`).
         Always before those and ``note``: ``model_effect``, ``relative_jaggedness`` (with its
         interval when bootstrapped), ``relative_jaggedness_corrected``, ``relative_noise_share``,
         ``p_model_fit``, ``relative_noise_flag`` (:func:`jagged.stats.structure.add_structure`).
     """
-    from jagged.stats.structure import add_structure, decompose, replicate_statistic
-    from jagged.stats.uncertainty import add_intervals, add_noise
+    from jagged.stats.bootstrap import add_intervals
+    from jagged.stats.decomposition import decompose
+    from jagged.stats.relative import replicate_statistic
+    from jagged.stats.structure import add_structure
+    from jagged.stats.uncertainty import add_noise
 
     options = options or AnalysisOptions()
     table = add_noise(jaggedness(dataset.scores), dataset.scores, dataset.items, alpha=1.0 - options.ci)
@@ -240,7 +266,8 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None) -> p
     weights = profile_weights(dataset, options)
     if len(weights):
         table = add_deployment(table, dataset.scores, weights)
-    decomposition = decompose(dataset.scores)
+    if decomposition is None:
+        decomposition = decompose(dataset.scores)
     table = add_structure(table, decomposition, alpha=1.0 - options.ci)
     if options.bootstrap > 0:
         table = add_intervals(table, dataset.scores, dataset.items, weights=weights, n_boot=options.bootstrap,
@@ -315,16 +342,3 @@ def add_deployment(table: pd.DataFrame, scores: pd.DataFrame, weights: pd.DataFr
     own = table.set_index("model")["note"].reindex(dep["model"]).fillna("").to_numpy(dtype=object)
     notes = join_note_columns(own, dep["note"])
     return merged.assign(note=notes)
-
-
-def rank_table(dataset: Dataset, options: AnalysisOptions | None = None) -> pd.DataFrame:
-    """Per-profile agreement of macro and deployment rankings (Kendall τ, rank changes).
-
-    See :func:`jagged.stats.deployment.rank_agreement`; empty without weights or profiles.
-    """
-    from jagged.stats.deployment import RANK_COLUMNS, rank_agreement
-
-    table = metrics_table(dataset, options)
-    if "profile" not in table.columns:
-        return pd.DataFrame(columns=list(RANK_COLUMNS))
-    return rank_agreement(table)
