@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import BUNDLED
 
 import jagged
 from jagged.cli import main
-from jagged.stats.deployment import deployment_metrics
 from jagged.errors import JaggedInputError
-from jagged.stats.weights import (BUNDLED_PROFILES, items_coverage, profile_descriptions, read_weights,
-                            resolve_profiles)
-
-from conftest import BUNDLED
+from jagged.stats.deployment import deployment_metrics
+from jagged.stats.weights import BUNDLED_PROFILES, items_coverage, profile_descriptions, read_weights, resolve_profiles
 
 SCORES_CSV = """model,domain,score,n_items
 a,x,0.9,10
@@ -209,7 +208,7 @@ BAD_WEIGHTS = [
     ("reserved name", "w.csv", "profile,domain,weight\nuniform,x,1\nuniform,y,1\nuniform,z,1\n",
      ["reserved"]),
     ("empty profile name", "w.csv", "profile,domain,weight\np,x,1\n,y,1\n", ["empty profile name (line 3)"]),
-    ("bad yaml", "w.yaml", "x: [1, 2\n", ["cannot parse as YAML"]),
+    ("bad yaml", "w.yaml", "x: [1, 2\n", ["not valid YAML (line 2)"]),
     ("yaml scalar", "w.yaml", "just text\n", ["expected a list"]),
 ]
 
@@ -316,3 +315,20 @@ def test_deployment_metrics_refuses_weights_that_are_not_a_normalised_mix(scores
     with pytest.raises(JaggedInputError, match=problem) as caught:
         deployment_metrics(scores, weights)
     assert "clinic" in str(caught.value) and "uniform" not in str(caught.value)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("a: &x [1, 2]\nb: *x\n", "YAML anchors"),
+    ("law: !!binary aGVsbG8=\n", "YAML tag !!binary is not allowed"),
+    ("law: !!python/object:os.system ls\n", "is not allowed"),
+    ("l0: &a [1,1,1,1,1,1,1,1,1]\nl1: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nl2: [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n",
+     "YAML anchors"),
+])
+def test_hostile_weights_yaml_is_refused_before_it_is_built(tmp_path, text, fragment):
+    """A weights YAML is untrusted: no anchors/aliases (alias bombs), no tags beyond plain data."""
+    from jagged.stats.weights import read_weights
+
+    path = tmp_path / "w.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(JaggedInputError, match=re.escape(fragment)):
+        read_weights(path)

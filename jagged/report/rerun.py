@@ -34,8 +34,8 @@ from typing import Any, Mapping
 
 import yaml
 
+from jagged import safe_yaml
 from jagged.errors import JaggedInputError
-from jagged.options import shown
 from jagged.report.notebooks import notebook_name
 
 META_PREFIX = "jagged-"
@@ -53,9 +53,7 @@ MAX_DEPTH = 4
 MAX_REPORT_BYTES = 64 << 20
 #: Longest YAML scalar (characters): longer is no parameter value, and ``int()`` of it would be slow.
 MAX_SCALAR = 4096
-_CORE = "tag:yaml.org,2002:"
 #: Explicit tags a parameter file may carry: the JSON-like core types.
-ALLOWED_TAGS = frozenset(_CORE + t for t in ("str", "int", "float", "bool", "null", "seq", "map")) | {"!"}
 
 
 def parameters_yaml(parameters: Mapping[str, Any]) -> str:
@@ -308,68 +306,6 @@ def _check_tree(value: object, source: str) -> None:
             raise JaggedInputError(f"{source}: a stored value of {len(item):,} characters (at most {MAX_SCALAR:,})")
 
 
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """PyYAML's safe loader without implicit dates, merge keys or ``=`` (an unquoted date stays text)."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers
-            if tag not in (_CORE + "timestamp", _CORE + "merge", _CORE + "value")]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-
-
-def _yaml_tag(tag: str) -> str:
-    """A tag as written (``!!binary``), cut short for a message."""
-    short = "!!" + tag[len(_CORE):] if tag.startswith(_CORE) else tag
-    return short if len(short) <= 40 else short[:39] + "…"
-
-
-def _scan_events(text: str, source: str) -> None:
-    """Refuse aliases, anchors, foreign tags, long scalars, too many or too deeply nested values.
-
-    Walks PyYAML's event stream (linear in the text, nothing is built), naming the
-    top-level parameter and the line of the first problem.
-    """
-    count = depth = 0
-    top_key: str | None = None
-    expect_key = False  # inside the top-level mapping, whether the next scalar is a key
-    for event in yaml.parse(text, Loader=_Loader):
-        line = event.start_mark.line + 1 if event.start_mark is not None else 0
-        where = (f" in parameter {shown(top_key)}" if top_key is not None else "") + f" (line {line})"
-        if isinstance(event, yaml.AliasEvent):
-            raise JaggedInputError(f"{source}: YAML aliases (*{shown(event.anchor)[1:-1]}) are not allowed{where}")
-        if not isinstance(event, (yaml.NodeEvent, yaml.CollectionEndEvent)):
-            continue
-        if getattr(event, "anchor", None) is not None:
-            raise JaggedInputError(f"{source}: YAML anchors (&{shown(event.anchor)[1:-1]}) are not allowed{where}")
-        tag = getattr(event, "tag", None)
-        if tag is not None and tag not in ALLOWED_TAGS:
-            raise JaggedInputError(f"{source}: YAML tag {_yaml_tag(tag)} is not allowed (only text, numbers, "
-                                   f"true/false, null, lists and mappings){where}")
-        if isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-            expect_key = depth == 1
-            continue
-        count += 1
-        if count > MAX_NODES:
-            raise JaggedInputError(f"{source}: more than {MAX_NODES:,} YAML values{where}")
-        if isinstance(event, yaml.ScalarEvent):
-            if len(event.value) > MAX_SCALAR:
-                raise JaggedInputError(f"{source}: a YAML value of {len(event.value):,} characters (at most "
-                                       f"{MAX_SCALAR:,}){where}")
-            if depth == 1 and expect_key:
-                top_key = event.value
-                expect_key = False
-            elif depth == 1:
-                expect_key = True
-            continue
-        depth += 1  # a sequence or mapping starts
-        if depth > MAX_DEPTH:
-            raise JaggedInputError(f"{source}: YAML nested more than {MAX_DEPTH} levels deep{where}")
-        if depth == 1:
-            expect_key = isinstance(event, yaml.MappingStartEvent)
-
-
 def load_yaml(text: str, source: str) -> Any:
     """Load stored parameters as plain data: a bounded, alias-free, tag-restricted YAML document.
 
@@ -390,21 +326,11 @@ def load_yaml(text: str, source: str) -> Any:
     JaggedInputError
         Not valid YAML; more than :data:`MAX_YAML_BYTES`; an alias, an anchor, a tag other
         than the core ones, a value over :data:`MAX_SCALAR` characters, more than
-        :data:`MAX_NODES` values or :data:`MAX_DEPTH` levels. Each one line, with the line.
+        :data:`MAX_NODES` values or :data:`MAX_DEPTH` levels. Each one line, with the line
+        (see :func:`jagged.safe_yaml.load_yaml`).
     """
-    if len(text) > MAX_YAML_BYTES or len(text.encode("utf-8", errors="replace")) > MAX_YAML_BYTES:
-        raise JaggedInputError(f"{source}: parameters over {MAX_YAML_BYTES:,} bytes of YAML")
-    try:
-        _scan_events(text, source)
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is PyYAML's safe loader, narrowed
-    except JaggedInputError:
-        raise
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise JaggedInputError(f"{source}: not valid YAML{where}") from None
-    except (ValueError, OverflowError, RecursionError):  # a number the constructor cannot build
-        raise JaggedInputError(f"{source}: not valid YAML (a value cannot be read)") from None
+    data = safe_yaml.load_yaml(text, source, max_bytes=MAX_YAML_BYTES, max_nodes=MAX_NODES, max_depth=MAX_DEPTH,
+                               max_scalar=MAX_SCALAR, what="parameters", key="parameter")
     return {} if data is None else data
 
 

@@ -45,15 +45,15 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.readers.weights import read_weights_file
+from jagged.resources import data_dir
 from jagged.text import listing
 
 BUILTIN_PROFILES: tuple[str, ...] = ("uniform", "items")
 MISSING_WEIGHT_POLICIES: tuple[str, ...] = ("error", "zero")
-from jagged.resources import data_dir
 
 BUNDLED_PROFILES = data_dir() / "profiles_mmlu_pro.csv"
 WEIGHT_COLUMNS: tuple[str, ...] = ("profile", "domain", "weight", "comment", "description")
-YAML_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
 
 
 def report_weights(scores: str, weights: str) -> str | None:
@@ -83,82 +83,6 @@ def is_illustrative(weights: str | None, profile_names: Sequence[str]) -> bool:
     return weights == str(BUNDLED_PROFILES) and bool(set(profile_names) - set(BUILTIN_PROFILES))
 
 # --------------------------------------------------------------------------- reading
-
-
-def _records_from_yaml(data: Any, source: str, stem: str) -> pd.DataFrame:
-    """Turn the supported YAML shapes into a long table with a ``_where`` column."""
-    rows: list[dict[str, Any]] = []
-
-    def record(entry: Any, where: str, profile: str | None) -> None:
-        if not isinstance(entry, dict):
-            raise JaggedInputError(f"{source}: {where} is not a mapping with keys domain, weight")
-        row = {str(k).strip(): v for k, v in entry.items()}
-        if profile is not None and "profile" not in row:
-            row["profile"] = profile
-        row["_where"] = where
-        rows.append(row)
-
-    def profile_body(body: Any, name: str) -> None:
-        if isinstance(body, list):
-            for i, entry in enumerate(body, 1):
-                record(entry, f"profile {name!r} entry {i}", name)
-        elif isinstance(body, dict) and "weights" in body and isinstance(body["weights"], (dict, list)):
-            before = len(rows)
-            profile_body(body["weights"], name)
-            if body.get("description") is not None and len(rows) > before:
-                rows[before]["description"] = body["description"]
-        elif isinstance(body, dict):
-            for domain, weight in body.items():
-                rows.append({"profile": name, "domain": domain, "weight": weight,
-                             "_where": f"profile {name!r} domain {domain!r}"})
-        else:
-            raise JaggedInputError(f"{source}: profile {name!r} must map domains to weights")
-
-    if isinstance(data, list):
-        for i, entry in enumerate(data, 1):
-            record(entry, f"entry {i}", None)
-    elif isinstance(data, dict):
-        if all(isinstance(v, (dict, list)) for v in data.values()):
-            for name, body in data.items():
-                profile_body(body, str(name).strip())
-        else:
-            profile_body(data, stem)
-    else:
-        raise JaggedInputError(
-            f"{source}: expected a list of (domain, weight) records or a mapping of profiles, "
-            f"not {type(data).__name__}")
-    if not rows:
-        raise JaggedInputError(f"{source}: no weights found")
-    return pd.DataFrame(rows)
-
-
-def _read_raw(path: Path) -> pd.DataFrame:
-    """Read a weights file into an unvalidated table with a ``_where`` column."""
-    source = path.name
-    if not path.exists():
-        raise JaggedInputError(f"{path}: no such weights file")
-    if path.is_dir():
-        raise JaggedInputError(f"{path}: is a directory, expected a weights file (CSV or YAML)")
-    if path.suffix.lower() in YAML_SUFFIXES:
-        import yaml
-
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
-        except UnicodeDecodeError:
-            raise JaggedInputError(f"{source}: unreadable bytes, not UTF-8 text") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or type(exc).__name__
-            raise JaggedInputError(f"{source}: cannot parse as YAML: {problem}{where}") from None
-        if data is None:
-            raise JaggedInputError(f"{source}: the file is empty")
-        return _records_from_yaml(data, source, path.stem)
-    from jagged.readers.files import read_csv
-
-    frame = read_csv(path)
-    frame["_where"] = [f"line {i + 2}" for i in range(len(frame))]
-    return frame
 
 
 def _shown(value: Any) -> str:
@@ -237,7 +161,7 @@ def read_weights(path: str | Path) -> pd.DataFrame:
     """
     path = Path(path)
     source = path.name
-    raw = _read_raw(path)
+    raw = read_weights_file(path)
     missing = [c for c in ("domain", "weight") if c not in raw.columns]
     if missing:
         from jagged.readers.table import found_columns  # never echoes a file that is no table

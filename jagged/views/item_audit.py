@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from jagged.stats.item_audit import (FLAGS, REVIEW_FLAGS, ItemAudit, domain_flags, flag_counts,
-                                     rescoring_options)
+from jagged.stats.item_audit import REVIEW_FLAGS, ItemAudit, domain_flags, flag_counts, rescoring_options
 from jagged.text import plural
 
 #: Items per domain in the evidence table of the report.
@@ -155,7 +154,8 @@ def audit_sentences(audit: ItemAudit, sensitivity: pd.DataFrame | None = None) -
         change = change[np.isfinite(change)]
         if len(change):
             out.append(f"Setting the flagged items aside changes cv_error by {np.median(change):+.3f} for the median "
-                       f"model (the change ranges from {change.min():+.3f} to {change.max():+.3f} across models); this is a sensitivity analysis, not a "
+                       f"model (the change ranges from {change.min():+.3f} to {change.max():+.3f} across models); "
+                       "this is a sensitivity analysis, not a "
                        "corrected CV: leaving out hard but valid items lowers the mean error and so raises the CV.")
     out.extend(note[0].upper() + note[1:] + ("" if note.endswith(".") else ".") for note in audit.notes)
     return out
@@ -211,8 +211,3 @@ def items_glance(analysis: Any) -> dict[str, Any] | None:
         sentence += f"; most suspicious: item {items['item'].iloc[0]} ({items['domain'].iloc[0]})"
     return {"label": "Items to look at", "sentence": sentence + ".", "statistic": "flagged", "value": value,
             "count": float(flagged), "total": float(total)}
-
-
-def flag_names() -> list[str]:
-    """Every flag's name, in report order."""
-    return list(FLAGS)
