@@ -30,8 +30,6 @@ from __future__ import annotations
 import json
 import math
 import numbers
-import os
-import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -173,6 +171,22 @@ def _options() -> tuple[Option, ...]:
                "to read; required when the folder holds several.", metavar="NAME",
                notebook_help='Every Eval Ever datastore: the collection (data/<collection>/) to read; "" means '
                              "the only one"),
+        Option("where", LOAD, "list", (), "Tables: keep only the rows whose COLUMN equals VALUE (repeatable; "
+               "all must hold), before the duplicate check: --where release=2024-08-31.", metavar="COLUMN=VALUE",
+               notebook_help='row filters "COLUMN=VALUE", all of which must hold; [] means every row'),
+        Option("models", LOAD, "list", (), "Read only this model (repeatable; default: every model). In batch: "
+               "the models to write reports for, every model still read.", metavar="M",
+               notebook_help="models to read; [] means every model"),
+        Option("domains", LOAD, "list", (), "Read only this domain (repeatable; default: every domain).",
+               metavar="D", notebook_help="domains to read; [] means every domain"),
+        Option("n_items", LOAD, "str", None, "Tables without item counts: the items behind each score, one "
+               "number for every domain or a CSV of domain,n_items (benchmark sizes); refused when the table "
+               "has n_items.", metavar="N|FILE",
+               notebook_help='tables without item counts: items behind each score, a number or a domain,n_items '
+                             'CSV; "" means none'),
+        Option("strict", LOAD, "bool", False, "Every Eval Ever: refuse a bad value or a damaged file instead of "
+               "leaving it out (left-out entries are listed by validate and the report).",
+               notebook_help="Every Eval Ever: refuse a bad value or a damaged file instead of leaving it out"),
         Option("max_input_bytes", LOAD, "int", None, "Most bytes any input file, archive member or compressed "
                "stream may expand to while it is read (default: the readers' cap).", metavar="BYTES",
                notebook_help="most bytes an input file, archive member or compressed stream may expand to; None "
@@ -208,6 +222,10 @@ def _options() -> tuple[Option, ...]:
                "max_models/2 each.", cli=False,
                notebook_help="with more models, the plots show the most and least jagged max_models/2 each",
                minimum=2, maximum=1000),
+        Option("sections", DISPLAY, "str", None, "Comma-separated report sections to show (default: all that "
+               "apply): glance, data, metrics, overview, noise, hierarchy, profiles, items, decomposition, "
+               "meaning, provenance.", metavar="NAME[,NAME...]",
+               notebook_help='report sections to show, comma-separated; "" means all that apply'),
         Option("theme", DISPLAY, "str", "light", "Page colours: light, dark, or auto (follows the reader's "
                "system setting).", choices=THEMES,
                notebook_help='page colours of the HTML report: "light", "dark" or "auto" (the reader\'s system '
@@ -218,6 +236,7 @@ def _options() -> tuple[Option, ...]:
 #: Every option, in the order the notebooks declare them.
 OPTIONS: tuple[Option, ...] = _options()
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
+_SIDE_HELP = 'any input jagged reads; "" means the bundled item-level MMLU-Pro responses'
 #: Notebook parameters that are no option: checked like options (:func:`check_parameters`).
 NOTEBOOK_ONLY: dict[str, Option] = {o.name: o for o in (
     Option("scores", "notebook", "str", None, 'score file or folder to analyse; "" means the bundled MMLU-Pro '
@@ -225,9 +244,16 @@ NOTEBOOK_ONLY: dict[str, Option] = {o.name: o for o in (
     Option("model", "notebook", "str", None, "model to report on", cli=False),
     Option("n_extremes", "notebook", "int", 3, "how many best and worst domains to name", cli=False,
            minimum=0, maximum=1000),
+    # the compare notebook's two sides and its own settings
+    Option("a", "notebook", "str", None, "earlier run or release (A): " + _SIDE_HELP, cli=False),
+    Option("b", "notebook", "str", None, "later run or release (B): " + _SIDE_HELP, cli=False),
+    Option("alpha", "notebook", "float", 0.05, "false discovery rate of the items whose difficulty moved "
+           "(Benjamini-Hochberg over items)", cli=False, minimum=0, maximum=1, open_bounds=True),
+    Option("repeats", "notebook", "bool", False, "A and B are repeated runs of the same models on the same "
+           "items: also the run-to-run noise floor", cli=False),
 )}
 #: Parameters that name a file or folder jagged reads (see :func:`check_input_path`).
-PATH_PARAMETERS = ("scores", "weights")
+PATH_PARAMETERS = ("scores", "weights", "a", "b")
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-
 from clitools import assert_bad_input, run_cli
 from compare_pairs import HAND_A, HAND_B, ONLY_A_MODEL, ONLY_B_MODEL, hand_pair, mmlu_pro_pair
+
 from jagged.errors import JaggedInputError
 from jagged.report.compare import compare_report, parameters_source
 from jagged.report.notebooks import find_notebook
@@ -246,3 +246,22 @@ def test_notebook_parameters_cell_matches_the_declarations():
     nb = json.loads(find_notebook("compare_report").read_text())
     cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
     assert "".join(cell["source"]) == parameters_source()
+
+
+def test_compare_report_reruns_from_its_stored_parameters(hand_files, tmp_path):
+    """The "rerun this report" command of a compare report works: the same two inputs, same findings."""
+    a, b = hand_files
+    first = tmp_path / "compare.html"
+    code, _, stderr = run_cli("compare", a, b, "--bootstrap", 0, "--alpha", 0.1, "--report", first)
+    assert code == 0, stderr
+    again = tmp_path / "again.html"
+    code, _, stderr = run_cli("report", "--params", first, "-o", again)
+    assert code == 0, stderr
+    html = again.read_text(encoding="utf-8")
+    assert "What changed" in html and "i4" in html
+    from jagged.report.rerun import read_parameters
+
+    stored = read_parameters(again)
+    assert stored.notebook == "compare_report"
+    assert (stored.parameters["a"], stored.parameters["b"]) == (str(a), str(b))
+    assert stored.parameters["alpha"] == 0.1 and stored.parameters["bootstrap"] == 0

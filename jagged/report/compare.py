@@ -17,24 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-
 from jagged import options as opts
 from jagged.errors import JaggedInputError
+from jagged.report.notebooks import COMPARE_NOTEBOOK
 
-COMPARE_NOTEBOOK = "compare_report.ipynb"
 DEFAULT_TITLE = "What changed"
 DEFAULT_OUTPUT = Path("reports") / "compare_report.html"
-SIDE_HELP = 'any input jagged reads; "" means the bundled item-level MMLU-Pro responses'
-
-#: Parameters of the compare notebook that are no option of :mod:`jagged.options`.
-COMPARE_ONLY: dict[str, opts.Option] = {o.name: o for o in (
-    opts.Option("a", "notebook", "str", None, "earlier run or release (A): " + SIDE_HELP, cli=False),
-    opts.Option("b", "notebook", "str", None, "later run or release (B): " + SIDE_HELP, cli=False),
-    opts.Option("alpha", "notebook", "float", 0.05, "false discovery rate of the items whose difficulty moved "
-                "(Benjamini-Hochberg over items)", cli=False, minimum=0, maximum=1, open_bounds=True),
-    opts.Option("repeats", "notebook", "bool", False, "A and B are repeated runs of the same models on the same "
-                "items: also the run-to-run noise floor", cli=False),
-)}
+#: Parameters of the compare notebook that are no option (declared in :data:`jagged.options.NOTEBOOK_ONLY`).
+COMPARE_ONLY: dict[str, opts.Option] = {name: opts.NOTEBOOK_ONLY[name] for name in ("a", "b", "alpha", "repeats")}
 #: Options of :mod:`jagged.options` the compare notebook declares (the loader's, the analysis's, two display ones).
 COMPARE_OPTIONS: tuple[str, ...] = (*opts.names(opts.LOAD), *opts.names(opts.ANALYSIS), "max_models", "theme")
 #: Parameters that name an input file or folder.

@@ -15,8 +15,17 @@ from typing import Any, Mapping, Sequence
 from jagged import options as opts
 from jagged.errors import JaggedWarning
 from jagged.report.execution import KERNEL_NAME
-from jagged.report.notebooks import (DEFAULT_OUTPUT, DEFAULT_TITLE, REPORT_NOTEBOOK, default_title, default_values,
-                                     notebook_name, notebook_parameters, packaged_notebook)
+from jagged.report.notebooks import (
+    COMPARE_NOTEBOOK,
+    DEFAULT_OUTPUT,
+    DEFAULT_TITLE,
+    REPORT_NOTEBOOK,
+    default_title,
+    default_values,
+    notebook_name,
+    notebook_parameters,
+    packaged_notebook,
+)
 from jagged.report.rendering import version_facts
 from jagged.report.rerun import StoredRun, check_input_path, read_parameters
 from jagged.report.run import check_destination, run_report
@@ -93,8 +102,8 @@ def validate_input(scores: str | Path | None, options: Mapping[str, Any]) -> Any
     JaggedInputError
         Whatever the loader or the analysis rejects.
     """
-    from jagged.readers.load import load
     from jagged.analysis import metrics_table
+    from jagged.readers.load import load
 
     dataset = load(scores, **opts.load_kwargs(options))
     # resampling checks no input; the kernel does it once
@@ -230,6 +239,11 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
     for key in opts.PATH_PARAMETERS:
         check_input_path(params.get(key), key, label if key not in overrides else "")
     title = opts.check_text("the title", title)
+    if name == notebook_name(COMPARE_NOTEBOOK):  # two inputs: the compare report checks and loads them
+        from jagged.report.compare import compare_report
+
+        a, b = params.pop("a", None) or None, params.pop("b", None) or None
+        return compare_report(a, b, output, title=title or stored.title, show_code=show_code, **params)
     scores = params.get("scores") or None
     dataset = validate_input(scores, opts.from_notebook(params))
     if "model" in declared:

@@ -27,6 +27,7 @@ NOTEBOOKS_DIR = notebooks_dir()
 #: The cross-model report (``jagged report``) and the per-model report (``jagged batch``).
 REPORT_NOTEBOOK = "jaggedness_report.ipynb"
 MODEL_NOTEBOOK = "model_report.ipynb"
+COMPARE_NOTEBOOK = "compare_report.ipynb"
 #: The cross-model report's title and file when none is given (``jagged report``, ``jagged batch``).
 DEFAULT_TITLE = "Jaggedness report"
 DEFAULT_OUTPUT = Path("reports") / "jaggedness_report.html"
