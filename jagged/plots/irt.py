@@ -1,0 +1,139 @@
+"""Figures of the item response model: information per domain with the models on it, loadings against difficulties.
+
+The inputs are the tables of :mod:`jagged.stats.irt` and :mod:`jagged.stats.information`;
+the plots never compute a statistic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from jagged.plots.base import check_columns, new_axes
+
+SOUND_COLOR = "#9aa9bd"
+FLAGGED_COLOR = "#c0504d"
+LINE_COLOR = "0.35"
+#: Difficulties beyond this are drawn at the edge (the title counts them).
+DIFFICULTY_LIMIT = 6.0
+
+
+def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = None, ax: Axes | None = None) -> Axes:
+    """Test information against ability, one curve per group, the models as a rug beneath.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        :func:`jagged.stats.information.information_curves` output (``group, theta,
+        information``).
+    abilities : pandas.DataFrame, optional
+        ``model, group, theta`` (e.g. :attr:`jagged.stats.irt.IRTFit.abilities`): each
+        model drawn as a tick under the curves, one rug row per group in its colour.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw (default: a new figure).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The curves have ``gid`` ``"info:<group>"``, the rugs ``"rug:<group>"``.
+    """
+    import seaborn as sns
+
+    check_columns(data, ("group", "theta", "information"), "information curves")
+    if abilities is not None:
+        check_columns(abilities, ("group", "theta"), "abilities")
+    if ax is None:
+        ax = new_axes(7.2, 4.4)
+    groups = list(pd.unique(data["group"]))
+    palette = sns.color_palette("husl" if len(groups) > 10 else "tab10", len(groups))
+    top = float(np.nanmax(data["information"].to_numpy(float))) if len(data) else 1.0
+    top = top if np.isfinite(top) and top > 0 else 1.0
+    for k, (g, colour) in enumerate(zip(groups, palette)):
+        part = data[data["group"] == g]
+        line, = ax.plot(part["theta"], part["information"], color=colour, lw=1.6, label=str(g))
+        line.set_gid(f"info:{g}")
+        if abilities is not None:
+            th = abilities.loc[abilities["group"] == g, "theta"].to_numpy(float)
+            y = np.full(len(th), -0.04 * top * (k + 1))
+            rug, = ax.plot(th, y, ls="none", marker="|", ms=7, color=colour, alpha=0.8)
+            rug.set_gid(f"rug:{g}")
+    if abilities is not None:
+        ax.axhline(0.0, color=LINE_COLOR, lw=0.8)
+        ax.set_ylim(-0.04 * top * (len(groups) + 1.5), top * 1.05)
+    ax.set_xlabel("ability θ (each domain's own N(0, 1) scale)", fontsize=9)
+    ax.set_ylabel("test information Σ a²P(1 − P)", fontsize=9)
+    title = "Where each domain measures"
+    if abilities is not None:
+        title += " (ticks below: the models)"
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(alpha=0.25)
+    return ax
+
+
+def loading_difficulty_plot(data: pd.DataFrame, *, flagged: Sequence[bool] | str | None = None,
+                            ax: Axes | None = None) -> Axes:
+    """Standardised loading against difficulty, one dot per item, flagged items marked.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        Item parameters with ``loading`` and ``difficulty`` (:attr:`jagged.stats.irt.IRTFit.items`);
+        items set aside (NaN) are not drawn.
+    flagged : sequence of bool or str, optional
+        Which items to mark: a boolean per row, or the name of a boolean column (e.g.
+        ``"flag_negative_loading"``). None: none marked.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The collections have ``gid`` ``"items"`` and ``"flagged"``.
+
+    Notes
+    -----
+    Reference lines: loading 0 (solid) and 0.3 (dashed, the weak-loading rule of thumb),
+    difficulty ±5 (dotted, PISA's extreme-difficulty flag). Difficulties beyond ±6 are
+    drawn at ±6; the title counts them.
+    """
+    check_columns(data, ("loading", "difficulty"), "item parameters")
+    if ax is None:
+        ax = new_axes(6.8, 4.2)
+    lam = data["loading"].to_numpy(float)
+    b = data["difficulty"].to_numpy(float)
+    if flagged is None:
+        mark = np.zeros(len(data), dtype=bool)
+    elif isinstance(flagged, str):
+        check_columns(data, (flagged,), "item parameters")
+        mark = data[flagged].fillna(False).to_numpy(dtype=bool)
+    else:
+        mark = np.asarray(flagged, dtype=bool)
+        if len(mark) != len(data):
+            raise ValueError(f"flagged has {len(mark)} values for {len(data)} items")
+    shown = np.isfinite(lam) & np.isfinite(b)
+    clipped = shown & (np.abs(b) > DIFFICULTY_LIMIT)
+    bx = np.clip(b, -DIFFICULTY_LIMIT, DIFFICULTY_LIMIT)
+    size = 6 if shown.sum() > 2000 else 14
+    ax.scatter(bx[shown & ~mark], lam[shown & ~mark], s=size, color=SOUND_COLOR, alpha=0.55, lw=0,
+               label="items", rasterized=True, gid="items")
+    ax.scatter(bx[shown & mark], lam[shown & mark], s=size, color=FLAGGED_COLOR, alpha=0.75, lw=0,
+               label="flagged", rasterized=True, gid="flagged")
+    ax.axhline(0.0, color=LINE_COLOR, lw=0.9)
+    ax.axhline(0.3, color=LINE_COLOR, lw=0.9, ls="--")
+    for edge in (-5.0, 5.0):
+        ax.axvline(edge, color=LINE_COLOR, lw=0.8, ls=":")
+    ax.set_xlim(-DIFFICULTY_LIMIT - 0.3, DIFFICULTY_LIMIT + 0.3)
+    ax.set_ylim(-1.02, 1.02)
+    ax.set_xlabel("difficulty b = −c/a (ability at P = ½)", fontsize=9)
+    ax.set_ylabel("standardised loading λ", fontsize=9)
+    title = "Loadings against difficulties"
+    if clipped.any():
+        title += f" ({int(clipped.sum()):,} beyond ±{DIFFICULTY_LIMIT:g} drawn at the edge)"
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.legend(fontsize=7.5, frameon=False, loc="lower left")
+    ax.grid(alpha=0.25)
+    return ax

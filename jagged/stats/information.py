@@ -1,0 +1,177 @@
+"""Item and test information of the 2PL: where on the ability scale each domain measures.
+
+For item j with slope a_j and intercept c_j, P_j(θ) = σ(a_j θ + c_j) and the item
+information (logistic scale) is I_j(θ) = a_j² P_j(θ)(1 − P_j(θ)); a trait's test
+information is I_g(θ) = Σ_{j ∈ g} I_j(θ), and 1/√I_g(θ) is the standard error of a
+maximum-likelihood ability there.
+
+* :func:`information_curves` — tidy ``group, theta, information`` on a grid;
+* :func:`measurement_range` — per group: where the information peaks and the range
+  where it is at least half its peak;
+* :func:`place_models` — per model and group: its ability and whether it lies below,
+  within or above that range.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from jagged.errors import JaggedInputError
+from jagged.stats.irt import item_probability
+
+#: Default ability grid.
+THETA_GRID = np.linspace(-4.0, 4.0, 161)
+#: Share of the peak that bounds the measurement range.
+HALF = 0.5
+
+CURVE_COLUMNS: tuple[str, ...] = ("group", "theta", "information")
+RANGE_COLUMNS: tuple[str, ...] = ("group", "n_items", "theta_peak", "peak_information", "se_at_peak", "lower", "upper")
+PLACE_COLUMNS: tuple[str, ...] = ("model", "group", "theta", "theta_sd", "information", "se", "position")
+
+
+def item_information(slope: np.ndarray, intercept: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """I_j(θ) = a_j² P_j(θ)(1 − P_j(θ)) for every item (rows) on the grid (columns)."""
+    p = item_probability(slope, intercept, theta)
+    return np.asarray(slope, float)[:, None] ** 2 * p * (1 - p)
+
+
+def information_curves(items: pd.DataFrame, *, theta: np.ndarray | None = None, by: str = "group") -> pd.DataFrame:
+    """Test information per group on an ability grid (tidy).
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        Per item ``slope``, ``intercept`` and the column ``by`` (e.g.
+        :attr:`jagged.stats.irt.IRTFit.items`); items with a NaN slope (set aside) are
+        left out.
+    theta : numpy.ndarray, optional
+        The grid (default :data:`THETA_GRID`, −4 … 4 in steps of 0.05).
+    by : str
+        The grouping column: ``"group"`` (the fitted traits, default) or ``"domain"``
+        (the same when the fit used a trait per domain).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``group, theta, information`` (:data:`CURVE_COLUMNS`), one row per group and grid
+        point, groups in order of appearance.
+
+    Raises
+    ------
+    JaggedInputError
+        A needed column is missing.
+
+    Notes
+    -----
+    I_g(θ) = Σ_j a_j² σ(a_j θ + c_j)(1 − σ(a_j θ + c_j)) over the group's fitted items.
+    A negative slope adds information like a positive one of the same size (a²): the
+    item separates models, in the wrong direction; the flags say which. Curves are on
+    each group's own N(0, 1) scale, so two domains' curves compare where each measures
+    relative to its own models, not across domains.
+    """
+    missing = [c for c in ("slope", "intercept", by) if c not in items.columns]
+    if missing:
+        raise JaggedInputError(f"item parameters lack column(s) {', '.join(missing)}")
+    grid = THETA_GRID if theta is None else np.asarray(theta, dtype=float)
+    fitted = items[np.isfinite(items["slope"].to_numpy(dtype=float))]
+    groups = pd.unique(items[by])
+    codes = pd.Index(groups).get_indexer(fitted[by])
+    info = item_information(fitted["slope"].to_numpy(float), fitted["intercept"].to_numpy(float), grid)
+    total = np.zeros((len(groups), len(grid)))
+    np.add.at(total, codes, info)
+    return pd.DataFrame({"group": np.repeat(np.asarray(groups, dtype=object), len(grid)),
+                         "theta": np.tile(grid, len(groups)), "information": total.ravel()},
+                        columns=list(CURVE_COLUMNS))
+
+
+def measurement_range(curves: pd.DataFrame, *, items: pd.DataFrame | None = None, by: str = "group") -> pd.DataFrame:
+    """Where each group measures: the peak of its information and the half-peak range.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        :func:`information_curves` output.
+    items : pandas.DataFrame, optional
+        The item parameters, to count the fitted items per group.
+    by : str
+        The grouping column of ``items``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``group, n_items, theta_peak, peak_information, se_at_peak, lower, upper``
+        (:data:`RANGE_COLUMNS`): the grid point of largest information, that information,
+        1/√ of it, and the ends of the contiguous stretch of the grid around the peak
+        where the information is at least half the peak (NaN bounds when the curve is
+        still above half at the end of the grid: the range reaches beyond it).
+
+    Notes
+    -----
+    A group with no fitted items has zero information: peak, range and SE are NaN.
+    """
+    rows = []
+    counts = (items[np.isfinite(items["slope"].to_numpy(float))].groupby(by, sort=False).size()
+              if items is not None else None)
+    for g, part in curves.groupby("group", sort=False):
+        th = part["theta"].to_numpy(float)
+        info = part["information"].to_numpy(float)
+        k = int(np.argmax(info)) if len(info) else 0
+        peak = float(info[k]) if len(info) else 0.0
+        if peak <= 0:
+            rows.append((g, 0, np.nan, 0.0, np.nan, np.nan, np.nan))
+            continue
+        above = info >= HALF * peak
+        lo = k
+        while lo > 0 and above[lo - 1]:
+            lo -= 1
+        hi = k
+        while hi < len(info) - 1 and above[hi + 1]:
+            hi += 1
+        rows.append((g, int(counts.get(g, 0)) if counts is not None else np.nan, float(th[k]), peak,
+                     1 / np.sqrt(peak), float(th[lo]) if lo > 0 else np.nan,
+                     float(th[hi]) if hi < len(info) - 1 else np.nan))
+    return pd.DataFrame(rows, columns=list(RANGE_COLUMNS))
+
+
+def place_models(abilities: pd.DataFrame, items: pd.DataFrame, ranges: pd.DataFrame, *,
+                 by: str = "group") -> pd.DataFrame:
+    """Each model on each group's information curve: its ability, the information there, and its position.
+
+    Parameters
+    ----------
+    abilities : pandas.DataFrame
+        ``model, group, theta, theta_sd`` (:attr:`jagged.stats.irt.IRTFit.abilities`).
+    items : pandas.DataFrame
+        The item parameters (``slope, intercept`` and ``by``).
+    ranges : pandas.DataFrame
+        :func:`measurement_range` output.
+    by : str
+        The grouping column of ``items``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, group, theta, theta_sd, information, se, position`` (:data:`PLACE_COLUMNS`):
+        the test information at the model's EAP ability, 1/√ of it, and ``position``
+        ``"below"``, ``"within"`` or ``"above"`` the group's half-peak range (a missing
+        bound counts as open).
+    """
+    fitted = items[np.isfinite(items["slope"].to_numpy(float))]
+    out = abilities[["model", "group", "theta", "theta_sd"]].copy()
+    info = np.zeros(len(out))
+    for g, part in fitted.groupby(by, sort=False):
+        sel = (out["group"] == g).to_numpy()
+        if sel.any():
+            info[sel] = item_information(part["slope"].to_numpy(float), part["intercept"].to_numpy(float),
+                                         out.loc[sel, "theta"].to_numpy(float)).sum(axis=0)
+    out["information"] = info
+    with np.errstate(divide="ignore"):
+        out["se"] = np.where(info > 0, 1 / np.sqrt(np.maximum(info, 1e-300)), np.inf)
+    r = ranges.set_index("group")
+    lower = out["group"].map(r["lower"]).to_numpy(float)
+    upper = out["group"].map(r["upper"]).to_numpy(float)
+    th = out["theta"].to_numpy(float)
+    out["position"] = np.where(np.isfinite(lower) & (th < lower), "below",
+                               np.where(np.isfinite(upper) & (th > upper), "above", "within"))
+    return out[list(PLACE_COLUMNS)].reset_index(drop=True)

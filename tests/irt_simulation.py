@@ -1,0 +1,112 @@
+"""Item responses with known truth from a 2PL model, with planted flawed items clustered by domain.
+
+Model m has ability θ_md ~ N(0, 1) in every domain d (a common part plus a domain part,
+so the domains correlate). Item j has slope a_j ~ LogNormal(0.1, slope_sd²) (default 0.5), intercept
+c_j ~ N(0, 1.5²), K_j options (4 or 10), a true answer and a key. Flaw prevalence per
+domain π_d ~ Beta(1, 15) (mean 6 %, some domains far above), and a flawed item is of one
+kind, drawn with the shares in ``kinds``:
+
+* ``miskey``: the key is a wrong option; a model *knows* the item with probability
+  σ(a θ + c) and then chooses the true answer, otherwise one of the other options with
+  the item's Dirichlet(1) weights (so ``correct`` falls with ability);
+* ``unrelated``: no option separates the models: every model chooses by the item's
+  Dirichlet(1) weights over all options, whatever its ability;
+* ``flip``: correctness follows σ(−a θ + c) (a sign-flipped item; choices: the key when
+  correct, else a weighted other option).
+
+A sound item is answered as ``miskey`` describes with the key the true answer, so
+``correct`` follows the 2PL exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+LETTERS = np.array(list("ABCDEFGHIJ"), dtype=object)
+
+
+def simulate(*, n_models: int = 300, n_items: int = 1000, n_domains: int = 6, prevalence: tuple[float, float] = (1.0, 15.0),
+             kinds: dict[str, float] | None = None, domain_corr: float = 0.8, seed: int = 0,
+             choices: bool = True, slope_sd: float = 0.5) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """An item table and the truth per item.
+
+    Parameters
+    ----------
+    n_models, n_items, n_domains : int
+        Sizes (items are split evenly over the domains).
+    prevalence : (float, float)
+        Beta(α, β) of the per-domain flaw prevalence.
+    kinds : dict
+        Shares of the flaw kinds (default ``{"miskey": 0.7, "unrelated": 0.3}``).
+    domain_corr : float
+        Correlation of a model's abilities between domains.
+    seed : int
+        Random seed.
+    choices : bool
+        Whether to include ``choice``, ``key`` and ``n_options``.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        ``model, domain, item, correct`` (+ ``choice, key, n_options``).
+    truth : pandas.DataFrame
+        ``item, domain, slope, intercept, difficulty, flawed, kind, prevalence`` per item.
+    """
+    kinds = kinds or {"miskey": 0.7, "unrelated": 0.3}
+    rng = np.random.default_rng(seed)
+    domain = np.repeat(np.arange(n_domains), int(np.ceil(n_items / n_domains)))[:n_items]
+    common = rng.normal(size=(n_models, 1))
+    theta = np.sqrt(domain_corr) * common + np.sqrt(1 - domain_corr) * rng.normal(size=(n_models, n_domains))
+    slope = rng.lognormal(0.1, slope_sd, n_items)
+    intercept = rng.normal(0.0, 1.5, n_items)
+    prev = rng.beta(*prevalence, n_domains)
+    flawed = rng.random(n_items) < prev[domain]
+    names = np.array(list(kinds), dtype=object)
+    kind = np.where(flawed, rng.choice(names, n_items, p=np.array(list(kinds.values())) / sum(kinds.values())), "sound")
+    k = rng.choice([4, 10], n_items)
+    true = rng.integers(0, k)
+    key = np.where(kind == "miskey", (true + rng.integers(1, k)) % k, true)
+    weights = rng.gamma(1.0, 1.0, (n_items, 10)) * (np.arange(10)[None, :] < k[:, None])
+    z = slope[None, :] * theta[:, domain] + intercept[None, :]
+    z = np.where((kind == "flip")[None, :], -slope[None, :] * theta[:, domain] + intercept[None, :], z)
+    knows = rng.random((n_models, n_items)) < 1 / (1 + np.exp(-z))
+    # a guess: an option other than the true answer (other than the key for "flip"), by the weights
+    avoid = np.where(kind == "flip", key, true)
+    gw = weights.copy()
+    gw[np.arange(n_items), avoid] = 0.0
+    uw = weights  # "unrelated": every option
+    guess = _draw(rng, gw, n_models)
+    anything = _draw(rng, uw, n_models)
+    target = np.where(kind == "flip", key, true)
+    chosen = np.where(knows, target[None, :], guess)
+    chosen = np.where((kind == "unrelated")[None, :], anything, chosen)
+    correct = (chosen == key[None, :]).astype(float)
+    m, i = np.meshgrid(np.arange(n_models), np.arange(n_items), indexing="ij")
+    m, i = m.ravel(), i.ravel()
+    item_ids = np.array([f"q{j:05d}" for j in range(n_items)], dtype=object)
+    table = pd.DataFrame({"model": np.array([f"model-{j:03d}" for j in range(n_models)], dtype=object)[m],
+                          "domain": np.array([f"domain-{d}" for d in range(n_domains)], dtype=object)[domain[i]],
+                          "item": item_ids[i], "correct": correct.ravel()})
+    if choices:
+        table["choice"] = LETTERS[chosen.ravel()]
+        table["key"] = LETTERS[key][i]
+        table["n_options"] = k[i]
+    truth = pd.DataFrame({"item": item_ids, "domain": [f"domain-{d}" for d in domain], "slope": slope,
+                          "intercept": intercept, "difficulty": -intercept / slope, "flawed": flawed, "kind": kind,
+                          "prevalence": prev[domain]})
+    return table, truth
+
+
+def _draw(rng: np.random.Generator, weights: np.ndarray, n_models: int) -> np.ndarray:
+    """n_models draws per item from its weights (items × options) → models × items option indices."""
+    cum = np.cumsum(weights / weights.sum(axis=1, keepdims=True), axis=1)
+    u = rng.random((n_models, len(weights)))
+    last = weights.shape[1] - 1 - np.argmax((weights > 0)[:, ::-1], axis=1)  # last option with weight (rounding)
+    return np.minimum((u[:, :, None] > cum[None, :, :]).sum(axis=2), last[None, :])
+
+
+def precision_at(score: pd.Series, positives: set, k: int) -> float:
+    """Share of positives among the k highest scores (ties broken by item id)."""
+    top = score.fillna(-np.inf).sort_values(ascending=False, kind="mergesort").index[:k]
+    return float(np.mean([i in positives for i in top]))

@@ -1,0 +1,174 @@
+"""The flawed-item posterior: hand-worked pieces, a simulation with known truth, and MMLU-Pro's revised keys.
+
+Truth: tests/irt_simulation.py plants wrong keys and ability-unrelated items, clustered by
+domain (prevalence per domain from a Beta); the 31 MMLU-Pro items whose key letter was
+revised between file versions. The comparison is the classical suspicion score of
+:mod:`jagged.stats.item_audit` on the same data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from irt_simulation import precision_at, simulate
+from item_simulation import recall_and_auc
+from scipy.special import betaln
+
+from jagged.stats import flaw
+from jagged.stats import item_audit as ia
+from jagged.stats.irt import fit_2pl
+
+TEST_DATA = Path(__file__).resolve().parent / "data"
+REVISED_OPTIONS = {2129, 2253, 2453, 3983, 5457, 5664, 5666, 6921, 8410, 8582, 8584}
+SEEDS = (1, 2, 3)
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[tuple[pd.DataFrame, pd.DataFrame, flaw.FlawPosterior]]:
+    out = []
+    for seed in SEEDS:
+        table, truth = simulate(n_models=300, n_items=1000, seed=seed)
+        post = flaw.flaw_posterior(table, fit_2pl(table))
+        out.append((table, truth, post))
+    return out
+
+
+def merged(run) -> pd.DataFrame:
+    _, truth, post = run
+    return post.items.merge(truth, on="item", suffixes=("", "_true")).set_index("item")
+
+
+# --------------------------------------------------------------------------- hand-worked
+
+
+def test_dirichlet_multinomial_sequence_probability_is_the_polya_urn():
+    # counts (2, 1, 0) over 3 categories: P(a, a, b) = 1/3 · 2/4 · 1/5 = 1/30
+    assert np.exp(flaw._dirmult(np.array([2.0, 1.0, 0.0]), np.array(3.0))) == pytest.approx(1 / 30)
+
+
+def test_correctness_only_unrelated_likelihood_is_the_beta_binomial_sequence():
+    table = pd.DataFrame({"model": list("abcdefgh"), "domain": "d", "item": "i", "correct": [1, 0, 1, 1, 0, 0, 0, 1]})
+    table = pd.concat([table, table.assign(item="j", correct=[1, 1, 1, 1, 0, 0, 0, 0])])
+    post = flaw.flaw_posterior(table, use_choices=False).items.set_index("item")
+    assert post.loc["i", "loglik_unrelated"] == pytest.approx(betaln(4 + 1, 4 + 1))  # ∫ρ⁴(1−ρ)⁴ dρ
+    assert not flaw.flaw_posterior(table, use_choices=False).uses_choices
+
+
+def test_likelihoods_on_the_grid_against_a_loop():
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=7)
+    y = (rng.random((7, 3)) < 0.5).astype(float)
+    w = np.ones_like(y)
+    w[0, 1] = 0.0
+    y *= w
+    a, c = np.array([0.5, 2.0]), np.array([-1.0, 1.0])
+    a_mat = theta[:, None] * a[None, :] + c[None, :]
+    got = flaw._grid_loglik(y, w, a_mat, np.logaddexp(0, a_mat))
+    for j in range(3):
+        for g in range(2):
+            p = 1 / (1 + np.exp(-(a[g] * theta + c[g])))
+            want = np.sum(w[:, j] * np.where(y[:, j] > 0, np.log(p), np.log(1 - p)))
+            assert got[j, g] == pytest.approx(want, rel=1e-5)
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+def test_planted_flaws_found_with_few_false_alarms(runs):
+    for run in runs:
+        it = merged(run)
+        miskey = it["kind"] == "miskey"
+        assert (it.loc[miskey, "posterior"] > 0.5).mean() >= 0.95
+        assert (it.loc[~it["flawed"], "posterior"] > 0.5).mean() <= 0.02
+        # the likely answer of a found wrong key is not the key
+        found = it[miskey & (it["posterior"] > 0.5)]
+        assert (found["likely_key"] != found["key"]).mean() >= 0.95
+
+
+def test_posterior_is_calibrated_across_seeds(runs):
+    it = pd.concat([merged(run) for run in runs])
+    # of the items given a posterior in [0.5, 0.97), about that share are planted
+    mid = it[(it["posterior"] >= 0.5) & (it["posterior"] < 0.97)]
+    assert len(mid) >= 20
+    se = np.sqrt(mid["posterior"].mean() * (1 - mid["posterior"].mean()) / len(mid))
+    assert abs(mid["flawed"].mean() - mid["posterior"].mean()) < max(2.5 * se, 0.1), (len(mid), mid["flawed"].mean(),
+                                                                                     mid["posterior"].mean())
+    # and overall: the expected number of flawed items is the planted number, within its interval
+    for run in runs:
+        _, truth, post = run
+        total = post.domains["expected_flawed"].sum()
+        sd = np.sqrt((post.domains["sd"] ** 2).sum())
+        assert abs(total - truth["flawed"].sum()) < 3 * sd + 3
+
+
+def test_prevalence_follows_the_domains_and_intervals_cover_the_counts(runs):
+    covered, pairs = 0, []
+    for run in runs:
+        _, truth, post = run
+        true = truth.groupby("domain").agg(n=("flawed", "sum"), prev=("prevalence", "first"))
+        dom = post.domains.set_index("domain").join(true)
+        covered += ((dom["n"] >= np.floor(dom["lower"])) & (dom["n"] <= np.ceil(dom["upper"]))).sum()
+        pairs.append(dom[["prevalence", "prev"]])
+    pairs = pd.concat(pairs)
+    assert covered >= 0.8 * len(pairs)
+    assert np.corrcoef(pairs["prevalence"], pairs["prev"])[0, 1] > 0.8
+
+
+def test_ranking_beats_the_classical_suspicion_in_simulation(runs):
+    for table, truth, post in runs:
+        planted = truth.loc[truth["flawed"], "item"].to_numpy(dtype=object)
+        ours = post.items.set_index("item")["posterior"]
+        classical = ia.item_audit(table).set_index("item")["suspicion"]
+        k = len(planted)
+        _, auc_ours = recall_and_auc(ours, planted)
+        _, auc_classical = recall_and_auc(classical, planted)
+        assert auc_ours > auc_classical
+        assert precision_at(ours, set(planted), k) >= precision_at(classical, set(planted), k)
+
+
+def test_correctness_only_finds_sign_flipped_items():
+    table, truth = simulate(n_models=300, n_items=600, n_domains=3, kinds={"flip": 1.0}, prevalence=(2, 30),
+                            seed=7, choices=False)
+    it = flaw.flaw_posterior(table).items.merge(truth, on="item")
+    assert it["flawed"].sum() >= 10
+    assert (it.loc[it["flawed"], "posterior"] > 0.5).mean() >= 0.95
+    assert (it.loc[~it["flawed"], "posterior"] > 0.5).mean() <= 0.02
+
+
+# --------------------------------------------------------------------------- MMLU-Pro
+
+
+@pytest.fixture(scope="module")
+def mmlu():
+    from jagged.readers import items as items_module
+
+    table = items_module.load_bundled_items().items
+    fit = fit_2pl(table)
+    items = pd.read_csv(TEST_DATA / "mmlu_pro_items.csv.gz")
+    revised = {str(i) for i in set(items.loc[items["answer_key_differs_across_files"] == 1, "item_id"])
+               - REVISED_OPTIONS}
+    return table, fit, flaw.flaw_posterior(table, fit), revised
+
+
+def test_revised_keys_rank_high_on_mmlu_pro(mmlu):
+    _, _, post, revised = mmlu
+    assert len(revised) == 31
+    score = post.items.set_index("item")["posterior"]
+    _, auc = recall_and_auc(score, np.asarray(sorted(revised), dtype=object))
+    assert auc > 0.90
+    ranks = post.items.set_index("item").loc[sorted(revised), "flaw_rank"]
+    assert ranks.median() < 0.05 * len(score)
+
+
+@pytest.mark.xfail(strict=True, reason="measured: posterior AUC 0.918 vs classical 0.927; precision@31 0.10 vs "
+                                       "0.13 (issue 19 acceptance not met on MMLU-Pro)")
+def test_posterior_beats_the_classical_ranking_on_mmlu_pro(mmlu):
+    table, _, post, revised = mmlu
+    positives = np.asarray(sorted(revised), dtype=object)
+    ours = post.items.set_index("item")["posterior"]
+    classical = ia.item_audit(table).set_index("item")["suspicion"]
+    assert recall_and_auc(ours, positives)[1] > recall_and_auc(classical, positives)[1]
+    assert precision_at(ours, revised, 31) > precision_at(classical, revised, 31)
