@@ -1,6 +1,6 @@
 # Two commands for a fresh machine with Python 3.11+ and pip:
 #   make report   # installs jagged into .venv and writes reports/jaggedness_report.html
-#   make test     # installs the test dependencies into .venv and runs every test
+#   make test     # installs the test dependencies into .venv, lints (ruff) and runs every test
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -28,6 +28,7 @@ report: $(VENV)/.installed-run
 	$(BIN)/jagged report
 
 test: $(VENV)/.installed-test
+	$(BIN)/ruff check jagged tests benchmarks
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-test

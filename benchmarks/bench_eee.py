@@ -138,7 +138,8 @@ def main() -> None:
               f"({len(scores):,} scores); superseded {len(superseded)} ({ties} ties; generated "
               f"{counts['superseded']} re-scrapes and {counts['ties']} ties); left out: "
               f"{'; '.join(dataset.details.get('left out', []))}")
-        assert scores["model"].nunique() == counts["models"] and len(superseded) == counts["superseded"] + counts["ties"]
+        assert (scores["model"].nunique() == counts["models"]
+                and len(superseded) == counts["superseded"] + counts["ties"])
         if args.no_report:
             return
         from jagged.report import jaggedness_report

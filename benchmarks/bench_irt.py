@@ -109,7 +109,8 @@ def memory() -> None:
     out = subprocess.run([sys.executable, __file__, "--child"], capture_output=True, text=True, check=True)
     built, total, peak, converged = out.stdout.split()
     ok = "meets" if int(peak) <= 2 * GB else "MISSES"
-    print(f"50M responses (1,000 x 50,000, float32): matrices {float(built):.1f} s, fit {float(total) - float(built):.1f} s, "
+    fit_time = float(total) - float(built)
+    print(f"50M responses (1,000 x 50,000, float32): matrices {float(built):.1f} s, fit {fit_time:.1f} s, "
           f"peak RSS {int(peak) / GB:.2f} GB (target <= 2 GB: {ok}; converged {bool(int(converged))})")
 
 

@@ -107,9 +107,12 @@ def study(datasets: int) -> None:
     from test_structure import factor_table, long_table, simulate
 
     import jagged
-    from jagged.readers.dataset import Dataset
-    from jagged.stats import decomposition as sdec, dimensions as sdim, relative as srel, structure as st
     from jagged.analysis import AnalysisOptions, metrics_table
+    from jagged.readers.dataset import Dataset
+    from jagged.stats import decomposition as sdec
+    from jagged.stats import dimensions as sdim
+    from jagged.stats import relative as srel
+    from jagged.stats import structure as st
 
     rng = np.random.default_rng(2026)
     start = time.perf_counter()
@@ -130,8 +133,10 @@ def study(datasets: int) -> None:
             table = metrics_table(Dataset(scores=long_table(sim["errors"], sim["n"]), source="sim", paths=[],
                                           format="long"), AnalysisOptions(bootstrap=300, seed=k))
             logit = np.log(sim["p"] / (1 - sim["p"]))
-            truth = (logit - logit.mean(axis=1, keepdims=True) - logit.mean(axis=0, keepdims=True) + logit.mean()).std(axis=1)
-            coverage.append(np.mean((table["relative_jaggedness_lo"] <= truth) & (truth <= table["relative_jaggedness_hi"])))
+            truth = (logit - logit.mean(axis=1, keepdims=True) - logit.mean(axis=0, keepdims=True)
+                     + logit.mean()).std(axis=1)
+            coverage.append(np.mean((table["relative_jaggedness_lo"] <= truth)
+                                    & (truth <= table["relative_jaggedness_hi"])))
     print(f"study: {datasets} simulated tables of 30 models x 15 domains x 1,000 items per setting")
     print(f"  corr(estimated, planted residuals): min {np.min(corr_res):.3f}, median {np.median(corr_res):.3f}, "
           f">= 0.9 in {np.mean(np.asarray(corr_res) >= 0.9):.1%} of tables")
@@ -155,18 +160,22 @@ def study(datasets: int) -> None:
           f"one factor, arbitrary labels {verdicts1.count('distinct') / len(verdicts1):.1%} "
           f"(trace {verdicts1.count('trace') / len(verdicts1):.1%})")
     print(f"  study time {time.perf_counter() - start:.1f} s")
-    for label, path in (("bundled MMLU-Pro", None), ("MMLU per subject", ROOT / "tests/data/mmlu_per_subject_lmeval_5shot.csv")):
+    for label, path in (("bundled MMLU-Pro", None),
+                        ("MMLU per subject", ROOT / "tests/data/mmlu_per_subject_lmeval_5shot.csv")):
         dataset = jagged.load(path)
         result = st.structure(dataset.scores)
         table = metrics_table(dataset)
-        shares = {c: f"{result.share(c):.1%}" for c in ("model", "domain", "residual", "noise", "residual_beyond_noise")}
+        shares = {c: f"{result.share(c):.1%}"
+                  for c in ("model", "domain", "residual", "noise", "residual_beyond_noise")}
         corr = st.level_correlations(table)
         dims = result.dimensions
+        categories = None if result.categories is None else (result.categories.verdict,
+                                                              round(result.categories.p_value, 3))
         print(f"{label}: shares {shares}; n_dimensions {dims.n_dimensions}, first share {dims.first_share:.1%}, "
               f"rank-deficient {dims.rank_deficient}; flagged {int(result.models['relative_noise_flag'].sum())} of "
               f"{len(result.models)}; Spearman with macro: cv_error {corr['cv_error']:+.2f}, corrected RJ "
               f"{corr['relative_jaggedness_corrected']:+.2f}; categories: "
-              f"{None if result.categories is None else (result.categories.verdict, round(result.categories.p_value, 3))}")
+              f"{categories}")
 
 
 def main() -> None:

@@ -26,7 +26,8 @@ import pandas as pd
 LETTERS = np.array(list("ABCDEFGHIJ"), dtype=object)
 
 
-def simulate(*, n_models: int = 300, n_items: int = 1000, n_domains: int = 6, prevalence: tuple[float, float] = (1.0, 15.0),
+def simulate(*, n_models: int = 300, n_items: int = 1000, n_domains: int = 6,
+             prevalence: tuple[float, float] = (1.0, 15.0),
              kinds: dict[str, float] | None = None, domain_corr: float = 0.8, seed: int = 0,
              choices: bool = True, slope_sd: float = 0.5) -> tuple[pd.DataFrame, pd.DataFrame]:
     """An item table and the truth per item.

@@ -7,8 +7,8 @@ Usage (from the repository root)::
 Runs each notebook (default: every notebook in ``notebooks/``) with its default
 parameters, then rewrites it with outputs only in the cells marked
 ``# NBVAL_CHECK_OUTPUT``, taken from that run; all other outputs and execution counts are
-cleared (nbval needs an execution count on the checked cells only). Run it after a deliberate change to a checked output (e.g. a new column in the
-summary table) and review the diff before committing.
+cleared (nbval needs an execution count on the checked cells only). Run it after a deliberate
+change to a checked output (e.g. a new column in the summary table) and review the diff before committing.
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import BUNDLED, ROOT
 
 JAGGED = [sys.executable, "-m", "jagged.cli"]
@@ -440,13 +439,13 @@ def _probe(kernel, folder: Path, name: str) -> dict:
     text = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.get("name") == "stdout")
     try:
         return json.loads(text)
-    except ValueError:
-        raise AssertionError(repr(text[-300:]) + repr(nb.cells[0].outputs[1:]))
+    except ValueError as err:
+        raise AssertionError(repr(text[-300:]) + repr(nb.cells[0].outputs[1:])) from err
 
 
 def test_warm_kernel_reset_leaves_nothing_from_the_previous_notebook(tmp_path):
-    from jagged.report.kernel import WarmKernel
     from jagged.report import execute
+    from jagged.report.kernel import WarmKernel
 
     with WarmKernel() as kernel:
         kernel.reset()

@@ -180,10 +180,30 @@ def test_global_mmlu_lite_languages_are_the_domains():
 
 
 def test_datastore_with_several_collections_needs_collection():
-    line = assert_bad_input("validate", EEE, fragments=("--collection NAME", "helm_mmlu (5 files)",
-                                                        "global-mmlu-lite (24 files)"))
+    line = assert_bad_input("metrics", EEE, fragments=("--collection NAME", "helm_mmlu (5 files)",
+                                                       "global-mmlu-lite (24 files)"))
     assert "Every Eval Ever collections" in line
-    assert_bad_input("validate", EEE / "data", fragments=("helm_mmlu (5 files)", "--collection"))
+    assert_bad_input("structure", EEE / "data", fragments=("helm_mmlu (5 files)", "--collection"))
+
+
+@pytest.mark.parametrize("folder", [EEE, EEE / "data"])
+def test_validate_on_a_datastore_root_lists_its_collections(folder):
+    code, out, err = run_cli("validate", folder)
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    # independently: the .json files under each data/<collection>/ and their distinct folders
+    expected = {}
+    for collection in sorted((EEE / "data").iterdir()):
+        files = [f for f in collection.rglob("*.json") if not f.name.startswith(".")]
+        if files:
+            expected[collection.name] = (len(files), len({f.parent for f in files}))
+    assert "datastore of 5 collections (32 files)" in lines[0] and "--collection NAME" in lines[0]
+    assert len(lines) == 1 + len(expected) == 6
+    for line, (name, (files, models)) in zip(lines[1:], sorted(expected.items(), key=lambda kv: kv[0].lower())):
+        words = line.split()
+        assert words[0] == name
+        assert line.endswith(f"{files} file{'s' if files > 1 else ''}, {models} model{'s' if models > 1 else ''}")
+    assert "  global-mmlu-lite  24 files, 24 models" in lines and "  ai2_arc           1 file, 1 model" in lines
 
 
 @pytest.mark.parametrize("where", ["root", "data"])
@@ -305,9 +325,11 @@ def test_bad_fields_are_one_line_errors_naming_file_and_field(tmp_path, damage, 
     doc = aggregate("org/m", [("A", 0.5), ("B", 0.6)])
     damage(doc)
     path = write(tmp_path / "m.json", doc)
-    assert_bad_input("validate", path, fragments=fragments)
+    assert_bad_input("validate", path, "--strict", fragments=fragments)
     with pytest.raises(JaggedInputError):
-        jagged.load(path)
+        jagged.load(path, strict=True)
+    if "outside its declared range" not in fragments[-1]:  # a single damaged file is refused, strict or not
+        assert_bad_input("validate", path, fragments=fragments)
 
 
 def test_helm_converter_example_keeps_the_test_split_exact_match():
@@ -315,12 +337,14 @@ def test_helm_converter_example_keeps_the_test_split_exact_match():
     doc = load_json(path)
     dataset = jagged.load(path)
     kept = [r for r in doc["evaluation_results"] if r["metric_config"]["evaluation_description"] == "exact_match"
-            and r["score_details"]["details"]["split"] == "test" and r["score_details"]["details"]["perturbation"] is None]
+            and r["score_details"]["details"]["split"] == "test"
+            and r["score_details"]["details"]["perturbation"] is None]
     assert len(kept) == 2 and kept[0] == kept[1]  # the converter writes each row twice
     assert by_pair(dataset) == {("openai/gpt2", "multiple_choice_joint"): kept[0]["score_details"]["score"]}
     assert kept[0]["score_details"]["score"] == pytest.approx(1 / 9)  # HELM's 1 of 9 test items
     left_out = " | ".join(dataset.details["left out"])
-    assert "perturbed variant" in left_out and "duplicate name (kept the split test, metric exact_match row)" in left_out
+    assert "perturbed variant" in left_out
+    assert "duplicate name (kept the split test, metric exact_match row)" in left_out
 
 
 # --- schema 0.2.2 and 0.3.0, hierarchy ---------------------------------------------------------
@@ -513,3 +537,55 @@ def test_fuzz_damaged_instance_level_files(tmp_path, doc, key):
         assert str(exc) and "\n" not in str(exc)
         return
     assert ((dataset.scores["score"] >= 0) & (dataset.scores["score"] <= 1)).all()
+
+
+def _collection_with_a_bad_entry(tmp_path):
+    """A copy of the global-mmlu-lite collection: one file with -0.01 for a [0, 1] score, one damaged."""
+    target = tmp_path / "data" / "global-mmlu-lite"
+    shutil.copytree(GMMLU, target)
+    paths = files(target)
+    doc = load_json(paths[0])
+    read = jagged.load(GMMLU / paths[0].relative_to(target)).scores
+    entry = next(e for e in doc["evaluation_results"] if e["metric_config"].get("max_score") == 1
+                 and e["metric_config"].get("min_score") == 0 and e["evaluation_name"] in set(read["domain"]))
+    entry["score_details"]["score"] = -0.01
+    write(paths[0], doc)
+    damaged = load_json(paths[1])
+    del damaged["model_info"]["id"]
+    write(paths[1], damaged)
+    return tmp_path, doc, entry["evaluation_name"], paths
+
+
+def test_a_bad_value_and_a_damaged_file_are_left_out_and_listed(tmp_path):
+    root, doc, name, paths = _collection_with_a_bad_entry(tmp_path)
+    full = jagged.load(GMMLU)
+    dataset = jagged.load(root)
+    model = doc["model_info"]["id"]
+    kept = dataset.scores[dataset.scores["model"] == model]
+    assert len(kept) == len(full.scores[full.scores["model"] == model]) - 1  # only the bad value is gone
+    assert dataset.scores["model"].nunique() == full.scores["model"].nunique() - 1  # the damaged file's model
+    assert any(f"score -0.01 outside its declared range [0, 1] ({model})" in line and repr(name) in line
+               for line in dataset.details["left out"])
+    assert any("damaged, left out" in n and "model_info.id" in n and paths[1].name in n
+               for n in dataset.details["not used"])
+    from jagged.views.summary import evaluator_notes
+
+    notes = evaluator_notes(dataset)
+    assert (notes["kind"] == "file not used").any() and notes["detail"].str.contains("-0.01").any()
+    code, out, err = run_cli("validate", root)
+    assert code == 0 and "-0.01 outside its declared range" in out and "damaged, left out" in out, err
+
+
+def test_strict_refuses_the_bad_value_and_the_damaged_file(tmp_path):
+    root, _, name, paths = _collection_with_a_bad_entry(tmp_path)
+    line = assert_bad_input("validate", root, "--strict", fragments=("-0.01, outside its declared range [0, 1]",))
+    assert paths[0].name in line or paths[1].name in line
+    write(paths[0], load_json(GMMLU / paths[0].relative_to(root / "data" / "global-mmlu-lite")))
+    assert_bad_input("validate", root, "--strict", fragments=(paths[1].name, "model_info.id"))
+    broken = root / "data" / "global-mmlu-lite" / "x" / "y"
+    broken.mkdir(parents=True)
+    (broken / "z.json").write_text('{"schema_version": "0.2.2", "evaluation_')
+    write(paths[1], load_json(GMMLU / paths[1].relative_to(root / "data" / "global-mmlu-lite")))
+    assert_bad_input("validate", root, "--strict", fragments=("damaged file", "z.json", "--strict"))
+    with pytest.warns(JaggedWarning, match="damaged"):
+        assert jagged.load(root).scores["model"].nunique() == 24

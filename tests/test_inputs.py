@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from clitools import assert_bad_input, run_cli
+from conftest import BUNDLED
 
 import jagged
-from clitools import assert_bad_input, run_cli
-
-from conftest import BUNDLED
 
 
 def assert_bad_metrics(path: Path, *fragments: str, extra: tuple[str, ...] = ()) -> str:
@@ -150,7 +149,8 @@ def test_conflicting_duplicate(tmp_path):
 
 
 def test_empty_model_name(tmp_path):
-    assert_bad_metrics(write(tmp_path, "e.csv", "model,domain,score\nA,x,0.5\n  ,y,0.6\n"), "e.csv", "'model'", "line 3")
+    assert_bad_metrics(write(tmp_path, "e.csv", "model,domain,score\nA,x,0.5\n  ,y,0.6\n"), "e.csv", "'model'",
+                       "line 3")
 
 
 def test_empty_domain_name(tmp_path):
@@ -225,3 +225,25 @@ def test_gzip_compressed_csv(tmp_path):
     pd.testing.assert_frame_equal(jagged.load_scores(path), jagged.load_scores(BUNDLED))
     damaged = write(tmp_path, "bad.csv.gz", b"\x1f\x8b" + bytes(20))
     assert_bad_metrics(damaged, "bad.csv.gz", "damaged gzip data")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_a_utf16_csv_is_read(tmp_path, encoding):
+    text = "model,domain,score\nmodèle-a,algèbre,0.5\nmodèle-a,law,0.75\nb,algèbre,0.25\nb,law,1\n"
+    path = tmp_path / "scores.csv"
+    bom = b"\xfe\xff" if encoding == "utf-16-be" else b""
+    path.write_bytes(bom + text.encode(encoding))
+    dataset = jagged.load(path)
+    expected = pd.read_csv(__import__("io").StringIO(text))
+    assert sorted(zip(dataset.scores["model"].astype(str), dataset.scores["domain"].astype(str),
+                      dataset.scores["score"])) == sorted(expected.itertuples(index=False, name=None))
+    broken = tmp_path / "broken.csv"
+    broken.write_bytes(b"\xff\xfe" + "model,domain,score\n".encode("utf-16-le") + b"\x00\xd8")  # lone surrogate
+    assert_bad_input("validate", broken, fragments=("broken.csv", "not UTF-16 text"))
+
+
+def test_validate_says_one_model_not_one_models(tmp_path):
+    path = tmp_path / "one.csv"
+    path.write_text("model,domain,score\na,x,0.5\n")
+    code, out, err = run_cli("validate", path)
+    assert code == 0 and "1 score for 1 model in 1 domain;" in out, err

@@ -81,7 +81,8 @@ def test_louis_standard_errors_match_the_numerical_hessian_of_each_item(small):
         for r in range(2):
             for s in range(2):
                 e_r, e_s = np.eye(2)[r] * h, np.eye(2)[s] * h
-                hess[r, s] = (lp(x0 + e_r + e_s) - lp(x0 + e_r - e_s) - lp(x0 - e_r + e_s) + lp(x0 - e_r - e_s)) / (4 * h * h)
+                hess[r, s] = (lp(x0 + e_r + e_s) - lp(x0 + e_r - e_s)
+                              - lp(x0 - e_r + e_s) + lp(x0 - e_r - e_s)) / (4 * h * h)
         cov = np.linalg.inv(-hess)
         assert fit.se_slope[j] == pytest.approx(np.sqrt(cov[0, 0]), rel=0.03)
         assert fit.se_intercept[j] == pytest.approx(np.sqrt(cov[1, 1]), rel=0.03)

@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from clitools import assert_bad_input, run_cli
+from item_simulation import recall_and_auc, simulate
 from scipy import stats
 
 import jagged
-from clitools import assert_bad_input, run_cli
-from item_simulation import simulate, recall_and_auc
 from jagged.errors import JaggedInputError
 from jagged.readers import items as items_module
 from jagged.readers.items import validate_items
@@ -267,7 +267,7 @@ def test_correctness_only_suspicion_against_its_definition():
         th = np.array([theta[(m, d)] for m, d in zip(g["model"], g["domain"])])
         y = g["correct"].to_numpy()
 
-        def marginal(sign: int) -> float:
+        def marginal(sign: int, y: np.ndarray = y, th: np.ndarray = th) -> float:
             return math.log(sum(w * np.prod(np.where(y == 1, p, 1 - p))
                                 for b, w in zip(grid, prior) for p in [1 / (1 + np.exp(-sign * a * (th - b)))]))
 
@@ -494,7 +494,8 @@ def test_out_of_core_parquet_gives_the_same_audit(tmp_path, monkeypatch):
 
 def test_bundled_responses_rebuilt_from_the_shared_copies():
     items = pd.read_csv(TEST_DATA / "mmlu_pro_item_level.csv.gz")
-    raw = pd.read_csv(TEST_DATA / "mmlu_pro_responses.csv.gz", keep_default_na=False, dtype={"pred": str, "answer": str})
+    raw = pd.read_csv(TEST_DATA / "mmlu_pro_responses.csv.gz", keep_default_na=False,
+                      dtype={"pred": str, "answer": str})
     assert (items[["model", "item_id"]].to_numpy() == raw[["model", "item_id"]].to_numpy()).all()
     revised = raw["item_id"].isin(REVISED_OPTIONS)
     table = pd.DataFrame({"model": items["model"], "item_id": items["item_id"], "domain": items["domain"],

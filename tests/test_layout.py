@@ -12,14 +12,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from jagged.analysis import analyse
 from jagged.plots import deployment as deployment_plots
-from jagged.plots import dispersion, hierarchy as hierarchy_plots, uncertainty as uncertainty_plots
-from jagged.plots import item_audit as item_plots, structure as structure_plots
+from jagged.plots import dispersion
+from jagged.plots import hierarchy as hierarchy_plots
+from jagged.plots import item_audit as item_plots
+from jagged.plots import structure as structure_plots
+from jagged.plots import uncertainty as uncertainty_plots
 from jagged.plots.model import domain_errors_vs_field
 from jagged.stats import deployment, hierarchy
-from jagged.analysis import analyse
 from jagged.stats.item_audit import domain_flags
-from jagged.views import display, item_audit as item_views, model_view, structure as structure_views
+from jagged.views import display, model_view
+from jagged.views import structure as structure_views
 
 #: A model id as long as the longest of the Open LLM Leaderboard (102 characters).
 LONG = "organisation-with-a-long-name/" + "merged-model_" * 5 + "instruct-v0.1-dpo-lora-r64-" + "x" * 6
@@ -34,7 +38,8 @@ def analysis(tmp_path_factory):
     domains = [f"domain {j:02d}: a fairly long subject name" for j in range(14)]
     rows = [(m, d, float(np.clip(rng.normal(0.3 + 0.02 * i, 0.15), 0.02, 0.98)), 200, f"category {j % 3}")
             for i, m in enumerate(models) for j, d in enumerate(domains)]
-    pd.DataFrame(rows, columns=["model", "domain", "score", "n_items", "category"]).to_csv(folder / "s.csv", index=False)
+    pd.DataFrame(rows, columns=["model", "domain", "score", "n_items", "category"]).to_csv(folder / "s.csv",
+                                                                                          index=False)
     weights = [(f"profile-{k}-for-a-department-with-a-long-name", d, float(rng.uniform(0, 10)))
                for k in range(3) for d in domains]
     pd.DataFrame(weights, columns=["profile", "domain", "weight"]).to_csv(folder / "w.csv", index=False)

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from clitools import assert_bad_input, run_cli
 
 import jagged
 from jagged.analysis import AnalysisOptions, metrics_table
-from clitools import assert_bad_input, run_cli
 from jagged.errors import JaggedInputError, JaggedWarning
 
 MMLU_CATEGORIES = {"mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mmlu_stem"}
@@ -442,7 +442,8 @@ def test_directory_with_two_runs_of_one_model_newest_wins(tmp_path):
     write_json(tmp_path / "out" / "org__model-b" / "results_2020-09-13T12-26-40.000000.json", other)
     dataset = jagged.load(tmp_path / "out")
     a = dataset.scores[dataset.scores["model"] == "org/model-a"]
-    assert dict(zip(a["domain"], a["score"])) == {leaf: v for leaves in new_groups.values() for leaf, v in leaves.items()}
+    assert dict(zip(a["domain"], a["score"])) == {leaf: v for leaves in new_groups.values()
+                                                  for leaf, v in leaves.items()}
     superseded = dataset.details["superseded"]
     assert len(superseded) == 1
     assert superseded[0].startswith("results_2023-11-14T22-13-20.000000.json (org/model-a, task suite")
@@ -488,7 +489,8 @@ def test_samples_folder_with_results_beside_them(tmp_path):
     for leaves in GROUPS.values():
         for leaf in leaves:
             (run / f"samples_{leaf}_{stamp}.jsonl").write_text(samples_lines(
-                [{"doc_id": 0, "doc": {}, "target": "x", "acc": 1.0}, {"doc_id": 1, "doc": {}, "target": "y", "acc": 0.0}]))
+                [{"doc_id": 0, "doc": {}, "target": "x", "acc": 1.0},
+                 {"doc_id": 1, "doc": {}, "target": "y", "acc": 0.0}]))
     # a folder with results and samples uses the results
     assert jagged.load(tmp_path).format == "lm-eval results"
     # the samples alone
@@ -697,3 +699,24 @@ def test_acc_norm_divides_by_the_choice_lengths():
     assert reason == "" and columns == {"choice": ["1"], "key": ["1"], "n_options": [2]}
     columns, reason = lmeval_choices([record], "exact_match")
     assert columns is None and "not a multiple-choice accuracy" in reason
+
+
+def test_results_with_and_without_n_samples_mixed_keep_the_counts_they_have(tmp_path):
+    from conftest import TEST_DATA
+
+    source = sorted((TEST_DATA / "lmeval_current").glob("results_*.json"))[0]
+    doc = json.loads(source.read_text())
+    counts = {task: entry["effective"] for task, entry in doc["n-samples"].items()}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / source.name).write_text(json.dumps({**doc, "model_name": "with-counts"}))
+    blind = {k: v for k, v in doc.items() if k != "n-samples"}
+    (tmp_path / "b" / source.name).write_text(json.dumps({**blind, "model_name": "without-counts"}))
+    dataset = jagged.load(tmp_path)
+    scores = dataset.scores.astype({"model": str, "domain": str})
+    with_counts = scores[scores["model"] == "with-counts"]
+    assert with_counts["n_items"].tolist() == with_counts["domain"].map(counts).astype(float).tolist()
+    assert scores.loc[scores["model"] == "without-counts", "n_items"].isna().all()
+    assert "unknown in results_" in dataset.details["limit"] and "(without-counts)" in dataset.details["limit"]
+    code, out, err = run_cli("validate", tmp_path)
+    assert code == 0 and "item counts (n_items) for 4 of 8 scores, none for 'without-counts'" in out, err

@@ -24,7 +24,8 @@ def test_a_key_as_written_wins_over_the_dotted_path():
 
 def test_domain_is_stripped_and_bad_values_name_the_record():
     assert metadata_domain(RECORDS[0], "subject", "f.jsonl: line 1", []) == "law"
-    with pytest.raises(JaggedInputError, match=r"^f.jsonl: line 1: no metadata key 'topic'; available keys: subject, meta$"):
+    with pytest.raises(JaggedInputError,
+                       match=r"^f.jsonl: line 1: no metadata key 'topic'; available keys: subject, meta$"):
         metadata_domain(RECORDS[0], "topic", "f.jsonl: line 1", ["subject", "meta"])
     with pytest.raises(JaggedInputError, match="metadata 'meta' is .* not a domain name"):
         metadata_domain(RECORDS[0], "meta", "f.jsonl: line 1", [])

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
 
 CONDA_TO_PIP = {"python-duckdb": "duckdb", "python-build": "build"}
@@ -77,7 +76,8 @@ def built(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def _files(folder: Path, pattern: str = "*") -> set[str]:
-    return {p.relative_to(folder).as_posix() for p in folder.glob(pattern) if p.is_file() and "__pycache__" not in p.parts}
+    return {p.relative_to(folder).as_posix() for p in folder.glob(pattern)
+            if p.is_file() and "__pycache__" not in p.parts}
 
 
 def test_sdist_holds_the_whole_source_release(built):
@@ -101,7 +101,8 @@ def test_wheel_ships_notebooks_templates_data_and_licence(built):
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     shipped = {n for n in names if not n.endswith(".py") and ".dist-info/" not in n}
     expected = {f"jagged/notebooks/{n}" for n in _files(ROOT / "notebooks", "*.ipynb")}
-    expected |= {f"jagged/templates/{n}" for n in _files(ROOT / "templates", "jagged/*") | _files(ROOT / "templates", "batch/*")}
+    expected |= {f"jagged/templates/{n}"
+                 for n in _files(ROOT / "templates", "jagged/*") | _files(ROOT / "templates", "batch/*")}
     expected |= {f"jagged/data/{n}" for n in _files(ROOT / "jagged" / "data") if not n.endswith(".py")}
     assert shipped == expected
     assert {"jagged/notebooks/__init__.py", "jagged/templates/__init__.py", "jagged/report/batch.py"} <= names
@@ -116,8 +117,8 @@ def installed(built, tmp_path_factory) -> tuple[Path, dict[str, str], Path]:
     The wheel is installed without its dependencies; those come from this test process's
     ``sys.path`` (but no folder holding a ``jagged``) through path entries (``.pth`` lines), which add
     folders to ``sys.path`` but run none of those folders' own ``.pth`` files, so this
-    environment's editable jagged stays out; their data files (``share/jupyter``) are linked in. HOME is a new folder, so no
-    user-wide Jupyter kernel spec is used. (.ci/run does
+    environment's editable jagged stays out; their data files (``share/jupyter``) are linked in. HOME is a new
+    folder, so no user-wide Jupyter kernel spec is used. (.ci/run does
     the same round trip with the dependencies installed from the package index.)
     """
     _, wheel = built

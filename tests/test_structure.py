@@ -19,6 +19,7 @@ from conftest import BUNDLED, TEST_DATA
 
 import jagged
 import jagged.readers.load
+from jagged.analysis import AnalysisOptions, analyse, metrics_table
 from jagged.readers.dataset import Dataset
 from jagged.stats import bootstrap as boot
 from jagged.stats import decomposition as sdec
@@ -26,7 +27,6 @@ from jagged.stats import dimensions as sdim
 from jagged.stats import relative as srel
 from jagged.stats import structure as st
 from jagged.stats import uncertainty as u
-from jagged.analysis import AnalysisOptions, analyse, metrics_table
 from jagged.views import structure as vs
 
 MMLU_SUBJECTS = TEST_DATA / "mmlu_per_subject_lmeval_5shot.csv"
@@ -121,12 +121,23 @@ def test_without_n_items_every_cell_weighs_the_same():
     assert not dec.has_n and "n_items" in dec.notes[0]
     cells = dec.residuals()
     adjusted = (100 * cells["error"] + 0.5) / 101
-    expected = glm_logits(cells, adjusted.to_numpy(), np.ones(len(cells)))
+    logits = np.log(adjusted / (1 - adjusted)).to_numpy()
+    # no counts, no binomial weights: ordinary least squares of the logits on model and domain (dense lstsq)
+    design = pd.get_dummies(cells[["model", "domain"]].astype(str), drop_first=True, dtype=float)
+    design.insert(0, "const", 1.0)
+    coef, *_ = np.linalg.lstsq(design.to_numpy(), logits, rcond=None)
+    expected = design.to_numpy() @ coef
     ours = np.log(cells["expected_error"] / (1 - cells["expected_error"])).to_numpy()
-    np.testing.assert_allclose(ours, expected, atol=1e-8)
+    np.testing.assert_allclose(ours, expected, atol=1e-10)
+    # on a complete table that is the two-way analysis of variance: row mean + column mean − grand mean
+    grid = logits.reshape(8, 5)
+    anova = grid.mean(axis=1, keepdims=True) + grid.mean(axis=0, keepdims=True) - grid.mean()
+    np.testing.assert_allclose(ours.reshape(8, 5), anova, atol=1e-10)
     per = srel.model_structure(dec)
     assert per["relative_jaggedness"].notna().all() and per["relative_jaggedness_corrected"].isna().all()
-    assert not per["relative_noise_flag"].any() and (per["structure_note"] == sdec.NOTE_NO_N_ITEMS).all()
+    # unknown is not False: nothing was tested
+    assert per["relative_noise_flag"].dtype == "boolean" and per["relative_noise_flag"].isna().all()
+    assert (per["structure_note"] == sdec.NOTE_NO_N_ITEMS).all()
 
 
 def test_additive_wls_equals_dense_least_squares_and_is_batched():
@@ -224,7 +235,8 @@ def test_noise_share_of_the_table_is_the_residual_when_nothing_is_planted():
     # exact additive logits from (nearly) infinite items: no residual, level and difficulty as simulated
     exact = simulate(np.random.default_rng(14), residual_sd=0.0)
     errors = expit(-0.6 + exact["a"][:, None] + exact["b"][None, :])
-    shares = srel.variance_shares(sdec.decompose(long_table(errors, np.full(errors.shape, 10 ** 8)))).set_index("component")
+    shares = srel.variance_shares(sdec.decompose(long_table(errors, np.full(errors.shape, 10 ** 8))))
+    shares = shares.set_index("component")
     total = exact["a"].var() + exact["b"].var()
     assert abs(shares.loc["model", "share"] - exact["a"].var() / total) < 1e-4
     assert abs(shares.loc["domain", "share"] - exact["b"].var() / total) < 1e-4
@@ -268,7 +280,8 @@ def test_relative_jaggedness_interval_covers_the_truth():
 def test_item_level_bootstrap_gives_relative_jaggedness_intervals():
     rate = np.repeat([[0.9, 0.6, 0.5, 0.8]], 60, axis=1) * np.array([[1.0], [0.9], [0.8]])
     correct = (np.random.default_rng(17).random(rate.shape) < rate).astype(float)
-    frame = pd.DataFrame({"model": np.repeat(["a", "b", "c"], 240), "domain": np.tile(np.repeat(["w", "x", "y", "z"], 60), 3),
+    frame = pd.DataFrame({"model": np.repeat(["a", "b", "c"], 240),
+                          "domain": np.tile(np.repeat(["w", "x", "y", "z"], 60), 3),
                           "item": np.tile([f"q{j}" for j in range(240)], 3), "correct": correct.ravel()})
     dataset = jagged.readers.load.frame_to_dataset(frame, source="t", paths=[], line_offset=None)
     table = metrics_table(dataset, AnalysisOptions(bootstrap=80, seed=0))
@@ -464,17 +477,21 @@ def bundled():
     return dataset, table, st.structure(dataset.scores, draws=100)
 
 
-def test_residual_heatmap_has_the_error_heatmaps_order_and_a_diverging_scale_centred_at_zero(bundled):
+def test_residual_heatmap_shows_the_most_model_specific_models_and_a_diverging_scale_centred_at_zero(bundled):
     from jagged.plots import dispersion
     from jagged.plots import structure as ps
 
     dataset, table, result = bundled
+    per = table.drop_duplicates("model").set_index("model")["relative_jaggedness_corrected"]
+    by_rj = per.sort_values(ascending=False, kind="mergesort").index.tolist()
     for limit in (None, 10):
         grid, cut = vs.residual_grid(result.decomposition, dataset.scores, table, limit=limit)
         errors_ax = dispersion.error_heatmap(dataset.scores, table, limit=limit)
         ax = ps.residual_heatmap(grid, cut=cut)
         labels = [t.get_text() for t in ax.get_yticklabels()]
-        assert labels == [t.get_text() for t in errors_ax.get_yticklabels()]
+        # rows: highest relative jaggedness (noise removed) on top, the lowest at the bottom
+        expected = by_rj if limit is None else by_rj[:5] + [labels[5]] + by_rj[-5:]
+        assert labels == expected and (limit is None or labels[5].startswith("median of 19"))
         assert [t.get_text() for t in ax.get_xticklabels()] == [t.get_text() for t in errors_ax.get_xticklabels()]
         (image,) = [c for c in ax.collections if c.get_gid() == "residuals"]
         lo, hi = image.get_clim()
@@ -485,7 +502,8 @@ def test_residual_heatmap_has_the_error_heatmaps_order_and_a_diverging_scale_cen
     grid, cut = vs.residual_grid(result.decomposition, dataset.scores, table, limit=10)
     from jagged.views.overview import left_out
 
-    hidden = left_out(table, limit=10)
+    hidden = left_out(table, limit=10, by="relative_jaggedness_corrected")
+    assert set(hidden) == set(by_rj[5:-5])
     res = result.decomposition.residuals()
     median = res[res["model"].isin(hidden)].groupby("domain")["residual"].median()
     np.testing.assert_allclose(grid.iloc[cut].to_numpy(), median.reindex(grid.columns).to_numpy())
@@ -549,7 +567,8 @@ def test_sentences_and_text_quote_the_numbers(bundled):
     printed = vs.structure_text(result)
     assert f"{result.share('residual'):.1%}" in printed and "retained: 1 of 14" in printed
     shares = vs.share_table(result)
-    assert "cross terms (unbalanced table)" in shares["part"].tolist()      # -1.2% here: shown
+    assert "cross terms (weighted fit)" in shares["part"].tolist()      # -1.2% here: shown, with its cause
+    assert "the fit weighs each score by its items" in text
     rel = vs.relative_table(table)
     assert rel["relative_jaggedness_corrected"].is_monotonic_decreasing
     assert set(rel["relative_noise_flag"]) <= {"noise", ""}
@@ -571,8 +590,10 @@ def test_glance_finding_from_a_hand_made_table():
     assert found.section == "decomposition" and found.statistic == "residual_beyond_noise"
     assert found.value == pytest.approx(result.share("residual_beyond_noise"))
     assert found.sentence.startswith(f"{result.share('residual_beyond_noise'):.0%} of the variance")
+    assert "a moderate part" in found.sentence                       # 12 %: between SMALL_PART and LARGE_PART
     top = result.models.sort_values("relative_jaggedness_corrected", ascending=False).iloc[0]
-    assert top["model"] == "m03" and "Most model-specific: m03" in found.sentence   # the one out of line
+    most = glance.jaggedness_findings(analysis)[0]                   # the glance names it once, level-adjusted
+    assert top["model"] == "m03" and most.subject == "m03" and "m03" not in found.sentence
     one = long_table(errors[:1], np.full((1, 3), 400))
     solo = Analysis(dataset=Dataset(scores=one, source="one.csv", paths=[], format="long"), options=AnalysisOptions())
     assert not solo.sections["decomposition"] and glance.decomposition_finding(solo) is None

@@ -17,8 +17,8 @@ n_options  optional: how many options the item had for that model
 
 ``choice``, ``key`` and ``n_options`` are checked by :mod:`jagged.readers.choices`
 (``correct`` must equal ``choice == key`` where a row has a key) and feed the item audit
-(:mod:`jagged.stats.item_audit`). Other columns (e.g. ``pred_missing``) are ignored. Aggregation gives the canonical table of
-:mod:`jagged.readers.table` with ``score`` = mean of ``correct`` over the items the model has in the
+(:mod:`jagged.stats.item_audit`). Other columns (e.g. ``pred_missing``) are ignored. Aggregation gives the
+canonical table of :mod:`jagged.readers.table` with ``score`` = mean of ``correct`` over the items the model has in the
 domain and ``n_items`` = the number of those items. Items a model lacks are counted per
 model (coverage) and never imputed.
 
@@ -41,7 +41,6 @@ import pandas as pd
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
 from jagged.readers.table import cell_repr, name_categories, row_location
-
 
 ITEM_COLUMNS: tuple[str, ...] = ("model", "domain", "item", "correct")
 ITEM_ALIASES: dict[str, str] = {"item_id": "item"}
@@ -224,7 +223,8 @@ def _check_item_domains(table: pd.DataFrame, source: str, line_offset: int | Non
         other = rows[rows["domain"] != first["domain"]].iloc[0]
         raise JaggedInputError(
             f"{source}: item {bad!r} is listed under two domains, {first['domain']!r} "
-            f"({row_location(rows.index[0], line_offset)}) and {other['domain']!r} ({row_location(other.name, line_offset)})")
+            f"({row_location(rows.index[0], line_offset)}) and {other['domain']!r} "
+            f"({row_location(other.name, line_offset)})")
 
 
 def _check_categories(table: pd.DataFrame, source: str, line_offset: int | None) -> None:

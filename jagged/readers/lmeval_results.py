@@ -493,7 +493,7 @@ def _leaf_pairs(winners: dict[tuple[str, str], ResultsRun]
     """(run, leaf) for the leaves of every (model, task), from the run that wins it; and each leaf's path."""
     pairs: list[tuple[ResultsRun, str]] = []
     paths: dict[str, tuple[str, ...]] = {}
-    for (model, name), run in winners.items():
+    for (_model, name), run in winners.items():
         for leaf, path in run.leaves(name):
             if (run, leaf) not in pairs:
                 pairs.append((run, leaf))
@@ -536,6 +536,17 @@ def _limit_notes(used: list[ResultsRun], pairs: list[tuple[ResultsRun, str]]) ->
     return notes, limits
 
 
+def _no_limit(used: list[ResultsRun]) -> str:
+    """``details["limit"]`` when no run was limited: "none", or which files cannot tell (no ``n-samples``)."""
+    blind = [run for run in used if not run.n_samples]
+    if not blind:
+        return "none"
+    if len(blind) == len(used):
+        return "unknown (no n-samples)"
+    return (f"none in {plural(len(used) - len(blind), 'file')} with n-samples, unknown in "
+            f"{listing([f'{run.path.name} ({run.model})' for run in blind], 3)} (no n-samples: no item counts)")
+
+
 def _results_details(runs: list[ResultsRun], used: list[ResultsRun], tasks: list[str],
                      paths: dict[str, tuple[str, ...]], used_keys: list[str], limits: list[str],
                      superseded: list[str], unusable: list[str]) -> dict[str, Any]:
@@ -546,7 +557,7 @@ def _results_details(runs: list[ResultsRun], used: list[ResultsRun], tasks: list
         "metric": _metric_label(used_keys),
         "models": sorted({run.model for run in used}),
         "leaves": list(paths),
-        "limit": limits or ("none" if any(run.n_samples for run in used) else "unknown (no n-samples)"),
+        "limit": limits or _no_limit(used),
     }
     if superseded:
         details["superseded"] = superseded
@@ -573,5 +584,6 @@ def _recognises(head: Head) -> bool:
 READER = Reader(name="lm-eval results", family="lm-eval outputs", what="lm-eval results",
                 options=("task", "metric", "model_name"), recognises=_recognises, read=load_results)
 
-__all__ = ["DEFAULT_METRICS", "READER", "ResultsRun", "TIMESTAMP", "finite_number", "is_results", "iso", "limit_note", "load_results", "metric_keys",
-           "metric_name", "model_from_args", "parse_timestamp", "read_results", "split_metric"]
+__all__ = ["DEFAULT_METRICS", "READER", "ResultsRun", "TIMESTAMP", "finite_number", "is_results", "iso", "limit_note",
+           "load_results", "metric_keys", "metric_name", "model_from_args", "parse_timestamp", "read_results",
+           "split_metric"]

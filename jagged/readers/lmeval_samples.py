@@ -22,9 +22,20 @@ from jagged.readers.choices import lmeval_choices
 from jagged.readers.files import read_json_text
 from jagged.readers.hierarchy import category_map
 from jagged.readers.limits import InputTooLargeError
-from jagged.readers.lmeval_results import (DEFAULT_METRICS, TIMESTAMP, ResultsRun, finite_number, is_results, iso,
-                                           limit_note, metric_keys, metric_name, parse_timestamp, read_results,
-                                           split_metric)
+from jagged.readers.lmeval_results import (
+    DEFAULT_METRICS,
+    TIMESTAMP,
+    ResultsRun,
+    finite_number,
+    is_results,
+    iso,
+    limit_note,
+    metric_keys,
+    metric_name,
+    parse_timestamp,
+    read_results,
+    split_metric,
+)
 from jagged.readers.reader import Head, ItemRead, Parsed, Reader, records
 from jagged.readers.supersede import newest
 from jagged.text import listing, plural
@@ -130,7 +141,7 @@ def _select_filter(records: list[dict[str, Any]], filt: str | None, name: str) -
 
 def _sample_values(records: list[dict[str, Any]], field_name: str, name: str) -> list[float]:
     values = []
-    for number, record in enumerate(records, start=1):
+    for record in records:
         raw = record.get(field_name)
         if isinstance(raw, bool):
             raw = float(raw)
@@ -309,7 +320,7 @@ def _doc_domains(records: list[dict[str, Any]], domain_key: str, name: str) -> l
 def _samples_categories(best: dict[tuple[str, str], dict[str, Any]], wanted: list[str]) -> dict[str, str | None]:
     """Task to category, from the group paths of the results files beside the samples."""
     paths_by_leaf: dict[str, tuple[str, ...]] = {}
-    for (model, task_name), entry in best.items():
+    for (_model, task_name), entry in best.items():
         sibling = entry["sibling"]
         found_path = None
         if sibling is not None:

@@ -1,4 +1,5 @@
-"""What a format module declares (:class:`Reader`) and what its ``read`` returns (:class:`ScoreRead`, :class:`ItemRead`).
+"""What a format module declares (:class:`Reader`) and what its ``read`` returns
+(:class:`ScoreRead`, :class:`ItemRead`).
 
 A leaf beside :mod:`jagged.readers.dataset`: format modules import it, it imports no reader.
 Each format module holds one ``READER = Reader(...)``; :mod:`jagged.readers.registry` lists
@@ -37,7 +38,8 @@ class Head:
 
     @cached_property
     def content(self) -> Any:
-        """The parsed JSON document (or JSON lines), read once when a reader first asks; None unless ``kind`` is json."""
+        """The parsed JSON document (or JSON lines), read once when a reader first asks; None unless ``kind``
+        is json."""
         if self.kind != "json":
             return None
         from jagged.readers.files import read_json_text
@@ -88,6 +90,9 @@ class ScoreRead:
         Scale of ``score``.
     line_offset : int or None
         Added to row labels to give file lines in messages (2 for CSV).
+    selected : bool
+        Whether the row selection (``where``, ``models``, ``domains``) was applied already
+        (tables apply it before a wide table is melted).
     """
 
     scores: pd.DataFrame
@@ -98,6 +103,7 @@ class ScoreRead:
     details: dict[str, Any] = field(default_factory=dict)
     score_scale: str = "fraction"
     line_offset: int | None = None
+    selected: bool = False
 
 
 @dataclass
@@ -122,6 +128,8 @@ class ItemRead:
         :attr:`Dataset.format <jagged.readers.dataset.Dataset>`.
     line_offset : int or None
         Added to row labels to give file lines in messages (2 for CSV).
+    selected : bool
+        Whether the row selection was applied already.
     """
 
     items: pd.DataFrame
@@ -131,6 +139,7 @@ class ItemRead:
     details: dict[str, Any]
     format: str = "items"
     line_offset: int | None = None
+    selected: bool = False
 
 
 @dataclass(frozen=True, eq=False)

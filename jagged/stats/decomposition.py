@@ -53,7 +53,7 @@ SHARE_LABELS: dict[str, str] = {
     "residual": "model × domain residual (r_md), noise included",
     "noise": "  of which expected sampling noise",
     "residual_beyond_noise": "  residual beyond noise",
-    "cross": "cross terms (unbalanced table)",
+    "cross": "cross terms (unbalanced table or weighted fit)",
 }
 
 NOTE_FEW_MODELS = "the decomposition needs at least 2 models and 2 domains"
@@ -190,7 +190,8 @@ def fit_logit(proportion: np.ndarray, weights: np.ndarray, *, start: np.ndarray 
     omega = w
     converged = False
     step = 0
-    for step in range(1, max_iter + 1):
+    for _ in range(max_iter):
+        step += 1
         p = np.clip(expit(eta), 1e-12, 1.0 - 1e-12)
         var = p * (1.0 - p)
         omega = w * var
@@ -282,7 +283,8 @@ class Decomposition:
     adjusted : numpy.ndarray
         M × D continuity-corrected error rates ẽ.
     weight : numpy.ndarray
-        M × D binomial weights of the fit (n + 1, or 1 without n_items; 0 outside the fit).
+        M × D weights of the fit (binomial n + 1; 1 without n_items, where the fit is least
+        squares on the logits; 0 outside the fit).
     eta : numpy.ndarray
         M × D fitted logits μ + a_m + b_d (NaN outside the fit).
     intercept : float
@@ -410,8 +412,12 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
     residual r_md = logit(ẽ_md) − (μ + a_m + b_d) what neither explains. The effects are
     maximum-likelihood estimates (:func:`fit_logit`), so a cell weighs by its items: a
     domain score from 1,000 items pins the fit more than one from 100. Without n_items
-    for every score, every cell weighs the same (a quasi-binomial fit of the proportions)
-    and the noise is unknown.
+    for every score there is no binomial weight to give: every cell weighs the same, the
+    effects are the ordinary least-squares fit of the two-way table of logits (on a
+    complete table: row and column means, the classical two-way analysis of variance,
+    so the variance shares add up exactly), and the noise is unknown. (A binomial fit
+    with equal trials would weigh each cell by p̂(1 − p̂) on the logit scale, letting the
+    easiest and hardest domains count least and making the shares overlap.)
 
     *Zero and one cells.* The fit and the residuals use the Haldane–Anscombe corrected
     rate ẽ = (k + ½)/(n + 1) with weight n + 1: half an item is added to the wrong and to
@@ -461,7 +467,11 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
                              fitted=np.zeros((m, d), dtype=bool), adjusted=adjusted, weight=weight * 0.0, eta=nan,
                              intercept=math.nan, model_effect=np.full(m, np.nan), domain_effect=np.full(d, np.nan),
                              residual=nan, noise_var=nan, leverage=nan, notes=notes, model_notes=model_notes)
-    fit = fit_logit(adjusted, weight)
+    if has_n:
+        fit = fit_logit(adjusted, weight)
+    else:  # no counts, no binomial weights: least squares on the logits, every cell weighing the same
+        fit = LogitFit(eta=additive_wls(weight, logit(adjusted)), working_weights=weight, iterations=1,
+                       converged=True)
     sub = fit.eta[np.ix_(fit_m, fit_d)]
     col = sub.mean(axis=0)
     b = col - col.mean()

@@ -165,7 +165,8 @@ def response_matrix(table: pd.DataFrame) -> ResponseMatrix:
     correct = pd.to_numeric(table["correct"], errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(correct) | (correct < 0) | (correct > 1)
     if bad.any():
-        raise JaggedInputError(f"<item table>: column 'correct' has value {table['correct'].iloc[np.flatnonzero(bad)[0]]!r} "
+        value = table['correct'].iloc[np.flatnonzero(bad)[0]]
+        raise JaggedInputError(f"<item table>: column 'correct' has value {value!r} "
                                "outside [0, 1]")
     m_code, models = pd.factorize(table["model"].astype(str), sort=True)
     i_code, items = pd.factorize(table["item"].astype(str), sort=True)
@@ -279,7 +280,8 @@ def _log_prior(a: np.ndarray, c: np.ndarray) -> float:
                  - 0.5 * ((c / INTERCEPT_PRIOR_SD) ** 2).sum())
 
 
-def _mstep(a: np.ndarray, c: np.ndarray, n: np.ndarray, r: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _mstep(a: np.ndarray, c: np.ndarray, n: np.ndarray, r: np.ndarray,
+           nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One Newton step on every item's expected complete-data log posterior (2 × 2 per item, closed form)."""
     p = expit(a[:, None] * nodes[None, :] + c[:, None])
     resid = r - n * p
@@ -399,7 +401,8 @@ def fit_2pl_matrix(y: np.ndarray, w: np.ndarray, *, nodes: int | None = NODES, t
     converged = False
     cycles = 0
     last = -np.inf
-    for cycles in range(1, max_cycles + 1):
+    for _ in range(max_cycles):
+        cycles += 1
         x0 = np.concatenate([a, c])
         a1, c1, lp0 = em(a, c)
         a2, c2, lp1 = em(a1, c1)

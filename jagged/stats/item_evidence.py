@@ -19,7 +19,6 @@ from jagged.stats.item_keys import CHOICE_BLOCK, item_suspicion
 from jagged.stats.item_model import blocks
 from jagged.stats.item_sums import NO_ANSWER, ItemSums, text_column
 
-
 #: Fewer models than this: discrimination and distractor flags are not computed (a note instead).
 MIN_MODELS = 10
 #: Thresholds of the named flags (see :data:`FLAGS`).
@@ -103,6 +102,29 @@ class ItemAudit:
     def flag_columns(self) -> list[str]:
         """The ``flag_*`` columns of :attr:`items`."""
         return [f"flag_{name}" for name in FLAGS]
+
+    def _counts(self) -> list[tuple[str, int]]:
+        """(name, items) for every item, the flagged ones and each flag."""
+        items = self.items
+        out = [("items", len(items)), ("flagged", int(items["flagged"].sum()) if "flagged" in items else 0)]
+        out += [(c[len("flag_"):], int(items[c].sum())) for c in self.flag_columns if c in items]
+        return out
+
+    def __repr__(self) -> str:
+        """A few lines: items, models, flagged counts (no arrays)."""
+        counts = dict(self._counts())
+        flags = ", ".join(f"{k} {v:,}" for k, v in self._counts()[2:])
+        domains = self.items["domain"].nunique() if "domain" in self.items else 0
+        return (f"<ItemAudit: {counts['items']:,} items in {domains:,} domains from {self.n_models:,} models\n"
+                f"  flagged: {counts['flagged']:,} ({flags or 'no flags'})>")
+
+    def _repr_html_(self) -> str:
+        """A small summary table for notebooks (every value escaped)."""
+        import html
+
+        rows = [("models", f"{self.n_models:,}")] + [(k, f"{v:,}") for k, v in self._counts()]
+        body = "".join(f'<tr><th scope="row">{html.escape(k)}</th><td>{html.escape(v)}</td></tr>' for k, v in rows)
+        return f'<table class="jagged-summary"><caption>Item audit</caption><tbody>{body}</tbody></table>'
 
 
 # ---------------------------------------------------------------------------------------
@@ -279,6 +301,14 @@ def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
     return q
 
 
+def _best(pos: np.ndarray, label: np.ndarray, mask: np.ndarray, value: np.ndarray) -> dict[str, np.ndarray]:
+    """Per item, the row with the highest value (ties: the first label; rows sorted by item, label)."""
+    rows = np.flatnonzero(mask)
+    order = rows[np.lexsort((-value[rows], pos[rows]))]  # stable: ties keep label order
+    first = order[np.r_[True, pos[order][1:] != pos[order][:-1]]] if len(order) else order
+    return {"pos": pos[first], "value": value[first], "label": label[first], "row": first}
+
+
 def _option_summary(options: pd.DataFrame, t: pd.DataFrame, choice_ok: np.ndarray) -> dict[str, np.ndarray]:
     """Per-item evidence from the option table: strong choice, top wrong option, shares, attracting distractor."""
     n_items = len(t)
@@ -318,20 +348,12 @@ def _option_summary(options: pd.DataFrame, t: pd.DataFrame, choice_ok: np.ndarra
         np.add.at(out["share_no_answer"], pos[none], share_all[lo:hi][none])
         invalid = ~valid & ~none
         np.add.at(out["share_invalid"], pos[invalid], share_all[lo:hi][invalid])
-
-        def best(mask: np.ndarray, value: np.ndarray) -> dict[str, np.ndarray]:
-            """Per item, the row with the highest value (ties: the first label; rows sorted by item, label)."""
-            rows = np.flatnonzero(mask)
-            order = rows[np.lexsort((-value[rows], pos[rows]))]  # stable: ties keep label order
-            first = order[np.r_[True, pos[order][1:] != pos[order][:-1]]] if len(order) else order
-            return {"pos": pos[first], "value": value[first], "label": label[first], "row": first}
-
         upper = upper_all[lo:hi]
-        strong = best(valid & np.isfinite(upper), upper)
+        strong = _best(pos, label, valid & np.isfinite(upper), upper)
         out["strong_choice"][strong["pos"]] = strong["label"]
         out["strong_choice_share"][strong["pos"]] = strong["value"]
         wrong = valid & (n_wrong_all[lo:hi] > 0)
-        top = best(wrong, wrong_share_all[lo:hi])
+        top = _best(pos, label, wrong, wrong_share_all[lo:hi])
         out["top_wrong"][top["pos"]] = top["label"]
         out["top_wrong_share"][top["pos"]] = top["value"]
         out["top_wrong_r"][top["pos"]] = r_all[lo:hi][top["row"]]
@@ -341,7 +363,7 @@ def _option_summary(options: pd.DataFrame, t: pd.DataFrame, choice_ok: np.ndarra
         k_ul = k_ul_items[pos]
         with np.errstate(invalid="ignore", divide="ignore"):
             strong_wrong = np.where(k_ul > 0, swu_all[lo:hi] / k_ul, np.nan)
-        sw = best(wrong & np.isfinite(strong_wrong), strong_wrong)
+        sw = _best(pos, label, wrong & np.isfinite(strong_wrong), strong_wrong)
         out["_strong_wrong_share"][sw["pos"]] = sw["value"]
         out["_strong_wrong"][sw["pos"]] = sw["label"]
     return out
@@ -424,7 +446,7 @@ def _rank(table: dict[str, np.ndarray]) -> pd.DataFrame:
     for name in AUDIT_COLUMNS:
         values = table.pop(name)
         values = values[order]
-        out[name] = text_column(values) if getattr(values, "dtype", None) == object else values
+        out[name] = text_column(values) if getattr(values, "dtype", None) == np.dtype(object) else values
     return pd.DataFrame(out, copy=False)
 
 

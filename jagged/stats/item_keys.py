@@ -1,4 +1,5 @@
-"""The item audit's suspicion score: how likely each item's key is wrong, from a response model with the difficulty integrated out.
+"""The item audit's suspicion score: how likely each item's key is wrong, from a response model with the
+difficulty integrated out.
 
 See the Notes of :func:`jagged.stats.item_audit.item_audit` ("Suspicion") for the model.
 """

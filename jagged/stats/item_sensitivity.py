@@ -1,4 +1,5 @@
-"""The item audit's sensitivity analysis: cv_error with the flagged items set aside, and with likely key errors re-scored.
+"""The item audit's sensitivity analysis: cv_error with the flagged items set aside, and with likely key
+errors re-scored.
 
 A sensitivity analysis, not a correction: see :func:`flag_sensitivity`.
 """
@@ -10,8 +11,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from jagged.stats.item_audit import rescoring_options
 from jagged.errors import JaggedInputError
+from jagged.stats.item_audit import rescoring_options
 from jagged.stats.item_evidence import FLAGS, REVIEW_FLAGS, ItemAudit
 
 #: Columns of :func:`flag_sensitivity`.

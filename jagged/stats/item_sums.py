@@ -1,30 +1,24 @@
-"""Sufficient statistics of the item audit, computed in memory with numpy.
+"""The item audit's sufficient statistics: what they are (:class:`ItemSums`) and where they come from.
 
 The item audit (:mod:`jagged.stats.item_audit`) needs only sums over rows: per (model,
-domain), per item and per (item, option). :class:`ItemSums` holds them; this module
-computes them from an in-memory item table, and :mod:`jagged.stats.item_sql` computes
-the same tables out of core with DuckDB, as plain SQL. Everything downstream of
-:class:`ItemSums` is shared, so both roads give the same audit.
-
-Definitions (per row r = (model m, item i); g(i) is the item's rest group: its domain,
-or the whole test):
-
-* ``S_mg``, ``N_mg``: sum of ``correct`` and number of items of model m in group g;
-* rest score ``R_r = (S_mg − x_r) / (N_mg − 1)`` (undefined when N_mg = 1);
-* ability ``θ_mg = ln((S_mg + ½) / (N_mg − S_mg + ½))``, the smoothed logit of the
-  model's score in the group;
-* upper/lower weights: among the item's rows with a rest score (n_R of them), the
-  ``k = max(1, ⌊0.27 n_R + ½⌋)`` highest (lowest) rest scores get weight 1; rows tied at
-  the boundary share the remaining places equally (weight (k − above) / tied).
+domain), per item and per (item, option). :class:`ItemSums` holds them. They are computed
+once, by the Ibis expressions of :mod:`jagged.stats.item_expr`, on the engine of
+:mod:`jagged.stats.engine` (DuckDB embedded by default, Spark with ``engine="spark"``),
+whatever the input: :func:`item_sums` for an item table in memory (registered with DuckDB,
+not copied), :func:`lake_item_sums` for a Parquet file or a hive-partitioned folder of them
+(read by the engine in row groups). The definitions are in :mod:`jagged.stats.item_expr`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+
+from jagged.errors import JaggedInputError
 
 #: Share of models in the upper and in the lower group of the discrimination index (Kelley).
 UPPER_LOWER = 0.27
@@ -75,7 +69,8 @@ class ItemSums:
         the items of ``rescore`` (item → option) scored against that option (``n_rescored``
         of them).
     source : str
-        Where the sums come from (``"memory"`` or ``"duckdb"``).
+        Where the sums come from: ``"memory"`` (an item table in memory, through DuckDB),
+        ``"duckdb"`` (a Parquet file or folder read by DuckDB) or ``"spark"``.
     """
 
     model_group: pd.DataFrame
@@ -96,14 +91,17 @@ def softplus(z: np.ndarray) -> np.ndarray:
 
 def upper_lower_weights(item: np.ndarray, rest: np.ndarray, n_items: int,
                         frac: float = UPPER_LOWER) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Upper- and lower-group weights of every row, and the group size per item.
+    """Upper- and lower-group weights of every row, and the group size per item (run by DuckDB).
+
+    The same window expression as the audit's (:func:`jagged.stats.item_expr.weighted_rows_expr`),
+    for rows given as arrays.
 
     Parameters
     ----------
     item : numpy.ndarray
         Item code of each row (0 … n_items − 1).
     rest : numpy.ndarray
-        Rest score of each row; NaN rows get weight 0 and do not count.
+        Rest score of each row in [0, 1]; NaN rows get weight 0 and do not count.
     n_items : int
         Number of items.
     frac : float
@@ -116,33 +114,31 @@ def upper_lower_weights(item: np.ndarray, rest: np.ndarray, n_items: int,
     k : numpy.ndarray
         Per item, ``max(1, floor(frac · n_R + 0.5))`` (0 when no row has a rest score).
     """
-    ok = np.isfinite(rest)
-    n_r = np.bincount(item[ok], minlength=n_items)
-    k = np.where(n_r > 0, np.maximum(1, np.floor(frac * n_r + 0.5)), 0).astype(float)
-    rows = np.flatnonzero(ok)
-    out = []
-    for sign in (1.0, -1.0):
-        value = sign * rest[rows]
-        by_value = np.argsort(-value, kind="stable")
-        order = by_value[np.argsort(item[rows][by_value], kind="stable")]  # by item, then value descending
-        it, v = item[rows][order], value[order]
-        starts = np.r_[0, np.cumsum(n_r)]
-        pos = np.arange(len(order)) - starts[it]
-        new = np.r_[True, (it[1:] != it[:-1]) | (v[1:] != v[:-1])]
-        tie_group = np.cumsum(new) - 1
-        above = pos[new][tie_group]  # rows strictly better
-        tied = np.bincount(tie_group)[tie_group]
-        ki = k[it]
-        w = np.where(above + tied <= ki, 1.0, np.clip((ki - above) / tied, 0.0, 1.0))
-        weights = np.zeros(len(rest))
-        weights[rows[order]] = w
-        out.append(weights)
-    return out[0], out[1], k
+    import ibis
 
+    from jagged.stats.engine import backend
+    from jagged.stats.item_expr import fetch, weighted_rows_expr
 
-def _codes(values: pd.Series | np.ndarray, sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    codes, uniques = pd.factorize(values, sort=sort)
-    return codes.astype(np.intp), np.asarray(uniques, dtype=object)
+    item = np.asarray(item, dtype=np.int64)
+    rest = np.asarray(rest, dtype=float)
+    # one "model" per row whose group holds the row and one other: the rest score comes out as given
+    # (s - x) / (n - 1) with x = 0, s = rest, n = 2
+    frame = pd.DataFrame({"row": np.arange(len(item)), "item": item.astype(str), "rest_in": rest})
+    with backend() as con:
+        t = ibis.memtable(frame)
+        mg = t.select(model=t.row.cast("string"), grp=ibis.literal("g"),
+                      s=t.rest_in, n=ibis.ifelse(t.rest_in.isnan() | t.rest_in.isnull(), 1, 2).cast("int64"),
+                      theta=ibis.literal(0.0))
+        rows = t.select(model=t.row.cast("string"), grp=ibis.literal("g"), item=t.item, domain=ibis.literal("d"),
+                        x=ibis.literal(0.0), choice=ibis.null("string"), informed=ibis.literal(False),
+                        n_options=ibis.null("float64"))
+        w = weighted_rows_expr(rows, mg, frac)
+        out = fetch(con, w.select(row=w.model.cast("int64"), w_u=w.w_u, w_l=w.w_l, k=w.k))
+    order = np.argsort(out["row"].to_numpy(dtype=np.int64))
+    k = np.zeros(n_items)
+    row_k = out["k"].to_numpy(dtype=float)[order]
+    k[item] = row_k
+    return out["w_u"].to_numpy(dtype=float)[order], out["w_l"].to_numpy(dtype=float)[order], k
 
 
 def text_column(values: np.ndarray) -> pd.Series:
@@ -150,20 +146,9 @@ def text_column(values: np.ndarray) -> pd.Series:
     return pd.Series(np.asarray(values, dtype=object), dtype=object)
 
 
-def pair_codes(first: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Codes of (integer, label) pairs, sorted by the integer then the label.
-
-    Returns the pair code of every row, and each pair's integer and label.
-    """
-    label_code, label_names = pd.factorize(pd.Series(labels, dtype=object), sort=True)
-    combined = first.astype(np.int64) * len(label_names) + label_code
-    unique, inverse = np.unique(combined, return_inverse=True)
-    return inverse.astype(np.intp), unique // len(label_names), np.asarray(label_names, dtype=object)[
-        unique % len(label_names)]
-
-
-def item_sums(items: pd.DataFrame, *, rest: str = "domain") -> ItemSums:
-    """The sufficient statistics of the item audit from a validated item table.
+def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
+              spark_master: str | None = None) -> ItemSums:
+    """The sufficient statistics of the item audit from a validated item table in memory.
 
     Parameters
     ----------
@@ -172,156 +157,91 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain") -> ItemSums:
         correct`` and optionally ``choice, key, n_options``).
     rest : {"domain", "test"}
         Rest scores and abilities within the item's domain, or over the whole test.
+    engine : {"duckdb", "spark"}, optional
+        Where the sums run (default DuckDB, which reads the frame where it is).
+    spark_master : str, optional
+        See :func:`jagged.stats.engine.spark_session`.
 
     Returns
     -------
     ItemSums
+        ``source`` is ``"memory"`` (DuckDB over the frame) or ``"spark"``.
     """
-    model_code, models = _codes(items["model"])
-    domain_code, domains = _codes(items["domain"])
-    item_code, item_names = _codes(items["item"])
-    n_items = len(item_names)
-    x = items["correct"].to_numpy(dtype=float)
-    group_code = domain_code if rest == "domain" else np.zeros(len(x), dtype=np.intp)
-    groups = domains if rest == "domain" else np.asarray(["(all)"], dtype=object)
-    n_groups = len(groups)
-    mg = model_code * n_groups + group_code
-    size = len(models) * n_groups
-    s_mg = np.bincount(mg, x, size)
-    n_mg = np.bincount(mg, minlength=size).astype(float)
-    theta_mg = np.log((s_mg + 0.5) / (n_mg - s_mg + 0.5))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(n_mg[mg] > 1, (s_mg[mg] - x) / (n_mg[mg] - 1), np.nan)
-    theta = theta_mg[mg]
-    ok = np.isfinite(r)
-    r0 = np.where(ok, r, 0.0)
-    w_u, w_l, k = upper_lower_weights(item_code, r, n_items)
+    columns = [c for c in ("model", "domain", "item", "correct", "choice", "key", "n_options") if c in items.columns]
+    frame = items[columns].copy(deep=False)
+    for name in ("model", "domain", "item", "choice", "key"):
+        if name in frame:
+            frame[name] = frame[name].astype(object)
+    frame["correct"] = frame["correct"].astype(float)
+    if "n_options" in frame:
+        frame["n_options"] = frame["n_options"].astype(float)
+    return _engine_sums(lambda con: _memtable(frame), rest=rest, engine=engine, spark_master=spark_master,
+                        source="memory", validated=True)
 
-    def per_item(values: np.ndarray | None = None) -> np.ndarray:
-        return np.bincount(item_code, values, n_items) if values is not None else \
-            np.bincount(item_code, minlength=n_items).astype(float)
 
-    item_domain = np.zeros(n_items, dtype=np.intp)
-    item_domain[item_code] = domain_code
-    has_choice, has_key = "choice" in items.columns, "key" in items.columns
-    choice = items["choice"].to_numpy(dtype=object) if has_choice else None
-    key = items["key"].to_numpy(dtype=object) if has_key else None
-    if has_key:
-        informed = pd.notna(key)
-    elif has_choice:
-        informed = np.ones(len(x), dtype=bool)
-    else:
-        informed = np.zeros(len(x), dtype=bool)
-    nopt = items["n_options"].to_numpy(dtype=float) if "n_options" in items.columns else np.full(len(x), np.nan)
-    known = np.isfinite(nopt)
-    nopt_min = np.full(n_items, np.nan)
-    nopt_max = np.full(n_items, np.nan)
-    if known.any():
-        lo = np.full(n_items, np.inf)
-        hi = np.full(n_items, -np.inf)
-        np.minimum.at(lo, item_code[known], nopt[known])
-        np.maximum.at(hi, item_code[known], nopt[known])
-        nopt_min = np.where(np.isfinite(lo), lo, np.nan)
-        nopt_max = np.where(np.isfinite(hi), hi, np.nan)
-    table = pd.DataFrame({
-        "item": text_column(item_names), "domain": text_column(domains[item_domain]),
-        "group": text_column(groups[item_domain if rest == "domain" else np.zeros(n_items, dtype=np.intp)]),
-        "n": per_item(), "sx": per_item(x), "sxx": per_item(x * x), "n_r": per_item(ok.astype(float)),
-        "sx_r": per_item(x * ok), "sxx_r": per_item(x * x * ok), "sr": per_item(r0), "srr": per_item(r0 * r0),
-        "sxr": per_item(x * r0), "stheta": per_item(theta), "sxtheta": per_item(x * theta), "k_ul": k,
-        "sxwu": per_item(x * w_u), "sxwl": per_item(x * w_l), "n_choice": per_item(informed.astype(float)),
-        "nopt_min": nopt_min, "nopt_max": nopt_max,
-    }, copy=False)
-    options = _option_sums(item_code, x, r, theta, w_u, informed, choice)
-    keys = _key_counts(item_code, x, key, choice)
-    mg_table = pd.DataFrame({"model": text_column(np.repeat(models, n_groups)),
-                             "group": text_column(np.tile(groups, len(models))),
-                             "s": s_mg, "n": n_mg, "theta": theta_mg})
-    mg_table = mg_table[mg_table["n"] > 0].reset_index(drop=True)
+def lake_item_sums(path: str | Path, *, rest: str = "domain", engine: str | None = None,
+                   spark_master: str | None = None) -> ItemSums:
+    """The :class:`ItemSums` of an item-level Parquet file or hive-partitioned folder, computed in the engine.
 
-    def softplus_sums(a: float, grid: np.ndarray) -> np.ndarray:
-        table_mg = softplus(a * (theta_mg[:, None] - np.asarray(grid)[None, :]))
-        out = np.empty((n_items, len(grid)))
-        for g in range(len(grid)):  # every row is one (model, item): sum its model's value per item
-            out[:, g] = np.bincount(item_code, table_mg[mg, g], n_items)
-        return out
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A Parquet file, or a folder of them partitioned hive-style (``model=.../part-0.parquet``),
+        checked by the loader.
+    rest : {"domain", "test"}
+        Rest group: the item's domain, or the whole test.
+    engine : {"duckdb", "spark"}, optional
+        Default DuckDB (memory limit, spilling to disk).
+    spark_master : str, optional
+        See :func:`jagged.stats.engine.spark_session`.
+
+    Returns
+    -------
+    ItemSums
+        ``source`` is ``"duckdb"`` or ``"spark"``; its ``model_domain_sums`` reads the input again.
+    """
+    from jagged.stats.engine import read_parquet
+
+    path = Path(path)
+    return _engine_sums(lambda con: read_parquet(con, path), rest=rest, engine=engine, spark_master=spark_master,
+                        source=None, validated=False, name=path.name)
+
+
+def _memtable(frame: pd.DataFrame) -> Any:
+    import ibis
+
+    types = {"model": "string", "domain": "string", "item": "string", "correct": "float64", "choice": "string",
+             "key": "string", "n_options": "float64"}
+    return ibis.memtable(frame, schema={c: types[c] for c in frame.columns})
+
+
+def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, spark_master: str | None,
+                 source: str | None, validated: bool, name: str = "<item table>") -> ItemSums:
+    """Open the engine, build the rows from ``table(con)``, compute the sums; the sensitivity sums reopen it."""
+    from jagged.stats.engine import backend, check_engine
+    from jagged.stats.item_expr import compute_item_sums, rows_table, run_model_domain_sums
+
+    engine = check_engine(engine)
+    source = "spark" if engine == "spark" else (source or "duckdb")
 
     def model_domain_sums(set_aside: np.ndarray, rescore: dict[str, str]) -> pd.DataFrame:
-        return _model_domain_sums(model_code, models, domain_code, domains, item_code, item_names, x, choice,
-                                  set_aside, rescore)
+        with backend(engine, spark_master=spark_master) as con:
+            rows, has_choice, _ = rows_table(table(con), rest=rest, validated=validated)
+            return _engine_errors(name, lambda: run_model_domain_sums(con, rows, has_choice, set_aside, rescore))
 
-    return ItemSums(model_group=mg_table, items=table, options=options, keys=keys, has_choice=has_choice,
-                    has_key=has_key, softplus=softplus_sums, model_domain_sums=model_domain_sums, source="memory")
-
-
-def _option_sums(item_code: np.ndarray, x: np.ndarray, r: np.ndarray, theta: np.ndarray, w_u: np.ndarray,
-                 informed: np.ndarray, choice: np.ndarray | None) -> pd.DataFrame:
-    if choice is None or not informed.any():
-        return pd.DataFrame({c: pd.Series(dtype=object if c == "label" else (np.int64 if c == "pos" else float))
-                             for c in OPTION_SUM_COLUMNS})
-    rows = np.flatnonzero(informed)
-    label = np.where(pd.isna(choice[rows]), NO_ANSWER, choice[rows]).astype(object)
-    pair_code, pair_item, pair_label = pair_codes(item_code[rows], label)
-    n_pairs = len(pair_item)
-    wrong = x[rows] == 0
-    ok = np.isfinite(r[rows])
-
-    def per_pair(values: np.ndarray | None = None) -> np.ndarray:
-        if values is None:
-            return np.bincount(pair_code, minlength=n_pairs).astype(float)
-        return np.bincount(pair_code, values, n_pairs)
-
-    return pd.DataFrame({
-        "pos": pair_item.astype(np.int64),
-        "label": text_column(pair_label),
-        "count": per_pair(), "stheta": per_pair(theta[rows]), "swu": per_pair(w_u[rows]),
-        "n_wrong": per_pair(wrong.astype(float)), "n_wrong_r": per_pair((wrong & ok).astype(float)),
-        "sr_wrong": per_pair(np.where(wrong & ok, r[rows], 0.0)), "swu_wrong": per_pair(np.where(wrong, w_u[rows], 0.0)),
-    }, copy=False)
+    with backend(engine, spark_master=spark_master) as con:
+        rows, has_choice, has_key = rows_table(table(con), rest=rest, validated=validated)
+        return _engine_errors(name, lambda: compute_item_sums(con, rows, has_choice=has_choice, has_key=has_key,
+                                                               source=source, model_domain_sums=model_domain_sums))
 
 
-def _key_counts(item_code: np.ndarray, x: np.ndarray, key: np.ndarray | None,
-                choice: np.ndarray | None) -> pd.DataFrame:
-    """Rows per (item, key); without a key column, the choices of correct rows stand for the key."""
-    if key is not None:
-        keyed = pd.notna(key)
-        values = key
-    elif choice is not None:
-        keyed = pd.notna(choice) & (x == 1)
-        values = choice
-    else:
-        return pd.DataFrame({"pos": pd.Series(dtype=np.int64), "key": pd.Series(dtype=object),
-                             "count": pd.Series(dtype=float)})
-    rows = np.flatnonzero(keyed)
-    pair_code, pair_item, pair_label = pair_codes(item_code[rows], values[rows].astype(object))
-    return pd.DataFrame({"pos": pair_item.astype(np.int64), "key": text_column(pair_label),
-                         "count": np.bincount(pair_code, minlength=len(pair_item)).astype(float)})
-
-
-def _model_domain_sums(model_code: np.ndarray, models: np.ndarray, domain_code: np.ndarray, domains: np.ndarray,
-                       item_code: np.ndarray, item_names: np.ndarray, x: np.ndarray, choice: np.ndarray | None,
-                       set_aside: np.ndarray, rescore: dict[str, str]) -> pd.DataFrame:
-    """Per (model, domain): Σx and n over all items, over the items not set aside, and re-scored.
-
-    ``set_aside`` are item names; ``rescore`` maps item names to the option that is scored
-    as correct in the what-if (a row is then correct when its choice equals it).
-    """
-    n_domains = len(domains)
-    md = model_code * n_domains + domain_code
-    size = len(models) * n_domains
-    aside = pd.Index(item_names).isin(list(set_aside))[item_code]
-    alt_of_item = pd.Series(rescore, dtype=object).reindex(item_names).to_numpy(dtype=object)
-    alt = alt_of_item[item_code]
-    has_alt = pd.notna(alt)
-    x_alt = x.copy()
-    if has_alt.any() and choice is not None:
-        x_alt[has_alt] = (choice[has_alt] == alt[has_alt]).astype(float)
-    out = pd.DataFrame({
-        "model": text_column(np.repeat(models, n_domains)), "domain": text_column(np.tile(domains, len(models))),
-        "s": np.bincount(md, x, size), "n": np.bincount(md, minlength=size).astype(float),
-        "s_kept": np.bincount(md, np.where(aside, 0.0, x), size),
-        "n_kept": np.bincount(md, (~aside).astype(float), size),
-        "s_rescored": np.bincount(md, x_alt, size),
-        "n_rescored": np.bincount(md, has_alt.astype(float), size),
-    })
-    return out[out["n"] > 0].reset_index(drop=True)
+def _engine_errors(name: str, run: Callable[[], Any]) -> Any:
+    """``run()``, an engine's error (DuckDB, Spark) as a one-line :class:`JaggedInputError` naming the input."""
+    try:
+        return run()
+    except (JaggedInputError, ValueError, TypeError, KeyError, MemoryError):
+        raise
+    except Exception as exc:  # duckdb.Error, pyspark's AnalysisException / Py4JJavaError ...
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        raise JaggedInputError(f"{name}: cannot compute the item statistics: {first}") from None

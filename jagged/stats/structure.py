@@ -24,7 +24,13 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.stats.decomposition import (
-    METRIC_COLUMNS, NOTE_FEW_DOMAINS_MODEL, NOTE_FEW_MODELS, NOTE_FLAG, NOTE_NO_N_ITEMS, Decomposition, decompose,
+    METRIC_COLUMNS,
+    NOTE_FEW_DOMAINS_MODEL,
+    NOTE_FEW_MODELS,
+    NOTE_FLAG,
+    NOTE_NO_N_ITEMS,
+    Decomposition,
+    decompose,
 )
 from jagged.stats.dimensions import CategoryCheck, Dimensions, category_check, dimensions
 from jagged.stats.relative import model_structure, variance_shares
@@ -53,6 +59,29 @@ class Structure:
     dimensions: Dimensions
     categories: CategoryCheck | None
 
+    def __repr__(self) -> str:
+        """A few lines: the table's size, the variance shares, the dimensions (no arrays)."""
+        dec = self.decomposition
+        shares = ", ".join(f"{c} {s:.1%}" for c, s in zip(self.shares["component"], self.shares["share"])
+                           if math.isfinite(float(s)))
+        flagged = int(self.models["relative_noise_flag"].fillna(False).astype(bool).sum())
+        return (f"<Structure: {len(dec.models):,} models x {len(dec.domains):,} domains\n"
+                f"  variance shares: {shares or 'none'}\n"
+                f"  model-specific beyond noise: {flagged:,} models; dimensions kept: "
+                f"{self.dimensions.n_dimensions}>")
+
+    def _repr_html_(self) -> str:
+        """A small summary table for notebooks (every value escaped)."""
+        import html
+
+        dec = self.decomposition
+        rows = [("models", f"{len(dec.models):,}"), ("domains", f"{len(dec.domains):,}")]
+        rows += [(f"share: {c}", f"{s:.1%}" if math.isfinite(float(s)) else "—")
+                 for c, s in zip(self.shares["component"], self.shares["share"])]
+        rows.append(("dimensions kept", str(self.dimensions.n_dimensions)))
+        body = "".join(f'<tr><th scope="row">{html.escape(k)}</th><td>{html.escape(v)}</td></tr>' for k, v in rows)
+        return f'<table class="jagged-summary"><caption>Structure</caption><tbody>{body}</tbody></table>'
+
     def share(self, component: str) -> float:
         """One variance share by component name (NaN when unknown)."""
         row = self.shares.loc[self.shares["component"] == component, "share"]
@@ -70,6 +99,7 @@ class Structure:
             "intercept": _plain(dec.intercept),
             "median_relative_jaggedness_corrected": _plain(self.models["relative_jaggedness_corrected"].median()),
             "flagged_models": int(self.models["relative_noise_flag"].sum()),
+            "untested_models": int(self.models["relative_noise_flag"].isna().sum()),
             "n_dimensions": dims.n_dimensions, "first_share": _plain(dims.first_share),
             "first_to_second": _plain(dims.first_to_second),
             "eigenvalues": [_plain(v) for v in dims.eigenvalues], "thresholds": [_plain(v) for v in dims.thresholds],
@@ -132,21 +162,24 @@ def structure(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0, 
                      categories=category_check(scores, dec, dims, draws=draws, seed=seed, alpha=1.0 - ci))
 
 
-def level_correlations(table: pd.DataFrame) -> dict[str, float]:
+def level_correlations(table: pd.DataFrame, relative: str = "relative_jaggedness_corrected") -> dict[str, float]:
     """How the two jaggedness measures relate to the level, across models (Spearman ρ).
 
     Parameters
     ----------
     table : pandas.DataFrame
-        A metrics table with ``macro_score``, ``cv_error`` and
-        ``relative_jaggedness_corrected`` (profile rows collapsed).
+        A metrics table with ``macro_score``, ``cv_error`` and ``relative`` (profile rows
+        collapsed).
+    relative : str
+        The relative jaggedness column: ``relative_jaggedness_corrected`` (default) or, when
+        there are no item counts, ``relative_jaggedness``.
 
     Returns
     -------
     dict
-        ``cv_error`` and ``relative_jaggedness_corrected``: ρ with ``macro_score``;
+        ``cv_error`` and ``relative`` (the column's name): ρ with ``macro_score``;
         ``rank_agreement``: ρ between the two measures. NaN with fewer than 3 models
-        having both.
+        having all three.
 
     Notes
     -----
@@ -155,22 +188,24 @@ def level_correlations(table: pd.DataFrame) -> dict[str, float]:
     measure should not.
     """
     rows = table.drop_duplicates("model")
-    cols = ["macro_score", "cv_error", "relative_jaggedness_corrected"]
+    cols = ["macro_score", "cv_error", relative]
+    empty = {"cv_error": math.nan, relative: math.nan, "rank_agreement": math.nan}
     if not set(cols) <= set(rows.columns):
-        return {"cv_error": math.nan, "relative_jaggedness_corrected": math.nan, "rank_agreement": math.nan}
+        return empty
     data = rows[cols].astype(float).dropna()
     if len(data) < 3:
-        return {"cv_error": math.nan, "relative_jaggedness_corrected": math.nan, "rank_agreement": math.nan}
+        return empty
     ranks = data.rank()
     corr = ranks.corr()
     return {"cv_error": float(corr.loc["cv_error", "macro_score"]),
-            "relative_jaggedness_corrected": float(corr.loc["relative_jaggedness_corrected", "macro_score"]),
-            "rank_agreement": float(corr.loc["cv_error", "relative_jaggedness_corrected"])}
+            relative: float(corr.loc[relative, "macro_score"]),
+            "rank_agreement": float(corr.loc["cv_error", relative])}
 
 
 def add_structure(table: pd.DataFrame, decomposition: Decomposition, *, threshold: float = NOISE_SHARE_THRESHOLD,
                   alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
-    """Add the :data:`jagged.stats.decomposition.METRIC_COLUMNS` of :func:`jagged.stats.relative.model_structure` to a metrics table.
+    """Add the :data:`jagged.stats.decomposition.METRIC_COLUMNS` of :func:`jagged.stats.relative.model_structure`
+    to a metrics table.
 
     Parameters
     ----------
@@ -194,7 +229,7 @@ def add_structure(table: pd.DataFrame, decomposition: Decomposition, *, threshol
     per = model_structure(decomposition, threshold=threshold, alpha=alpha).set_index("model")
     per = per.reindex(table["model"].to_numpy())
     out = table.assign(**{c: per[c].to_numpy() for c in METRIC_COLUMNS})
-    out["relative_noise_flag"] = out["relative_noise_flag"].fillna(False).astype(bool)
+    out["relative_noise_flag"] = out["relative_noise_flag"].astype("boolean")   # missing: not tested
     extra = per["structure_note"].fillna("").to_numpy(dtype=object)
     quiet = {NOTE_FEW_DOMAINS_MODEL, NOTE_NO_N_ITEMS, NOTE_FEW_MODELS, ""}  # said elsewhere, or by the section
     extra = np.where([e in quiet or e.startswith(NOTE_FLAG) for e in extra], "", extra)

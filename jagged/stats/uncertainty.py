@@ -156,7 +156,11 @@ def sampling_noise(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
         ``p_equal_error``
             p-value of the chi-square test that every domain has the same error rate;
         ``noise_flag``
-            True when jaggedness is indistinguishable from noise (rule below);
+            True when jaggedness is indistinguishable from noise (rule below), False
+            when it is distinguishable, missing (``pd.NA``; pandas ``"boolean"`` dtype)
+            when nothing could be tested (no ``n_items``, fewer than 2 domains, no
+            errors): unknown is not False, so ``noise_flag == False`` keeps only tested
+            models;
         ``noise_note``
             the flag in words, or why the noise is unknown; empty otherwise.
 
@@ -197,8 +201,10 @@ def sampling_noise(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
     does not reject with probability 1 − alpha, so the flag fires with probability at
     least 0.95 whatever D is.
 
-    Edge cases: fewer than 2 domains or ē = 0 give NaN (the CV is undefined); a domain
-    with unknown n_items or a single item makes the model's noise unknown (NaN, note);
+    Edge cases: fewer than 2 domains or ē = 0 give NaN (the CV is undefined) and a missing
+    flag; a domain with unknown n_items makes the model's noise unknown (NaN, missing flag,
+    note); a domain with a single item leaves the noise share unknown (NaN, note) while the
+    test of equal error still decides the flag;
     the same error in every domain with no variation between items (every item wrong,
     or every item given the same partial credit) leaves the noise share 0/0 (NaN, note
     :data:`NOTE_NO_VARIATION`), while the test of equal error has p = 1.
@@ -234,7 +240,9 @@ def sampling_noise(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
     p = np.full(m, np.nan)
     for k in np.flatnonzero(~undefined & ~unknown_n):
         p[k] = 1.0 if not np.isfinite(x2[k]) else chi2_sf(float(x2[k]), int(d[k]) - 1)
-    flag = (share > threshold) | (p >= alpha)
+    with np.errstate(invalid="ignore"):
+        flag = (share > threshold) | (p >= alpha)
+    untested = np.isnan(share) & np.isnan(p)     # nothing to test: unknown, not False
     notes = np.full(m, "", dtype=object)
     for k in range(m):
         if undefined[k]:
@@ -255,7 +263,7 @@ def sampling_noise(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
         "noise_share": share,
         "cv_error_corrected": corrected,
         "p_equal_error": p,
-        "noise_flag": flag,
+        "noise_flag": pd.array(np.where(untested, None, flag), dtype="boolean"),
         "noise_note": notes,
     })
 
@@ -271,7 +279,8 @@ def _flag_note(share: float, p: float, threshold: float, alpha: float) -> str:
 # --------------------------------------------------------------------------- metrics table
 
 def place_after(table: pd.DataFrame, anchor: str, columns: list[str]) -> pd.DataFrame:
-    """Move ``columns`` (those present) right after ``anchor`` (or to the end without it); the other columns keep their order."""
+    """Move ``columns`` (those present) right after ``anchor`` (or to the end without it); the other columns keep
+    their order."""
     columns = [c for c in columns if c in table.columns]
     rest = [c for c in table.columns if c not in columns]
     at = rest.index(anchor) + 1 if anchor in rest else len(rest)
@@ -295,13 +304,14 @@ def add_noise(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame | N
     -------
     pandas.DataFrame
         ``table`` with ``cv_error_corrected``, ``noise_share``, ``p_equal_error`` and
-        ``noise_flag`` after ``cv_error``, and ``noise_note`` appended to ``note``.
+        ``noise_flag`` (nullable ``"boolean"``: missing where the noise is unknown) after
+        ``cv_error``, and ``noise_note`` appended to ``note``.
     """
     noise = sampling_noise(scores, items, threshold=threshold, alpha=alpha).set_index("model")
     noise = noise.reindex(table["model"].to_numpy())
     cols = ["cv_error_corrected", "noise_share", "p_equal_error", "noise_flag"]
     out = table.assign(**{c: noise[c].to_numpy() for c in cols})
-    out["noise_flag"] = out["noise_flag"].fillna(False).astype(bool)
+    out["noise_flag"] = out["noise_flag"].astype("boolean")   # missing: not tested (pd.NA), never False
     out["note"] = join_note_columns(out["note"].to_numpy(dtype=object), noise["noise_note"].fillna("").to_numpy())
     return place_after(out, "cv_error", cols)
 
@@ -322,7 +332,7 @@ def noise_summary(table: pd.DataFrame) -> pd.DataFrame:
         One row per model, highest ``cv_error_corrected`` first (undefined last):
         ``model``, ``cv_error``, ``cv_error_corrected``, ``cv_error_lo``,
         ``cv_error_hi`` (when present), ``noise_share``, ``p_equal_error`` and
-        ``noise_flag`` as ``"noise"`` or ``""``.
+        ``noise_flag`` as ``"noise"``, ``""`` or ``"not tested"`` (:func:`flag_text`).
     """
     columns = ["model", "cv_error", "cv_error_corrected", "cv_error_lo", "cv_error_hi", "noise_share",
                "p_equal_error", "noise_flag"]
@@ -330,5 +340,17 @@ def noise_summary(table: pd.DataFrame) -> pd.DataFrame:
     rows = rows.sort_values(["cv_error_corrected", "model"], ascending=[False, True], na_position="last",
                             kind="mergesort").reset_index(drop=True)
     if "noise_flag" in rows.columns:
-        rows["noise_flag"] = np.where(rows["noise_flag"].fillna(False).astype(bool), "noise", "")
+        rows["noise_flag"] = flag_text(rows["noise_flag"])
     return rows
+
+
+#: How a missing flag (nothing could be tested) reads in a table.
+NOT_TESTED = "not tested"
+
+
+def flag_text(flags: pd.Series, *, flagged: str = "noise", clear: str = "", untested: str = NOT_TESTED
+              ) -> np.ndarray:
+    """A nullable flag column as display text: ``flagged`` (True), ``clear`` (False), ``untested`` (missing)."""
+    values = pd.Series(flags).astype("boolean")
+    return np.where(values.isna().to_numpy(), untested, np.where(values.fillna(False).to_numpy(dtype=bool),
+                                                                  flagged, clear))
