@@ -595,7 +595,8 @@ def _nested_stats(content: dict[str, Any]) -> int:
 
 
 def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = None,
-                   model_name: str | None = None, collection: str | None = None) -> AggregateFile:
+                   model_name: str | None = None, collection: str | None = None,
+                   strict: bool = False) -> AggregateFile:
     """Read one aggregate file into its domain scores and the results it leaves out.
 
     Parameters
@@ -610,6 +611,9 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
         Replaces ``model_info.id``.
     collection : str, optional
         The collection the file belongs to (a row named like it is an aggregate).
+    strict : bool
+        Refuse a score outside its declared range instead of leaving it out (in
+        ``left_out``, with the value, the range and the model).
 
     Returns
     -------
@@ -618,8 +622,8 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
     Raises
     ------
     JaggedInputError
-        A field jagged needs is missing or mistyped, or a score lies outside its
-        declared range; one line naming the file and the field.
+        A field jagged needs is missing or mistyped, or (``strict``) a score lies outside
+        its declared range; one line naming the file and the field.
     """
     schema = schema_of(content, path)
     found_model = _model_id(content, path)
@@ -651,6 +655,11 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
         if math.isnan(n_items):  # 0.1: a sibling '# eval' row, else the run's sample ids (one split only)
             n_items = counts.get(result.name, counts.get(result.raw_name, top_items if result.split is None
                                                           else math.nan))
+        if not strict and result.low is not None and result.high is not None and result.high > result.low and (
+                not result.low <= result.score <= result.high):
+            left_out.append((result.raw_name, f"score {result.score:g} outside its declared range [{result.low:g}, "
+                                              f"{result.high:g}] ({found_model})"))
+            continue
         scores[result.name] = (fraction(result, path), n_items, result.path, suffix or result.metric)
     info = content["model_info"]
     extra = info.get("additional_details") if isinstance(info.get("additional_details"), dict) else {}

@@ -32,8 +32,9 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.readers.eee import KNOWN_SCHEMAS, is_aggregate, AggregateFile, normalised, read_aggregate, schema_family
+from jagged.readers.eee import KNOWN_SCHEMAS, AggregateFile, is_aggregate, normalised, read_aggregate, schema_family
 from jagged.readers.hierarchy import category_map
+from jagged.readers.limits import InputTooLargeError
 from jagged.readers.reader import Head, Reader, ScoreRead
 from jagged.readers.supersede import Replaced, newest
 from jagged.text import listing, plural
@@ -51,6 +52,33 @@ def datastore_data(folder: Path) -> Path | None:
     if (folder / "data").is_dir():
         return folder / "data"
     return None
+
+
+def datastore_collections(folder: Path) -> list[tuple[str, int, int]]:
+    """The collections of a datastore, ``(name, aggregate files, models)``, by its folders alone (nothing parsed).
+
+    ``folder`` is the datastore's ``data/`` folder or the folder above it; files are the
+    ``.json`` files below ``data/<collection>/`` (hidden ones skipped) and models their
+    distinct ``<developer>/<model>/`` folders. Empty for anything else.
+    """
+    import os
+
+    data = datastore_data(Path(folder)) if Path(folder).is_dir() else None
+    if data is None:
+        return []
+    out = []
+    for entry in sorted((p for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")),
+                        key=lambda p: p.name.lower()):
+        files, models = 0, set()
+        for here, dirs, names in os.walk(entry):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            found = sum(1 for n in names if n.lower().endswith(".json") and not n.startswith("."))
+            if found:
+                files += found
+                models.add(here)
+        if files:
+            out.append((entry.name, files, len(models)))
+    return out
 
 
 def collection_of(path: Path, root: Path | None = None, model_id: str | None = None) -> str | None:
@@ -228,8 +256,33 @@ def _details(files: list[AggregateFile], read: list[AggregateFile], records: lis
     return details
 
 
+def _read_files(parsed: list[Any], *, metric: str | None, model_name: str | None,
+                strict: bool) -> tuple[list[AggregateFile], list[str]]:
+    """Each parsed file read (:func:`~jagged.readers.eee.read_aggregate`); a damaged one left out and named
+    (``"path (reason)"``) unless ``strict``."""
+    files, damaged = [], []
+    for p in parsed:
+        info = p.content.get("model_info") if isinstance(p.content, dict) else None
+        name = collection_of(p.path, p.root, info.get("id") if isinstance(info, dict) and
+                             isinstance(info.get("id"), str) else None)
+        try:
+            files.append(read_aggregate(p.content, p.path, metric=metric, model_name=model_name, collection=name,
+                                        strict=strict))
+        except InputTooLargeError:
+            raise
+        except JaggedInputError as exc:
+            if strict or len(parsed) == 1:
+                raise
+            where = p.path.relative_to(p.root) if p.root is not None and p.path.is_relative_to(p.root) else p.path
+            damaged.append(f"{where} (damaged, left out: {str(exc).split(': ', 1)[-1]})")
+    if not files:
+        raise JaggedInputError(f"every Every Eval Ever file is damaged: {'; '.join(damaged[:3])}")
+    return files, damaged
+
+
 def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = None,
-                    metric: str | None = None, model_name: str | None = None, **_: Any) -> ScoreRead:
+                    metric: str | None = None, model_name: str | None = None, strict: bool = False,
+                    **_: Any) -> ScoreRead:
     """Read EEE aggregate files into per-domain scores (validated by the registry).
 
     Parameters
@@ -245,6 +298,9 @@ def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = 
         Preferred metric where a file names a result several times.
     model_name : str, optional
         Replaces every ``model_info.id``.
+    strict : bool
+        Refuse a damaged file or a score outside its declared range; otherwise they are
+        left out and listed (``details["not used"]``, ``details["left out"]``).
 
     Returns
     -------
@@ -253,12 +309,7 @@ def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = 
         versions, metric, what was left out and why, missing (-1) cells, superseded files
         and ties; ``model_notes`` the models with missing (-1) cells.
     """
-    files = []
-    for p in parsed:
-        info = p.content.get("model_info") if isinstance(p.content, dict) else None
-        name = collection_of(p.path, p.root, info.get("id") if isinstance(info, dict) and
-                             isinstance(info.get("id"), str) else None)
-        files.append(read_aggregate(p.content, p.path, metric=metric, model_name=model_name, collection=name))
+    files, damaged = _read_files(parsed, metric=metric, model_name=model_name, strict=strict)
     label = files[0].path.name if len(files) == 1 else source
     chosen = select_collection(files, collection, label)
     found = sorted({f.found_model for f in chosen})
@@ -274,6 +325,8 @@ def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = 
     notes = [_replacement_note(r) for r in replaced]
     names = {f.collection for f in chosen}
     details = _details(used, chosen, records, notes, next(iter(names)) if len(names) == 1 else None)
+    if damaged:
+        details["not used"] = damaged
     model_notes = {f.model: f"not evaluated (-1): {listing(f.missing, 4)}" for f in used if f.missing}
     return ScoreRead(scores=pd.DataFrame(records), label=label, paths=[f.path for f in used], format=FORMAT,
                      model_notes=model_notes, details=details)
@@ -284,7 +337,9 @@ def _recognises(head: Head) -> bool:
 
 
 READER = Reader(name="EEE aggregate", family="Every Eval Ever files", what="Every Eval Ever aggregate files",
-                options=("collection", "metric", "model_name"), recognises=_recognises, read=load_aggregates)
+                options=("collection", "metric", "model_name", "strict"), recognises=_recognises,
+                read=load_aggregates)
 
 
-__all__ = ["FORMAT", "READER", "TIE_RULE", "collection_of", "datastore_data", "load_aggregates", "select_collection"]
+__all__ = ["FORMAT", "READER", "TIE_RULE", "collection_of", "datastore_collections", "datastore_data",
+           "load_aggregates", "select_collection"]

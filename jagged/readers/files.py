@@ -20,6 +20,8 @@ from jagged.readers import limits
 from jagged.text import first_line
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: Byte-order marks of UTF-16 text, little- and big-endian.
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def sniff(path: Path) -> str:
@@ -40,6 +42,9 @@ def sniff(path: Path) -> str:
         return "zip"
     if head.startswith(GZIP_MAGIC):
         return "text"  # a gzip-compressed table (scores.csv.gz): read_csv decompresses it
+    if head.startswith(UTF16_BOMS):  # UTF-16 text (Excel's "Unicode text"), decoded by decode_text
+        start = head[: len(head) - len(head) % 2].decode("utf-16", errors="replace").lstrip(" \t\r\n")
+        return "json" if start[:1] in ("{", "[") else "text"
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if stripped[:1] in (b"{", b"["):
         return "json"
@@ -49,11 +54,20 @@ def sniff(path: Path) -> str:
 
 
 def decode_text(path: Path, data: bytes) -> str:
+    """The text of a file: UTF-8 (a byte-order mark dropped), or UTF-16 when it starts with a UTF-16 mark.
+
+    Raises
+    ------
+    JaggedInputError
+        Bytes that are not text in that encoding (the message names the byte and offset).
+    """
+    encoding = "utf-16" if data.startswith(UTF16_BOMS) else "utf-8-sig"
     try:
-        return data.decode("utf-8-sig")
+        return data.decode(encoding)
     except UnicodeDecodeError as exc:
+        name = "UTF-16" if encoding == "utf-16" else "UTF-8"
         raise JaggedInputError(
-            f"{path.name}: unreadable bytes, not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{path.name}: unreadable bytes, not {name} text (byte 0x{data[exc.start]:02x} at offset "
             f"{exc.start})") from None
 
 

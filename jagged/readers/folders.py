@@ -161,6 +161,9 @@ def load_directory(path: Path, options: dict[str, Any]) -> Dataset:
             outside = []
             parsed, ignored, damaged = _parse_all(files, path)
         parsed += [Parsed(folder, helm.READER, folder, path) for folder in runs]
+        if damaged and options.get("strict"):
+            raise JaggedInputError(f"{path.name}: damaged file {damaged[0]} (--strict refuses damaged files; "
+                                   "without it they are left out and listed)")
         if damaged:
             warnings.warn(f"{path.name}: {len(damaged)} damaged file(s) skipped: {'; '.join(damaged[:3])}"
                           + (f" and {len(damaged) - 3} more" if len(damaged) > 3 else ""), JaggedWarning,

@@ -81,3 +81,26 @@ def metadata_domain(record: dict[str, Any], key: str, where: str, available: lis
     if isinstance(value, (dict, list)) or value is None or str(value).strip() == "":
         raise JaggedInputError(f"{where}: metadata {key!r} is {str(value)[:40]!r}, not a domain name")
     return str(value).strip()
+
+
+def domain_clash(source: str, domain: str, key: str, first_task: str, second_task: str) -> JaggedInputError:
+    """The error for a ``--domain-key`` value found in two tasks, saying how to proceed.
+
+    A domain belongs to one task (its category); the same value in two tasks would merge
+    items of different tasks into one domain.
+
+    Parameters
+    ----------
+    source : str
+        The file or folder read.
+    domain : str
+        The value of ``key`` found in both tasks.
+    key : str
+        The ``--domain-key`` field.
+    first_task, second_task : str
+        The tasks it was found in.
+    """
+    return JaggedInputError(
+        f"{source}: domain {domain!r} ({key}) occurs in tasks {first_task} and {second_task}, and a domain belongs to "
+        f"one task; read the tasks separately (point jagged at one task's logs), or leave out --domain-key so that "
+        f"each task is a domain")

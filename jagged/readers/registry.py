@@ -29,6 +29,13 @@ Per-domain formats come before the item-level ones of their family (a folder wit
 results and samples uses the results), and the stricter tests before the looser (EEE
 records carry ``sample_id`` and may also carry a ``doc_id``).
 
+Options every input takes (:data:`GENERIC`): the row selection (``where``, ``models``,
+``domains``) is applied by :func:`finish` before validation, unless the reader applied it
+already (a table does, before a wide table is melted); ``n_items`` gives the item counts
+of a per-domain table without them (:func:`jagged.readers.table.item_counts`); ``strict``
+refuses what a reader would leave out (a damaged file, a value outside its declared range).
+A reader that declares one of them also receives it; none is warned about.
+
 Adding a format: one module with a ``READER`` and one line in :data:`READERS`.
 """
 
@@ -45,6 +52,9 @@ from jagged.readers import eee_collection, eee_samples, helm, inspect_logs, lmev
 from jagged.readers.dataset import Dataset
 from jagged.readers.reader import Head, ItemRead, Parsed, Reader, ScoreRead
 from jagged.text import merge_notes, one_line
+
+#: Loader options for every input, applied here (and passed to the readers that declare them).
+GENERIC: tuple[str, ...] = (*tables.SELECTION, "n_items", "strict")
 
 #: The readers, in the order they are asked.
 READERS: list[Reader] = [
@@ -102,7 +112,7 @@ def given_options(options: dict[str, Any]) -> dict[str, Any]:
 def _options_for(reader: Reader, options: dict[str, Any]) -> dict[str, Any]:
     """Warn about the given options a reader does not take; return the ones it does."""
     for key in options:
-        if key not in reader.options:
+        if key not in reader.options and key not in GENERIC:
             warnings.warn(f"{BY_NAME[key].flag} does not apply to {reader.what} and is ignored", JaggedWarning,
                           stacklevel=4)
     return {k: v for k, v in options.items() if k in reader.options}
@@ -117,8 +127,8 @@ def _check_one_family(found: list[Parsed], source: str) -> None:
                                f"({second.path.name}); point jagged at one kind")
 
 
-def finish(read: ScoreRead | ItemRead | Dataset, source: str) -> Dataset:
-    """Validate what a reader returned, once, into a :class:`Dataset` (a Dataset passes as it is).
+def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str, Any] | None = None) -> Dataset:
+    """Select rows and validate what a reader returned, once, into a :class:`Dataset` (a Dataset passes as it is).
 
     Parameters
     ----------
@@ -126,18 +136,46 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str) -> Dataset:
         A reader's output.
     source : str
         Display name of the input.
+    options : dict, optional
+        Given loader options: the selection (``where``, ``models``, ``domains``) is applied
+        unless the reader did (:attr:`ScoreRead.selected`), and ``n_items`` gives the item
+        counts of per-domain scores without them.
+
+    Raises
+    ------
+    JaggedInputError
+        What validation or the selection refuses; ``n_items`` given for item-level data
+        or for a table with its own counts.
     """
+    from jagged.readers.table import item_counts, with_item_counts
+
+    options = options or {}
+    selection = {k: options.get(k) for k in tables.SELECTION if options.get(k)}
+    counts = item_counts(options.get("n_items")) if options.get("n_items") not in (None, "") else None
+    if counts is not None and not isinstance(read, ScoreRead):
+        raise JaggedInputError(f"{source}: --n-items is for per-domain tables without item counts; item-level "
+                               "data count their items")
     if isinstance(read, Dataset):
         return read
     if isinstance(read, ScoreRead):
         from jagged.readers.table import validate_scores
 
-        scores = validate_scores(read.scores, read.label, score_scale=read.score_scale, line_offset=read.line_offset)
+        frame = read.scores
+        if selection and not read.selected:
+            frame = tables.select_rows(frame, source=read.label, **selection)
+        scores = validate_scores(frame, read.label, score_scale=read.score_scale, line_offset=read.line_offset)
+        details = dict(read.details)
+        if counts is not None:
+            scores = with_item_counts(scores, counts, read.label)
+            details["item counts"] = counts.describe()
         return Dataset(scores=scores, source=source, paths=list(read.paths), format=read.format,
-                       model_notes=dict(read.model_notes), details=dict(read.details))
+                       model_notes=dict(read.model_notes), details=details)
     from jagged.readers.items import dataset_from_items
 
-    dataset = dataset_from_items(read.items, source=source, paths=read.paths, line_offset=read.line_offset)
+    items = read.items
+    if selection and not read.selected:
+        items = tables.select_rows(items, source=source, **selection)
+    dataset = dataset_from_items(items, source=source, paths=read.paths, line_offset=read.line_offset)
     dataset.format = read.format
     dataset.model_notes = merge_notes(dataset.model_notes, read.model_notes)
     dataset.details = {**read.details, **dataset.details}
@@ -172,7 +210,7 @@ def read_found(found: list[Parsed], *, source: str, options: dict[str, Any], ign
         if other.unused is not None:
             ignored = ignored + other.unused([p for p in found if p.reader is other])
     out = reader.read([p for p in found if p.reader is reader], source=source, **_options_for(reader, options))
-    dataset = finish(out, source)
+    dataset = finish(out, source, options)
     if ignored:
         dataset.details["not used"] = [*dataset.details.get("not used", []), *ignored]
     return dataset
@@ -219,4 +257,5 @@ def read_file(path: Path, kind: str, options: dict[str, Any]) -> Dataset:
     return read_found([found], source=Path(path).name, options=given_options(options), ignored=[])
 
 
-__all__ = ["READERS", "finish", "given_options", "one_line_errors", "parse", "read_file", "read_found", "recognise"]
+__all__ = ["GENERIC", "READERS", "finish", "given_options", "one_line_errors", "parse", "read_file", "read_found",
+           "recognise"]

@@ -25,11 +25,15 @@ the value at fault.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.text import listing, plural
 
 CANONICAL_COLUMNS: tuple[str, ...] = ("model", "domain", "score", "n_items", "category")
 SCORE_SCALES: tuple[str, ...] = ("fraction", "percent")
@@ -217,11 +221,27 @@ def validate_scores(frame: pd.DataFrame, source: str = "<table>", *, score_scale
         category = pd.Categorical.from_codes(np.full(len(frame), -1), categories=pd.Index([], dtype=object))
     out = pd.DataFrame({"model": model, "domain": domain, "score": score.to_numpy(),
                         "n_items": n_items, "category": category}, index=frame.index)
-    return _deduplicate(out, source, line_offset)
+    return _deduplicate(out, source, line_offset, raw=frame)
 
 
-def _deduplicate(table: pd.DataFrame, source: str, line_offset: int | None) -> pd.DataFrame:
-    """Collapse exact duplicate (model, domain) rows; conflicting ones are an error."""
+def _telling_apart(raw: pd.DataFrame | None, rows: pd.Index) -> str:
+    """``; the rows differ in 'release' (...): choose with --where release=...`` for a duplicate error, or ""."""
+    if raw is None or not rows.isin(raw.index).all():
+        return ""
+    extra = [c for c in raw.columns if c not in CANONICAL_COLUMNS]
+    for column in extra:
+        values = raw.loc[rows, column].astype("string").str.strip()
+        if values.nunique(dropna=False) > 1:
+            shown = list(dict.fromkeys(str(v) for v in values))
+            return (f"; the rows differ in {column!r} ({listing(shown, 4, quote=True)}): choose with --where "
+                    f"{column}={shown[-1]}")
+    return ""
+
+
+def _deduplicate(table: pd.DataFrame, source: str, line_offset: int | None,
+                 raw: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Collapse exact duplicate (model, domain) rows; conflicting ones are an error (naming the column of
+    ``raw``, the table as read, that tells them apart)."""
     n_domains = len(table["domain"].cat.categories)
     cells = len(table["model"].cat.categories) * n_domains
     key = table["model"].cat.codes.to_numpy().astype(np.int32 if cells < 2**31 else np.int64)
@@ -247,7 +267,8 @@ def _deduplicate(table: pd.DataFrame, source: str, line_offset: int | None) -> p
             other = rows["score"][rows["score"] != first].iloc[0]
             raise JaggedInputError(
                 f"{source}: model {str(rows['model'].iloc[0])!r}, domain {str(rows['domain'].iloc[0])!r} is "
-                f"given twice with different scores {first:g} and {other:g} ({where})")
+                f"given twice with different scores {first:g} and {other:g} ({where})"
+                + _telling_apart(raw, rows.index))
         keep = ~pd.Series(key).duplicated(keep="first").to_numpy()
         table = table[keep]
     if isinstance(table.index, pd.RangeIndex) and table.index.start == 0 and table.index.step == 1:
@@ -308,6 +329,106 @@ def wide_to_long(frame: pd.DataFrame, source: str = "<table>", *, score_scale: s
     return long
 
 
+@dataclass(frozen=True)
+class ItemCounts:
+    """Item counts given for a table without them (the ``n_items`` loader option).
+
+    Attributes
+    ----------
+    every : float or None
+        One count for every domain.
+    by_domain : dict
+        Domain to count, from a ``domain,n_items`` file.
+    source : str
+        Where they came from (the file name, or the number).
+    """
+
+    every: float | None = None
+    by_domain: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+
+    def describe(self) -> str:
+        """What ``jagged validate`` and the report say about the counts."""
+        if self.every is not None:
+            return f"--n-items {self.every:g} for every domain"
+        return f"--n-items {self.source} ({plural(len(self.by_domain), 'domain')})"
+
+
+def _whole(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if np.isfinite(number) and number > 0 and number == round(number) else None
+
+
+def item_counts(value: Any) -> ItemCounts:
+    """The ``n_items`` option: a positive whole number, or a ``domain,n_items`` CSV (read within the input cap).
+
+    Parameters
+    ----------
+    value : int, str or os.PathLike
+        A number (``120``, ``"120"``) or the path of a CSV with columns ``domain`` and
+        ``n_items`` (other columns ignored).
+
+    Raises
+    ------
+    JaggedInputError
+        Neither a positive whole number nor a readable file; the file lacks a column,
+        has an empty, non-whole or non-positive count, or gives one domain two counts.
+    """
+    if not isinstance(value, (str, Path)) or (isinstance(value, str) and _whole(value) is not None):
+        number = None if isinstance(value, bool) else _whole(value)
+        if number is None:
+            raise JaggedInputError(f"--n-items {str(value)[:60]!r}: not a positive whole number")
+        return ItemCounts(every=number, source=f"{number:g}")
+    path = Path(value)
+    if not path.is_file():
+        raise JaggedInputError(f"--n-items {str(value)[:60]!r}: neither a positive whole number nor a file")
+    from jagged.readers.files import read_csv
+
+    frame = read_csv(path)
+    missing = [c for c in ("domain", "n_items") if c not in frame.columns]
+    if missing:
+        raise JaggedInputError(f"{path.name}: missing column(s) {', '.join(missing)} (an --n-items file has "
+                               f"domain,n_items; {found_columns(frame)})")
+    counts = _n_items(frame["n_items"], path.name, 2)
+    if counts.isna().any():
+        raise JaggedInputError(f"{path.name}: column 'n_items' is empty (line {int(np.argmax(counts.isna())) + 2})")
+    domains = pd.Series(name_categories(frame["domain"], "domain", path.name, 2)).astype(str)
+    spread = counts.groupby(domains.to_numpy()).agg(["min", "max"])
+    twice = spread[spread["min"] != spread["max"]]
+    if len(twice):
+        raise JaggedInputError(f"{path.name}: domain {twice.index[0]!r} has two counts, {twice['min'].iloc[0]:g} "
+                               f"and {twice['max'].iloc[0]:g}")
+    return ItemCounts(by_domain={str(k): float(v) for k, v in spread["min"].items()}, source=path.name)
+
+
+def with_item_counts(scores: pd.DataFrame, counts: ItemCounts, source: str) -> pd.DataFrame:
+    """A canonical table with ``n_items`` from the ``n_items`` option.
+
+    Policy: a table that has item counts of its own keeps them and the option is refused
+    (one or the other, never a mix); a domain the counts file lacks is an error naming it.
+
+    Raises
+    ------
+    JaggedInputError
+        The table has ``n_items`` already, or the file lacks some of its domains.
+    """
+    if scores["n_items"].notna().any():
+        raise JaggedInputError(f"{source}: the table has item counts (n_items) of its own; --n-items is for tables "
+                               "without them (give one or the other)")
+    if counts.every is not None:
+        return scores.assign(n_items=counts.every)
+    domains = [str(d) for d in scores["domain"].cat.categories]
+    lacking = [d for d in domains if d not in counts.by_domain]
+    if lacking:
+        raise JaggedInputError(f"{counts.source}: no n_items for {plural(len(lacking), 'domain')} of {source}: "
+                               f"{listing(lacking, 6, quote=True)}")
+    lookup = np.array([counts.by_domain[d] for d in domains], dtype="float64")
+    return scores.assign(n_items=lookup[scores["domain"].cat.codes.to_numpy()])
+
+
 def summarize(table: pd.DataFrame) -> dict[str, object]:
     """Counts that describe a canonical table (used by ``jagged validate`` and reports).
 
@@ -320,12 +441,16 @@ def summarize(table: pd.DataFrame) -> dict[str, object]:
     -------
     dict
         ``rows``, ``models``, ``domains``, ``complete_models``, ``incomplete`` (model
-        names), ``score_min``, ``score_max``, ``has_n_items``, ``categories``.
+        names), ``score_min``, ``score_max``, ``has_n_items`` (every score has a count),
+        ``n_items_known`` (how many scores have one), ``without_n_items`` (models with a
+        score lacking a count, when some scores have one), ``categories``.
     """
     n_domains = table["domain"].nunique()
     per_model = table.groupby("model", sort=True, observed=True)["domain"].nunique()
     incomplete = per_model[per_model < n_domains].index.tolist()
     categories = table["category"].dropna().nunique() if "category" in table else 0
+    unknown = table["n_items"].isna().to_numpy()
+    without = sorted({str(m) for m in table["model"][unknown]}) if 0 < unknown.sum() < len(table) else []
     return {
         "rows": int(len(table)),
         "models": int(per_model.size),
@@ -334,6 +459,8 @@ def summarize(table: pd.DataFrame) -> dict[str, object]:
         "incomplete": [str(m) for m in incomplete],
         "score_min": float(table["score"].min()),
         "score_max": float(table["score"].max()),
-        "has_n_items": bool(table["n_items"].notna().all()),
+        "has_n_items": bool(not unknown.any()),
+        "n_items_known": int(len(table) - unknown.sum()),
+        "without_n_items": without,
         "categories": int(categories),
     }

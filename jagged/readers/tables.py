@@ -6,6 +6,14 @@
   from the footer, are aggregated out of core by :mod:`jagged.readers.items_parquet`);
 * long: ``model, domain, score`` (+ optional ``n_items``, ``category``);
 * wide: ``model`` plus one numeric column per domain.
+
+**Row selection** (:func:`select_rows`, the loader options ``where``, ``models``,
+``domains``) is applied to the table as read, before anything is validated, so rows of
+other releases never reach the duplicate check. ``where`` keeps the rows whose column
+equals the value (compared as text, stripped; several conditions must all hold); in a
+wide table ``domains`` picks columns and the ``where`` columns are dropped before the
+table is melted (they select rows, they are no domains). An unknown column, model,
+domain or value is an error naming it and what the table holds.
 """
 
 from __future__ import annotations
@@ -21,10 +29,131 @@ from jagged.readers.dataset import Dataset
 from jagged.readers.files import read_csv, read_parquet, scan_parquet
 from jagged.readers.reader import Head, ItemRead, Parsed, Reader, ScoreRead
 from jagged.readers.table import wide_to_long
+from jagged.text import listing, plural
+
+#: The loader options that select rows.
+SELECTION = ("where", "models", "domains")
+#: Names shown in a message listing what a table holds.
+SHOWN = 12
+
+
+def parse_where(where: Any) -> list[tuple[str, str]]:
+    """``["release=2024-08-31", ...]`` as (column, value) pairs.
+
+    Raises
+    ------
+    JaggedInputError
+        A condition without ``=`` or with an empty column name.
+    """
+    if isinstance(where, str):
+        where = [where]
+    pairs = []
+    for condition in where or ():
+        column, sep, value = str(condition).partition("=")
+        if not sep or not column.strip():
+            raise JaggedInputError(f"--where {str(condition)[:60]!r}: expected COLUMN=VALUE (e.g. release=2024-08-31)")
+        pairs.append((column.strip(), value.strip()))
+    return pairs
+
+
+def _names(values: Any) -> list[str]:
+    if isinstance(values, str):
+        return [values]
+    return [str(v).strip() for v in values or ()]
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    return column.astype("string").str.strip()
+
+
+def _check_known(wanted: list[str], present: pd.Series | list[str], what: str, flag: str, source: str) -> None:
+    present = list(dict.fromkeys(str(v) for v in present if not pd.isna(v)))
+    unknown = [w for w in wanted if w not in set(present)]
+    if unknown:
+        raise JaggedInputError(f"{source}: {flag} {listing(unknown, 5, quote=True)}: no such {what}; the table holds "
+                               f"{plural(len(present), what)}: {listing(sorted(present, key=str.lower), SHOWN)}")
+
+
+def select_rows(frame: pd.DataFrame, *, source: str, where: Any = (), models: Any = (), domains: Any = (),
+                wide: bool = False) -> pd.DataFrame:
+    """Keep the rows (and, in a wide table, the domain columns) the selection options ask for.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table as read: long, item-level, or wide (``wide=True``).
+    source : str
+        Name used in messages.
+    where : sequence of str
+        ``COLUMN=VALUE`` conditions, all of which must hold (values compared as stripped text).
+    models, domains : sequence of str
+        Models (rows of ``model``) and domains (rows of ``domain``; columns of a wide table)
+        to keep; empty: all.
+    wide : bool
+        Whether ``frame`` is a wide table (``model`` plus one column per domain).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The selected rows, their index (file lines) kept; a wide table without its
+        ``where`` columns.
+
+    Raises
+    ------
+    JaggedInputError
+        An unknown column, model, domain or value (the message lists what the table
+        holds, at most :data:`SHOWN` of each), or no row left.
+    """
+    conditions, models, domains = parse_where(where), _names(models), _names(domains)
+    if not (conditions or models or domains):
+        return frame
+    keep = pd.Series(True, index=frame.index)
+    columns = [str(c) for c in frame.columns]
+    for column, value in conditions:
+        if column not in columns:
+            raise JaggedInputError(f"{source}: --where {column}={value}: no column {column!r}; the table has "
+                                   f"{listing(columns, SHOWN, quote=True)}")
+        text = _as_text(frame[column])
+        match = (text == value).fillna(False)
+        if not match.any():
+            raise JaggedInputError(f"{source}: --where {column}={value}: no row has {column} = {value!r}; {column} "
+                                   f"holds {listing(sorted(text.dropna().unique(), key=str.lower), SHOWN, quote=True)}")
+        keep &= match
+    if models:
+        if "model" not in columns:
+            raise JaggedInputError(f"{source}: --models needs a 'model' column")
+        text = _as_text(frame["model"])
+        _check_known(models, text.dropna().unique(), "model", "--models", source)
+        keep &= text.isin(models).fillna(False)
+    if domains and not wide:
+        if "domain" not in columns:
+            raise JaggedInputError(f"{source}: --domains needs a 'domain' column, or a wide table")
+        text = _as_text(frame["domain"])
+        _check_known(domains, text.dropna().unique(), "domain", "--domains", source)
+        keep &= text.isin(domains).fillna(False)
+    if not keep.any():
+        asked = [f"--where {c}={v}" for c, v in conditions] + [f"--models {m}" for m in models]
+        asked += [] if wide else [f"--domains {d}" for d in domains]
+        raise JaggedInputError(f"{source}: no row matches all of {listing(asked, 6)}")
+    out = frame[keep.to_numpy()]
+    if wide:
+        drop = [c for c in dict.fromkeys(c for c, _ in conditions) if c != "model"]
+        if domains:
+            present = [c for c in columns if c != "model" and c not in drop]
+            _check_known(domains, present, "domain", "--domains", source)
+            out = out[["model", *[c for c in present if c.strip() in domains]]]
+        else:
+            out = out.drop(columns=drop)
+    return out
+
+
+def _is_wide(columns: set[str]) -> bool:
+    return not ("correct" in columns and ({"item", "item_id"} & columns)) and not ({"domain", "score"} <= columns)
 
 
 def from_frame(frame: pd.DataFrame, *, source: str, paths: list[Path], score_scale: str = "fraction",
-               line_offset: int | None = 2) -> ScoreRead | ItemRead:
+               line_offset: int | None = 2, where: Any = (), models: Any = (),
+               domains: Any = ()) -> ScoreRead | ItemRead:
     """Tell the table layout by its columns; the rows as read, for the registry to validate.
 
     Parameters
@@ -39,29 +168,33 @@ def from_frame(frame: pd.DataFrame, *, source: str, paths: list[Path], score_sca
         Scale of scores in long and wide tables.
     line_offset : int or None
         Added to row labels to give file lines in messages (2 for CSV, None otherwise).
+    where, models, domains : sequence of str
+        The row selection (:func:`select_rows`), applied before anything is validated.
 
     Raises
     ------
     JaggedInputError
         A long table missing ``domain`` or ``score``; what :func:`~jagged.readers.table.wide_to_long`
-        refuses.
+        or :func:`select_rows` refuses.
     """
     columns = set(frame.columns)
-    if "correct" in columns and ({"item", "item_id"} & columns):
-        return ItemRead(items=frame, categories={}, paths=list(paths), model_notes={}, details={},
-                        line_offset=line_offset)
-    if {"domain", "score"} <= columns:
-        return ScoreRead(scores=frame, label=source, paths=list(paths), format="long", score_scale=score_scale,
-                         line_offset=line_offset)
-    if "model" in columns and ("domain" in columns or "score" in columns):
+    if _is_wide(columns) and "model" in columns and ("domain" in columns or "score" in columns):
         missing = "score" if "domain" in columns else "domain"
         raise JaggedInputError(f"{source}: missing column '{missing}' (a long table needs model, domain, score)")
+    frame = select_rows(frame, source=source, where=where, models=models, domains=domains, wide=_is_wide(columns))
+    if "correct" in columns and ({"item", "item_id"} & columns):
+        return ItemRead(items=frame, categories={}, paths=list(paths), model_notes={}, details={},
+                        line_offset=line_offset, selected=True)
+    if {"domain", "score"} <= columns:
+        return ScoreRead(scores=frame, label=source, paths=list(paths), format="long", score_scale=score_scale,
+                         line_offset=line_offset, selected=True)
     long = wide_to_long(frame, source, score_scale=score_scale, line_offset=line_offset)
-    return ScoreRead(scores=long, label=source, paths=list(paths), format="wide", line_offset=line_offset)
+    return ScoreRead(scores=long, label=source, paths=list(paths), format="wide", line_offset=line_offset,
+                     selected=True)
 
 
-def read_table(found: list[Parsed], *, source: str, score_scale: str = "fraction",
-               **_: Any) -> ScoreRead | ItemRead | Dataset:
+def read_table(found: list[Parsed], *, source: str, score_scale: str = "fraction", where: Any = (),
+               models: Any = (), domains: Any = (), **_: Any) -> ScoreRead | ItemRead | Dataset:
     """Read one CSV or Parquet file (see the module docstring for the layouts).
 
     A large item-level Parquet file comes back as a :class:`Dataset` already validated and
@@ -75,11 +208,17 @@ def read_table(found: list[Parsed], *, source: str, score_scale: str = "fraction
             is_items = False
         limit = items.IN_MEMORY_MAX_ROWS
         scan = scan_parquet(path, keep_rows=limit if is_items else None)
+        selection = {"where": where, "models": models, "domains": domains}
         if is_items and scan.rows > limit:
+            if any(selection.values()):
+                raise JaggedInputError(f"{path.name}: --where, --models and --domains are not available for an "
+                                       f"item-level Parquet file of more than {limit:,} rows (read out of core); "
+                                       "select the rows before")
             return items_parquet.dataset_from_parquet(path)
         return from_frame(read_parquet(path, scan), source=path.name, paths=[path], score_scale=score_scale,
-                          line_offset=None)
-    return from_frame(read_csv(path), source=path.name, paths=[path], score_scale=score_scale, line_offset=2)
+                          line_offset=None, **selection)
+    return from_frame(read_csv(path), source=path.name, paths=[path], score_scale=score_scale, line_offset=2,
+                      where=where, models=models, domains=domains)
 
 
 def _recognises(head: Head) -> bool:
@@ -90,7 +229,8 @@ def _parse(head: Head) -> Parsed:
     return Parsed(head.path, READER, head.kind, head.root)
 
 
-READER = Reader(name="table", family="CSV/Parquet tables", what="CSV/Parquet tables", options=("score_scale",),
+READER = Reader(name="table", family="CSV/Parquet tables", what="CSV/Parquet tables",
+                options=("score_scale", *SELECTION),
                 recognises=_recognises, read=read_table, parse=_parse)
 
-__all__ = ["READER", "from_frame", "read_table"]
+__all__ = ["READER", "SELECTION", "from_frame", "parse_where", "read_table", "select_rows"]

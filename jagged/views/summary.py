@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from jagged.readers.dataset import Dataset
-from jagged.text import and_more, listing
 from jagged.readers.table import summarize
+from jagged.text import and_more, listing, plural
 
 
 def describe(dataset: Dataset) -> str:
@@ -23,22 +23,51 @@ def describe(dataset: Dataset) -> str:
         The paragraph, ending with ``OK``.
     """
     facts = summarize(dataset.scores)
-    parts = [f"{dataset.source}: {dataset.format} format, {facts['rows']} scores for "
-             f"{facts['models']} models in {facts['domains']} domains"]
+    parts = [f"{dataset.source}: {dataset.format} format, {plural(facts['rows'], 'score')} for "
+             f"{plural(facts['models'], 'model')} in {plural(facts['domains'], 'domain')}"]
     if facts["categories"]:
-        parts.append(f"grouped into {facts['categories']} categories")
+        parts.append(f"grouped into {plural(facts['categories'], 'category')}")
     if facts["incomplete"]:
-        parts.append(f"{facts['complete_models']} models complete, {len(facts['incomplete'])} "
+        parts.append(f"{plural(facts['complete_models'], 'model')} complete, {len(facts['incomplete'])} "
                      f"incomplete ({listing(facts['incomplete'], 5, quote=True)})")
     else:
         parts.append("every model has every domain")
     parts.append(f"scores range {facts['score_min']:.4f} to {facts['score_max']:.4f}")
-    parts.append("item counts (n_items) present" if facts["has_n_items"] else "no item counts (n_items)")
+    if facts["has_n_items"]:
+        parts.append("item counts (n_items) present")
+    elif facts["n_items_known"]:
+        parts.append(f"item counts (n_items) for {facts['n_items_known']} of {plural(facts['rows'], 'score')}, "
+                     f"none for {listing(facts['without_n_items'], 5, quote=True)}")
+    else:
+        parts.append("no item counts (n_items)")
     for key, value in dataset.details.items():
         shown = detail_text(key, value)
         if shown:
             parts.append(f"{key}: {shown}")
     return "; ".join(parts) + ". OK"
+
+
+def collections_text(source: str, collections: list[tuple[str, int, int]]) -> str:
+    """What ``jagged validate`` says about a datastore holding several collections.
+
+    Parameters
+    ----------
+    source : str
+        The folder named.
+    collections : list of (name, files, models)
+        :func:`jagged.readers.eee_collection.datastore_collections`.
+
+    Returns
+    -------
+    str
+        One line per collection under a header line, and how to choose one.
+    """
+    lines = [f"{source}: an Every Eval Ever datastore of {plural(len(collections), 'collection')} "
+             f"({plural(sum(c[1] for c in collections), 'file')}); read one with --collection NAME:"]
+    width = max(len(name) for name, _, _ in collections)
+    lines += [f"  {name:<{width}}  {plural(files, 'file')}, {plural(models, 'model')}"
+              for name, files, models in collections]
+    return "\n".join(lines)
 
 
 def _hierarchy_text(paths: dict[str, str]) -> str:
