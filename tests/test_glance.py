@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from jagged.analysis import Analysis
 from jagged.options import AnalysisOptions
 from jagged.readers.dataset import Dataset
-from jagged.analysis import Analysis
 from jagged.views import glance as g
 
 NAN = math.nan
@@ -161,9 +161,56 @@ def test_bundled_report_glance_numbers_come_from_its_table():
     analysis = analyse(None, example_profiles=True, bootstrap=200, seed=0)
     found = {f.label: f for f in g.glance(analysis)}
     rows = analysis.table.drop_duplicates("model").set_index("model")
-    most = found["Most jagged"]
-    assert most.value == rows["cv_error"].max() and most.subject == rows["cv_error"].idxmax()
-    assert most.lo == rows.loc[most.subject, "cv_error_lo"]
+    most = found["Most jagged"]   # level-adjusted first, the raw cv_error beside it
+    assert most.statistic == "relative_jaggedness_corrected"
+    assert most.value == rows["relative_jaggedness_corrected"].max()
+    assert most.subject == rows["relative_jaggedness_corrected"].idxmax()
+    assert most.lo == rows.loc[most.subject, "relative_jaggedness_lo"]
+    raw = rows["cv_error"].idxmax()
+    assert raw != most.subject and f"By the raw cv_error the most jagged is {raw} (cv_error " \
+        f"{rows.loc[raw, 'cv_error']:.3f}" in most.sentence
     wedge = analysis.table.loc[analysis.table["profile"] != "uniform", "wedge"]
     assert abs(found["Largest wedge"].value) == wedge.abs().max()
     assert found["Sampling noise"].total == 29
+
+
+# --------------------------------------------------------------------------- level-adjusted first (issue 18)
+
+def livebench_like() -> pd.DataFrame:
+    """No item counts; the strongest model has the highest cv_error only because it makes few errors.
+
+    logit(e) = μ + a_m + b_d + r_md with r = 0 except for "quirky" (a mid-level model weak in two
+    domains and strong in two others): "frontier" follows the field's pattern exactly, but its
+    low mean error makes its CV the largest.
+    """
+    a = {"frontier": -2.5, "strong": -1.2, "quirky": 0.0, "mid": 0.2, "weak": 1.0, "weakest": 1.6}
+    b = np.array([-1.0, -0.6, -0.2, 0.2, 0.6, 1.0])
+    r = {"quirky": np.array([0.9, -0.9, 0.9, -0.9, 0.0, 0.0])}
+    rows = []
+    for model, level in a.items():
+        logits = -0.5 + level + b + r.get(model, 0.0)
+        errors = 1.0 / (1.0 + np.exp(-logits))
+        rows += [(model, f"task{j}", 1.0 - e) for j, e in enumerate(errors)]
+    return pd.DataFrame(rows, columns=["model", "domain", "score"])
+
+
+def test_livebench_like_glance_leads_with_the_level_adjusted_model_and_names_the_raw_one_beside_it():
+    from jagged.analysis import Analysis
+    from jagged.readers.table import validate_scores
+
+    scores = validate_scores(livebench_like(), "livebench_like.csv", line_offset=None)
+    analysis = Analysis(dataset=Dataset(scores=scores, source="livebench_like.csv", paths=[], format="long"),
+                        options=AnalysisOptions(bootstrap=0))
+    rows = analysis.table.set_index("model")
+    assert rows["cv_error"].idxmax() == "frontier" and rows["macro_score"].idxmax() == "frontier"
+    assert rows["relative_jaggedness"].idxmax() == "quirky"
+    most, least = g.jaggedness_findings(analysis)
+    assert most.label == "Most jagged" and most.subject == "quirky" and most.statistic == "relative_jaggedness"
+    assert most.value == pytest.approx(rows.loc["quirky", "relative_jaggedness"])
+    assert most.sentence.startswith(f"quirky: relative jaggedness {most.value:.2f} (logits; raw: no item counts")
+    assert (f"By the raw cv_error the most jagged is frontier (cv_error {rows.loc['frontier', 'cv_error']:.3f}; "
+            f"macro score {rows.loc['frontier', 'macro_score']:.3f})") in most.sentence
+    assert least.subject != "quirky" and math.isnan(most.lo)
+    # the noise finding says "not tested", and no flag reads False
+    noise = g.noise_finding(analysis)
+    assert "Cannot be assessed" in noise.sentence and analysis.table["noise_flag"].isna().all()

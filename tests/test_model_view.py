@@ -11,10 +11,10 @@ import pytest
 from jagged.analysis import AnalysisOptions, metrics_table
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
+from jagged.readers.table import validate_scores
 from jagged.stats.intervals import wilson_interval
 from jagged.stats.metrics import jaggedness
 from jagged.views import model_view as mv
-from jagged.readers.table import validate_scores
 
 # Error rates (1 - score):  A: .1 .4 .7   B: .2 .2 .2   C: .5 .3 (no d3)
 ROWS = [
@@ -188,3 +188,32 @@ def test_plot_draws_the_field_and_escapes_names(scores):
     assert "model-interval" not in {a.get_gid() for a in ax.get_children()}
     with pytest.raises(ValueError, match="field_median"):
         domain_errors_vs_field(errors.drop(columns="field_median"))
+
+
+# --------------------------------------------------------------------------- not tested, no intervals (issue 18)
+
+def test_card_says_not_tested_and_has_no_interval_columns_when_every_interval_is_missing():
+    scores = validate_scores(pd.DataFrame({"model": ["a"] * 3 + ["b"] * 3, "domain": list("xyz") * 2,
+                                           "score": [0.9, 0.8, 0.5, 0.7, 0.6, 0.65]}), "t", line_offset=None)
+    ds = Dataset(scores=scores, source="t", paths=[], format="long")
+    table = metrics_table(ds, AnalysisOptions(bootstrap=40))
+    assert {"cv_error_lo", "cv_error_hi"} <= set(table.columns) and table["cv_error_lo"].isna().all()
+    card = mv.rank_card(mv.jaggedness_rank(table, "a"))
+    flag = card.set_index("column").loc["noise_flag"]
+    assert flag["measure"] == "indistinguishable from noise" and flag["value"] == "not tested (no item counts)"
+    assert "lo" not in card.columns and "hi" not in card.columns          # no column of dashes
+    errors = mv.domain_errors(scores, "a")
+    text = mv.describe_intervals(table, errors, "a", 0.95)
+    assert "Bootstrap intervals (95%) are shown for" not in text
+    assert "There are no bootstrap intervals for this model's metrics: the scores carry no n_items" in text
+
+
+def test_card_keeps_intervals_where_they_exist(scores):
+    table = metrics_table(Dataset(scores=scores, source="t", paths=[], format="long"),
+                          AnalysisOptions(bootstrap=40, seed=1))
+    model = table["model"].iloc[0]
+    card = mv.rank_card(mv.jaggedness_rank(table, model))
+    assert {"lo", "hi"} <= set(card.columns)
+    row = card.set_index("column").loc["cv_error"]
+    assert row["lo"] == table.set_index("model").loc[model, "cv_error_lo"]
+    assert "cv_error" in mv.describe_intervals(table, mv.domain_errors(scores, model), model, 0.95)

@@ -630,3 +630,159 @@ def test_an_analysis_decomposes_once_and_shares_it(monkeypatch):
     standalone = st.structure(scores, decomposition=None)
     pd.testing.assert_frame_equal(standalone.models, found.models)
     pd.testing.assert_frame_equal(standalone.shares, found.shares)
+
+
+# --------------------------------------------------------------------------- shares that add up (issue 18)
+
+def _from_logits(logits: np.ndarray) -> np.ndarray:
+    """Error rates whose continuity-corrected logit (n = 100 without n_items) is ``logits``."""
+    return (101.0 * expit(logits) - 0.5) / 100.0
+
+
+def test_complete_table_without_counts_hand_worked_3x3_shares_add_up_exactly():
+    a = np.array([-1.0, 0.0, 1.0])                     # Var over the 9 cells: 2/3
+    b = np.array([-0.5, 0.0, 0.5])                     # 1/6
+    r = np.array([[0.2, -0.1, -0.1], [-0.1, 0.2, -0.1], [-0.1, -0.1, 0.2]])  # double-centred: 0.18 / 9 = 0.02
+    dec = sdec.decompose(long_table(_from_logits(-0.3 + a[:, None] + b[None, :] + r), None))
+    np.testing.assert_allclose(dec.model_effect, a, atol=1e-12)
+    np.testing.assert_allclose(dec.domain_effect, b, atol=1e-12)
+    np.testing.assert_allclose(dec.residual, r, atol=1e-12)
+    shares = srel.variance_shares(dec).set_index("component")["share"]
+    total = 2 / 3 + 1 / 6 + 0.02
+    assert shares["model"] == pytest.approx((2 / 3) / total, abs=1e-12)           # 0.78125
+    assert shares["domain"] == pytest.approx((1 / 6) / total, abs=1e-12)          # 0.1953125
+    assert shares["residual"] == pytest.approx(0.02 / total, abs=1e-12)           # 0.0234375
+    assert abs(shares["model"] + shares["domain"] + shares["residual"] - 1.0) < 1e-12
+    assert abs(shares["cross"]) < 1e-12 and srel.cross_causes(dec) == []
+
+
+def test_complete_table_without_counts_hand_worked_2x2():
+    logits = np.array([[0.0, 1.0], [2.0, 5.0]])
+    # by hand: row means 0.5, 3.5; column means 1, 3; grand mean 2; interaction (0 − 1 − 2 + 5)/4 = 0.5
+    dec = sdec.decompose(long_table(_from_logits(logits), None))
+    np.testing.assert_allclose(dec.model_effect, [-1.5, 1.5], atol=1e-12)
+    np.testing.assert_allclose(dec.domain_effect, [-1.0, 1.0], atol=1e-12)
+    np.testing.assert_allclose(dec.residual, [[0.5, -0.5], [-0.5, 0.5]], atol=1e-12)
+    var = srel.variance_shares(dec).set_index("component")["variance"]
+    total = np.var(logits)                                      # 3.5 = 2.25 + 1 + 0.25
+    assert total == pytest.approx(3.5)
+    assert (var["model"], var["domain"], var["residual"]) == pytest.approx((2.25, 1.0, 0.25), abs=1e-12)
+    assert abs(var["cross"]) < 1e-12
+
+
+def test_real_complete_tables_without_counts_have_no_cross_term(tmp_path):
+    """The issue's case: a complete table without n_items reported 'cross terms 29 %'; now 0 to 1e-12."""
+    for path in (TEST_DATA / "mmlu_hendrycks_readme_4categories.csv", BUNDLED):
+        scores = jagged.load(path).scores.assign(n_items=np.nan)
+        result = st.structure(scores, draws=20)
+        shares = result.shares.set_index("component")["share"]
+        assert abs(shares["domain"] + shares["model"] + shares["residual"] - 1.0) < 1e-12
+        assert abs(shares["cross"]) < 1e-12
+        assert not any(p.startswith("cross terms") for p in vs.share_table(result)["part"])
+        assert vs.cross_sentence(result) == "" and "cross terms" not in vs.structure_text(result)
+
+
+def test_unbalanced_table_shows_its_cross_term_with_the_explanation():
+    rng = np.random.default_rng(8)
+    sim = simulate(rng, models=6, domains=4, residual_sd=0.0)
+    errors = sim["errors"].copy()
+    errors[:3, 0] = np.nan                                     # three models lack domain 0 ...
+    errors[0, :] = _from_logits(np.array([np.nan, 3.0, 3.0, 3.0]))   # ... one of them far weaker than the rest
+    result = st.structure(long_table(errors, None), draws=20)
+    assert srel.cross_causes(result.decomposition) == ["unbalanced"]
+    cross = result.share("cross")
+    assert cross > 0.05                                        # 6.3 %: level and difficulty confounded
+    assert "cross terms (unbalanced table)" in vs.share_table(result)["part"].tolist()
+    sentence = vs.cross_sentence(result)
+    assert f"{cross:+.1%}" in sentence and "some models have no score in some domains" in sentence
+    assert sentence in vs.structure_sentences(result)
+    total = sum(result.share(c) for c in ("domain", "model", "residual", "cross"))
+    assert total == pytest.approx(1.0, abs=1e-12)
+
+
+def _with_shares(result, **shares):
+    """The same structure with some variance shares replaced (to phrase hand-picked values)."""
+    import dataclasses
+
+    table = result.shares.copy()
+    for component, value in shares.items():
+        table.loc[table["component"] == component, "share"] = value
+    return dataclasses.replace(result, shares=table)
+
+
+def test_wording_of_the_model_specific_part_follows_the_thresholds(bundled):
+    _, _, result = bundled
+    assert (vs.size_word(0.099), vs.size_word(0.10), vs.size_word(0.199), vs.size_word(0.20)) == \
+        ("small", "moderate", "moderate", "large")
+    no_noise = _with_shares(result, noise=np.nan, residual_beyond_noise=np.nan)
+    large = vs._meaning_sentence(_with_shares(no_noise, residual=0.29))       # the issue's 29 %
+    assert "small" not in large and "large (29%, sampling noise included)" in large
+    assert "moderate part, 15%" in vs._meaning_sentence(_with_shares(result, residual_beyond_noise=0.15))
+    assert "only about 5%" in vs._meaning_sentence(_with_shares(result, residual_beyond_noise=0.05))
+    assert "large (25% beyond sampling noise)" in vs._meaning_sentence(_with_shares(result, residual_beyond_noise=0.25))
+
+
+def test_noise_is_compared_with_the_residual_it_belongs_to(bundled):
+    _, _, result = bundled
+    # the issue's case: expected noise 13 % of the variance, the residual 11 %: not "inside" it
+    over = _with_shares(result, residual=0.11, noise=0.13, residual_beyond_noise=0.0)
+    text = vs._shares_sentence(over)
+    assert "all of that residual (expected noise 13% of the variance, the residual 11%)" in text
+    assert "of which" not in text
+    under = vs._shares_sentence(_with_shares(result, residual=0.20, noise=0.05, residual_beyond_noise=0.15))
+    assert "about 25% of that residual (5% of the variance), leaving 15% beyond noise" in under
+
+
+def test_glance_does_not_say_zero_beyond_noise_and_name_a_model_without_saying_how_both_hold(bundled):
+    _, _, result = bundled
+    zero = _with_shares(result, residual=0.06, noise=0.07, residual_beyond_noise=0.0)
+    from jagged.views.glance import structure_finding
+
+    sentence, statistic, value = structure_finding(zero)
+    assert statistic == "residual_beyond_noise" and value == 0.0
+    clear = int((result.models["relative_noise_flag"] == False).sum())   # noqa: E712
+    tested = int(result.models["relative_noise_flag"].notna().sum())
+    assert "no larger than sampling noise would produce, so 0 % is model-specific beyond noise" in sentence
+    assert f"Tested one by one, {clear} of {tested} models still show unevenness of their own" in sentence
+
+
+# --------------------------------------------------------------------------- views by what exists (issue 18)
+
+@pytest.fixture(scope="module")
+def no_counts():
+    from test_glance import livebench_like
+
+    scores = jagged.validate_scores(livebench_like(), "livebench_like.csv", line_offset=None)
+    dataset = Dataset(scores=scores, source="livebench_like.csv", paths=[], format="long")
+    table = metrics_table(dataset, AnalysisOptions(bootstrap=0))
+    return dataset, table, st.structure(scores, draws=20)
+
+
+def test_without_counts_views_fall_back_to_the_raw_relative_jaggedness(no_counts):
+    from jagged.plots import structure as ps
+
+    dataset, table, result = no_counts
+    assert table["relative_jaggedness_corrected"].isna().all()
+    assert vs.relative_column(table) == "relative_jaggedness"
+    rel = vs.relative_table(table)
+    expected = table.sort_values("relative_jaggedness", ascending=False)["model"].tolist()
+    assert rel["model"].tolist() == expected and expected[0] == "quirky"          # not alphabetical
+    assert "relative_jaggedness_corrected" not in rel.columns                    # empty everywhere: left out
+    assert (rel["relative_noise_flag"] == "not tested").all()
+    assert "highest first (raw" in vs.relative_caption(table)
+    # the models the text names are the table's first rows (the top/bottom cut keeps them)
+    named = vs._relative_sentence(result, table)
+    assert all(m in named for m in expected[:3])
+    # the scatter is not empty: every model, raw values, said in the axis, title and alt text
+    ax = ps.relative_vs_cv(table)
+    (points,) = [c for c in ax.collections if c.get_gid() == "models"]
+    np.testing.assert_allclose(points.get_offsets()[:, 1],
+                               table.drop_duplicates("model")["relative_jaggedness"].to_numpy())
+    assert "raw" in ax.get_ylabel() and "raw relative jaggedness" in ax.get_title(loc="left")
+    alt = vs.relative_alt(table)
+    assert f"({len(table)} models)" in alt and "raw: without item counts" in alt and "Highest relative " \
+        "jaggedness: quirky." in alt
+    # the residual heatmap keeps the most model-specific models, not the highest cv_error
+    grid, cut = vs.residual_grid(result.decomposition, dataset.scores, table, limit=2)
+    assert grid.index[0] == "quirky" and cut == 1 and grid.index[1].startswith("median of 4")
+    assert table.set_index("model")["cv_error"].idxmax() not in grid.index[:1]

@@ -14,11 +14,11 @@ from click.testing import CliRunner
 
 import jagged
 import jagged.readers.load
+from jagged.analysis import AnalysisOptions, metrics_table
+from jagged.cli import main
 from jagged.stats import bootstrap as boot
 from jagged.stats import uncertainty as u
 from jagged.views import uncertainty_text as ut
-from jagged.analysis import AnalysisOptions, metrics_table
-from jagged.cli import main
 
 
 def long_scores(rows: dict[str, list[tuple[str, float, float]]]) -> pd.DataFrame:
@@ -91,7 +91,7 @@ def test_without_n_items_noise_is_unknown_and_no_interval():
     ds = jagged.Dataset(scores=scores, source="t", paths=[], format="long")
     table = metrics_table(ds, AnalysisOptions(bootstrap=50))
     row = table.iloc[0]
-    assert np.isnan(row["noise_share"]) and np.isnan(row["cv_error_corrected"]) and not row["noise_flag"]
+    assert np.isnan(row["noise_share"]) and np.isnan(row["cv_error_corrected"]) and row["noise_flag"] is pd.NA
     assert np.isnan(row["cv_error_lo"]) and np.isnan(row["macro_score_hi"])
     assert row["interval_note"] == boot.REASON_NO_N_ITEMS
     assert "no n_items" in row["interval_note"] and u.NOTE_NO_N_ITEMS in row["note"]
@@ -377,3 +377,54 @@ def test_notes_name_the_cause_why_the_noise_share_is_missing():
     assert "equal error in every domain not rejected, p = 1" in wrong["noise_note"]   # why it is flagged
     assert np.isnan(single["noise_share"]) and single["noise_note"].startswith(u.NOTE_SINGLE_ITEM)
     assert noise.loc["fine", "noise_note"] == ""
+
+
+# --------------------------------------------------------------------------- unknown is not False (issue 18)
+
+def _without_n_items(tmp_path):
+    """The bundled per-category file with its item counts removed (a leaderboard table)."""
+    from conftest import BUNDLED
+
+    path = tmp_path / "no_counts.csv"
+    pd.read_csv(BUNDLED).drop(columns="n_items").to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("source", ["readme", "bundled"])
+def test_flags_are_missing_not_false_on_real_tables_without_item_counts(tmp_path, source):
+    from conftest import TEST_DATA
+
+    path = TEST_DATA / "mmlu_hendrycks_readme_4categories.csv" if source == "readme" else _without_n_items(tmp_path)
+    table = metrics_table(jagged.load(path), AnalysisOptions(bootstrap=0))
+    for flag in ("noise_flag", "relative_noise_flag"):
+        assert table[flag].dtype == "boolean" and table[flag].isna().all(), flag
+        assert table[table[flag] == False].empty      # noqa: E712 -- the filter the issue names keeps no one
+        assert table[table[flag] == True].empty       # noqa: E712
+    assert table["noise_share"].isna().all() and table["cv_error"].notna().all()
+    assert (u.noise_summary(table)["noise_flag"] == u.NOT_TESTED).all()
+    # CSV (the CLI's -o) writes an empty cell, JSON a null: never "False"
+    out = tmp_path / "metrics.csv"
+    result = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "0", "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    written = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert (written["noise_flag"] == "").all() and (written["relative_noise_flag"] == "").all()
+    import json
+
+    records = json.loads(table.to_json(orient="records"))
+    assert all(r["noise_flag"] is None and r["relative_noise_flag"] is None for r in records)
+
+
+def test_a_table_with_item_counts_keeps_true_and_false_and_only_untestable_models_are_missing():
+    rows = [("even", d, 0.70, 400) for d in "abcd"]
+    rows += [("uneven", d, s, 400) for d, s in zip("abcd", (0.9, 0.3, 0.8, 0.5))]
+    rows += [("solo", "a", 0.6, 400), ("perfect", "a", 1.0, 400), ("perfect", "b", 1.0, 400)]
+    scores = jagged.validate_scores(pd.DataFrame(rows, columns=["model", "domain", "score", "n_items"]), "t",
+                                    line_offset=None)
+    noise = u.sampling_noise(scores).set_index("model")["noise_flag"]
+    assert noise.dtype == "boolean"
+    # even: equal error everywhere is not rejected (p = 1) -> True; uneven: far beyond noise -> False;
+    # one domain (CV undefined) and no errors (CV undefined): nothing tested -> missing
+    assert bool(noise["even"]) is True
+    assert bool(noise["uneven"]) is False
+    assert noise[["solo", "perfect"]].isna().all()
+    assert list(u.flag_text(noise.reindex(["even", "uneven", "solo"]))) == ["noise", "", "not tested"]

@@ -19,7 +19,7 @@ from jagged.plots.base import check_columns, grid_mesh, new_axes
 from jagged.plots.dispersion import ANNOTATE_MAX_CELLS, heatmap_layout
 from jagged.plots.labels import plain
 from jagged.views.overview import LABEL_ENDS
-from jagged.views.structure import SCREE_LIMIT, scree_shown
+from jagged.views.structure import SCREE_LIMIT, relative_column, scree_shown
 
 #: Diverging colour map of the residual heatmap: red = more errors than predicted, blue = fewer.
 RESIDUAL_CMAP = "RdBu_r"
@@ -128,7 +128,7 @@ def residual_heatmap(grid: pd.DataFrame, *, cut: int = 0, annotate: bool | None 
     return ax
 
 
-def relative_vs_cv(table: pd.DataFrame, *, corrected: bool = True, label: bool | int = True,
+def relative_vs_cv(table: pd.DataFrame, *, corrected: bool | None = None, label: bool | int = True,
                    ax: Axes | None = None) -> Axes:
     """Relative jaggedness (up) against cv_error (across), one point per model.
 
@@ -139,8 +139,11 @@ def relative_vs_cv(table: pd.DataFrame, *, corrected: bool = True, label: bool |
         ``relative_jaggedness_corrected``; optional ``relative_jaggedness_lo`` / ``_hi``
         (vertical interval lines) and ``relative_noise_flag`` (grey points). Profile rows
         are collapsed.
-    corrected : bool
-        Plot the noise-corrected relative jaggedness (else the raw one).
+    corrected : bool, optional
+        Plot the noise-corrected relative jaggedness (True) or the raw one (False); default
+        (None): the corrected one where it exists, else the raw one
+        (:func:`jagged.views.structure.relative_column`: without item counts the corrected
+        one is empty), the axis label saying which.
     label : bool or int
         True: label every model up to 12, else the
         :data:`jagged.views.overview.LABEL_ENDS` highest by relative jaggedness and by
@@ -152,6 +155,8 @@ def relative_vs_cv(table: pd.DataFrame, *, corrected: bool = True, label: bool |
     matplotlib.axes.Axes
         Points in collection gid ``"models"``; labels are annotations with the model name.
     """
+    if corrected is None:
+        corrected = relative_column(table) == "relative_jaggedness_corrected"
     column = "relative_jaggedness_corrected" if corrected else "relative_jaggedness"
     check_columns(table, ("model", "cv_error", column), "metrics table")
     rows = table.drop_duplicates("model")
@@ -161,7 +166,7 @@ def relative_vs_cv(table: pd.DataFrame, *, corrected: bool = True, label: bool |
     rows, x, y = rows[keep], x[keep], y[keep]
     if ax is None:
         ax = new_axes(7.0, 4.6)
-    flagged = rows["relative_noise_flag"].fillna(False).astype(bool).to_numpy() \
+    flagged = rows["relative_noise_flag"].astype("boolean").fillna(False).to_numpy(dtype=bool) \
         if "relative_noise_flag" in rows else np.zeros(len(rows), dtype=bool)
     if {"relative_jaggedness_lo", "relative_jaggedness_hi"} <= set(rows.columns) and corrected:
         lo = rows["relative_jaggedness_lo"].to_numpy(dtype=float)
@@ -180,12 +185,14 @@ def relative_vs_cv(table: pd.DataFrame, *, corrected: bool = True, label: bool |
             ax.annotate(names[i], (x[i], y[i]), xytext=(4, 2), textcoords="offset points", fontsize=6.5,
                         color="0.25")
     ax.set_xlabel("cv_error (jaggedness relative to the model's mean error)")
-    ax.set_ylabel(("relative jaggedness, noise removed" if corrected else "relative jaggedness") + " (logits)")
+    ax.set_ylabel(("relative jaggedness, noise removed" if corrected else "relative jaggedness, raw") + " (logits)")
     ax.set_ylim(bottom=0.0)
     ax.grid(color="0.9", linewidth=0.6)
     ax.set_axisbelow(True)
     title = "Unevenness beyond level and difficulty, against cv_error"
-    if flagged.any():
+    if not corrected:
+        title += "\n(raw relative jaggedness: no item counts to remove the noise)"
+    elif flagged.any():
         title += "\n(grey: indistinguishable from sampling noise)"
     ax.set_title(title, fontsize=10, loc="left")
     return ax

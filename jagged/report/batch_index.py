@@ -35,12 +35,22 @@ def index_rows(plan: Plan, outcomes: Iterable[Outcome]) -> list[dict[str, Any]]:
     list of dict
         Most jagged first (undefined ``cv_error`` last, ties by name): ``model``,
         ``href`` (relative link to the report, or None), ``status`` ("ok" or
-        "failed"), ``error``, ``failed_href``, ``macro_score``, ``cv_error``, and per
-        profile ``dep_score`` / ``wedge`` in ``profiles`` (a list in
-        :attr:`Plan.profiles` order); numbers are floats or None.
+        "failed"), ``error``, ``failed_href``, ``macro_score``, ``cv_error``,
+        ``relative_jaggedness`` (noise-corrected where item counts allow, else raw:
+        :func:`jagged.views.structure.relative_column`, named in ``relative_column``),
+        ``noise_flag`` and ``relative_noise_flag`` as text ("noise", "" or "not tested":
+        a flag that could not be tested is never shown as False), and per profile
+        ``dep_score`` / ``wedge`` in ``profiles`` (a list in :attr:`Plan.profiles` order);
+        numbers are floats or None.
     """
+    from jagged.stats.uncertainty import flag_text
+    from jagged.views.structure import relative_column
+
     table = plan.table
     base = table.drop_duplicates("model").set_index("model")
+    relative = relative_column(base) if "relative_jaggedness" in base.columns else ""
+    flags = {name: dict(zip(base.index, flag_text(base[name]))) if name in base.columns else {}
+             for name in ("noise_flag", "relative_noise_flag")}
     deployment = None
     if plan.profiles:
         deployment = table.set_index(["model", "profile"])[["dep_score", "wedge"]]
@@ -67,6 +77,10 @@ def index_rows(plan: Plan, outcomes: Iterable[Outcome]) -> list[dict[str, Any]]:
             "status": "failed" if failed else "ok", "error": outcome.error, "failed_href": failed_href,
             "macro_score": _number(base.loc[job.model, "macro_score"]),
             "cv_error": _number(base.loc[job.model, "cv_error"]), "profiles": per_profile,
+            "relative_column": relative,
+            "relative_jaggedness": _number(base.loc[job.model, relative]) if relative else None,
+            "noise_flag": flags["noise_flag"].get(job.model, ""),
+            "relative_noise_flag": flags["relative_noise_flag"].get(job.model, ""),
         })
     rows.sort(key=lambda r: r["model"])
     rows.sort(key=lambda r: -r["cv_error"] if r["cv_error"] is not None else float("inf"))

@@ -20,10 +20,20 @@ import pandas as pd
 
 from jagged.stats.bootstrap import ReplicateStatistic
 from jagged.stats.decomposition import (
-    CONTINUITY, NOTE_FEW_DOMAINS_MODEL, NOTE_FEW_MODELS, NOTE_FLAG, NOTE_NO_N_ITEMS, SHARE_COMPONENTS, SHARE_LABELS,
-    Decomposition, decompose, expit, fit_logit, logit, logit_noise,
+    CONTINUITY,
+    NOTE_FEW_DOMAINS_MODEL,
+    NOTE_FEW_MODELS,
+    NOTE_FLAG,
+    NOTE_NO_N_ITEMS,
+    SHARE_COMPONENTS,
+    SHARE_LABELS,
+    Decomposition,
+    decompose,
+    expit,
+    fit_logit,
+    logit,
+    logit_noise,
 )
-
 from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD, chi2_sf
 
 
@@ -76,7 +86,9 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
         ``p_model_fit``
             p-value of the test that the model has no residual beyond noise;
         ``relative_noise_flag``
-            True when its relative jaggedness is indistinguishable from noise;
+            True when its relative jaggedness is indistinguishable from noise, False when
+            it is distinguishable, missing (``pd.NA``, pandas ``"boolean"`` dtype) when
+            nothing was tested (no n_items, fewer than 2 domains, not fitted);
         ``structure_note``
             why a value is missing, or the flag in words.
 
@@ -105,7 +117,7 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
 
     Edge cases: a model with fewer than 2 fitted domains, or outside the fitted group,
     gets NaN and a note; without n_items the noise columns are NaN (``relative_noise_flag``
-    False) and the note says so.
+    missing: not tested) and the note says so.
     """
     dec = decomposition
     ok = dec.fitted
@@ -124,7 +136,9 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
     p = np.full(len(dec.models), np.nan)
     for k in np.flatnonzero(~undefined & np.isfinite(x2)):  # a scalar tail probability per model
         p[k] = chi2_sf(float(x2[k]), int(d[k]) - 1)
-    flag = ((share > threshold) | (p >= alpha)) & ~undefined
+    with np.errstate(invalid="ignore"):
+        flag = ((share > threshold) | (p >= alpha)) & ~undefined
+    untested = undefined | (np.isnan(share) & np.isnan(p))     # unknown is not False
     notes = np.full(len(dec.models), "", dtype=object)
     for k, name in enumerate(dec.models):
         if str(name) in dec.model_notes:
@@ -142,7 +156,8 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
     return pd.DataFrame({
         "model": dec.models, "n_domains": d.astype(np.int64), "model_effect": dec.model_effect,
         "relative_jaggedness": rj, "relative_jaggedness_corrected": corrected, "relative_noise_share": share,
-        "p_model_fit": p, "relative_noise_flag": flag.astype(bool), "structure_note": notes,
+        "p_model_fit": p,
+        "relative_noise_flag": pd.array(np.where(untested, None, flag), dtype="boolean"), "structure_note": notes,
     })
 
 
@@ -163,8 +178,9 @@ def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        One row per :data:`SHARE_COMPONENTS` entry: ``component``, ``label``,
-        ``variance`` (logits²) and ``share`` (of the total). Empty values when nothing
+        One row per :data:`SHARE_COMPONENTS` entry: ``component``, ``label`` (the
+        cross term's names its cause, :func:`cross_label`), ``variance`` (logits²) and
+        ``share`` (of the total). Empty values when nothing
         was fitted; noise values NaN without n_items.
 
     Notes
@@ -173,8 +189,11 @@ def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
 
     * total T = Var(l), domain = Var(b_d), model = Var(a_m), residual = Var(r_md)
       (population variances over cells);
-    * cross = T − domain − model − residual: twice the covariances, 0 for a complete
-      table fitted without weights, small otherwise;
+    * cross = T − domain − model − residual: twice the covariances. It is 0 (to rounding)
+      for a complete table without item counts, where the fit is the two-way analysis of
+      variance of the logits and domain + model + residual = T exactly; it can be nonzero
+      only on an unbalanced table (missing cells) or a fit weighted by items, and its
+      label says which (:func:`cross_causes`);
     * noise = (1/N) Σ v_md (1 − h_md − h'_md + ω_md/Σω), the part of the residual
       variance that sampling noise is expected to produce (h, h': the cell's share of
       its domain's and its model's weight; (M − 1)(D − 1)/(MD) · v for a balanced table);
@@ -209,8 +228,36 @@ def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
     variance = np.array([domain, model, residual, noise, beyond, cross], dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = variance / total if total > 0 else np.full(len(variance), np.nan)
+    labels[SHARE_COMPONENTS.index("cross")] = cross_label(dec)
     return pd.DataFrame({"component": list(SHARE_COMPONENTS), "label": labels, "variance": variance,
                          "share": share})
+
+
+def cross_causes(decomposition: Decomposition) -> list[str]:
+    """Why the shares of a decomposition can overlap (a cross term): ``"unbalanced"``, ``"weighted"``, both or none.
+
+    ``"unbalanced"``: some (model, domain) cell of the fitted models and domains has no
+    score, so model and domain effects are correlated over the cells; ``"weighted"``: the
+    fit weighs the cells by their items (``n_items`` known), so its residuals are orthogonal
+    to the effects in the weighted, not the plain, sum of squares. With neither (a complete
+    table without item counts) the fit is the two-way analysis of variance of the logits and
+    the cross term is 0.
+    """
+    dec = decomposition
+    if not dec.ok:
+        return []
+    rows, cols = dec.fitted.any(axis=1), dec.fitted.any(axis=0)
+    causes = [] if dec.fitted[np.ix_(rows, cols)].all() else ["unbalanced"]
+    return causes + (["weighted"] if dec.has_n else [])
+
+
+def cross_label(decomposition: Decomposition) -> str:
+    """The label of the cross-term row of :func:`variance_shares`, naming its cause (:func:`cross_causes`)."""
+    causes = cross_causes(decomposition)
+    words = {"unbalanced": "unbalanced table", "weighted": "weighted fit"}
+    if not causes:
+        return "cross terms (none: complete table, equal weights)"
+    return f"cross terms ({', '.join(words[c] for c in causes)})"
 
 
 def _fit_weights(dec: Decomposition) -> np.ndarray:

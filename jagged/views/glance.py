@@ -90,6 +90,10 @@ def _per_model(table: pd.DataFrame) -> pd.DataFrame:
     return table.drop_duplicates("model").reset_index(drop=True)
 
 
+def _pct(value: float) -> str:
+    return f"{value:.0%}" if _finite(value) else "unknown"
+
+
 def _level(analysis: Any) -> str:
     return f"{analysis.options.ci:.0%}"
 
@@ -104,21 +108,22 @@ def _interval_text(row: pd.Series, analysis: Any, column: str = "cv_error", what
 # --------------------------------------------------------------------------- contributors
 
 
-def jaggedness_findings(analysis: Any) -> list[Finding]:
-    """The most and the least jagged model (by ``cv_error``), with intervals when there are any.
+def _cv_detail(row: pd.Series, analysis: Any, *, nested: bool = False) -> str:
+    """``cv_error 0.412 (0.398 with sampling noise removed; 95% interval …)`` for a row (commas when ``nested``)."""
+    extra = []
+    corrected = row.get("cv_error_corrected", math.nan)
+    if _finite(corrected):
+        extra.append(f"{float(corrected):.3f} with sampling noise removed")
+    interval = _interval_text(row, analysis)
+    if interval:
+        extra.append(interval)
+    if nested:
+        return ", ".join([f"cv_error {float(row['cv_error']):.3f}", *extra])
+    return f"cv_error {float(row['cv_error']):.3f}" + (f" ({'; '.join(extra)})" if extra else "")
 
-    Returns
-    -------
-    list of Finding
-        Two findings (``statistic="cv_error"``; ``lo``/``hi`` the interval for the
-        noise-free CV when a bootstrap ran); one when a single model has a defined CV;
-        none when no model has.
-    """
-    from jagged.views.overview import by_jaggedness
 
-    rows = by_jaggedness(analysis.table)
-    if rows.empty:
-        return []
+def _raw_findings(analysis: Any, rows: pd.DataFrame) -> list[Finding]:
+    """Most and least jagged by ``cv_error`` alone (no decomposition to adjust for the level)."""
     n = len(rows)
     out = []
     picks = [("Most jagged", rows.iloc[0])] + ([("Least jagged", rows.iloc[-1])] if n > 1 else [])
@@ -129,19 +134,82 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
             where = f"its errors are the most unevenly spread across domains of the {n:,} models"
         else:
             where = "the most evenly spread errors"
-        corrected = row.get("cv_error_corrected", math.nan)
-        extra = []
-        if _finite(corrected):
-            extra.append(f"{float(corrected):.3f} with sampling noise removed")
-        interval = _interval_text(row, analysis)
-        if interval:
-            extra.append(interval)
-        detail = f" ({'; '.join(extra)})" if extra else ""
-        sentence = (f"{row['model']}: cv_error {float(row['cv_error']):.3f}{detail}; {where} "
+        sentence = (f"{row['model']}: {_cv_detail(row, analysis)}; {where} "
                     f"(macro score {float(row['macro_score']):.3f}).")
         out.append(Finding("jaggedness", label, sentence, subject=str(row["model"]), statistic="cv_error",
                            value=float(row["cv_error"]), lo=float(row.get("cv_error_lo", math.nan)),
                            hi=float(row.get("cv_error_hi", math.nan))))
+    return out
+
+
+def jaggedness_findings(analysis: Any) -> list[Finding]:
+    """The most and the least jagged model: after adjusting for level first, the raw ``cv_error`` beside it.
+
+    ``cv_error`` divides by the mean error, so it rises with the level (on the bundled data
+    its rank correlation with the macro score is +0.96): the model it ranks first is often
+    just the strongest. Where the decomposition exists, each finding leads with the relative
+    jaggedness (the spread of the model's residuals once its level and each domain's
+    difficulty are taken out; noise-corrected with item counts, raw without them,
+    :func:`jagged.views.structure.relative_column`) and names the most jagged model by
+    ``cv_error`` beside it, with that rank correlation.
+
+    Returns
+    -------
+    list of Finding
+        Two findings ("Most jagged", "Least jagged"; one with a single model, none when no
+        model has a defined value). With a decomposition, ``statistic`` is the relative
+        jaggedness column and ``lo``/``hi`` its bootstrap interval when there is one;
+        without, ``statistic="cv_error"`` (``lo``/``hi`` the interval for the noise-free CV
+        when a bootstrap ran).
+    """
+    from jagged.stats.structure import level_correlations
+    from jagged.views.overview import by_jaggedness
+    from jagged.views.structure import relative_column
+
+    rows = by_jaggedness(analysis.table)
+    if rows.empty:
+        return []
+    column = relative_column(rows) if "relative_jaggedness" in rows.columns else ""
+    adjusted = rows[np.isfinite(pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float))] \
+        if column and analysis.sections.get("decomposition", True) else rows.iloc[:0]
+    if adjusted.empty:
+        return _raw_findings(analysis, rows)
+    adjusted = adjusted.sort_values([column, "model"], ascending=[False, True], kind="mergesort")
+    corrected = column == "relative_jaggedness_corrected"
+    how = "logits, sampling noise removed" if corrected else "logits; raw: no item counts to remove the noise"
+    n = len(adjusted)
+    rho = level_correlations(analysis.table, column).get("cv_error", math.nan)
+    out = []
+    picks = [("Most jagged", adjusted.iloc[0])] + ([("Least jagged", adjusted.iloc[-1])] if n > 1 else [])
+    for label, row in picks:
+        value = float(row[column])
+        detail = [how]
+        lo, hi = (row.get("relative_jaggedness_lo", math.nan), row.get("relative_jaggedness_hi", math.nan)) \
+            if corrected else (math.nan, math.nan)
+        if _finite(lo) and _finite(hi):
+            detail.append(f"{_level(analysis)} interval {float(lo):.2f} to {float(hi):.2f}")
+        flag = row.get("relative_noise_flag", pd.NA)
+        if flag is not pd.NA and not pd.isna(flag) and bool(flag):
+            detail.append("within sampling noise")
+        if n == 1:
+            where = "the only model with a relative jaggedness"
+        elif label == "Most jagged":
+            where = f"the most uneven of the {n:,} models once its level and each domain's difficulty are taken out"
+        else:
+            where = "the most even once level and difficulty are taken out"
+        sentence = (f"{row['model']}: relative jaggedness {value:.2f} ({'; '.join(detail)}); {where} "
+                    f"(macro score {float(row['macro_score']):.3f}; {_cv_detail(row, analysis, nested=True)}).")
+        raw = rows.iloc[0] if label == "Most jagged" else rows.iloc[-1]
+        if n > 1 and str(raw["model"]) != str(row["model"]):
+            word = "most" if label == "Most jagged" else "least"
+            sentence += (f" By the raw cv_error the {word} jagged is {raw['model']} "
+                         f"({_cv_detail(raw, analysis, nested=True)}; macro score {float(raw['macro_score']):.3f})")
+            sentence += (f"; cv_error rises with the level (rank correlation {rho:+.2f} with the macro score)."
+                         if _finite(rho) and label == "Most jagged" else ".")
+        elif n > 1:
+            sentence += f" It is also the {'most' if label == 'Most jagged' else 'least'} jagged by the raw cv_error."
+        out.append(Finding("jaggedness", label, sentence, subject=str(row["model"]), statistic=column, value=value,
+                           lo=float(lo) if _finite(lo) else math.nan, hi=float(hi) if _finite(hi) else math.nan))
     return out
 
 
@@ -234,14 +302,63 @@ def decomposition_finding(analysis: Any) -> Finding | None:
     Finding or None
         ``statistic="residual_beyond_noise"`` (``"residual"`` without item counts),
         ``value`` = that share of the variance of the logit error rates; the sentence is
-        :func:`jagged.views.structure.glance_finding`'s. None when the section does not apply.
+        :func:`structure_finding`'s. None when the section does not apply.
     """
     if not analysis.sections.get("decomposition"):
         return None
-    from jagged.views.structure import glance_finding
-
-    sentence, statistic, value = glance_finding(analysis.structure)
+    sentence, statistic, value = structure_finding(analysis.structure)
     return Finding("decomposition", "Model or benchmark", sentence, statistic=statistic, value=value)
+
+
+def structure_finding(structure: Any) -> tuple[str, str, float]:
+    """The "At a glance" finding of this section: how much of the unevenness is model-specific.
+
+    Parameters
+    ----------
+    structure : Structure
+        :func:`jagged.stats.structure.structure` of the report's scores.
+
+    Returns
+    -------
+    (sentence, statistic, value)
+        ``statistic`` is ``"residual_beyond_noise"`` (the share of the variance of the
+        logit error rates that the model × domain residual carries beyond sampling noise),
+        or ``"residual"`` without item counts; ``value`` is that share. The sentence adds
+        the level and difficulty shares and the number of dimensions. When the residual is
+        no larger than the noise expected in it (0 % beyond noise) it says so and how many
+        models nonetheless show unevenness beyond noise by their own test
+        (``relative_noise_flag``), so that a model named elsewhere with a positive
+        noise-corrected relative jaggedness does not contradict it.
+        :func:`decomposition_finding` turns it into a ``Finding``.
+    """
+    from jagged.text import plural
+    from jagged.views.structure import ZERO_PART, model_specific_part, size_word
+
+    value, net = model_specific_part(structure)
+    statistic = "residual_beyond_noise" if net else "residual"
+    levels = (f"the models' level carries {_pct(structure.share('model'))} and the domains' difficulty "
+              f"{_pct(structure.share('domain'))}.")
+    if net and value < ZERO_PART:
+        models = structure.models
+        flags = models["relative_noise_flag"].astype("boolean")
+        tested = int(flags.notna().sum())
+        clear = int((~flags).fillna(False).sum())
+        sentence = (f"Across the table the model × domain residual ({_pct(structure.share('residual'))} of the "
+                    f"variance of the error rates) is no larger than sampling noise would produce, so 0 % is "
+                    f"model-specific beyond noise; {levels}")
+        if clear:
+            sentence += (f" Tested one by one, {clear} of {tested} models still show unevenness of their own "
+                         "beyond noise.")
+    else:
+        kind = "beyond sampling noise" if net else "with sampling noise included (no item counts to separate it)"
+        sentence = (f"{_pct(value)} of the variance of the error rates is model-specific unevenness {kind}, "
+                    f"a {size_word(value)} part; {levels}")
+    dims = structure.dimensions
+    if dims.n_dimensions is not None:
+        sentence += (f" Parallel analysis keeps {plural(dims.n_dimensions, 'dimension')} (the first carries "
+                     f"{dims.first_share:.0%} of the variance")
+        sentence += ")." if not dims.rank_deficient else f"; fewer models than domains, rank at most {dims.rank})."
+    return sentence, statistic, float(value)
 
 
 #: The glance's contributors, in report order: (section, function). See the module notes.

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jagged.errors import JaggedInputError
 from jagged.stats.deployment import score_matrix
 from jagged.stats.intervals import wilson_interval
-from jagged.errors import JaggedInputError
+from jagged.stats.uncertainty import NOT_TESTED
 from jagged.views.overview import per_model
 
 DOMAIN_COLUMNS: tuple[str, ...] = (
@@ -260,20 +261,33 @@ def rank_card(rank: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``measure`` (a label from :data:`CARD_LABELS`), ``column`` (the metrics-table
-        column), ``value`` (the value as it is), ``lo`` and ``hi`` (its interval, NaN when
-        there is none); one row per column of ``rank`` except ``model`` and the interval
-        columns.
+        column), ``value`` (the value as it is; a ``noise_flag`` that could not be tested
+        reads "not tested (…)" with the reason, :func:`untested_reason`), and ``lo`` and
+        ``hi`` (its interval) only when at least one interval exists: a card whose every
+        interval cell would be empty has no interval columns. One row per column of
+        ``rank`` except ``model`` and the interval columns.
     """
     row = rank.iloc[0]
     names = [c for c in rank.columns if c != "model" and not (c.endswith(("_lo", "_hi")) and c[:-3] in rank.columns)]
-    lo = [row.get(f"{c}_lo", np.nan) for c in names]
-    hi = [row.get(f"{c}_hi", np.nan) for c in names]
-    return pd.DataFrame({
+    lo = pd.to_numeric(pd.Series([row.get(f"{c}_lo", np.nan) for c in names], dtype=object), errors="coerce")
+    hi = pd.to_numeric(pd.Series([row.get(f"{c}_hi", np.nan) for c in names], dtype=object), errors="coerce")
+    values = [row[c] for c in names]
+    if "noise_flag" in names and pd.isna(row["noise_flag"]):
+        values[names.index("noise_flag")] = f"{NOT_TESTED} ({untested_reason(row)})"
+    out = pd.DataFrame({
         "measure": [CARD_LABELS.get(c, c) for c in names], "column": names,
-        "value": pd.Series([row[c] for c in names], dtype=object),
-        "lo": pd.to_numeric(pd.Series(lo, dtype=object), errors="coerce"),
-        "hi": pd.to_numeric(pd.Series(hi, dtype=object), errors="coerce"),
+        "value": pd.Series(values, dtype=object), "lo": lo, "hi": hi,
     })
+    if not (lo.notna() | hi.notna()).any():
+        out = out.drop(columns=["lo", "hi"])
+    return out
+
+
+def untested_reason(row: pd.Series) -> str:
+    """Why a model's ``noise_flag`` is missing: no defined cv_error, or no item counts."""
+    if not np.isfinite(float(pd.to_numeric(row.get("cv_error", np.nan), errors="coerce"))):
+        return "cv_error undefined"
+    return "no item counts"
 
 
 def model_wedges(table: pd.DataFrame, model: str) -> pd.DataFrame:
@@ -403,9 +417,20 @@ def describe_intervals(table: pd.DataFrame, errors: pd.DataFrame, model: str, ci
                   f"item count.")
     else:
         domain = "The input gives no item counts, so the domain error rates have no interval."
-    metrics = interval_columns(table)
+    mine = table[table["model"] == model]
+    asked = interval_columns(table)
+    metrics = [c for c in asked
+               if (np.isfinite(pd.to_numeric(mine[f"{c}_lo"], errors="coerce").to_numpy(dtype=float))
+                   & np.isfinite(pd.to_numeric(mine[f"{c}_hi"], errors="coerce").to_numpy(dtype=float))).any()]
     if metrics:
         text = domain + f" Bootstrap intervals ({ci:.0%}) are shown for: {', '.join(metrics)}."
+    elif asked:
+        given = mine["interval_note"].tolist() if "interval_note" in mine.columns else []
+        notes = [n for n in given if isinstance(n, str) and n]
+        why = (notes[0].removeprefix("no interval: ") if notes else
+               "the scores carry no item counts, so their sampling noise is unknown" if not known else
+               "the bootstrap gave no interval for this model")
+        text = domain + f" There are no bootstrap intervals for this model's metrics: {why}."
     else:
         text = domain + (" No bootstrap intervals for the model-level metrics (parameter bootstrap is 0, or "
                          "the data do not allow them).")

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from jagged.readers.dataset import Dataset
-from jagged.stats.metrics import METRIC_COLUMNS
 from jagged.readers.table import summarize
+from jagged.stats.metrics import METRIC_COLUMNS
 from jagged.text import listing
 
 
@@ -105,22 +105,25 @@ def by_jaggedness(table: pd.DataFrame) -> pd.DataFrame:
     return rows.sort_values(["cv_error", "model"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
 
 
-def model_order(metrics: pd.DataFrame, *, limit: int | None = None) -> tuple[list[str], int]:
+def model_order(metrics: pd.DataFrame, *, limit: int | None = None, by: str = "cv_error") -> tuple[list[str], int]:
     """Models from most to least jagged, cut to a top/bottom form when there are many.
 
     Parameters
     ----------
     metrics : pandas.DataFrame
-        Per-model table with ``model`` and ``cv_error``.
+        Per-model table with ``model`` and ``cv_error`` (and ``by``).
     limit : int, optional
         Keep at most this many models: the ``ceil(limit / 2)`` most and the
         ``floor(limit / 2)`` least jagged. ``None`` keeps all.
+    by : str
+        The column that says how jagged (default ``cv_error``; the residual heatmap uses
+        the relative jaggedness, :func:`jagged.views.structure.relative_column`).
 
     Returns
     -------
     models : list of str
-        Model names, highest ``cv_error`` first; models whose ``cv_error`` is undefined
-        come last, by name.
+        Model names, highest ``by`` first; models whose ``by`` is undefined come last, by
+        name.
     cut : int
         Position in ``models`` after which models were left out (0 when none were).
 
@@ -128,31 +131,34 @@ def model_order(metrics: pd.DataFrame, *, limit: int | None = None) -> tuple[lis
     -----
     Ties are broken by model name, so the order is deterministic.
     """
-    if not {"model", "cv_error"} <= set(metrics.columns):
-        raise ValueError("metrics table needs columns model and cv_error")
-    ranked = per_model(metrics).sort_values(["cv_error", "model"], ascending=[False, True], na_position="last",
-                                 kind="mergesort")
-    return ends(ranked["model"].astype(str).tolist(), limit)
+    if not {"model", by} <= set(metrics.columns):
+        raise ValueError(f"metrics table needs columns model and {by}")
+    rows = metrics.drop_duplicates("model").loc[:, ["model", by]]
+    rows = rows.assign(**{by: pd.to_numeric(rows[by], errors="coerce")})
+    ordered = rows.sort_values([by, "model"], ascending=[False, True], na_position="last", kind="mergesort")
+    return ends(ordered["model"].astype(str).tolist(), limit)
 
 
-def left_out(metrics: pd.DataFrame, *, limit: int | None = None) -> list[str]:
+def left_out(metrics: pd.DataFrame, *, limit: int | None = None, by: str = "cv_error") -> list[str]:
     """The models :func:`model_order` leaves out of a top/bottom cut, most jagged first.
 
     Parameters
     ----------
     metrics : pandas.DataFrame
-        Per-model table with ``model`` and ``cv_error``.
+        Per-model table with ``model`` and ``cv_error`` (and ``by``).
     limit : int, optional
         As in :func:`model_order`; ``None`` leaves out nobody.
+    by : str
+        As in :func:`model_order`.
 
     Returns
     -------
     list of str
     """
-    shown, cut = model_order(metrics, limit=limit)
+    shown, cut = model_order(metrics, limit=limit, by=by)
     if not cut:
         return []
-    everyone = model_order(metrics)[0]
+    everyone = model_order(metrics, by=by)[0]
     kept = set(shown)
     return [m for m in everyone if m not in kept]
 

@@ -1,8 +1,10 @@
 """Tables and sentences for "Is it the model or the benchmark?" (report section, per-model report, CLI).
 
 Everything here reshapes and phrases the results of :mod:`jagged.stats.structure`: the
-variance shares, the per-model relative jaggedness, the residual grid in the order of the
-error heatmap, the parallel analysis, the category check and one model's residual profile.
+variance shares, the per-model relative jaggedness (noise-corrected where item counts allow,
+else raw: :func:`relative_column`), the residual grid (most model-specific models on top, the
+error heatmap's columns), the parallel analysis, the category check and one model's residual
+profile.
 No statistic is computed here beyond picking, sorting and counting.
 """
 
@@ -13,8 +15,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from jagged.stats.relative import cross_causes
 from jagged.stats.residual_test import residual_departures
 from jagged.stats.structure import Decomposition, Dimensions, Structure, level_correlations
+from jagged.stats.uncertainty import flag_text
 from jagged.text import and_more, listing, plural
 from jagged.views.overview import domain_order, left_out, model_order, others_label
 
@@ -43,8 +47,37 @@ PROFILE_FORMATS: dict[str, str] = {
 }
 
 
+#: Below this share of the variance of the logit error rates, the model-specific part is called small;
+#: from :data:`LARGE_PART` on, large; between them, moderate (:func:`_meaning_sentence`).
+SMALL_PART: float = 0.10
+LARGE_PART: float = 0.20
+#: A share that rounds to 0 % in the text.
+ZERO_PART: float = 0.005
+
+
 def _pct(value: float) -> str:
     return f"{value:.0%}" if np.isfinite(value) else "unknown"
+
+
+def relative_column(table: pd.DataFrame) -> str:
+    """The relative jaggedness a view sorts, selects and plots by: noise-corrected when it exists, else raw.
+
+    ``relative_jaggedness_corrected`` needs item counts; without them (most leaderboard
+    tables) it is empty everywhere and the raw ``relative_jaggedness`` is used instead.
+    """
+    if "relative_jaggedness_corrected" in table.columns and \
+            np.isfinite(pd.to_numeric(table["relative_jaggedness_corrected"], errors="coerce")
+                        .to_numpy(dtype=float)).any():
+        return "relative_jaggedness_corrected"
+    return "relative_jaggedness"
+
+
+def relative_caption(table: pd.DataFrame) -> str:
+    """Caption of :func:`relative_table`: which statistic it is sorted by."""
+    if relative_column(table) == "relative_jaggedness_corrected":
+        return "Relative jaggedness per model, highest first (sampling noise removed)"
+    return ("Relative jaggedness per model, highest first (raw: without item counts the sampling noise cannot be "
+            "removed)")
 
 
 # --------------------------------------------------------------------------- tables
@@ -52,10 +85,14 @@ def _pct(value: float) -> str:
 def share_table(structure: Structure) -> pd.DataFrame:
     """The variance shares as a reader's table: ``part``, ``variance`` (logits²), ``share``.
 
-    The cross-term row is left out when it is below half a percent (a complete table).
+    The cross-term row is shown only where the table is unbalanced or the fit weighted
+    (:func:`jagged.stats.relative.cross_causes`) and it reaches half a percent;
+    :func:`cross_sentence` explains it then. On a complete table without item counts it is
+    0 and never shown.
     """
     shares = structure.shares
-    keep = (shares["component"] != "cross") | (shares["share"].abs() >= 0.005)
+    keep = (shares["component"] != "cross") | ((shares["share"].abs() >= ZERO_PART)
+                                               & bool(cross_causes(structure.decomposition)))
     rows = shares[keep]
     return pd.DataFrame({"part": rows["label"].to_numpy(dtype=object), "variance": rows["variance"].to_numpy(),
                          "share": rows["share"].to_numpy()})
@@ -72,21 +109,25 @@ def relative_table(table: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        :data:`RELATIVE_COLUMNS` that the table has, sorted by
-        ``relative_jaggedness_corrected`` (highest first, undefined last);
-        ``relative_noise_flag`` shown as ``"noise"`` or ``""``.
+        :data:`RELATIVE_COLUMNS` that the table has, sorted by :func:`relative_column`
+        (``relative_jaggedness_corrected``, or the raw ``relative_jaggedness`` when the
+        corrected one is empty everywhere; highest first, undefined last, ties by name);
+        columns empty for every model are left out; ``relative_noise_flag`` shown as
+        ``"noise"``, ``""`` or ``"not tested"``.
     """
     rows = table.drop_duplicates("model").loc[:, [c for c in RELATIVE_COLUMNS if c in table.columns]]
-    rows = rows.sort_values(["relative_jaggedness_corrected", "model"], ascending=[False, True],
-                            na_position="last", kind="mergesort").reset_index(drop=True)
+    by = relative_column(rows)
+    rows = rows.sort_values([by, "model"], ascending=[False, True], na_position="last",
+                            kind="mergesort").reset_index(drop=True)
     if "relative_noise_flag" in rows.columns:
-        rows["relative_noise_flag"] = np.where(rows["relative_noise_flag"].fillna(False).astype(bool), "noise", "")
-    return rows
+        rows["relative_noise_flag"] = flag_text(rows["relative_noise_flag"])
+    empty = [c for c in rows.columns if c != "model" and rows[c].isna().all()]
+    return rows.drop(columns=empty)
 
 
 def residual_grid(decomposition: Decomposition, scores: pd.DataFrame, metrics: pd.DataFrame, *,
                   limit: int | None = None) -> tuple[pd.DataFrame, int]:
-    """The residuals r_md as a models × domains grid in the error heatmap's order.
+    """The residuals r_md as a models × domains grid, most model-specific models on top.
 
     Parameters
     ----------
@@ -96,11 +137,13 @@ def residual_grid(decomposition: Decomposition, scores: pd.DataFrame, metrics: p
         Canonical per-domain table (for the column order: lowest median error first, as
         :func:`jagged.views.overview.error_matrix`).
     metrics : pandas.DataFrame
-        Per-model table with ``cv_error`` (row order: most jagged first,
-        :func:`jagged.views.overview.model_order`).
+        Per-model table with the relative jaggedness (row order: highest
+        :func:`relative_column` first, :func:`jagged.views.overview.model_order`), or, without
+        it, ``cv_error``.
     limit : int, optional
-        Keep the most and least jagged models; between them one row, the median residual
-        per domain of the models left out (as the error heatmap's summary row).
+        Keep the models with the most and the least model-specific unevenness; between them
+        one row, the median residual per domain of the models left out (as the error
+        heatmap's summary row).
 
     Returns
     -------
@@ -115,10 +158,11 @@ def residual_grid(decomposition: Decomposition, scores: pd.DataFrame, metrics: p
                                       observed=True)
     errors.columns = errors.columns.astype(str)
     columns = domain_order(errors, "error")
-    shown, cut = model_order(metrics, limit=limit)
+    by = relative_column(metrics) if "relative_jaggedness" in metrics.columns else "cv_error"
+    shown, cut = model_order(metrics, limit=limit, by=by)
     grid = res.reindex(index=shown, columns=columns)
     if cut:
-        hidden = left_out(metrics, limit=limit)
+        hidden = left_out(metrics, limit=limit, by=by)
         summary = res.reindex(index=hidden, columns=columns).median(axis=0, skipna=True)
         top, bottom = grid.iloc[:cut], grid.iloc[cut:]
         grid = pd.concat([top, summary.to_frame(others_label(len(hidden))).T, bottom])
@@ -177,8 +221,16 @@ def _shares_sentence(structure: Structure) -> str:
     text = (f"Of the variance of the error rates (on the logit scale) across {n_models} models × {n_domains} "
             f"domains, {_pct(model)} is the models' level, {_pct(domain)} the domains' difficulty for every "
             f"model, and {_pct(residual)} the model × domain residual")
-    text += f", of which sampling noise alone is expected to produce {_pct(noise)}." if np.isfinite(noise) else \
-        " (the noise in it is unknown without item counts)."
+    if not np.isfinite(noise):
+        text += " (the sampling noise in it is unknown without item counts)."
+    elif noise >= residual:
+        text += (f"; sampling noise alone is expected to produce all of that residual (expected noise "
+                 f"{_pct(noise)} of the variance, the residual {_pct(residual)}), so across the table none of "
+                 "it stands out beyond noise.")
+    else:
+        text += (f"; sampling noise alone is expected to produce about {noise / residual:.0%} of that residual "
+                 f"({_pct(noise)} of the variance), leaving {_pct(structure.share('residual_beyond_noise'))} "
+                 "beyond noise.")
     order = np.argsort(-np.nan_to_num(dec.domain_effect, nan=-np.inf), kind="mergesort")
     fitted = dec.fitted.any(axis=0)
     hard = [str(dec.domains[j]) for j in order if fitted[j]][:2]
@@ -188,22 +240,71 @@ def _shares_sentence(structure: Structure) -> str:
     return text
 
 
-def _meaning_sentence(structure: Structure) -> str:
-    residual = structure.share("residual")
+def model_specific_part(structure: Structure) -> tuple[float, bool]:
+    """The share of the variance that is model-specific: beyond noise when known, else the whole residual.
+
+    Returns
+    -------
+    (float, bool)
+        The share, and whether the sampling noise was removed from it.
+    """
     beyond = structure.share("residual_beyond_noise")
-    level = structure.share("model") + structure.share("domain")
-    if not np.isfinite(residual):
+    if np.isfinite(beyond):
+        return beyond, True
+    return structure.share("residual"), False
+
+
+def size_word(part: float) -> str:
+    """``"small"``, ``"moderate"`` or ``"large"``: a model-specific share (:data:`SMALL_PART`, :data:`LARGE_PART`)."""
+    if part < SMALL_PART:
+        return "small"
+    return "moderate" if part < LARGE_PART else "large"
+
+
+def _meaning_sentence(structure: Structure) -> str:
+    part, net = model_specific_part(structure)
+    if not np.isfinite(part):
         return ""
-    part = beyond if np.isfinite(beyond) else residual
-    if part < 0.1:
+    level = structure.share("model") + structure.share("domain")
+    size = size_word(part)
+    if net and part < ZERO_PART:
+        return ("So what cv_error registers is common to the field — which domains are hard, and how good each "
+                "model is — and sampling noise: across the table no unevenness particular to a model stands out "
+                "beyond noise. Compare models by relative_jaggedness, not by cv_error, and read its noise flag.")
+    what = "unevenness particular to a model beyond sampling noise" if net else \
+        "model × domain residual, sampling noise included (without item counts the two cannot be separated)"
+    if size == "small":
         return (f"So most of what cv_error registers is common to the field — which domains are hard, and how "
-                f"good each model is — and only about {_pct(part)} is unevenness particular to a model: "
-                f"compare models by relative_jaggedness, not by cv_error.")
-    if part < 0.3:
-        return (f"Level and difficulty explain {_pct(level)}; the model-specific part ({_pct(part)}) is small but "
-                f"real, and relative_jaggedness measures it model by model.")
-    return (f"The model-specific part is large ({_pct(part)}): models differ in which domains they handle, not "
-            f"only in how well; relative_jaggedness and the residual heatmap show where.")
+                f"good each model is — and only about {_pct(part)} is {what}: compare models by "
+                f"relative_jaggedness, not by cv_error.")
+    if size == "moderate":
+        return (f"Level and difficulty explain {_pct(level)}; a moderate part, {_pct(part)}, is {what}, and "
+                f"relative_jaggedness measures it model by model.")
+    if net:
+        return (f"The model-specific part is large ({_pct(part)} beyond sampling noise): models differ in which "
+                f"domains they handle, not only in how well; relative_jaggedness and the residual heatmap show "
+                f"where.")
+    return (f"The model × domain residual is large ({_pct(part)}, sampling noise included): models differ in "
+            f"which domains they handle, or the domains have few items — item counts (n_items) would tell the "
+            f"two apart; relative_jaggedness and the residual heatmap show where.")
+
+
+def cross_sentence(structure: Structure) -> str:
+    """Why the variance shares overlap, when :func:`share_table` shows a cross term ("" otherwise)."""
+    table = share_table(structure)
+    if not (structure.shares["component"] == "cross").any() or \
+            not table["part"].astype(str).str.startswith("cross terms").any():
+        return ""
+    causes = cross_causes(structure.decomposition)
+    why = []
+    if "unbalanced" in causes:
+        why.append("some models have no score in some domains, so over the cells there are, a model's level "
+                   "and the difficulty of the domains it was scored on are partly confounded")
+    if "weighted" in causes:
+        why.append("the fit weighs each score by its items, so the parts are separated in the weighted sum of "
+                   "squares, not in the plain variance shown here")
+    return (f"The parts overlap by {structure.share('cross'):+.1%} of the variance (the cross-term row): "
+            + "; and ".join(why) + ". Level, difficulty, residual and cross terms add up to 100 %.")
 
 
 def _relative_sentence(structure: Structure, table: pd.DataFrame | None) -> str:
@@ -220,12 +321,13 @@ def _relative_sentence(structure: Structure, table: pd.DataFrame | None) -> str:
     top = known.sort_values(["relative_jaggedness_corrected", "model"], ascending=[False, True], kind="mergesort")
     head = top.head(3)
     names = ", ".join(f"{r.model} ({r.relative_jaggedness_corrected:.2f})" for r in head.itertuples())
-    flagged = int(models["relative_noise_flag"].sum())
+    flags = models["relative_noise_flag"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    flagged = int(flags.sum())
     text = (f"With level, difficulty and expected noise removed, the most model-specific unevenness is that of "
             f"{names} (logits).")
     if flagged:
         text += (f" For {plural(flagged, 'model')} of {len(known)} it cannot be told apart from sampling noise: "
-                 f"{listing(models.loc[models['relative_noise_flag'], 'model'].astype(str), 5)}.")
+                 f"{listing(models.loc[flags, 'model'].astype(str), 5)}.")
     else:
         text += f" Every one of the {len(known)} models shows some beyond noise."
     if table is not None:
@@ -314,8 +416,9 @@ def structure_sentences(structure: Structure, table: pd.DataFrame | None = None)
     dec = structure.decomposition
     if not dec.ok:
         return ["No decomposition: " + "; ".join(dec.notes) + "."]
-    out = [_shares_sentence(structure), _meaning_sentence(structure), _relative_sentence(structure, table),
-           dimension_sentence(structure.dimensions), category_sentence(structure)]
+    out = [_shares_sentence(structure), cross_sentence(structure), _meaning_sentence(structure),
+           _relative_sentence(structure, table), dimension_sentence(structure.dimensions),
+           category_sentence(structure)]
     out += [f"Note: {n}." for n in dec.notes]
     return [s for s in out if s]
 
@@ -386,7 +489,8 @@ def residual_heatmap_alt(grid: pd.DataFrame, cut: int) -> str:
     """Alt text of :func:`jagged.plots.structure.residual_heatmap`, with its largest cells."""
     values = grid.to_numpy(dtype=float)
     text = (f"Heatmap of model × domain residuals on the logit scale: {plural(len(grid) - (1 if cut else 0), 'model')}"
-            f" in rows in the order of the error heatmap, {plural(grid.shape[1], 'domain')} in columns; red cells "
+            f" in rows, highest relative jaggedness on top, {plural(grid.shape[1], 'domain')} in columns (in the "
+            "error heatmap's order); red cells "
             "are more errors than the model's level and the domain's difficulty predict, blue fewer, white as "
             "predicted.")
     if np.isfinite(values).any():
@@ -399,11 +503,18 @@ def residual_heatmap_alt(grid: pd.DataFrame, cut: int) -> str:
 
 
 def relative_alt(table: pd.DataFrame) -> str:
-    """Alt text of :func:`jagged.plots.structure.relative_vs_cv`."""
-    rows = relative_table(table)
-    defined = rows[np.isfinite(rows["relative_jaggedness_corrected"].to_numpy(dtype=float))] \
-        if "relative_jaggedness_corrected" in rows else rows.iloc[:0]
-    text = (f"Scatter plot of relative jaggedness (up, logits, noise removed) against cv_error (across), one point "
+    """Alt text of :func:`jagged.plots.structure.relative_vs_cv` (drawn with ``corrected=None``)."""
+    column = relative_column(table)
+    rows = table.drop_duplicates("model")
+    values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float) if column in rows else \
+        np.full(len(rows), np.nan)
+    cv = pd.to_numeric(rows["cv_error"], errors="coerce").to_numpy(dtype=float) if "cv_error" in rows else values
+    keep = np.isfinite(values) & np.isfinite(cv)
+    defined = rows[keep].assign(_y=values[keep]).sort_values(["_y", "model"], ascending=[False, True],
+                                                             kind="mergesort")
+    what = "noise removed" if column == "relative_jaggedness_corrected" else \
+        "raw: without item counts the sampling noise cannot be removed"
+    text = (f"Scatter plot of relative jaggedness (up, logits, {what}) against cv_error (across), one point "
             f"per model ({plural(len(defined), 'model')}).")
     if len(defined):
         text += f" Highest relative jaggedness: {defined.iloc[0]['model']}."
@@ -452,43 +563,3 @@ def profile_alt(profile: pd.DataFrame, model: str) -> str:
     return (f"Dot plot of {model}'s residual in each of {len(profile)} domains, weakest relative to expectation "
             f"first, with sampling intervals and a line at 0: largest {top['domain']} ({top['residual']:+.2f}), "
             f"smallest {low['domain']} ({low['residual']:+.2f}).")
-
-
-# --------------------------------------------------------------------------- "At a glance"
-
-def glance_finding(structure: Structure) -> tuple[str, str, float]:
-    """The "At a glance" finding of this section: how much of the unevenness is model-specific.
-
-    Parameters
-    ----------
-    structure : Structure
-        :func:`jagged.stats.structure.structure` of the report's scores.
-
-    Returns
-    -------
-    (sentence, statistic, value)
-        ``statistic`` is ``"residual_beyond_noise"`` (the share of the variance of the
-        logit error rates that the model × domain residual carries beyond sampling noise),
-        or ``"residual"`` without item counts; ``value`` is that share. The sentence adds
-        the level and difficulty shares, the number of dimensions and the model with the
-        most model-specific unevenness. :func:`jagged.views.glance.decomposition_finding`
-        turns it into a ``Finding``.
-    """
-    beyond = structure.share("residual_beyond_noise")
-    statistic = "residual_beyond_noise" if np.isfinite(beyond) else "residual"
-    value = beyond if np.isfinite(beyond) else structure.share("residual")
-    dims = structure.dimensions
-    sentence = (f"{_pct(value)} of the variance of the error rates is model-specific unevenness "
-                f"{'beyond sampling noise' if statistic == 'residual_beyond_noise' else '(noise unknown)'}; "
-                f"the models' level carries {_pct(structure.share('model'))} and the domains' difficulty "
-                f"{_pct(structure.share('domain'))}.")
-    if dims.n_dimensions is not None:
-        sentence += (f" Parallel analysis keeps {plural(dims.n_dimensions, 'dimension')} (the first carries "
-                     f"{dims.first_share:.0%} of the variance")
-        sentence += ")." if not dims.rank_deficient else f"; fewer models than domains, rank at most {dims.rank})."
-    top = structure.models.sort_values(["relative_jaggedness_corrected", "model"], ascending=[False, True],
-                                       na_position="last", kind="mergesort").head(1)
-    if len(top) and np.isfinite(float(top["relative_jaggedness_corrected"].iloc[0])):
-        sentence += (f" Most model-specific: {top['model'].iloc[0]} (relative jaggedness "
-                     f"{float(top['relative_jaggedness_corrected'].iloc[0]):.2f} logits, noise removed).")
-    return sentence, statistic, float(value)
