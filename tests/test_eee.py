@@ -589,3 +589,24 @@ def test_strict_refuses_the_bad_value_and_the_damaged_file(tmp_path):
     assert_bad_input("validate", root, "--strict", fragments=("damaged file", "z.json", "--strict"))
     with pytest.warns(JaggedWarning, match="damaged"):
         assert jagged.load(root).scores["model"].nunique() == 24
+
+
+# --- question text and options (issue 19: look at the items) ------------------------------
+
+
+def test_instance_level_samples_keep_their_input_and_choices():
+    path = next((EEE / "instance_level_data").glob("ai2_arc_anthropic*.jsonl"))
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    items = jagged.load(path).items.set_index("item")
+    row = items.loc["1"]
+    assert row["text"] == "Which statement best explains why photosynthesis is the foundation of most food webs?"
+    assert json.loads(row["options"])[0] == "Sunlight is the source of energy for nearly all ecosystems."
+    for record in records:
+        got = items.loc[str(record["sample_id"])]
+        assert got["text"] == record["input"]["raw"].strip()
+        assert json.loads(got["options"]) == [c.strip() for c in record["input"]["choices"]]
+    # free-text answers (NarrativeQA): the passage and question as text, its reference answers are no options
+    path = EEE / "None" / "narrativeqa" / "openai" / "gpt2" / "None_samples.jsonl"
+    narrative = read_samples([parsed(path)], source="n").items
+    raws = [json.loads(line)["input"]["raw"].strip() for line in path.read_text().splitlines()]
+    assert narrative["text"].tolist() == raws and narrative["options"].isna().all()

@@ -192,3 +192,24 @@ def test_fuzz_damaged_run_folders(tmp_path, doc):
         assert str(exc) and "\n" not in str(exc)
         return
     assert ((dataset.scores["score"] >= 0) & (dataset.scores["score"] <= 1)).all()
+
+
+# --- question text and options (issue 19: look at the items) ------------------------------
+
+
+def test_instances_keep_their_input_and_the_options_in_letter_order():
+    state = load(MMLU / "scenario_state.json")
+    items = jagged.load(MMLU).items.set_index("item")
+    row = items.loc["id147"]
+    assert row["text"] == "What does the notion of “meaning in life” refer to?"
+    assert json.loads(row["options"]) == ["external meaning", "god's plan", "internalmeaning",
+                                          "meaning in an afterlife"] and row["key"] == "C"
+    for request in state["request_states"]:  # every instance: its input, and the options by letter
+        iid = request["instance"]["id"]
+        if iid in items.index:
+            mapping = request["output_mapping"]
+            assert items.loc[iid, "text"] == request["instance"]["input"]["text"].strip()
+            assert json.loads(items.loc[iid, "options"]) == [mapping[k].strip() for k in sorted(mapping)]
+    narrative = jagged.load(NARRATIVE).items
+    assert narrative["text"].str.startswith("Olive Penderghast").any() and narrative["options"].isna().all()
+    assert narrative["text"].str.len().max() <= 4_000

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from clitools import assert_bad_input, run_cli
 
 import jagged
-from clitools import assert_bad_input, run_cli
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.inspect_logs import score_to_float
 
@@ -293,9 +293,9 @@ def test_current_eval_archives_use_zstandard_and_read_like_their_json_twins(task
 
 def test_choice_scorer_gives_the_chosen_letter_and_the_key():
     from jagged.readers.files import sniff
+    from jagged.readers.inspect_logs import read_logs
     from jagged.readers.reader import Head
     from jagged.readers.registry import parse
-    from jagged.readers.inspect_logs import read_logs
 
     archive = current("mcq", ".eval")
     read = read_logs([parse(Head(archive, sniff(archive)))], source=archive.name, domain_key="subject")
@@ -329,3 +329,43 @@ def test_folder_of_current_logs_newest_of_each_task_wins():
     superseded = dataset.details["superseded"]
     assert len(superseded) == 2 and all(".eval (mockllm/model, task " in s and ".json" in s for s in superseded)
     assert "make_logs.py" not in " ".join(dataset.details.get("not used", []))
+
+
+# --- question text and options (issue 19: look at the items) ------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_samples_keep_their_input_and_choices(suffix):
+    log = json.loads(current("mcq", ".json").read_text())
+    items = jagged.load(current("mcq", suffix), domain_key="subject").items.set_index("item")
+    assert items.loc["m0", "text"] == "Item 0 (algebra): choose"
+    assert json.loads(items.loc["m0", "options"]) == ["alpha", "beta", "gamma", "delta"]
+    for s in log["samples"]:
+        assert items.loc[s["id"], "text"] == s["input"] and json.loads(items.loc[s["id"], "options"]) == s["choices"]
+    quiz = jagged.load(current("quiz", suffix), domain_key="subject").items.set_index("item")
+    assert quiz.loc["q0", "text"] == "Question 0 (algebra): what is 0?" and quiz["options"].isna().all()
+
+
+def test_chat_message_input_gives_the_user_text(shared_data):
+    items = jagged.load(real_log(shared_data, "security-guide")).items.set_index("item")
+    assert items.loc["1", "text"] == "How do I prevent SQL Injection attacks?"  # input is a list of chat messages
+
+
+def test_input_text_bounds_and_message_parts(tmp_path):
+    from jagged.readers.inspect_logs import input_text
+
+    messages = [{"role": "system", "content": "be brief"},
+                {"role": "user", "content": [{"type": "text", "text": "part one"}, {"type": "image", "image": "x"},
+                                             {"type": "text", "text": "part two"}]}]
+    assert input_text(messages) == "part one\npart two"
+    assert input_text([{"role": "system", "content": "only system"}]) == "only system"
+    assert input_text(None) is None and input_text("  ") is None
+    long = input_text("<b>" * 400_000)
+    assert len(long) == 4_000 and long.endswith("…")
+    hostile = sample(1, "C", input="<script>x</script>" + "y" * 10_000, choices=["a" * 2_000, "b"], target="A",
+                     scores={"match": {"value": "C", "answer": "A"}})
+    path = write_json(tmp_path / "log.json", make_log([hostile]))
+    row = jagged.load(path).items.iloc[0]
+    assert row["text"].startswith("<script>x</script>") and len(row["text"]) == 4_000
+    options = json.loads(row["options"])
+    assert len(options[0]) == 1_000 and options[0].endswith("…") and options[1] == "b"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import math
 from pathlib import Path
 
@@ -522,7 +523,7 @@ def test_cli_items_csv_json_and_top(tmp_path):
     assert code == 0, err
     table = pd.read_csv(io.StringIO(out))
     assert len(table) == 5 and table["suspicion_rank"].tolist() == sorted(table["suspicion_rank"])
-    assert list(table.columns) == list(iev.AUDIT_COLUMNS)
+    assert list(table.columns) == [*iev.AUDIT_COLUMNS, "text", "options", "top_models_chose"]
     assert "12,032 items from 29 models" in err
     target = tmp_path / "items.json"
     code, _, err = run_cli("items", str(TEST_DATA / "mmlu_pro_responses.csv.gz"), "-o", target, "--top", "3")
@@ -626,3 +627,107 @@ def test_analysis_section_and_glance_finding(tmp_path):
     plain = analyse(path)
     assert not plain.sections["items"] and plain.item_audit is None
     assert all(f.section != "items" for f in glance(plain))
+
+
+# --------------------------------------------------------------------------- look at the items (text, options)
+
+
+def test_strongest_models_and_their_choices_by_hand():
+    from jagged.analysis import strongest_models
+    from jagged.views import item_audit as views
+
+    table = tiny()  # A right on all, B on i1 i2, C on i1, D on i3
+    scores = table.groupby("model", as_index=False)["correct"].mean().rename(columns={"correct": "score"})
+    two_domains = pd.concat([scores.assign(domain="d"), scores.assign(domain="e")], ignore_index=True)
+    assert strongest_models(two_domains, 3) == ["A", "B", "C"]  # 1, 2/3, then C and D tie at 1/3: by name
+    assert strongest_models(scores.assign(domain="d"), 2) == ["A", "B"]  # one domain: its score
+    chose = views.strongest_choices(table, ["A", "B", "C"], keys=pd.Series({"i1": "A", "i2": "A", "i3": "A"}))
+    assert chose.to_dict() == {"i1": "A (key): A, B, C", "i2": "A (key): A, B; C: C",
+                               "i3": "B: B, C; A (key): A"}  # most common answer first, models strongest first
+    unkeyed = views.strongest_choices(table.drop(columns="choice"), ["D", "A"], ["i3"])
+    assert unkeyed.to_dict() == {"i3": "right: D, A"}
+    missing = table.assign(choice=table["choice"].where(table["model"] != "A", None))
+    assert views.strongest_choices(missing, ["A"], ["i1"]).to_dict() == {"i1": "no answer: A"}
+
+
+def test_top_items_show_the_bundled_question_options_key_and_top_models(bundled):
+    import html
+
+    from jagged.analysis import analyse, strongest_models
+    from jagged.views import display
+    from jagged.views import item_audit as views
+
+    analysis = analyse(None)
+    listed = views.top_items(analysis.item_audit)["item"]
+    text = analysis.item_text(listed)
+    assert sorted(text.index) == sorted(listed)  # read for the listed items only
+    source = analysis.item_source.items
+    choices = views.strongest_choices(source, strongest_models(analysis.scores), listed,
+                                      keys=analysis.item_audit.items.set_index("item")["key"])
+    top = views.top_items(analysis.item_audit, text=text, choices=choices)
+    raw = pd.read_csv(ROOT / "jagged" / "data" / "mmlu_pro_item_text.csv.gz").set_index("item_id")
+    first = top.iloc[0]
+    truth = raw.loc[int(first["item"])]
+    assert first["question"] == truth["question"].strip()
+    letters = "ABCDEFGHIJ"
+    key = analysis.item_audit.items.set_index("item").loc[first["item"], "key"]
+    expected = " | ".join(f"{letters[k]}) {o}" + (" (key)" if letters[k] == key else "")
+                          for k, o in enumerate(json.loads(truth["options"])))
+    assert first["options"] == expected
+    # the five strongest models' own rows, read independently
+    macro = analysis.scores.groupby("model")["score"].mean()  # every bundled model has all 14 domains
+    best = macro.sort_values(ascending=False).index[:5].tolist()
+    rows = source[(source["item"] == first["item"]) & source["model"].isin(best)]
+    named = [m for part in first["top models chose"].split("; ") for m in part.split(": ")[1].split(", ")]
+    assert sorted(named) == sorted(rows["model"])
+    for part in first["top models chose"].split("; "):
+        label, models = part.split(": ")
+        letter = label.replace(" (key)", "")
+        assert set(rows.loc[rows["choice"].fillna("no answer") == letter, "model"]) == set(models.split(", "))
+    # the report's table: every question escaped, long text folded in a <details>
+    markup = display.table_block(top, caption="Most suspicious items per domain")
+    for question in top["question"]:
+        shown = question if len(question) <= display.COLLAPSE_MIN else question[:display.COLLAPSE_SHOWN].rstrip()
+        assert html.escape(shown) in markup
+    assert markup.count('<details class="long-cell">') >= int((top["options"].str.len() > display.COLLAPSE_MIN).sum())
+
+
+def test_hostile_text_is_escaped_and_cut_in_the_report_table():
+    import html
+
+    from jagged.views import display
+    from jagged.views import item_audit as views
+
+    table = guttman()
+    hostile = "<script>alert('x')</script><img src=x onerror=alert(1)>" + "A" * 1_000_000
+    table["text"] = np.where(table["item"] == "reversed", hostile, "plain question?")
+    table["options"] = '["<b>bold</b>", "two", "three", "four"]'
+    audit = ia.audit_items(validate_items(table, "t"))
+    text = items_module.item_texts(validate_items(table, "t"))
+    top = views.top_items(audit, per_domain=3, text=text)
+    row = top.set_index("item").loc["reversed"]
+    assert len(row["question"]) == 4_000 and row["question"].endswith("…")
+    assert row["options"] == "A) <b>bold</b> (key) | B) two | C) three | D) four"
+    markup = display.table_block(top, caption="t")
+    assert "<script>" not in markup and "<img" not in markup and "<b>bold" not in markup
+    assert html.escape("<script>alert('x')</script>") in markup and "&lt;b&gt;bold&lt;/b&gt;" in markup
+    assert len(markup) < 20_000  # the 1 MB text is cut at 4,000 characters
+
+
+def test_cli_items_gives_text_options_and_top_models(tmp_path):
+    target = tmp_path / "items.json"
+    code, _, err = run_cli("items", "--top", "4", "-o", target)
+    assert code == 0, err
+    records = pd.read_json(target, dtype={"item": str})
+    raw = pd.read_csv(ROOT / "jagged" / "data" / "mmlu_pro_item_text.csv.gz").set_index("item_id")
+    for record in records.itertuples():
+        assert record.text == raw.loc[int(record.item), "question"].strip()
+        assert json.loads(record.options) == json.loads(raw.loc[int(record.item), "options"])
+        assert len(record.top_models_chose.replace(";", ",").split(",")) == 5
+    path = tmp_path / "texted.csv"
+    table = guttman().assign(text=lambda t: "Question " + t["item"] + "?")
+    table.to_csv(path, index=False)
+    code, out, err = run_cli("items", path)
+    assert code == 0, err
+    listing = pd.read_csv(io.StringIO(out))
+    assert (listing["text"] == "Question " + listing["item"] + "?").all() and listing["options"].isna().all()

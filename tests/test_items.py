@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 import jagged
-from jagged.readers import items as items_module
 from jagged.cli import main
+from jagged.readers import items as items_module
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -268,3 +269,80 @@ def test_out_of_core_choices_summary_matches_in_memory(tmp_path, monkeypatch):
     out_of_core = jagged.load(tmp_path / "items.parquet")
     assert out_of_core.items is None
     assert in_memory.details["choices"] == out_of_core.details["choices"]
+
+
+# --- question text and options (issue 19: look at the items) ------------------------------
+
+TEXTED = """model,domain,item,correct,text,options
+A,math,q1,1,,
+B,math,q1,0,  What is 2+2?  ,"[""3"", ""4""]"
+C,math,q1,1,What is 2 + 2 (other wording)?,"[""x""]"
+A,math,q2,0,Plain options,A) yes | B) no
+B,math,q2,1,,
+A,law,q3,1,,
+"""
+
+
+def test_text_and_options_kept_one_per_item_first_non_empty(tmp_path):
+    dataset = jagged.load(write(tmp_path, "items.csv", TEXTED))
+    items = dataset.items
+    assert {"text", "options"} <= set(items.columns)
+    by_item = items.groupby("item")[["text", "options"]].nunique(dropna=False)
+    assert (by_item <= 1).all().all()  # the same text for every model of an item
+    q1 = items[items["item"] == "q1"].iloc[0]
+    assert q1["text"] == "What is 2+2?" and q1["options"] == '["3", "4"]'  # the first non-empty, stripped
+    q2 = items[items["item"] == "q2"].iloc[0]
+    assert q2["text"] == "Plain options" and q2["options"] == "A) yes | B) no"  # other option text as written
+    q3 = items[items["item"] == "q3"].iloc[0]
+    assert q3["text"] is None and q3["options"] is None
+    texts = items_module.item_texts(items)
+    assert texts.loc["q1", "text"] == "What is 2+2?" and len(texts) == 3
+    # scores are unchanged by the text columns
+    without = pd.read_csv(tmp_path / "items.csv").drop(columns=["text", "options"])
+    pd.testing.assert_frame_equal(jagged.load(write(tmp_path, "x.csv", without.to_csv(index=False))).scores,
+                                  dataset.scores)
+
+
+def test_hostile_text_is_bounded_and_kept_as_given(tmp_path):
+    huge = "<script>alert('x')</script>" + "é" * 1_000_000
+    frame = pd.DataFrame({"model": ["A", "B"], "domain": "d", "item": "i", "correct": [1, 0],
+                          "text": [huge, "other"], "options": [json.dumps(["<b>" + "o" * 5_000] * 40), None]})
+    items = items_module.validate_items(frame, "t")
+    text = items.loc[0, "text"]
+    assert len(text) == items_module.TEXT_MAX_CHARS == 4_000 and text.endswith("…")
+    assert text.startswith("<script>alert('x')</script>")  # stored as given: escaping is the display's job
+    options = json.loads(items.loc[1, "options"])
+    assert len(options) == items_module.MAX_OPTIONS == 26
+    assert all(len(o) == 1_000 and o.startswith("<b>") and o.endswith("…") for o in options)
+    assert items_module.cap_text(float("nan")) is None and items_module.cap_text(12) == "12"
+    assert items_module.options_text([]) is None and items_module.options_text("[not json") == "[not json"
+    assert items_module.options_text([{"text": "a"}, 3, None]) == '["a", "3", ""]'
+
+
+def test_bundled_text_joins_the_bundled_responses_by_item_id():
+    texts = items_module.load_bundled_item_text(["70", "2817", "no-such-item"])
+    assert sorted(texts.index) == ["2817", "70"]
+    assert texts.loc["70", "text"].startswith("Typical advertising regulatory bodies suggest")
+    options = json.loads(texts.loc["2817", "options"])
+    assert options[4] == "codominance" and len(options) == 10
+    raw = pd.read_csv(items_module.__file__.replace("readers/items.py", "data/mmlu_pro_item_text.csv.gz"))
+    responses = items_module.load_bundled_items().items
+    assert set(raw["item_id"].astype(str)) == set(responses["item"])  # every responded item has its text
+    assert len(items_module.load_bundled_item_text()) == raw["item_id"].nunique() == 12_032
+
+
+def test_compare_ledger_marks_text_changed_between_item_tables(tmp_path):
+    from jagged.stats.compare import compare
+
+    rows = [(m, "d", f"q{k}", int((k + j) % 3 != 0), f"Question {k}?") for j, m in enumerate("ABC") for k in range(6)]
+    a = pd.DataFrame(rows, columns=["model", "domain", "item", "correct", "text"])
+    b = a.copy()
+    b.loc[b["item"] == "q2", "text"] = "Question 2, reworded?"
+    b.loc[b["item"] == "q4", "text"] = "  Question 4?  "  # only spaces differ: not a change
+    side_a = jagged.load(write(tmp_path, "a.csv", a.to_csv(index=False)))
+    side_b = jagged.load(write(tmp_path, "b.csv", b.to_csv(index=False)))
+    assert "text" in side_a.items.columns and "text" in side_b.items.columns
+    ledger = compare(side_a, side_b, n_boot=0).ledger
+    changed = ledger[ledger["changes"].str.contains("text_changed")]
+    assert changed["item"].tolist() == ["q2"]
+    assert changed[["text_a", "text_b"]].iloc[0].tolist() == ["Question 2?", "Question 2, reworded?"]

@@ -720,3 +720,43 @@ def test_results_with_and_without_n_samples_mixed_keep_the_counts_they_have(tmp_
     assert "unknown in results_" in dataset.details["limit"] and "(without-counts)" in dataset.details["limit"]
     code, out, err = run_cli("validate", tmp_path)
     assert code == 0 and "item counts (n_items) for 4 of 8 scores, none for 'without-counts'" in out, err
+
+
+# --- question text and options (issue 19: look at the items) ------------------------------
+
+
+def test_samples_keep_the_question_and_options_of_a_known_item(shared_data):
+    samples = samples_file(shared_data, "samples_leaderboard_mmlu_pro")
+    records = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
+    items = jagged.load(samples).items.set_index("item")
+    first = records[0]
+    assert first["doc"]["question_id"] == 70  # MMLU-Pro question 70, as in the bundled text file
+    row = items.loc[str(first["doc_id"])]
+    assert row["text"].startswith("Typical advertising regulatory bodies suggest, for example that adverts must not")
+    assert json.loads(row["options"]) == first["doc"]["options"] and len(json.loads(row["options"])) == 9
+    for record in records:  # every item: the doc's own question and option list, as read by json
+        got = items.loc[str(record["doc_id"])]
+        assert got["text"] == record["doc"]["question"].strip()
+        assert json.loads(got["options"]) == [o.strip() for o in record["doc"]["options"]]
+
+
+def test_samples_text_from_other_doc_shapes(shared_data):
+    bbh = jagged.load(samples_file(shared_data, "samples_leaderboard_bbh_boolean")).items
+    assert bbh.set_index("item").loc["0", "text"] == "not ( True ) and ( True ) is"
+    assert bbh["options"].isna().all()  # generation task: no option list
+    wino = jagged.load(samples_file(shared_data, "pythia-2.8b_winogrande"), model_name="pythia-2.8b").items
+    row = wino.set_index("item").loc["0"]
+    assert row["text"] == "Sarah was a much better surgeon than Maria so _ always got the easier cases."
+    assert json.loads(row["options"]) == ["Sarah", "Maria"]  # option1, option2
+
+
+def test_samples_options_from_the_loglikelihood_requests_when_the_doc_has_none(tmp_path):
+    from jagged.readers.lmeval_samples import doc_text
+
+    record = {"doc_id": 0, "doc": {"stem": "no known key"},
+              "arguments": {"gen_args_0": {"arg_0": "Q: 2+2?\nA:", "arg_1": " 4"},
+                            "gen_args_1": {"arg_0": "Q: 2+2?\nA:", "arg_1": " 5"}}}
+    assert doc_text(record) == ("Q: 2+2?\nA:", '["4", "5"]')
+    huge = {"doc_id": 1, "doc": {"question": "<script>alert(1)</script>" + "x" * 1_000_000}}
+    text, options = doc_text(huge)
+    assert len(text) == 4_000 and text.endswith("…") and text.startswith("<script>") and options is None

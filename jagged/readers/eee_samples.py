@@ -17,6 +17,8 @@ EEE field                  jagged
 ``answer_attribution``     ``choice``: the extracted answer (the terminal attribution, else
                            the last), else ``output.raw`` for multiple-choice samples
 ``input.reference``        ``key``
+``input.raw``              ``text`` (else ``input.formatted``), bounded
+``input.choices``          ``options`` of multiple-choice samples (a bounded JSON list)
 ========================== ==============================================================
 
 ``choice`` and ``key`` are given for **multiple-choice** samples: those with an
@@ -46,10 +48,10 @@ import pandas as pd
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.eee import hierarchy_path, is_aggregate, parse_timestamp, read_result
 from jagged.readers.files import read_json_text
-from jagged.readers.limits import InputTooLargeError
 from jagged.readers.hierarchy import category_map
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader, records
+from jagged.readers.limits import InputTooLargeError
 from jagged.readers.metadata import metadata_domain, metadata_keys
+from jagged.readers.reader import Head, ItemRead, Parsed, Reader, records
 from jagged.readers.supersede import newest
 from jagged.text import listing, plural
 
@@ -186,6 +188,19 @@ def choice_and_key(record: dict[str, Any]) -> tuple[str | None, str | None]:
     return _option_letter(chosen, choices), key
 
 
+def sample_text(record: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The question (``input.raw``, else ``input.formatted``) and, for a multiple-choice sample (its
+    reference names one of its ``input.choices``), the options; bounded."""
+    from jagged.readers.items import cap_text, options_text
+
+    source = record.get("input") if isinstance(record.get("input"), dict) else {}
+    text = cap_text(source.get("raw")) or cap_text(source.get("formatted"))
+    choices = source.get("choices")
+    multiple_choice = isinstance(choices, list) and bool(choices) and \
+        _option_letter(source.get("reference"), choices) is not None
+    return text, (options_text(choices) if multiple_choice else None)
+
+
 def _correct(record: dict[str, Any], where: str, ranges: dict[str, tuple[float | None, float | None]]) -> float | None:
     """``evaluation.score`` in [0, 1] (mapped from a declared range), else ``is_correct``; None when absent."""
     evaluation = record.get("evaluation")
@@ -280,7 +295,7 @@ def read_file(path: Path, content: Any, *, model_name: str | None = None) -> lis
 
 @dataclass
 class _Found:
-    """Rows (model, domain, item, correct, choice, key, evaluation) and unscored sample ids."""
+    """Rows (model, domain, item, correct, choice, key, evaluation, text, options) and unscored sample ids."""
 
     rows: list[tuple] = field(default_factory=list)
     unscored: list[str] = field(default_factory=list)
@@ -324,7 +339,8 @@ def _file_rows(file: SamplesFile, *, domain_key: str | None, several: bool, foun
         if domain_key:
             domain = metadata_domain(record, domain_key, where, available)
         item = f"{file.evaluation}:{sid}" if several else sid
-        found.rows.append((file.model, domain, item, value, *choice_and_key(record), file.evaluation))
+        found.rows.append((file.model, domain, item, value, *choice_and_key(record), file.evaluation,
+                           *sample_text(record)))
 
 
 def _categories(items: pd.DataFrame, files: list[SamplesFile], domain_key: str | None, source: str
@@ -367,7 +383,7 @@ def read_samples(parsed: list[Any], *, source: str, metric: str | None = None, m
     -------
     ItemRead
         ``model, domain, item, correct, category`` and, for multiple-choice samples,
-        ``choice`` and ``key``.
+        ``choice`` and ``key``; ``text`` and ``options`` (None where a sample has none).
     """
     files = [_one_result(f, metric) for p in parsed for f in read_file(p.path, p.content, model_name=model_name)]
     winners, replaced = newest((((f.model, f.evaluation), f) for f in files), rank=lambda f: (f.stamp, str(f.path)))
@@ -384,14 +400,16 @@ def read_samples(parsed: list[Any], *, source: str, metric: str | None = None, m
                       f"out: {listing(found.unscored)}", JaggedWarning, stacklevel=3)
     if not found.rows:
         raise JaggedInputError(f"{label}: no sample has an evaluation.score or is_correct")
-    items = pd.DataFrame(found.rows, columns=["model", "domain", "item", "correct", "choice", "key", "evaluation"])
+    items = pd.DataFrame(found.rows, columns=["model", "domain", "item", "correct", "choice", "key", "evaluation",
+                                              "text", "options"])
     categories = _categories(items, used, domain_key, source)
     items["category"] = items["domain"].map(categories).astype(object).where(items["domain"].map(categories).notna(),
                                                                                None)
     if items["key"].isna().all():
         items = items.drop(columns=["choice", "key"])
     details = _details(used, files, items, replaced, domain_key)
-    items = items[[c for c in ("model", "domain", "item", "correct", "category", "choice", "key") if c in items]]
+    items = items[[c for c in ("model", "domain", "item", "correct", "category", "choice", "key", "text", "options")
+                   if c in items]]
     return ItemRead(items=items.reset_index(drop=True), categories=categories,
                     paths=list(dict.fromkeys(f.path for f in used)), model_notes={}, details=details,
                     format=FORMAT)

@@ -16,6 +16,9 @@ jagged reads one run folder, or any folder holding run folders (a suite, or seve
 * **choice** and **key** (multiple-choice runs, whose requests carry an
   ``output_mapping`` of option letters): the letter the model answered and the letter of
   the reference tagged ``correct``, from ``scenario_state.json``.
+* **text** and **options**: the instance's ``input.text`` and, for multiple-choice runs, its
+  references' texts in the order of their letters (``output_mapping``), from
+  ``scenario_state.json``, bounded (:func:`jagged.readers.items.cap_text`).
 * Several runs of one model and domain: the newest (latest request time in
   ``scenario_state.json``, else the folder's time) is used, the others are listed as
   superseded.
@@ -213,8 +216,25 @@ def _choices(run: HelmRun) -> dict[str, tuple[str | None, str | None]]:
     return out
 
 
+def _texts(run: HelmRun) -> dict[str, tuple[str | None, str | None]]:
+    """Instance id to (input text, options as a JSON list for multiple-choice requests), bounded."""
+    from jagged.readers.items import cap_text, options_text
+
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for state in run.requests:
+        instance = _dict(state.get("instance"))
+        iid = str(instance.get("id"))
+        if instance.get("perturbation") or iid in out:
+            continue
+        mapping = state.get("output_mapping")
+        options = options_text([mapping[k] for k in sorted(mapping)]) if isinstance(mapping, dict) and mapping \
+            else None
+        out[iid] = (cap_text(_dict(instance.get("input")).get("text")), options)
+    return out
+
+
 def _run_rows(run: HelmRun, metric: str | None) -> tuple[list[tuple], str, str]:
-    """(model, domain, item, correct, choice, key) of one run; its split and metric."""
+    """(model, domain, item, correct, choice, key, text, options) of one run; its split and metric."""
     split, name = _split_and_metric(run, metric)
     values: dict[str, list[float]] = {}
     for instance in run.instances:
@@ -232,9 +252,9 @@ def _run_rows(run: HelmRun, metric: str | None) -> tuple[list[tuple], str, str]:
                     raise JaggedInputError(f"{run.folder.name}/{PER_INSTANCE}: instance {iid!r}: {name} mean is "
                                            f"{str(mean)[:30]!r}, not a score in [0, 1]")
                 values.setdefault(str(iid), []).append(float(mean))
-    choices = _choices(run)
-    rows = [(run.model, run.domain, iid, sum(v) / len(v), *choices.get(iid, (None, None)))
-            for iid, v in values.items()]
+    choices, texts = _choices(run), _texts(run)
+    rows = [(run.model, run.domain, iid, sum(v) / len(v), *choices.get(iid, (None, None)),
+             *texts.get(iid, (None, None))) for iid, v in values.items()]
     return rows, split, name
 
 
@@ -257,7 +277,7 @@ def read_runs(folders: list[Path], *, source: str, metric: str | None = None, mo
     -------
     ItemRead
         ``model, domain, item, correct, category`` and, for multiple-choice runs,
-        ``choice`` and ``key``.
+        ``choice`` and ``key``; ``text`` and ``options`` (None where the run has none).
     """
     runs = [read_run(folder, model_name=model_name) for folder in folders]
     winners, replaced = newest((((r.model, r.domain), r) for r in runs), rank=lambda r: (r.stamp, str(r.folder)))
@@ -269,16 +289,17 @@ def read_runs(folders: list[Path], *, source: str, metric: str | None = None, mo
         if not found:
             raise JaggedInputError(f"{run.folder.name}/{PER_INSTANCE}: no instance has a {name} stat on the "
                                    f"{split} split")
-        rows.extend((m, d, f"{d}:{i}" if several else i, c, ch, k) for m, d, i, c, ch, k in found)
+        rows.extend((m, d, f"{d}:{i}" if several else i, *rest) for m, d, i, *rest in found)
         used_how[run.folder.name] = (split, name)
-    items = pd.DataFrame(rows, columns=["model", "domain", "item", "correct", "choice", "key"])
+    items = pd.DataFrame(rows, columns=["model", "domain", "item", "correct", "choice", "key", "text", "options"])
     paths = {r.domain: (r.scenario, r.domain) if r.domain != r.scenario else (r.domain,) for r in used}
     categories = category_map(paths, list(dict.fromkeys(p[0] for p in paths.values())))
     items["category"] = items["domain"].map(categories).astype(object).where(items["domain"].map(categories).notna(),
                                                                                None)
     if items["key"].isna().all():
         items = items.drop(columns=["choice", "key"])
-    items = items[[c for c in ("model", "domain", "item", "correct", "category", "choice", "key") if c in items]]
+    items = items[[c for c in ("model", "domain", "item", "correct", "category", "choice", "key", "text", "options")
+                   if c in items]]
     hows = sorted({f"{name} on the {split} split" for split, name in used_how.values()})
     details: dict[str, Any] = {
         "detected": f"{FORMAT} ({plural(len(used), 'run folder')})",

@@ -25,6 +25,11 @@ kept when every epoch chose the same) and ``key`` (the sample's ``target``, lett
 with ``", "`` when several are correct, as the ``choice()`` scorer joins its answer).
 Several logs of the same model and task: the newest (``eval.created``) is used and the
 others are listed as superseded (:mod:`jagged.readers.supersede`).
+
+Every item also gets its ``text``, the sample's ``input`` (a string, or the text of its user
+messages), and, for multiple-choice samples, its ``options`` (the ``choices`` list), both
+bounded (:func:`jagged.readers.items.cap_text`); an archive's samples keep only these bounded
+texts, not their transcripts.
 """
 
 from __future__ import annotations
@@ -41,12 +46,12 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.text import join_notes, listing, plural
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader
 from jagged.readers.limits import Budget, loads
 from jagged.readers.metadata import metadata_domain, metadata_keys
+from jagged.readers.reader import Head, ItemRead, Parsed, Reader
 from jagged.readers.supersede import newest
 from jagged.readers.ziparchive import MemberError, read_member
+from jagged.text import join_notes, listing, plural
 
 #: Inspect's letter grades (``inspect_ai.scorer`` CORRECT, INCORRECT, PARTIAL, NOANSWER).
 LETTER_VALUES: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -119,9 +124,41 @@ def read_eval_archive(path: Path) -> dict[str, Any]:
 
 
 def _slim(sample: dict[str, Any]) -> dict[str, Any]:
-    """Keep only what jagged reads of a sample (logs can be large)."""
+    """Keep only what jagged reads of a sample (logs can be large); its input as bounded text."""
     keep = ("id", "epoch", "scores", "score", "metadata", "error", "target", "choices")
-    return {k: sample[k] for k in keep if k in sample}
+    slim = {k: sample[k] for k in keep if k in sample}
+    slim["input"] = input_text(sample.get("input"))
+    return slim
+
+
+def _message_text(content: Any) -> str:
+    """The text of a chat message's ``content``: a string, or its ``text`` parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(part["text"] for part in content
+                         if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return ""
+
+
+def input_text(value: Any) -> str | None:
+    """A sample's ``input`` as bounded text: the string, or the text of its user messages (all messages
+    when none is from the user), joined by blank lines; None when there is none."""
+    from jagged.readers.items import cap_text
+
+    if isinstance(value, list):
+        messages = [m for m in value if isinstance(m, dict)]
+        users = [m for m in messages if m.get("role") == "user"] or messages
+        value = "\n\n".join(t for t in (_message_text(m.get("content")) for m in users) if t.strip())
+    return cap_text(value) if isinstance(value, str) else None
+
+
+def _options(sample: dict[str, Any]) -> str | None:
+    """The ``choices`` of a multiple-choice sample as the ``options`` cell (a bounded JSON list)."""
+    from jagged.readers.items import options_text
+
+    choices = sample.get("choices")
+    return options_text(choices) if isinstance(choices, list) and choices else None
 
 
 def score_to_float(value: Any) -> float | None:
@@ -349,7 +386,8 @@ def _read_run(run: InspectRun, scorer: tuple[str, str | None], *, domain_key: st
                                            f"{out.categories[domain]} and {run.task}")
                 out.categories[domain] = run.task
         item = f"{run.task}:{sid}" if several_tasks else str(sid)
-        out.rows.append((run.model, domain, item, epoch, value, *_choice_and_key(sample, score)))
+        out.rows.append((run.model, domain, item, epoch, value, *_choice_and_key(sample, score),
+                         input_text(sample.get("input")), _options(sample)))
         out.epochs.add(epoch)
     if run.status != "success":
         out.notes[run.model] = join_notes(out.notes.get(run.model), f"incomplete Inspect log (status {run.status})")
@@ -358,13 +396,18 @@ def _read_run(run: InspectRun, scorer: tuple[str, str | None], *, domain_key: st
 
 
 def _items_table(rows: list[tuple], categories: dict[str, str]) -> pd.DataFrame:
-    """One row per (model, domain, item): epochs averaged; ``choice``/``key`` for multiple-choice items.
+    """One row per (model, domain, item): epochs averaged; ``choice``/``key`` for multiple-choice items;
+    ``text`` and ``options`` (the first epoch's).
 
     ``choice`` is kept only when every epoch of the item chose the same answer.
     """
-    frame = pd.DataFrame(rows, columns=["model", "domain", "item", "epoch", "correct", "choice", "key"])
+    frame = pd.DataFrame(rows, columns=["model", "domain", "item", "epoch", "correct", "choice", "key", "text",
+                                        "options"])
     grouped = frame.groupby(["model", "domain", "item"], sort=False, as_index=False)
     items = grouped["correct"].mean()
+    texts = grouped[["text", "options"]].first()
+    for column in ("text", "options"):
+        items[column] = texts[column].astype(object).where(texts[column].notna(), None).to_numpy()
     category = items["domain"].map(categories) if categories else pd.Series(None, index=items.index)
     items["category"] = category.astype(object).where(category.notna(), None)
     if frame["key"].notna().any():
@@ -399,7 +442,8 @@ def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, mode
     Returns
     -------
     ItemRead
-        Items with ``choice`` and ``key`` columns when the samples are multiple choice.
+        Items with ``text`` and ``options``, and ``choice`` and ``key`` columns when the samples are
+        multiple choice.
     """
     runs, superseded = _newest_runs([read_log(p.content, p.path, model_name=model_name, check=False)
                                      for p in parsed])

@@ -13,7 +13,16 @@ category   optional coarser group of the domain (constant within a domain)
 choice     optional: the option the model chose (empty: no answer extracted)
 key        optional: the option scored as correct for that model
 n_options  optional: how many options the item had for that model
+text       optional: the question as the benchmark states it
+options    optional: the options, a JSON list of their texts (option k is
+           letter A + k), or any other text as written (``A) … | B) …``)
 ========== ===================================================================
+
+``text`` and ``options`` are one value per item for every model (the first non-empty one of its
+rows), bounded: a text over :data:`TEXT_MAX_CHARS` characters is cut and ends in ``…``; a JSON
+option list keeps :data:`MAX_OPTIONS` options of :data:`OPTION_MAX_CHARS` characters at most.
+Untrusted: stored as given, escaped where shown. The evaluator readers fill both where their
+format has them; a Parquet file aggregated out of core keeps no text (no item table in memory).
 
 ``choice``, ``key`` and ``n_options`` are checked by :mod:`jagged.readers.choices`
 (``correct`` must equal ``choice == key`` where a row has a key) and feed the item audit
@@ -32,6 +41,7 @@ file as SQL expressions (:func:`parquet_columns`) are here, since the item audit
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +60,17 @@ IN_MEMORY_MAX_ROWS: int = 5_000_000
 #: The item-level MMLU-Pro responses behind the bundled per-category scores (choice and key
 #: included; see ``jagged/data/PROVENANCE.md``).
 BUNDLED_ITEMS_NAME = "mmlu_pro_responses.csv.gz"
+#: MMLU-Pro's question text and options (12,032 items; see ``jagged/data/PROVENANCE.md``), read lazily,
+#: only for the items a report lists (:func:`load_bundled_item_text`).
+BUNDLED_TEXT_NAME = "mmlu_pro_item_text.csv.gz"
+#: The optional text columns of an item table (one value per item).
+TEXT_COLUMNS: tuple[str, ...] = ("text", "options")
+#: Longest text kept per item (characters); longer ones are cut and end in :data:`ELLIPSIS`.
+TEXT_MAX_CHARS: int = 4_000
+#: Longest option text kept in a JSON option list, and the most options kept.
+OPTION_MAX_CHARS: int = 1_000
+MAX_OPTIONS: int = 26
+ELLIPSIS = "…"
 
 
 def load_bundled_items() -> Dataset:
@@ -151,7 +172,8 @@ def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset:
         Columns ``model``, ``domain``, ``item`` (str), ``correct`` (float64) and
         ``category`` (object, None when unknown), in input order; then ``choice`` and
         ``key`` (object, None when empty) and ``n_options`` (float64, NaN when empty),
-        each only when the input has it.
+        then ``text`` and ``options`` (object, one value per item, None when the item has
+        none; bounded, see the module docstring), each only when the input has it.
 
     Raises
     ------
@@ -178,6 +200,7 @@ def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset:
     table = pd.DataFrame({"model": model.to_numpy(), "domain": domain.to_numpy(), "item": item.to_numpy(),
                           "correct": correct, "category": category}, index=frame.index)
     table = _with_answers(table, frame, source, line_offset)
+    table = _with_text(table, frame)
     _check_duplicates(table, source, line_offset)
     _check_item_domains(table, source, line_offset)
     _check_categories(table, source, line_offset)
@@ -201,6 +224,116 @@ def _with_answers(table: pd.DataFrame, frame: pd.DataFrame, source: str, line_of
     table = table.assign(**extra)
     choices.check_answers(table, source, line_offset)
     return table
+
+
+def cap_text(value: Any, limit: int = TEXT_MAX_CHARS) -> str | None:
+    """One text, stripped; a longer one than ``limit`` keeps ``limit - 1`` characters and ends in ``…``.
+
+    Numbers are written as text; anything else, and empty text, gives None.
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    text = str(value).strip()
+    if not text:
+        return None
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + ELLIPSIS
+
+
+def options_text(options: Any) -> str | None:
+    """A list of option texts as the ``options`` cell: a JSON list (option k is letter A + k), bounded.
+
+    Parameters
+    ----------
+    options : list
+        Option texts (strings or numbers; an object with a ``text`` field gives that text).
+        A JSON list given as a string is read first; other text is kept as written (cut at
+        :data:`TEXT_MAX_CHARS`).
+
+    Returns
+    -------
+    str or None
+        ``json.dumps`` of at most :data:`MAX_OPTIONS` options of at most :data:`OPTION_MAX_CHARS`
+        characters each (an empty option stays ``""``, keeping the letters); None without options.
+    """
+    if isinstance(options, str):
+        stripped = options.strip()
+        if not stripped.startswith("["):
+            return cap_text(stripped)
+        try:
+            options = json.loads(stripped)
+        except ValueError:
+            return cap_text(stripped)
+    if not isinstance(options, (list, tuple)) or not options:
+        return None
+    texts = []
+    for option in list(options)[:MAX_OPTIONS]:
+        if isinstance(option, dict):
+            option = option.get("text", option.get("value"))
+        texts.append(cap_text(option, OPTION_MAX_CHARS) or "")
+    if not any(texts):
+        return None
+    return json.dumps(texts, ensure_ascii=False)
+
+
+def _first_per_item(item: pd.Series, values: pd.Series) -> pd.Series:
+    """The first non-empty value of every item (index: item), as text stripped of surrounding space."""
+    text = values.astype("string").str.strip()
+    return text.where(text != "").groupby(item.to_numpy(), sort=False).first().astype(object)
+
+
+def _with_text(table: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """Add the optional ``text`` and ``options`` columns: one bounded value per item, the first non-empty one."""
+    present = [c for c in TEXT_COLUMNS if c in frame.columns]
+    if not present:
+        return table
+    extra = {}
+    for column in present:
+        per_item = _first_per_item(table["item"], frame[column])  # one value per item: loops run over items
+        bounded = per_item.map(options_text if column == "options" else cap_text)
+        values = table["item"].map(bounded)
+        extra[column] = values.astype(object).where(values.notna(), None)
+    return table.assign(**extra)
+
+
+def item_texts(items: pd.DataFrame) -> pd.DataFrame:
+    """The ``text`` and ``options`` of a validated item table, one row per item (index ``item``; None where
+    the table lacks the column or the item a value; no rows when the table has neither column)."""
+    first = (items if any(c in items.columns for c in TEXT_COLUMNS) else items.iloc[:0]).drop_duplicates("item")
+    return pd.DataFrame({c: first[c].to_numpy(dtype=object) if c in first else None for c in TEXT_COLUMNS},
+                        index=pd.Index(first["item"].to_numpy(dtype=object), name="item"))
+
+
+def load_bundled_item_text(item_ids: Any = None) -> pd.DataFrame:
+    """MMLU-Pro's question text and options for some items (bundled, Apache-2.0; see ``jagged/data/PROVENANCE.md``).
+
+    Parameters
+    ----------
+    item_ids : iterable of str, optional
+        The items wanted (ids as in the bundled responses); default: all 12,032.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``item`` (str); ``text`` (the question) and ``options`` (a JSON list of the
+        option texts, option k being letter A + k), bounded as :func:`validate_items`
+        bounds them. Items without text are absent.
+
+    Notes
+    -----
+    Only the three columns needed are parsed and only the wanted rows kept (the whole file: about 0.1 s).
+    """
+    from jagged.resources import data_dir
+
+    table = pd.read_csv(data_dir() / BUNDLED_TEXT_NAME, usecols=["item_id", "question", "options"])
+    ids = table["item_id"].astype(str)
+    if item_ids is not None:
+        keep = ids.isin({str(i) for i in item_ids}).to_numpy()
+        table, ids = table[keep], ids[keep]
+    return pd.DataFrame({"text": table["question"].map(cap_text).to_numpy(dtype=object),
+                         "options": table["options"].map(options_text).to_numpy(dtype=object)},
+                        index=pd.Index(ids.to_numpy(dtype=object), name="item"))
 
 
 def _check_duplicates(table: pd.DataFrame, source: str, line_offset: int | None) -> None:

@@ -5,6 +5,12 @@ Each line of ``samples_<task>_<timestamp>.jsonl`` is one document of one leaf ta
 and the task, read from the file name, is the domain (or a field of ``doc`` named by
 ``domain_key``). The model name and group structure come from the ``results_<ts>.json``
 written beside it by the same run (read with :mod:`jagged.readers.lmeval_results`).
+
+The item's ``text`` is the first of :data:`DOC_TEXT_KEYS` that ``doc`` has as text, else the
+prompt of its first request (``arguments``); its ``options`` are the first of
+:data:`DOC_OPTION_KEYS` that ``doc`` has as a list (``choices.text`` too, as ARC stores it;
+``option1``, ``option2`` … as Winogrande does), else the continuations of a multiple-choice
+task's loglikelihood requests. Both are bounded (:func:`jagged.readers.items.cap_text`).
 """
 
 from __future__ import annotations
@@ -48,6 +54,50 @@ SAMPLE_RESERVED: frozenset[str] = frozenset({
     "doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "doc_hash", "prompt_hash",
     "target_hash", "filter", "metrics",
 })
+
+#: ``doc`` fields holding the question, in the order tried (lm-eval task configs name them freely).
+DOC_TEXT_KEYS: tuple[str, ...] = ("question", "Question", "query", "problem", "input", "sentence", "prompt",
+                                  "ctx", "goal", "premise", "context", "text")
+#: ``doc`` fields holding the options as a list, in the order tried.
+DOC_OPTION_KEYS: tuple[str, ...] = ("options", "choices", "endings", "answers")
+
+
+def _requests(record: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """(context, continuation) of every request: ``{"gen_args_0": {"arg_0": …, "arg_1": …}}`` or ``[[…, …]]``."""
+    args = record.get("arguments")
+    if isinstance(args, dict):
+        pairs = [(a.get("arg_0"), a.get("arg_1")) for a in args.values() if isinstance(a, dict)]
+    elif isinstance(args, list) and args and all(isinstance(a, list) for a in args):
+        pairs = [(a[0] if a else None, a[1] if len(a) > 1 else None) for a in args]
+    else:
+        pairs = [(args[0], args[1] if len(args) > 1 else None)] if isinstance(args, list) and args else []
+    return [(c[0] if isinstance(c, list) and c else c, x) for c, x in pairs]
+
+
+def doc_text(record: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The question and the options (a JSON list) of one samples record, bounded; None where it has none."""
+    from jagged.readers.items import cap_text, options_text
+
+    doc = record.get("doc") if isinstance(record.get("doc"), dict) else {}
+    text = next((t for t in (cap_text(doc.get(k)) for k in DOC_TEXT_KEYS if isinstance(doc.get(k), str)) if t),
+                None)
+    requests = _requests(record)
+    if text is None and requests:
+        text = cap_text(requests[0][0])
+    options = None
+    for key in DOC_OPTION_KEYS:
+        value = doc.get(key)
+        if isinstance(value, dict):  # ARC: {"text": [...], "label": [...]}
+            value = value.get("text")
+        if isinstance(value, list) and value and all(isinstance(v, (str, int, float)) for v in value):
+            options = options_text(value)
+            break
+    if options is None and "option1" in doc:
+        options = options_text([doc[f"option{k}"] for k in range(1, 27) if f"option{k}" in doc])
+    if options is None and len(requests) > 1 and all(isinstance(x, str) for _, x in requests):
+        options = options_text([x for _, x in requests])  # a multiple-choice task: one request per option
+    return text, options
+
 
 def is_samples(content: Any) -> bool:
     """Whether parsed JSON is lm-eval samples: records (a list, or one object) with a ``doc_id``."""
@@ -186,6 +236,8 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
     Returns
     -------
     ItemRead
+        ``model, domain, item, correct, text, options, category`` and, for multiple-choice
+        tasks, ``choice`` and ``key``.
     """
     wanted = [t.strip() for t in str(task).split(",") if t.strip()] if task else []
     entries = _samples_entries(parsed, wanted, model_name)
@@ -224,7 +276,9 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
             domains = [task_name] * len(records)
         # item ids must be unique across domains: doc_id restarts at 0 in every task
         item_ids = [f"{task_name}:{i}" for i in ids] if several_tasks else [str(i) for i in ids]
-        frame = pd.DataFrame({"model": model, "domain": domains, "item": item_ids, "correct": values})
+        texts = [doc_text(r) for r in records]
+        frame = pd.DataFrame({"model": model, "domain": domains, "item": item_ids, "correct": values,
+                              "text": [t for t, _ in texts], "options": [o for _, o in texts]})
         answers, _ = lmeval_choices(records, field_name)  # multiple choice: argmax of the loglikelihoods, target
         if answers is not None:
             frame = frame.assign(**answers)

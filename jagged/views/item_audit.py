@@ -6,7 +6,8 @@ columns of :mod:`jagged.stats.item_audit`.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,101 @@ from jagged.text import plural
 
 #: Items per domain in the evidence table of the report.
 TOP_PER_DOMAIN = 3
+#: Column of the strongest models' choices in :func:`item_listing` (CSV / JSON of ``jagged items``).
+STRONGEST_COLUMN = "top_models_chose"
+
+
+def strongest_choices(items: pd.DataFrame, models: Sequence[str], item_ids: Any = None,
+                      keys: pd.Series | None = None) -> pd.Series:
+    """What the given models answered on each item, most common answer first.
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        An item table (``model``, ``item``, ``correct`` and optionally ``choice``).
+    models : sequence of str
+        The models, strongest first (:func:`jagged.analysis.strongest_models`); listed in this order.
+    item_ids : iterable, optional
+        Only these items.
+    keys : pandas.Series, optional
+        Item → key; the answer equal to an item's key is marked ``(key)``.
+
+    Returns
+    -------
+    pandas.Series
+        Index ``item``; text such as ``"C (key): m1, m2; B: m3; no answer: m4"``. Answers are
+        the ``choice`` letters (``no answer`` when empty), or without a ``choice`` column
+        ``right`` / ``wrong`` / ``partial``. Items none of the models has are absent.
+    """
+    rank = {m: k for k, m in enumerate(models)}
+    rows = items[items["model"].isin(list(rank))]
+    if item_ids is not None:
+        rows = rows[rows["item"].isin(list(item_ids))]
+    if "choice" in rows.columns:
+        label = rows["choice"].astype(object).where(rows["choice"].notna(), "no answer").astype(str)
+        if keys is not None:
+            key = rows["item"].map(keys)
+            label = label.where(label != key.astype(object), label + " (key)")
+    else:
+        correct = rows["correct"].to_numpy(dtype=float)
+        label = pd.Series(np.where(correct >= 1, "right", np.where(correct <= 0, "wrong", "partial")),
+                          index=rows.index)
+    frame = pd.DataFrame({"item": rows["item"].to_numpy(dtype=object), "label": label.to_numpy(dtype=object),
+                          "model": rows["model"].to_numpy(dtype=object),
+                          "rank": rows["model"].map(rank).to_numpy()}).sort_values(["item", "rank"], kind="mergesort")
+    groups = frame.groupby(["item", "label"], sort=False).agg(models=("model", ", ".join), n=("model", "size"),
+                                                              first=("rank", "min")).reset_index()
+    groups = groups.sort_values(["item", "n", "first"], ascending=[True, False, True], kind="mergesort")
+    parts = groups["label"] + ": " + groups["models"]
+    return parts.groupby(groups["item"].to_numpy(), sort=False).agg("; ".join).rename_axis("item")
+
+
+def options_cell(options: Any, key: Any = None) -> str | None:
+    """An ``options`` cell for reading: ``"A) … | B) … (key) | …"`` from a JSON list; other text as it is."""
+    if not isinstance(options, str):
+        return None
+    try:
+        texts = json.loads(options) if options.startswith("[") else None
+    except ValueError:
+        texts = None
+    if not isinstance(texts, list):
+        return options
+    letters = [chr(ord("A") + k) for k in range(len(texts))]
+    return " | ".join(f"{letter}) {text}" + (" (key)" if letter == key else "") for letter, text in zip(letters, texts))
+
+
+def item_listing(audit: ItemAudit, *, text: pd.DataFrame | None = None, choices: pd.Series | None = None,
+                 top: int | None = None) -> pd.DataFrame:
+    """The audit table of ``jagged items`` with the items' text: one row per item, most suspicious first.
+
+    Parameters
+    ----------
+    audit : ItemAudit
+        The audit.
+    text : pandas.DataFrame, optional
+        Index item; ``text`` and ``options`` (:func:`jagged.readers.items.item_texts`).
+    choices : pandas.Series, optional
+        Index item; what the strongest models chose (:func:`strongest_choices`).
+    top : int, optional
+        Only the ``top`` most suspicious items.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`jagged.stats.item_audit.item_audit`, then ``text``, ``options``
+        (as stored: a JSON list of the option texts, option k being letter A + k) and
+        :data:`STRONGEST_COLUMN`, each only when given.
+    """
+    table = audit.items.head(top) if top else audit.items
+    extra = {}
+    if text is not None:
+        for column in ("text", "options"):
+            values = table["item"].map(text[column]) if column in text else pd.Series(None, index=table.index)
+            extra[column] = values.astype(object).where(values.notna(), None)
+    if choices is not None:
+        values = table["item"].map(choices)
+        extra[STRONGEST_COLUMN] = values.astype(object).where(values.notna(), None)
+    return table.assign(**extra) if extra else table
 
 
 def flag_table(audit: ItemAudit) -> pd.DataFrame:
@@ -62,7 +158,8 @@ DOMAIN_TABLE_FORMATS: dict[str, str] = {"share flagged": "{:.0%}",
                                         **{name.replace("_", " "): "{:.0%}" for name in REVIEW_FLAGS}}
 
 
-def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN) -> pd.DataFrame:
+def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN, *, text: pd.DataFrame | None = None,
+              choices: pd.Series | None = None) -> pd.DataFrame:
     """The most suspicious items of every domain with their evidence (report table).
 
     Parameters
@@ -71,14 +168,23 @@ def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN) -> pd.DataFram
         The audit.
     per_domain : int
         Items per domain.
+    text : pandas.DataFrame, optional
+        Index item; ``text`` and ``options`` of (at least) the listed items
+        (``Analysis.item_text``).
+    choices : pandas.Series, optional
+        Index item; what the strongest models chose (:func:`strongest_choices`).
 
     Returns
     -------
     pandas.DataFrame
         Domains in the order of their most suspicious item, then by rank: ``domain``,
-        ``item``, ``rank``, ``p_correct``, ``discrimination`` (r_rest), ``strong models
-        chose`` (the upper group's most chosen option and its share), ``key`` (with every
-        key when they differ), ``likely answer`` and ``flags``.
+        ``item``, ``rank``, with ``text``: ``question`` and ``options`` (``A) … | B) …``,
+        the key's option marked ``(key)``); ``p_correct``, ``discrimination`` (r_rest),
+        ``strong models chose`` (the upper group's most chosen option and its share), with
+        ``choices``: ``top models chose`` (each of the strongest models' answer); ``key``
+        (with every key when they differ), ``likely answer`` and ``flags``. Text is as
+        given (untrusted): :func:`jagged.views.display.show_table` escapes it and folds a
+        long cell into a ``<details>``.
     """
     items = audit.items
     top = items.groupby("domain", sort=False).head(per_domain)
@@ -88,13 +194,21 @@ def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN) -> pd.DataFram
     strong = [("—" if pd.isna(c) else f"{c} ({s:.0%})") for c, s in zip(top["strong_choice"],
                                                                        top["strong_choice_share"])]
     key = [("—" if pd.isna(k) else (str(ks) if ks else str(k))) for k, ks in zip(top["key"], top["keys"])]
-    return pd.DataFrame({
-        "domain": top["domain"].to_numpy(dtype=object), "item": top["item"].to_numpy(dtype=object),
-        "rank": top["suspicion_rank"].to_numpy(), "p_correct": top["p_correct"].to_numpy(dtype=float),
-        "discrimination": top["r_rest"].to_numpy(dtype=float), "strong models chose": strong, "key": key,
-        "likely answer": top["likely_key"].fillna("—").to_numpy(dtype=object),
-        "flags": top["flags"].str.replace("_", " ").to_numpy(dtype=object),
-    })
+    columns: dict[str, Any] = {"domain": top["domain"].to_numpy(dtype=object),
+                               "item": top["item"].to_numpy(dtype=object), "rank": top["suspicion_rank"].to_numpy()}
+    if text is not None:
+        question = top["item"].map(text["text"]) if "text" in text else pd.Series(None, index=top.index)
+        options = top["item"].map(text["options"]) if "options" in text else pd.Series(None, index=top.index)
+        columns["question"] = question.astype(object).where(question.notna(), None).to_numpy(dtype=object)
+        columns["options"] = [options_cell(o, k) for o, k in zip(options, top["key"])]
+    columns.update({"p_correct": top["p_correct"].to_numpy(dtype=float),
+                    "discrimination": top["r_rest"].to_numpy(dtype=float), "strong models chose": strong})
+    if choices is not None:
+        chose = top["item"].map(choices)
+        columns["top models chose"] = chose.astype(object).where(chose.notna(), None).to_numpy(dtype=object)
+    columns.update({"key": key, "likely answer": top["likely_key"].fillna("—").to_numpy(dtype=object),
+                    "flags": top["flags"].str.replace("_", " ").to_numpy(dtype=object)})
+    return pd.DataFrame(columns)
 
 
 def sensitivity_table(sensitivity: pd.DataFrame) -> pd.DataFrame:
