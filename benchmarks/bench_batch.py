@@ -26,9 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from jagged.report.batch import plan_batch, run_batch
 from jagged.readers.load import BUNDLED_SCORES
 from jagged.report import run_report
+from jagged.report.batch import plan_batch, run_batch
 from jagged.stats.weights import BUNDLED_PROFILES
 
 ANALYSIS = {"weights": str(BUNDLED_PROFILES), "profiles": (), "missing_weight": "error", "bootstrap": 2000,

@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import pandas as pd  # noqa: E402
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from test_fuzz import any_file, damaged, inspect_log, lmeval_results  # noqa: E402
 
 import jagged  # noqa: E402
 from jagged.errors import JaggedInputError, JaggedWarning  # noqa: E402
-from test_fuzz import any_file, damaged, inspect_log, lmeval_results  # noqa: E402
 
 
 def draw_examples(strategy: st.SearchStrategy, n: int, seed_value: int) -> list[Any]:

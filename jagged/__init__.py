@@ -9,6 +9,7 @@ Python API
 >>> dep = jagged.deployment_metrics(scores, weights)   # dep_score, wedge, wedge_bound, ranks
 >>> noise = jagged.sampling_noise(scores)   # noise_share, cv_error_corrected, noise_flag
 >>> ci = jagged.bootstrap_intervals(scores, n_boot=2000, seed=0)   # <stat>_lo / <stat>_hi
+>>> dataset = jagged.load(jagged.data_path("mmlu_pro_responses.csv.gz"))   # bundled item-level responses
 
 The names are imported on first use (PEP 562), so ``import jagged.cli`` stays light and
 ``jagged report`` can start its kernel before pandas is even imported.
@@ -17,6 +18,7 @@ The names are imported on first use (PEP 562), so ``import jagged.cli`` stays li
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jagged.errors import JaggedInputError, JaggedWarning
@@ -35,25 +37,57 @@ _LAZY: dict[str, str] = {
     "structure": "jagged.stats.structure", "relative_jaggedness": "jagged.stats.relative",
     "compare": "jagged.stats.compare",
 }
+#: subpackages imported on first use (``jagged.plots.cv_vs_macro`` after ``import jagged``)
+_SUBMODULES = ("plots",)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from jagged.options import AnalysisOptions
     from jagged.analysis import analyse, metrics_table
-    from jagged.stats.compare import compare
-    from jagged.stats.relative import relative_jaggedness
-    from jagged.stats.deployment import deployment_metrics
-    from jagged.stats.item_audit import item_audit
-    from jagged.stats.structure import structure
+    from jagged.options import AnalysisOptions
     from jagged.readers.dataset import Dataset
     from jagged.readers.load import BUNDLED_SCORES, load, load_scores
-    from jagged.stats.metrics import cv_error, jaggedness
     from jagged.readers.table import summarize, validate_scores
     from jagged.stats.bootstrap import bootstrap_intervals
+    from jagged.stats.compare import compare
+    from jagged.stats.deployment import deployment_metrics
+    from jagged.stats.item_audit import item_audit
+    from jagged.stats.metrics import cv_error, jaggedness
+    from jagged.stats.relative import relative_jaggedness
+    from jagged.stats.structure import structure
     from jagged.stats.uncertainty import sampling_noise
     from jagged.stats.weights import resolve_profiles
 
 
+def data_path(name: str = "mmlu_pro_per_category.csv") -> Path:
+    """The path of a data file bundled with jagged (works from any install, not only the source tree).
+
+    Parameters
+    ----------
+    name : str
+        ``"mmlu_pro_per_category.csv"`` (the per-category scores, :data:`BUNDLED_SCORES`),
+        ``"mmlu_pro_responses.csv.gz"`` (the item-level responses behind them) or
+        ``"profiles_mmlu_pro.csv"`` (illustrative deployment profiles).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    JaggedInputError
+        No bundled file of that name (the message lists them).
+    """
+    from jagged.resources import data_dir
+
+    folder = data_dir()
+    available = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix in (".csv", ".gz"))
+    if name not in available:
+        raise JaggedInputError(f"no bundled data file {name!r} (bundled: {', '.join(available)})")
+    return folder / name
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"jagged.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'jagged' has no attribute {name!r}")
@@ -63,11 +97,12 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
 __all__ = [
-    "AnalysisOptions", "BUNDLED_SCORES", "Dataset", "analyse", "compare", "item_audit", "metrics_table",
+    "AnalysisOptions", "BUNDLED_SCORES", "Dataset", "analyse", "compare", "data_path", "plots", "item_audit",
+    "metrics_table",
     "relative_jaggedness", "structure", "JaggedInputError", "JaggedWarning", "__version__", "bootstrap_intervals",
     "cv_error", "deployment_metrics", "jaggedness", "load", "load_scores", "resolve_profiles",
     "sampling_noise", "summarize", "validate_scores",

@@ -91,16 +91,27 @@ class Analysis:
                          decomposition=self.decomposition)
 
     @cached_property
+    def item_source(self) -> Dataset | None:
+        """What the item audit reads (:func:`jagged.stats.item_audit.audit_source`), loaded once."""
+        from jagged.stats.item_audit import audit_source
+
+        return audit_source(self.dataset, bundled=self.bundled)
+
+    @cached_property
     def item_audit(self) -> Any:
         """The item audit (:func:`jagged.stats.item_audit.audit_items`), None without item-level results.
 
         For the bundled per-category scores it audits the bundled item-level responses behind
         them (the same scores), so every other number of the report stays as it was.
         """
-        from jagged.stats.item_audit import audit_items, audit_source
+        from jagged.stats.item_audit import audit_items
 
-        source = audit_source(self.dataset, bundled=self.bundled)
+        source = self.item_source
         return None if source is None else audit_items(source)
+
+    def item_text(self, item_ids: Any = None) -> pd.DataFrame | None:
+        """The question text and options of some items (:func:`item_text`), None when there is none."""
+        return item_text(self.item_source, item_ids, bundled=self.bundled)
 
     @cached_property
     def item_sensitivity(self) -> pd.DataFrame | None:
@@ -146,6 +157,29 @@ class Analysis:
         return {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles,
                 "items": self.has_items, "decomposition": decomposable(self.dataset.scores)}
 
+    def __repr__(self) -> str:
+        """One line: the size of the input, its source and the options (cheap: computes nothing)."""
+        scores = self.dataset.scores
+        o = self.options
+        what = [f"bootstrap={o.bootstrap}"] + ([f"profiles={list(o.profiles)}"] if o.profiles else []) + (
+            [f"weights={Path(o.weights).name!r}"] if o.weights else [])
+        return (f"<Analysis: {scores['model'].nunique():,} models x {scores['domain'].nunique():,} domains from "
+                f"{self.dataset.source!r}{' (bundled)' if self.bundled else ''}; {', '.join(what)}>")
+
+    def _repr_html_(self) -> str:
+        """A small summary table for notebooks (every value escaped)."""
+        import html
+
+        scores = self.dataset.scores
+        on = [name for name, applies in self.sections.items() if applies]
+        rows = [("input", str(self.dataset.source) + (" (bundled)" if self.bundled else "")),
+                ("models", f"{scores['model'].nunique():,}"), ("domains", f"{scores['domain'].nunique():,}"),
+                ("bootstrap", str(self.options.bootstrap)),
+                ("sections that apply", ", ".join(on) or "none"),
+                ("tables", ".table, .weights, .structure, .item_audit, .decomposition")]
+        body = "".join(f"<tr><th scope=\"row\">{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+        return f'<table class="jagged-summary"><caption>Analysis</caption><tbody>{body}</tbody></table>'
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """How a notebook shows the analysis: a one-line summary, and :attr:`sections` as JSON.
 
@@ -162,7 +196,56 @@ class Analysis:
         return {"text/plain": text, SECTIONS_MIME: applies}
 
 
-def analyse(scores: str | Path | None = None, *, example_profiles: bool = False, **options: Any) -> Analysis:
+def item_text(source: Dataset | None, item_ids: Any = None, *, bundled: bool = False) -> pd.DataFrame | None:
+    """The question text and options of some items: from the item table, or for the bundled data MMLU-Pro's.
+
+    Parameters
+    ----------
+    source : Dataset or None
+        What the item audit reads (``Analysis.item_source``).
+    item_ids : iterable, optional
+        Only these items (default: all).
+    bundled : bool
+        The bundled data: when the item table has no text, MMLU-Pro's bundled question text
+        is joined by item id, read for the wanted items only
+        (:func:`jagged.readers.items.load_bundled_item_text`).
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        Index ``item``; ``text`` and ``options`` (a JSON list of option texts); None when
+        neither the items nor the bundled data have text (e.g. Parquet aggregated out of core).
+    """
+    from jagged.readers.items import TEXT_COLUMNS, item_texts, load_bundled_item_text
+
+    items = None if source is None else source.items
+    if items is not None and any(c in items.columns for c in TEXT_COLUMNS):
+        texts = item_texts(items)
+        return texts if item_ids is None else texts[texts.index.isin([str(i) for i in item_ids])]
+    return load_bundled_item_text(item_ids) if bundled else None
+
+
+def strongest_models(scores: pd.DataFrame, n: int = 5) -> list[str]:
+    """The ``n`` models with the highest macro score (:func:`jagged.stats.metrics.jaggedness`), ties by name.
+
+    Whose answers the item lists show beside each question. With one domain the macro score
+    is that domain's score (jaggedness itself needs two).
+    """
+    import warnings
+
+    from jagged.errors import JaggedInputError, JaggedWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JaggedWarning)  # models with one domain: their CV, not their score
+        try:
+            table = jaggedness(scores)[["model", "macro_score"]]
+        except JaggedInputError:
+            table = scores.rename(columns={"score": "macro_score"})[["model", "macro_score"]]
+    table = table.sort_values(["macro_score", "model"], ascending=[False, True], kind="mergesort")
+    return table["model"].drop_duplicates().head(n).astype(str).tolist()
+
+
+def analyse(scores: str | Path | None = None, *, example_profiles: bool = True, **options: Any) -> Analysis:
     """Load an input and prepare its analysis.
 
     Parameters
@@ -170,8 +253,9 @@ def analyse(scores: str | Path | None = None, *, example_profiles: bool = False,
     scores : str or pathlib.Path, optional
         Any input :func:`jagged.load` reads; ``None`` or ``""``: the bundled MMLU-Pro data.
     example_profiles : bool
-        For the bundled data without ``weights``, use its illustrative profiles (as the
-        reports do; see :func:`jagged.stats.weights.report_weights`).
+        For the bundled data without ``weights``, use its illustrative profiles, as the
+        reports do (default; see :func:`jagged.stats.weights.report_weights`), so that
+        ``analyse()`` shows what ``jagged report`` shows. Other inputs are not affected.
     **options
         Options by name (:mod:`jagged.options`): loader, analysis and display options.
         ``""`` and ``None`` mean "not given".
@@ -247,7 +331,8 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
         Always after ``cv_error``: ``cv_error_corrected``, ``noise_share``,
         ``p_equal_error``, ``noise_flag`` (:func:`jagged.stats.uncertainty.add_noise`; flagged
         models say so in ``note``). With at least two domain categories:
-        ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
+        ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With
+        ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
         after ``cv_error``, ``macro_score``, ``dep_score`` and ``wedge``, plus
         ``interval_method`` and ``interval_note`` (:func:`jagged.stats.bootstrap.add_intervals`).
         Always before those and ``note``: ``model_effect``, ``relative_jaggedness`` (with its

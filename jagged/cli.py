@@ -206,6 +206,14 @@ def validate(scores: str, **kwargs: Any) -> None:
     from jagged.views.summary import describe
 
     check_inputs(scores, kwargs)
+    if not kwargs.get("collection"):
+        from jagged.readers.eee_collection import datastore_collections
+        from jagged.views.summary import collections_text
+
+        found = datastore_collections(Path(scores))
+        if len(found) > 1:  # a datastore root: list what it holds instead of refusing
+            click.echo(collections_text(scores, found))
+            return
     dataset = load(scores, **opts.load_kwargs(kwargs))
     click.echo(describe(dataset))
 
@@ -225,17 +233,27 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
 
     One row per item: difficulty (p_correct), discrimination (r_rest, ul_index), the
     distractors when the table has choice and key columns, the named flags and the
-    suspicion score with its rank (see the README). Without SCORES: the bundled
-    MMLU-Pro responses. A summary goes to stderr.
+    suspicion score with its rank (see the README); then the question (text) and its
+    options (a JSON list, option k being letter A + k) where the input has them, and what
+    the five models with the highest macro score answered (top_models_chose). Without
+    SCORES: the bundled MMLU-Pro responses and questions. A summary goes to stderr.
     """
+    from jagged.analysis import item_text, strongest_models
     from jagged.readers.items import load_bundled_items
     from jagged.readers.load import load
     from jagged.stats.item_audit import audit_items
+    from jagged.views import item_audit as item_views
 
     check_inputs(scores, kwargs)
     dataset = load(scores, **opts.load_kwargs(kwargs)) if scores else load_bundled_items()
     audit = audit_items(dataset, rest=rest)
-    table = audit.items.head(top) if top else audit.items
+    listed = audit.items["item"].head(top) if top else None
+    choices = None
+    if dataset.items is not None:
+        choices = item_views.strongest_choices(dataset.items, strongest_models(dataset.scores), listed,
+                                               keys=audit.items.set_index("item")["key"])
+    table = item_views.item_listing(audit, text=item_text(dataset, listed, bundled=not scores), choices=choices,
+                                    top=top)
     write_table(table, output)
     n, flagged = len(audit.items), int(audit.items["flagged"].sum())
     click.echo(f"jagged: {n:,} items from {audit.n_models} models; {flagged:,} ({flagged / n:.1%}) carry a review "
@@ -307,9 +325,9 @@ def _report_from_parameters(params_file: str | None, notebook: str | None, score
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Worker processes, each with one warm kernel (default: the number of CPUs).")
 @click.option("--models", "--model", "models", multiple=True, metavar="M",
-              help="Report on this model only (repeatable; default: every model).")
+              help="Report on this model only (repeatable; default: every model; every model is still read).")
 @click.option("--force", is_flag=True, help="Rebuild reports that are up to date.")
-@input_options
+@opts.cli_options(opts.LOAD, exclude=("models",))  # --models chooses the reports here (the load option's flag)
 @analysis_options
 @guarded
 def batch(scores: str | None, out_dir: str, jobs: int | None, models: tuple[str, ...], force: bool,

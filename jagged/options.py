@@ -173,7 +173,7 @@ def _options() -> tuple[Option, ...]:
                              "the only one"),
         Option("where", LOAD, "list", (), "Tables: keep only the rows whose COLUMN equals VALUE (repeatable; "
                "all must hold), before the duplicate check: --where release=2024-08-31.", metavar="COLUMN=VALUE",
-               notebook_help='row filters "COLUMN=VALUE", all of which must hold; [] means every row'),
+               notebook_help="row filters as --where takes them (all must hold); [] means every row"),
         Option("models", LOAD, "list", (), "Read only this model (repeatable; default: every model). In batch: "
                "the models to write reports for, every model still read.", metavar="M",
                notebook_help="models to read; [] means every model"),

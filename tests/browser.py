@@ -166,3 +166,43 @@ def contrast(a: str, b: str) -> float:
     """WCAG contrast ratio of two computed colours."""
     la, lb = sorted((luminance(a), luminance(b)), reverse=True)
     return (la + 0.05) / (lb + 0.05)
+
+
+#: Overflow on the page: the document's width against the viewport, and every table or figure
+#: wider than its box without a scrolling wrapper (``.table-wrap``/``.table-scroll``) to hold it.
+OVERFLOW_JS = """() => {
+  const box = el => el.getBoundingClientRect();
+  const viewport = document.documentElement.clientWidth;
+  const out = {viewport, scrollWidth: document.documentElement.scrollWidth, tables: [], figures: [], wrappers: []};
+  for (const t of document.querySelectorAll('main table, .lead table')) {
+    const wrap = t.closest('.table-wrap, .table-scroll');
+    const holder = wrap || t.parentElement;
+    if (!wrap && t.scrollWidth > holder.clientWidth + 1)
+      out.tables.push({caption: (t.caption || {}).textContent || '', width: t.scrollWidth, box: holder.clientWidth});
+  }
+  for (const w of document.querySelectorAll('.table-wrap, .table-scroll'))
+    if (box(w).right > viewport + 1) out.wrappers.push({label: w.getAttribute('aria-label'), right: box(w).right});
+  for (const img of document.querySelectorAll('main img, .lead img'))
+    if (box(img).right > viewport + 1 || img.getBoundingClientRect().width > img.parentElement.clientWidth + 1)
+      out.figures.push({alt: img.alt.slice(0, 60), right: box(img).right});
+  return out;
+}"""
+
+#: Text boxes in the glance box (the list items and any headings or cells in it) that overlap another.
+GLANCE_OVERLAP_JS = """() => {
+  const els = Array.from(document.querySelectorAll('.lead h2, .lead li, .lead th, .lead td, .lead p'));
+  const rects = els.map(e => e.getBoundingClientRect());
+  const lead = document.querySelector('.lead');
+  const hits = [];
+  for (let i = 0; i < rects.length; i++) {
+    if (lead && rects[i].right > lead.getBoundingClientRect().right + 1)
+      hits.push({outside: els[i].textContent.slice(0, 60)});
+    for (let j = i + 1; j < rects.length; j++) {
+      if (els[i].contains(els[j]) || els[j].contains(els[i])) continue;
+      const a = rects[i], b = rects[j];
+      if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
+        hits.push({a: els[i].textContent.slice(0, 40), b: els[j].textContent.slice(0, 40)});
+    }
+  }
+  return {count: els.length, hits};
+}"""

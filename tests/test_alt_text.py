@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import jagged
-from jagged.views import alt_text
 from jagged.plots.labels import plain, shorten
+from jagged.views import alt_text
 
 
 @pytest.fixture(scope="module")

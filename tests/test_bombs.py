@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
+from clitools import assert_bad_input, run_cli
 
 import jagged
-from clitools import assert_bad_input, run_cli
 from jagged.readers import items as items_module
 from jagged.readers import limits
 from jagged.readers.limits import InputTooLargeError

@@ -16,9 +16,20 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browser import (
+    ARTIFACTS,
+    COLOURS_JS,
+    HEADINGS_JS,
+    IMAGES_JS,
+    TOC_TARGETS_JS,
+    chromium,
+    contrast,
+    luminance,
+    open_page,
+    require_chromium,
+    screenshot,
+)
 
-from browser import (ARTIFACTS, COLOURS_JS, HEADINGS_JS, IMAGES_JS, TOC_TARGETS_JS, chromium, contrast, luminance, open_page,
-                     require_chromium, screenshot)
 from jagged import report
 
 CHROMIUM = require_chromium()
@@ -344,3 +355,81 @@ def test_long_names_leave_the_numbers_in_view_and_rows_short(browser, long_names
     tallest = max(found["heights"])
     assert tallest <= 2 * found["lineHeight"] + 12, (tallest, found["lineHeight"])  # two lines and padding
     assert not log.console_errors and not log.remote_requests
+
+
+# --- issue 18: nothing cut off or stacked, at a desktop and a phone width -----------------------
+
+from browser import GLANCE_OVERLAP_JS, OVERFLOW_JS  # noqa: E402
+
+WIDTHS = (1400, 390)
+LONG_NAME = "organisation-with-a-long-name/" + "model-" * 12 + "instruct-v2.1-preview-2026-11-30"
+
+
+@pytest.fixture(scope="module")
+def thousand_models(tmp_path_factory) -> Path:
+    """A 1,000-model x 14-domain report with item counts, one model with a 100-character name."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(18)
+    models = [f"org-{i // 50:02d}/model-{i:04d}" for i in range(999)] + [LONG_NAME]
+    domains = [f"domain_{d:02d}" for d in range(14)]
+    level = rng.normal(0.6, 0.12, len(models))[:, None]
+    difficulty = rng.normal(0, 0.1, len(domains))[None, :]
+    own = rng.normal(0, rng.uniform(0.01, 0.12, len(models)))[:, None] * rng.normal(0, 1, (1, len(domains)))
+    n_items = rng.integers(80, 1200, len(domains))
+    truth = np.clip(level - difficulty + own, 0.02, 0.98)
+    score = rng.binomial(np.broadcast_to(n_items, truth.shape), truth) / n_items
+    folder = tmp_path_factory.mktemp("thousand")
+    frame = pd.DataFrame({"model": np.repeat(models, len(domains)), "domain": np.tile(domains, len(models)),
+                          "score": score.ravel(), "n_items": np.tile(n_items, len(models))})
+    frame.to_csv(folder / "scores.csv", index=False)
+    return report.jaggedness_report(folder / "scores.csv", folder / "thousand.html", bootstrap=20)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("which", ["cross_model", "thousand_models"])
+def test_no_table_or_figure_overflows_and_no_glance_text_overlaps(browser, request, which, width):
+    path = request.getfixturevalue(which)
+    with open_page(browser, path, width=width, height=900) as (page, log):
+        overflow = page.evaluate(OVERFLOW_JS)
+        glance = page.evaluate(GLANCE_OVERLAP_JS)
+        screenshot(page, f"{which}_{width}", full_page=False)
+        screenshot(page, f"{which}_{width}_full")
+    assert overflow["scrollWidth"] <= overflow["viewport"], overflow  # the page never scrolls sideways
+    assert overflow["tables"] == [], overflow["tables"]  # a wide table scrolls inside its wrapper
+    assert overflow["wrappers"] == [] and overflow["figures"] == [], overflow
+    assert glance["count"] >= 3 and glance["hits"] == [], glance
+
+
+def test_a_wide_table_scrolls_inside_its_box_at_phone_width(browser, cross_model):
+    with open_page(browser, cross_model, width=390) as (page, log):
+        wide = page.evaluate("""() => Array.from(document.querySelectorAll('.table-wrap, .table-scroll'))
+            .filter(w => w.scrollWidth > w.clientWidth + 1)
+            .map(w => ({label: w.getAttribute('aria-label'), overflow: getComputedStyle(w).overflowX}))""")
+    assert wide, "at 390 px some table must be wider than the page (the per-model table)"
+    assert all(w["overflow"] == "auto" for w in wide), wide
+
+
+def test_the_thousand_model_figures_label_the_extremes_without_overlap():
+    """The plots' own label-overlap check (matplotlib's renderer) at 1,000 models."""
+    import numpy as np
+    import pandas as pd
+
+    import jagged.plots
+    from jagged.views.overview import ends  # noqa: F401 - the cut the plots use
+
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame({"model": [f"org/model-{i:04d}" for i in range(1000)],
+                          "macro_score": rng.uniform(0.2, 0.9, 1000), "cv_error": rng.uniform(0.05, 0.5, 1000)})
+    table["mean_error"] = 1 - table["macro_score"]
+    ax = jagged.plots.cv_vs_macro(table)
+    figure = ax.figure
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    texts = [t for t in ax.texts if t.get_visible() and t.get_text()]
+    assert 0 < len(texts) <= 20  # the extremes, not everyone
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    overlaps = [(texts[i].get_text(), texts[j].get_text()) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+                if boxes[i].overlaps(boxes[j])]
+    assert overlaps == []

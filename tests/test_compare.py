@@ -5,13 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from compare_pairs import hand_pair, items_dataset, mmlu_pro_pair, scores_dataset
 from scipy import stats as sps
 
-from compare_pairs import hand_pair, items_dataset, mmlu_pro_pair, scores_dataset
 from jagged.errors import JaggedInputError
-from jagged.stats.compare import (METHOD_BINOMIAL, METHOD_DOMAINS, METHOD_ITEMS, added_removed, common_scope,
-                                  compare, compare_models, kendall_tau_rows, paired_replicates, rank_changes,
-                                  side_statistics)
+from jagged.stats.compare import (
+    METHOD_BINOMIAL,
+    METHOD_DOMAINS,
+    METHOD_ITEMS,
+    added_removed,
+    common_scope,
+    compare,
+    compare_models,
+    kendall_tau_rows,
+    paired_replicates,
+    rank_changes,
+    side_statistics,
+)
 from jagged.stats.deployment import deployment_metrics
 from jagged.stats.metrics import jaggedness
 

@@ -9,18 +9,25 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
+from conftest import BUNDLED
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jagged
 from jagged.analysis import AnalysisOptions, metrics_table
-from jagged.stats.deployment import (DEPLOYMENT_COLUMNS, NOTE_EQUAL_WEIGHTS, deployment_metrics, drift_bound_curve,
-                               exposure_profile, kendall_tau, most_reordered_profile, rank_agreement,
-                               rank_change_table)
+from jagged.stats.deployment import (
+    DEPLOYMENT_COLUMNS,
+    NOTE_EQUAL_WEIGHTS,
+    deployment_metrics,
+    drift_bound_curve,
+    exposure_profile,
+    kendall_tau,
+    most_reordered_profile,
+    rank_agreement,
+    rank_change_table,
+)
 from jagged.stats.metrics import METRIC_COLUMNS
 from jagged.stats.weights import BUNDLED_PROFILES, resolve_profiles
-
-from conftest import BUNDLED
 
 
 def _long(scores: dict[str, list[float]]) -> pd.DataFrame:

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from clitools import assert_bad_input
 from conftest import BUNDLED
+
 from jagged.errors import JaggedInputError
 from jagged.fileio import atomic_write_text
 from jagged.report.run import check_destination

@@ -11,10 +11,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import BUNDLED
 
 import jagged
 from jagged.views import display, overview
-from conftest import BUNDLED
 
 HOSTILE = '<script>alert("x")</script> & co'
 
@@ -163,7 +163,7 @@ def test_long_tables_scroll_in_a_labelled_region(monkeypatch):
     monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append(a[0]))
     display.show_table(pd.DataFrame({"model": range(display.SCROLL_ROWS)}), caption="short")
     display.show_table(pd.DataFrame({"model": range(display.SCROLL_ROWS + 1)}), caption='long "<x>"')
-    assert shown[0]["text/html"].startswith("<table")
+    assert shown[0]["text/html"].startswith('<div class="table-wrap" role="region" tabindex="0" aria-label="short">')
     assert shown[1]["text/html"].startswith(
         '<div class="table-scroll" role="region" tabindex="0" aria-label="long &quot;&lt;x&gt;&quot;">')
 
@@ -235,3 +235,78 @@ def test_table_limit_keeps_the_ends_and_says_what_was_left_out():
     assert block.index("m04") < block.index('class="cut"') < block.index("m45")
     whole = display.table_block(frame, caption="Per model", limit=60)
     assert 'class="cut"' not in whole and len(re.findall(r'<th scope="row">', whole)) == 50
+
+
+def test_a_very_long_cell_collapses_into_details_with_its_start_and_the_whole_text():
+    superseded = "superseded:" + "/".join(f"run-{i:04d}" for i in range(150))  # 1,500 characters, no space
+    page = display.table_html(pd.DataFrame({"model": ["m"], "files": [superseded]}), row_header=False)
+    cell = re.findall(r"<td>(.*?)</td>", page, flags=re.S)[1]
+    assert cell.startswith('<details class="long-cell"><summary>' + superseded[:display.COLLAPSE_SHOWN])
+    assert f"({len(superseded):,} characters)" in cell
+    # the whole text is inside, unchanged (no <wbr/>, nothing cut)
+    assert re.search(r'<span class="wrap">(.*?)</span></details>', cell).group(1) == superseded
+    short = "x" * display.COLLAPSE_MIN
+    assert "<details" not in display.table_html(pd.DataFrame({"model": [short]}))
+
+
+def test_a_note_repeated_on_many_rows_is_said_once_under_the_table():
+    common = "intervals are binomial from n_items"
+    frame = pd.DataFrame({"model": list("abcde"), "cv_error": [0.1, 0.2, 0.3, 0.4, 0.5],
+                          "note": [common, f"incomplete; {common}", common, "", f"{common}; 3 domains"]})
+    page = display.table_html(frame)
+    assert page.count(common) == 1
+    assert re.findall(r"<td>([^<]*)</td>", page) == ["[1]", "incomplete; [1]", "[1]", "", "[1]; 3 domains"]
+    assert page.endswith(f'<ol class="table-notes">\n<li value="1">{common}</li>\n</ol>')
+    # a note on a minority of rows (or on fewer than REPEAT_MIN) stays in its row
+    few = frame.assign(note=["x", "x", "", "", ""])
+    assert "table-notes" not in display.table_html(few)
+    text, notes = display.shared_notes(display.format_table(few))
+    assert notes == [] and text["note"].tolist() == ["x", "x", "", "", ""]
+
+
+def test_show_metrics_carries_the_table_as_json_records_for_report_json(monkeypatch, dataset):
+    import json
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append(a[0]))
+    table = jagged.jaggedness(dataset.scores)
+    table.loc[0, "cv_error"] = float("nan")
+    display.show_metrics(table)
+    records = shown[0][display.RECORD_MIME]["metrics"]
+    assert len(records) == len(table) and records[0]["cv_error"] is None
+    assert records[1]["cv_error"] == pytest.approx(table["cv_error"].iloc[1])
+    json.dumps(records, allow_nan=False)  # plain JSON: no NaN, no numpy scalars
+
+
+def test_a_title_wider_than_a_narrow_heatmap_is_wrapped_inside_the_figure(dataset):
+    from jagged.plots import dispersion
+
+    scores = dataset.scores[dataset.scores["domain"].isin(sorted(dataset.scores["domain"].unique())[:3])]
+    ax = dispersion.error_heatmap(scores, jagged.jaggedness(scores))
+    title = ax.get_title(loc="left")
+    display.figure_png(ax)  # lays the figure out as the report does
+    wrapped = ax.get_title(loc="left")
+    assert "\n" in wrapped and wrapped.replace("\n", " ") == title  # the same words, on more lines
+    renderer = ax.figure.canvas.get_renderer()
+    box = next(t for t in ax.get_children() if getattr(t, "get_text", None) and t.get_text() == wrapped
+               ).get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= ax.figure.bbox.x1 and box.y1 <= ax.figure.bbox.y1
+
+
+def test_point_labels_that_would_overlap_are_hidden_first_drawn_first_kept():
+    from matplotlib.text import Text
+
+    from jagged.plots import deployment
+
+    n = 30  # every model on nearly the same spot, one profile: the 8 largest |wedge| get labels
+    table = pd.DataFrame({"model": [f"model-{i:02d}" for i in range(n)], "profile": "p",
+                          "macro_score": 0.5 + np.arange(n) * 1e-4, "dep_score": 0.4 + np.arange(n) * 1e-4,
+                          "wedge": 0.1 + np.arange(n) * 1e-3})
+    ax = deployment.macro_vs_dep(table)
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    labels = [t for t in ax.texts if t.get_gid() == "model-label"]
+    shown = [t for t in labels if t.get_visible()]
+    assert len(labels) == 8 and len(shown) == 1 and shown[0].get_text() == "model-29"  # the largest wedge
+    boxes = [Text.get_window_extent(t, renderer) for t in shown]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])

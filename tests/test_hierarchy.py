@@ -8,9 +8,9 @@ import pytest
 from matplotlib.axes import Axes
 
 import jagged
-from jagged.stats import hierarchy
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.plots.hierarchy import category_strip
+from jagged.stats import hierarchy
 
 
 def table(rows: list[tuple[str, str, float, str | None]]) -> pd.DataFrame:

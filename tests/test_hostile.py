@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from browser import chromium, luminance, open_page, require_chromium, screenshot
 from click.testing import CliRunner
 
-from browser import chromium, luminance, open_page, require_chromium, screenshot
 from jagged.cli import main
 
 CHROMIUM = require_chromium()

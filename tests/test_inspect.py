@@ -140,6 +140,16 @@ def test_domain_key_from_metadata(tmp_path):
                      fragments=("sample 5", "no metadata key 'subject'", "subject, topic"))
 
 
+def test_domain_key_value_in_two_tasks_says_how_to_proceed(tmp_path):
+    """The same --domain-key value in two tasks' logs: one line naming both tasks and the two ways on."""
+    law = [sample(1, "C", metadata={"subject": "law"}), sample(2, "I", metadata={"subject": "bio"})]
+    write_json(tmp_path / "logs" / "a.json", make_log(law, task="quiz"))
+    write_json(tmp_path / "logs" / "b.json", make_log(law, task="exam"))
+    assert_bad_input("metrics", tmp_path / "logs", "--domain-key", "subject",
+                     fragments=("occurs in tasks", "quiz", "exam", "read the tasks separately",
+                                "leave out --domain-key"))
+
+
 def test_several_scorers_need_a_choice(tmp_path):
     samples = [sample(i, v) for i, v in enumerate("CIC")]
     for s, extra in zip(samples, ["I", "I", "C"]):

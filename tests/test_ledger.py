@@ -5,14 +5,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from compare_pairs import DATA, bundled_file_split, hand_pair, mmlu_pro_pair, release_keys
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportions_ztest
 
-from compare_pairs import DATA, bundled_file_split, hand_pair, mmlu_pro_pair, release_keys
 from jagged.errors import JaggedInputError
-from jagged.stats.ledger import (benjamini_hochberg, item_ledger, item_status, noise_floor, paired_items,
-                                 rescore_by_domain, rescore_by_model, run_noise)
+from jagged.stats.ledger import (
+    benjamini_hochberg,
+    item_ledger,
+    item_status,
+    noise_floor,
+    paired_items,
+    rescore_by_domain,
+    rescore_by_model,
+    run_noise,
+)
 
 
 @pytest.fixture(scope="module")

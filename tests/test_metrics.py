@@ -8,14 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
+from conftest import BUNDLED
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jagged
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.stats.metrics import METRIC_COLUMNS, NOTE_FEW_DOMAINS, NOTE_NO_ERRORS
-
-from conftest import BUNDLED
 
 
 def _long(scores: dict[str, list[float]]) -> pd.DataFrame:

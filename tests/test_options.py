@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from jagged import options as opts
+from jagged.analysis import analyse, analyse_notebook
 from jagged.cli import main
 from jagged.report.notebooks import find_notebook, notebook_parameters
-from jagged.analysis import analyse, analyse_notebook
 
 #: Notebook defaults that differ on purpose from the CLI's.
 NOTEBOOK_DEFAULTS = {"model_report": {"bootstrap": 0}}
@@ -71,7 +71,8 @@ def test_analyse_takes_the_notebook_parameters_and_rejects_unknown_options():
     analysis = analyse_notebook(namespace)
     assert analysis.bundled and analysis.options.weights  # the bundled data's example profiles
     assert analysis.display["max_models"] == 10 and analysis.sections["profiles"]
-    assert not analyse(bootstrap=0).sections["profiles"]  # the Python API adds no example profiles
+    assert analyse(bootstrap=0).sections["profiles"]  # the Python API mirrors the report: example profiles
+    assert not analyse(bootstrap=0, example_profiles=False).sections["profiles"]
     with pytest.raises(TypeError, match="unknown option"):
         analyse(bootstrp=0)
 

@@ -22,10 +22,10 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
+from clitools import assert_bad_input, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clitools import assert_bad_input, run_cli
 from jagged import options as opts
 from jagged.errors import JaggedInputError
 from jagged.report.execution import _check_cell, execute, parameters_source

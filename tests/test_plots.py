@@ -11,11 +11,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import BUNDLED
 from matplotlib.text import Text
 
 import jagged
 from jagged.plots import dispersion
-from conftest import BUNDLED
 
 
 @pytest.fixture(scope="module")

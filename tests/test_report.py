@@ -15,13 +15,13 @@ from pathlib import Path
 import nbformat
 import pytest
 from click.testing import CliRunner
-
-from jagged import report
-from jagged.errors import JaggedInputError
-from jagged.cli import main
 from conftest import BUNDLED
 
-OWN_OPTIONS = {"scores", "output", "title", "show_code", "params_file", "notebook"}
+from jagged import report
+from jagged.cli import main
+from jagged.errors import JaggedInputError
+
+OWN_OPTIONS = {"scores", "output", "title", "show_code", "params_file", "notebook", "sections"}  # page choices
 
 
 @pytest.fixture(scope="module")

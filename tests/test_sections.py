@@ -5,11 +5,22 @@ from __future__ import annotations
 import re
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from jagged import report
-from jagged.report.sections import SectionFilter, cell_sections, sections_record
 from jagged.analysis import SECTIONS_MIME
+from jagged.errors import JaggedInputError
+from jagged.report.notebooks import find_notebook
+from jagged.report.sections import (
+    CHOICES,
+    SectionFilter,
+    cell_blocks,
+    cell_sections,
+    heading_section,
+    parse_sections,
+    sections_record,
+)
 
 
 def tagged(cell, *tags):
@@ -86,3 +97,69 @@ def test_a_notebook_without_lead_cells_starts_with_the_provenance():
     body = report.render(nb, title="T")
     assert body.index('<details class="provenance">') < body.index('class="toc"') < body.index("Only section")
     assert 'class="lead"' not in body
+
+
+# --------------------------------------------------------------------------- --sections
+
+
+def test_parse_sections_keeps_report_order_and_names_unknown_ones_in_one_line():
+    assert parse_sections(None) is None and parse_sections(" ") is None
+    assert parse_sections("noise, Glance,noise") == ("glance", "noise")
+    with pytest.raises(JaggedInputError) as error:
+        parse_sections("glance,nosie,tables")
+    message = str(error.value)
+    assert "\n" not in message and message.startswith("--sections: unknown sections 'nosie', 'tables'")
+    assert "(known: " + ", ".join(CHOICES) + ")" in message
+
+
+def test_every_cell_of_the_report_notebook_belongs_to_a_known_section():
+    nb = nbformat.read(str(find_notebook("jaggedness_report")), as_version=4)
+    blocks = cell_blocks(nb.cells)
+    headings = [c.source.lstrip().splitlines()[0] for c in nb.cells
+                if c.cell_type == "markdown" and c.source.lstrip().startswith("## ")]
+    # every "##" heading is named (tagged, the lead, or in HEADINGS): a new one must be added there
+    for cell, block in zip(nb.cells, blocks):
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith("## "):
+            assert block in CHOICES, cell.source.splitlines()[0]
+    assert len(headings) >= 10
+    # only the cells before the first heading (title, parameters, the analysis) are in no section
+    first = next(i for i, b in enumerate(blocks) if b is not None)
+    assert all(b is None for b in blocks[:first]) and all(b in CHOICES for b in blocks[first:])
+    assert "analysis = analyse_notebook(globals())" in "".join(c.source for c in nb.cells[:first])
+    # the always-on blocks and every optional section are reachable
+    assert {"glance", "data", "metrics", "overview", "noise", "meaning", "hierarchy", "profiles", "items",
+            "decomposition"} <= set(blocks)
+
+
+def test_heading_section_matches_untagged_headings_by_prefix():
+    assert heading_section("## Jaggedness per model\n\ntext") == "metrics"
+    assert heading_section("### a subheading") is None and heading_section("text") is None
+    assert heading_section("## Something new") == ""
+
+
+def test_the_filter_keeps_only_the_chosen_sections_and_the_cells_before_the_first_heading():
+    nb = executed({"noise": True, "hierarchy": True})
+    nb.cells.insert(4, new_markdown_cell("## Jaggedness per model"))
+    out, resources = SectionFilter().preprocess(nb, {"jagged": {"sections": ["noise"]}})
+    sources = [c.source for c in out.cells]
+    assert sources == ["# Notebook title", "analysis", "## Noise section", "noise"]
+    assert resources["jagged_sections"]["removed"] == []  # both apply; they were not chosen
+    out, _ = SectionFilter().preprocess(executed({"noise": True}), {"jagged": {"sections": None}})
+    assert "## Noise section" in [c.source for c in out.cells] and "glance" in [c.source for c in out.cells]
+
+
+def test_records_for_report_json_never_reach_the_page_but_their_outputs_do():
+    from jagged.views.display import RECORD_MIME
+
+    nb = executed({"noise": True, "hierarchy": True})
+    nb.cells[3].outputs[0]["data"][RECORD_MIME] = {"glance": [{"label": "secret-record"}]}
+    page = report.render(nb, title="t")
+    assert "finding one" in page and "secret-record" not in page
+
+
+def test_without_provenance_chosen_the_page_has_no_provenance_block():
+    nb = executed({"noise": True, "hierarchy": False})
+    page = report.render(nb, title="t", facts=[("input", "x.csv")], sections=["glance", "noise"])
+    assert 'class="provenance"' not in page and "noise table" in page and "finding one" in page
+    page = report.render(nb, title="t", facts=[("input", "x.csv")], sections=["provenance"])
+    assert 'class="provenance"' in page and "noise table" not in page and "finding one" not in page

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+from test_batch import index_rows, plan_as_cli, write_scores
 
 from jagged.report.batch_plan import up_to_date
 from jagged.report.debris import make_workdir
 from jagged.report.slug import unique_slugs
-from test_batch import index_rows, plan_as_cli, write_scores
 
 JAGGED = [sys.executable, "-m", "jagged.cli"]
 N_MODELS = 24

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from compare_pairs import hand_pair, items_dataset, scores_dataset
 from matplotlib.colors import to_hex
 
-from compare_pairs import hand_pair, items_dataset, scores_dataset
-from jagged.plots.compare import BEYOND_COLOR, NO_INTERVAL_COLOR, WITHIN_COLOR, a_against_b, delta_forest
 from jagged.analysis import SECTIONS_MIME
+from jagged.plots.compare import BEYOND_COLOR, NO_INTERVAL_COLOR, WITHIN_COLOR, a_against_b, delta_forest
 from jagged.stats.compare import compare
 from jagged.stats.ledger import item_ledger
 from jagged.views import compare as views

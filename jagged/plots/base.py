@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from functools import lru_cache
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,16 +20,47 @@ def check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None
 
 
 def new_axes(width: float, height: float) -> Axes:
-    """One Axes on a new figure of this size (inches), with constrained layout.
+    """One Axes on a new figure of this size (inches), with constrained layout that fits its titles.
 
     Constrained layout measures the drawn texts (tick labels, titles, legends outside the
     axes, colour bars) and sizes the margins to them, so nothing is cut off whatever the
-    names; the figure keeps the size asked for.
+    names; the figure keeps the size asked for. A title wider than the room right of its
+    axes' left edge is wrapped onto more lines (:func:`title_fitting_layout`).
     """
     import matplotlib.pyplot as plt
 
-    _, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    figure, ax = plt.subplots(figsize=(width, height))
+    figure.set_layout_engine(title_fitting_layout()())
     return ax
+
+
+@lru_cache(maxsize=None)
+def title_fitting_layout() -> type:
+    """The layout engine class of :func:`new_axes` (made on first use: matplotlib is imported lazily)."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    class TitleFittingLayout(ConstrainedLayoutEngine):
+        """Constrained layout; then a title running past the figure's edge is wrapped (and the layout
+        redone), and point labels that would overlap an earlier one are hidden
+        (:func:`jagged.plots.labels.declutter`).
+
+        Layout engines are matplotlib's public extension point for this
+        (:class:`matplotlib.layout_engine.LayoutEngine`); the second pass runs only when a
+        title was wrapped (:func:`jagged.plots.labels.fit_titles`).
+        """
+
+        def execute(self, fig: Any) -> Any:
+            from jagged.plots.labels import declutter, fit_titles
+
+            result = super().execute(fig)
+            get_renderer = getattr(fig.canvas, "get_renderer", None)
+            if get_renderer is not None:
+                if fit_titles(fig, get_renderer()):
+                    result = super().execute(fig)
+                declutter(fig, get_renderer())
+            return result
+
+    return TitleFittingLayout
 
 
 def grid_mesh(ax: Axes, values: np.ndarray, *, cmap: Colormap, vmin: float, vmax: float, gid: str) -> QuadMesh:

@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.plots.base import check_columns as _check_columns, new_axes as _new_axes
+from jagged.plots.base import check_columns as _check_columns
+from jagged.plots.base import new_axes as _new_axes
 from jagged.plots.labels import distinct_labels, legend_columns, plain
 from jagged.views.overview import ends
 

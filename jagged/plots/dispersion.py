@@ -31,10 +31,21 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.views.overview import (LABEL_ALL_MAX, LABEL_ENDS, ends, error_matrix, left_out, median_errors,
-                                   model_order, others_label, per_model)
-from jagged.plots.base import check_columns as _check_columns, grid_mesh, new_axes as _new_axes
+from jagged.plots.base import check_columns as _check_columns
+from jagged.plots.base import grid_mesh
+from jagged.plots.base import new_axes as _new_axes
 from jagged.plots.labels import distinct_labels, plain
+from jagged.views.overview import (
+    LABEL_ALL_MAX,
+    LABEL_ENDS,
+    ends,
+    error_matrix,
+    left_out,
+    median_errors,
+    model_order,
+    others_label,
+    per_model,
+)
 
 #: Colour of the per-domain points and of the heatmap's scale.
 POINT_COLOR = "#3b6ea8"

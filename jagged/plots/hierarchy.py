@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.plots.base import check_columns as _check_columns, new_axes
+from jagged.plots.base import check_columns as _check_columns
+from jagged.plots.base import new_axes
 from jagged.plots.labels import plain
 
 LEAF_COLOR = "#3b6ea8"

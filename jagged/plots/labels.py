@@ -113,3 +113,86 @@ def plain(text: str, limit: int | None = LABEL_MAX) -> str:
     """
     text = str(text) if limit is None else shorten(text, limit)
     return text.replace("$", r"\$")
+
+
+def fit_titles(figure: "object", renderer: "object") -> bool:
+    """Wrap every axes title that runs past the figure's right edge onto more lines.
+
+    A left-aligned title starts at its axes' left edge, which long tick labels push to the
+    right; a heatmap of three domains is narrow. Each line gets as many words as fit
+    between the title's start and the figure's edge.
+
+    Parameters
+    ----------
+    figure : matplotlib.figure.Figure
+        A laid-out figure.
+    renderer : matplotlib.backend_bases.RendererBase
+        The renderer that measures the texts.
+
+    Returns
+    -------
+    bool
+        Whether a title was wrapped (the figure then needs laying out again).
+    """
+    import textwrap
+
+    from matplotlib.text import Text
+
+    right = figure.bbox.x1 - 2.0
+    changed = False
+    for ax in figure.axes:
+        titles = {ax.get_title(loc=loc) for loc in ("left", "center", "right")} - {""}
+        for child in ax.get_children():
+            if not isinstance(child, Text) or child.get_text() not in titles:
+                continue
+            box = child.get_window_extent(renderer)
+            if box.x1 <= right or box.width <= 0:
+                continue
+            room = right - max(box.x0, figure.bbox.x0)
+            text = child.get_text()
+            longest = max(len(line) for line in text.splitlines())
+            width = max(12, int(longest * room / box.width) - 1)
+            child.set_text("\n".join(textwrap.fill(line, width) for line in text.splitlines()))
+            changed = True
+    return changed
+
+
+#: Group ids of the point labels :func:`declutter` thins out (first drawn, first kept).
+POINT_LABELS = ("model-label",)
+
+
+def declutter(figure: "object", renderer: "object", gids: Sequence[str] = POINT_LABELS) -> int:
+    """Hide every point label that would overlap one drawn before it (labels never stacked).
+
+    The plots label the extremes first (most and least jagged, largest wedge), so the
+    labels that stay are the ones that matter; the points themselves all stay.
+
+    Parameters
+    ----------
+    figure : matplotlib.figure.Figure
+        A laid-out figure.
+    renderer : matplotlib.backend_bases.RendererBase
+        The renderer that measures the texts.
+    gids : sequence of str
+        Group ids of the labels to thin out.
+
+    Returns
+    -------
+    int
+        How many labels were hidden.
+    """
+    from matplotlib.text import Text
+
+    hidden = 0
+    for ax in figure.axes:
+        kept = []
+        for child in ax.get_children():
+            if not isinstance(child, Text) or child.get_gid() not in gids or not child.get_visible():
+                continue
+            box = Text.get_window_extent(child, renderer)  # the text's own box (an annotation's leader line aside)
+            if any(box.overlaps(other) for other in kept):
+                child.set_visible(False)
+                hidden += 1
+            else:
+                kept.append(box)
+    return hidden

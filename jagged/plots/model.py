@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from jagged.plots.base import check_columns as _check_columns, new_axes
 from matplotlib.axes import Axes
+
+from jagged.plots.base import check_columns as _check_columns
+from jagged.plots.base import new_axes
 
 MODEL_COLOR = "#c0504d"
 FIELD_COLOR = "#8fa9c8"

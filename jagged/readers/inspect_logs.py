@@ -47,7 +47,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.limits import Budget, loads
-from jagged.readers.metadata import metadata_domain, metadata_keys
+from jagged.readers.metadata import domain_clash, metadata_domain, metadata_keys
 from jagged.readers.reader import Head, ItemRead, Parsed, Reader
 from jagged.readers.supersede import newest
 from jagged.readers.ziparchive import MemberError, read_member
@@ -382,8 +382,7 @@ def _read_run(run: InspectRun, scorer: tuple[str, str | None], *, domain_key: st
             domain = metadata_domain(sample, domain_key, where, available)
             if several_tasks:
                 if out.categories.get(domain, run.task) != run.task:
-                    raise JaggedInputError(f"{source}: domain {domain!r} ({domain_key}) occurs in tasks "
-                                           f"{out.categories[domain]} and {run.task}")
+                    raise domain_clash(source, domain, domain_key, out.categories[domain], run.task)
                 out.categories[domain] = run.task
         item = f"{run.task}:{sid}" if several_tasks else str(sid)
         out.rows.append((run.model, domain, item, epoch, value, *_choice_and_key(sample, score),

@@ -18,8 +18,15 @@ from typing import Any, Mapping, Sequence
 import jagged
 from jagged import options as opts
 from jagged.errors import JaggedInputError
-from jagged.report.notebooks import (DEFAULT_OUTPUT, MODEL_NOTEBOOK, REPORT_NOTEBOOK, default_title, default_values,
-                                     find_notebook, notebook_name)
+from jagged.report.notebooks import (
+    DEFAULT_OUTPUT,
+    MODEL_NOTEBOOK,
+    REPORT_NOTEBOOK,
+    default_title,
+    default_values,
+    find_notebook,
+    notebook_name,
+)
 
 PACKAGE_DIR = Path(jagged.__file__).resolve().parent
 #: Folder of the per-model reports inside the batch folder.
@@ -202,9 +209,9 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
         Bad input, an unknown model, an output folder that is a file.
     """
     from jagged.analysis import metrics_table
-    from jagged.readers.load import load as load_dataset
     from jagged.readers.dataset import sha256_file
-    from jagged.report.jaggedness import input_facts, input_subtitle
+    from jagged.readers.load import load as load_dataset
+    from jagged.report.facts import input_facts, input_subtitle
     from jagged.report.rendering import version_facts
     from jagged.report.slug import output_path, unique_slugs
     from jagged.stats.weights import report_weights

@@ -18,7 +18,6 @@ from typing import Any, Sequence
 
 from jagged.report.batch_plan import MODELS_DIR, Job, Outcome, Plan
 
-
 _KERNEL: Any = None
 #: Seconds between a worker's checks that the batch process that started it still runs.
 PARENT_POLL_SECONDS = 0.2
@@ -100,8 +99,8 @@ def run_job(job: Job) -> Outcome:
     failure cannot leave anything behind for the next report.
     """
     global _KERNEL
-    from jagged.report.kernel import WarmKernel
     from jagged.report.execution import ReportError
+    from jagged.report.kernel import WarmKernel
     from jagged.report.run import run_report
 
     started = time.perf_counter()

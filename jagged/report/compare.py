@@ -212,7 +212,7 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     ReportError
         The notebook failed.
     """
-    from jagged.report.jaggedness import input_facts
+    from jagged.report.facts import input_facts
     from jagged.report.rendering import version_facts
     from jagged.report.rerun import check_input_path
     from jagged.report.run import check_destination, run_report

@@ -1,9 +1,12 @@
-"""``jagged report``: the cross-model jaggedness report, and reruns from stored parameters.
+"""``jagged report``: the cross-model jaggedness report and reruns from stored parameters.
 
 :func:`jaggedness_report` validates the input in this process (so bad input fails fast),
 gathers the provenance and runs ``notebooks/jaggedness_report.ipynb`` with
 :func:`jagged.report.run.run_report`; :func:`report_from_parameters` does the same from
 a parameter set stored in an earlier report (``jagged report --params``).
+
+Beside every report the run writes its key numbers (``NAME.json``, see
+:mod:`jagged.report.record`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from jagged import options as opts
 from jagged.errors import JaggedWarning
 from jagged.report.execution import KERNEL_NAME
+from jagged.report.facts import input_facts, input_subtitle
 from jagged.report.notebooks import (
     COMPARE_NOTEBOOK,
     DEFAULT_OUTPUT,
@@ -31,56 +35,7 @@ from jagged.report.rerun import StoredRun, check_input_path, read_parameters
 from jagged.report.run import check_destination, run_report
 
 
-def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str]]:
-    """Provenance rows of a loaded dataset: file name(s) with SHA-256, counts.
-
-    Parameters
-    ----------
-    dataset : jagged.Dataset
-        The loaded input.
-    bundled : bool
-        Whether it is the data bundled with jagged.
-
-    Returns
-    -------
-    list of (label, value, kind)
-    """
-    from jagged.readers.dataset import sha256_file
-    from jagged.readers.table import summarize
-
-    rows: list[tuple[str, str, str]] = []
-    paths = [Path(p) for p in dataset.paths]
-    name = dataset.source + (" (bundled with jagged)" if bundled else "")
-    rows.append(("input", name, ""))
-    if len(paths) == 1 and paths[0].is_file():
-        rows.append(("input SHA-256", sha256_file(paths[0]), "hash"))
-    else:
-        shown = [p for p in paths if p.is_file()][:20]
-        for path in shown:
-            rows.append((f"SHA-256 of {path.name}", sha256_file(path), "hash"))
-        if len(paths) > len(shown):
-            rows.append(("other files", f"{len(paths) - len(shown)} more (see the executed notebook)", ""))
-    facts = summarize(dataset.scores)
-    rows.append(("scores (rows)", str(facts["rows"]), ""))
-    rows.append(("models", str(facts["models"]), ""))
-    rows.append(("domains", str(facts["domains"]), ""))
-    return rows
-
-
-def input_subtitle(dataset: Any, facts: Sequence[Sequence[str]]) -> str:
-    """The line under a cross-model report's title: ``"29 models × 14 domains from SOURCE"``.
-
-    Parameters
-    ----------
-    dataset : jagged.Dataset
-        The loaded input.
-    facts : sequence of (label, value, kind)
-        Its :func:`input_facts` (the counts are read from them).
-    """
-    counts = {row[0]: row[1] for row in facts}
-    return f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
-
-
+#: The first key of every REPORT.json jagged writes, and its value (the format's version).
 def validate_input(scores: str | Path | None, options: Mapping[str, Any]) -> Any:
     """Load and analyse the input here, before any kernel starts, so bad input fails fast.
 
@@ -129,7 +84,9 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     **options
         Notebook parameters of the same name: loader options (``score_scale``, ...),
         analysis options (``weights``, ``profiles``, ``missing_weight``, ...) and display
-        options (``max_models``, ``theme``: ``"light"``, ``"dark"`` or ``"auto"``).
+        options (``max_models``, ``theme``: ``"light"``, ``"dark"`` or ``"auto"``), and
+        ``sections``: the sections to show, comma-separated
+        (:data:`jagged.report.sections.CHOICES`; default all that apply).
 
     Returns
     -------
@@ -145,8 +102,11 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     ReportError
         The notebook failed (see :func:`run_report`).
     """
+    from jagged.report.sections import parse_sections
+
     output = check_destination(output)
     options = {k: opts.check_value(k, v) if k in opts.BY_NAME else v for k, v in options.items()}
+    sections = parse_sections(options.pop("sections", None))
     title = opts.check_text("the title", title) or DEFAULT_TITLE
     check_input_path(scores, "scores")
     check_input_path(options.get("weights"), "weights")
@@ -158,13 +118,14 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     # notebook: about a third of a second of the run, on a second core.
     km = launch_kernel(KERNEL_NAME)
     try:
-        return _jaggedness_report(source, output, title=title, show_code=show_code, km=km, **options)
+        return _jaggedness_report(source, output, title=title, show_code=show_code, km=km, sections=sections,
+                                  **options)
     finally:
         stop_kernel(km)
 
 
 def _jaggedness_report(source: Path | None, output: Path, *, title: str, show_code: bool,
-                       km: Any, **options: Any) -> Path:
+                       km: Any, sections: Sequence[str] | None = None, **options: Any) -> Path:
     """:func:`jaggedness_report` once the output and options are checked, in the kernel ``km``."""
     from jagged.report.kernel import external_kernel_kwargs
 
@@ -180,7 +141,7 @@ def _jaggedness_report(source: Path | None, output: Path, *, title: str, show_co
                   **opts.notebook_values({k: v for k, v in options.items() if k in declared})}
     facts = input_facts(dataset, bundled=bundled) + version_facts()
     return run_report(REPORT_NOTEBOOK, output, parameters, title=title, show_code=show_code, facts=facts,
-                      subtitle=input_subtitle(dataset, facts), **external_kernel_kwargs(km))
+                      subtitle=input_subtitle(dataset, facts), sections=sections, **external_kernel_kwargs(km))
 
 
 def report_from_parameters(source: str | Path | None, output: str | Path, *, notebook: str | None = None,
@@ -231,7 +192,11 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
         name = notebook_name(REPORT_NOTEBOOK)
     declared = default_values(name)
     params = opts.check_parameters(stored.parameters, label, declared)
-    overrides = opts.check_parameters(overrides or {}, "the command line", declared)
+    overrides = dict(overrides or {})
+    from jagged.report.sections import parse_sections
+
+    sections = parse_sections(overrides.pop("sections", None))  # a choice of the page, no parameter
+    overrides = opts.check_parameters(overrides, "the command line", declared)
     for key in opts.PATH_PARAMETERS:  # paths typed now are stored absolute, like the batch's
         if overrides.get(key):
             overrides[key] = str(Path(overrides[key]).resolve())
@@ -252,4 +217,4 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
         params["model"] = resolve_model(dataset.scores, params.get("model", declared["model"]))
     facts = input_facts(dataset, bundled=scores is None) + version_facts()
     return run_report(name, output, params, title=title or stored.title or default_title(name, params),
-                      show_code=show_code, facts=facts, subtitle=input_subtitle(dataset, facts))
+                      show_code=show_code, facts=facts, subtitle=input_subtitle(dataset, facts), sections=sections)

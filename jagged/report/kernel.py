@@ -42,8 +42,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jagged.report.debris import (guard_termination, kernel_stem, release_termination, remove_kernel_files,
-                                  remove_stale_kernel_files)
+from jagged.report.debris import (
+    guard_termination,
+    kernel_stem,
+    release_termination,
+    remove_kernel_files,
+    remove_stale_kernel_files,
+)
 
 #: papermill engine name for runs in a warm kernel (see :class:`WarmKernelEngine`).
 ENGINE_NAME = "jagged-warm"

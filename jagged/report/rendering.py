@@ -121,7 +121,8 @@ def parameter_rows(notebook: str | Path, parameters: Mapping[str, Any]) -> list[
 
 def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequence[str]] = (),
            parameters: Iterable[Sequence[str]] = (), subtitle: str | None = None,
-           footer: str | None = None, meta: Mapping[str, str] | None = None, theme: str = "light") -> str:
+           footer: str | None = None, meta: Mapping[str, str] | None = None, theme: str = "light",
+           sections: Sequence[str] | None = None) -> str:
     """Render an executed notebook to a self-contained HTML page.
 
     Parameters
@@ -146,6 +147,9 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
     theme : {"light", "dark", "auto"}
         Page colours; ``"auto"`` follows the reader's system setting
         (``prefers-color-scheme``). Figures keep their white background in every theme.
+    sections : sequence of str, optional
+        The sections to show (:data:`jagged.report.sections.CHOICES`, checked by
+        :func:`~jagged.report.sections.parse_sections`); None: every section that applies.
 
     Returns
     -------
@@ -163,6 +167,6 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
     resources = {"jagged": {"title": title, "subtitle": subtitle, "facts": rows,
                             "parameters": [tuple(p) for p in parameters], "footer": footer,
                             "meta": list(meta.items()), "parameters_yaml": meta.get("parameters"),
-                            "theme": theme}}
+                            "theme": theme, "sections": None if sections is None else list(sections)}}
     body, _ = _exporter(bool(show_code)).from_notebook_node(nb, resources=resources)
     return body

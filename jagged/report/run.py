@@ -1,7 +1,9 @@
 """Run a report: execute a notebook and render it, moving the results into place only when both succeed.
 
 :func:`run_report` executes into a temporary folder beside the destination and moves
-``PATH.html`` and ``PATH.ipynb`` into place only when execution and rendering succeeded.
+``PATH.html``, ``PATH.ipynb`` and ``PATH.json`` (the key numbers for dashboards and diffs,
+:func:`jagged.report.record.report_record`) into place only when execution and
+rendering succeeded.
 A failing run leaves an earlier report untouched, keeps the failed notebook as
 ``PATH.failed.ipynb`` and raises :class:`~jagged.report.execution.ReportError`.
 
@@ -89,7 +91,8 @@ def check_destination(html_path: str | Path) -> Path:
     ------
     JaggedInputError
         Not an ``.html`` name; a folder, or something other than a regular file, at that
-        path; a file where a folder of the path should be.
+        path; a file where a folder of the path should be; a ``.json`` of the same name that
+        is not a REPORT.json jagged wrote (an input file is never overwritten).
     """
     html_path = Path(html_path)
     if html_path.suffix.lower() not in (".html", ".htm"):
@@ -103,13 +106,21 @@ def check_destination(html_path: str | Path) -> Path:
             if not folder.is_dir():
                 raise JaggedInputError(f"{html_path}: {folder} is not a folder")
             break
+    record = html_path.with_suffix(".json")
+    if record.exists() or record.is_symlink():
+        from jagged.report.record import is_report_json
+
+        if not is_report_json(record):
+            raise JaggedInputError(f"{html_path}: {record} exists and is no jagged REPORT.json (the key numbers "
+                                   "are written there); choose another report name")
     return html_path
 
 
 def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[str, Any] | None = None, *,
                title: str = DEFAULT_TITLE, show_code: bool = False, facts: Iterable[Sequence[str]] = (),
                subtitle: str | None = None, metadata: Mapping[str, str] | None = None,
-               theme: str | None = None, clean_stale: bool = True, **execute_kwargs: Any) -> Path:
+               theme: str | None = None, clean_stale: bool = True, sections: Sequence[str] | None = None,
+               **execute_kwargs: Any) -> Path:
     """Execute a notebook and render it to ``html_path``, atomically; keep the executed notebook.
 
     Parameters
@@ -134,6 +145,8 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
     clean_stale : bool
         First remove the temporary folders that dead runs left beside ``html_path``
         (:func:`remove_stale_workdirs`); a batch does it once per folder instead.
+    sections : sequence of str, optional
+        The sections to show (see :func:`render`); None: all that apply.
     **execute_kwargs
         Passed to :func:`execute` (``cwd``, ``timeout``, ``km``, ...). Without ``km`` the
         report gets a kernel of its own (:func:`jagged.report.kernel.launch_kernel`),
@@ -163,7 +176,9 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
     Both files are written to a temporary folder beside the destination
     (:func:`make_workdir`) and moved into place with :func:`os.replace` only after
     execution and rendering succeeded. A successful run removes a stale
-    ``PATH.failed.ipynb``.
+    ``PATH.failed.ipynb``. Beside the report it writes ``PATH.json`` (``r.html`` →
+    ``r.json``), the key numbers of the run (:func:`jagged.report.record.report_record`),
+    moved into place with the report and never touched by a failed run.
     """
     html_path = check_destination(html_path)
     parameters = dict(parameters or {})
@@ -184,7 +199,8 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
                                cwd=None if cwd is None else str(cwd))
             execute_kwargs.update(external_kernel_kwargs(km))
         _run_into(workdir, notebook, html_path, parameters, title=title, show_code=show_code, facts=facts,
-                  subtitle=subtitle, metadata=metadata, theme=theme, execute_kwargs=execute_kwargs)
+                  subtitle=subtitle, metadata=metadata, theme=theme, sections=sections,
+                  execute_kwargs=execute_kwargs)
     finally:
         if km is not None:
             from jagged.report.kernel import stop_kernel
@@ -196,7 +212,8 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
 
 def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: dict[str, Any], *, title: str,
               show_code: bool, facts: Iterable[Sequence[str]], subtitle: str | None,
-              metadata: Mapping[str, str] | None, theme: str | None, execute_kwargs: dict[str, Any]) -> None:
+              metadata: Mapping[str, str] | None, theme: str | None, sections: Sequence[str] | None,
+              execute_kwargs: dict[str, Any]) -> None:
     """:func:`run_report` in its temporary folder ``workdir``: execute, render, move into place."""
     ipynb_path = html_path.with_suffix(".ipynb")
     failed_path = _failed_path(html_path)
@@ -244,12 +261,17 @@ def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: 
     facts = [*facts, ("rerun this report", rerun_command(html_path), "command")]
     page = render(nb, title=title, show_code=show_code, facts=facts,
                   parameters=parameter_rows(notebook, parameters), subtitle=subtitle, footer=footer, meta=meta,
-                  theme=theme or str(full.get("theme") or "light"))
-    rendered = workdir / "report.html"
+                  theme=theme or str(full.get("theme") or "light"), sections=sections)
+    from jagged.report.record import report_json
+
+    record = report_json(nb, notebook=notebook, title=title, parameters=full, facts=facts, sections=sections)
+    rendered, recorded = workdir / "report.html", workdir / "report.json"
     try:
         nbformat.write(nb, str(executed))
         rendered.write_text(page, encoding="utf-8")
+        recorded.write_text(record, encoding="utf-8")
         os.replace(executed, ipynb_path)
+        os.replace(recorded, html_path.with_suffix(".json"))
         os.replace(rendered, html_path)
     except OSError as exc:
         error = _unwritable(html_path, exc)

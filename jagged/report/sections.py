@@ -15,6 +15,14 @@ cells guard with ``if analysis.sections["NAME"]:`` and print nothing for a secti
 does not apply. A notebook without a record keeps every cell here too; a tag naming a
 section the record does not know is kept (and listed in ``resources["jagged_sections"]``).
 See ``notebooks/SECTIONS.md`` for how to add a section.
+
+Choosing sections (``jagged report --sections glance,metrics``): every cell of the report
+notebook belongs to one of :data:`CHOICES`: a ``report-lead`` cell to ``glance``, a
+``section-NAME`` cell to ``NAME``, and an untagged cell to the block its last ``##``
+heading opens (:data:`HEADINGS` names the untagged headings). :func:`parse_sections`
+checks a choice before anything runs; :class:`SectionFilter` keeps only the chosen
+blocks (cells before the first heading, such as the analysis cell, always stay), and the
+template leaves the provenance out when ``provenance`` is not chosen.
 """
 
 from __future__ import annotations
@@ -24,10 +32,96 @@ from typing import Any
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Unicode
 
-from jagged.analysis import SECTIONS_MIME
+from jagged.analysis import SECTIONS, SECTIONS_MIME
+from jagged.errors import JaggedInputError
 
 #: Prefix of the cell tags that put a cell in a section.
 TAG_PREFIX = "section-"
+#: The tag of the cells of "At a glance" (shown before the provenance).
+LEAD_TAG = "report-lead"
+#: Untagged ``##`` headings of the report notebook and the section each opens (matched by prefix).
+HEADINGS: tuple[tuple[str, str], ...] = (
+    ("What the data is", "data"),
+    ("Jaggedness per model", "metrics"),
+    ("How each model's errors spread", "overview"),
+    ("Error rate by model and domain", "overview"),
+    ("Jaggedness against overall level", "overview"),
+    ("How much of the jaggedness is sampling noise", "noise"),
+    ("What the numbers mean", "meaning"),
+)
+#: Every section ``--sections`` can name, in report order (the optional ones are :data:`SECTIONS`).
+CHOICES: tuple[str, ...] = ("glance", "provenance", "data", "metrics", "overview", "hierarchy", "noise",
+                            "profiles", "items", "decomposition", "meaning")
+assert set(SECTIONS) <= set(CHOICES)
+#: MIME types of outputs that are records for machines (REPORT.json), never shown in the HTML.
+RECORD_MIMES: tuple[str, ...] = (SECTIONS_MIME, "application/vnd.jagged.record+json")
+
+
+def parse_sections(value: str | None, source: str = "--sections") -> tuple[str, ...] | None:
+    """The sections a ``--sections`` value chooses, checked (None or "": every section).
+
+    Parameters
+    ----------
+    value : str or None
+        Comma-separated names from :data:`CHOICES` (spaces around names are ignored).
+    source : str
+        Where the value came from, for the message.
+
+    Returns
+    -------
+    tuple of str or None
+        The names in report order, each once; None when every section is wanted.
+
+    Raises
+    ------
+    JaggedInputError
+        One line naming the unknown sections and the known ones, or an empty choice.
+    """
+    if value is None or not str(value).strip():
+        return None
+    names = [name.strip().lower() for name in str(value).split(",") if name.strip()]
+    unknown = [name for name in names if name not in CHOICES]
+    if unknown:
+        from jagged.options import shown
+
+        listed = ", ".join(shown(name) for name in dict.fromkeys(unknown))
+        raise JaggedInputError(f"{source}: unknown section{'s' if len(unknown) > 1 else ''} {listed} "
+                               f"(known: {', '.join(CHOICES)})")
+    return tuple(name for name in CHOICES if name in names)
+
+
+def heading_section(source: str) -> str | None:
+    """The section an untagged Markdown cell opens, from its ``## `` heading (None: no heading)."""
+    first = source.lstrip().split("\n", 1)[0]
+    if not first.startswith("## "):
+        return None
+    text = first[3:].strip()
+    for prefix, name in HEADINGS:
+        if text.startswith(prefix):
+            return name
+    return ""
+
+
+def cell_blocks(cells: Any, prefix: str = TAG_PREFIX) -> list[str | None]:
+    """The section each cell belongs to (None: before the first heading; "": an unknown heading's block).
+
+    A ``report-lead`` cell is in ``glance``, a ``section-NAME`` cell in ``NAME``, any other
+    cell in the block the last heading opened (a tagged Markdown heading opens its own).
+    """
+    blocks: list[str | None] = []
+    current: str | None = None
+    for cell in cells:
+        tags = cell.get("metadata", {}).get("tags", []) or []
+        named = cell_sections(cell, prefix)
+        if LEAD_TAG in tags:
+            blocks.append("glance")
+            continue
+        if cell.get("cell_type") == "markdown":
+            opened = heading_section("".join(cell.get("source", "")))
+            if opened is not None:  # a heading nobody named ("") stays in the block before it
+                current = named[0] if named else (opened or current)
+        blocks.append(named[0] if named else current)
+    return blocks
 
 
 def cell_sections(cell: Any, prefix: str = TAG_PREFIX) -> list[str]:
@@ -60,11 +154,23 @@ class SectionFilter(Preprocessor):
     tag_prefix = Unicode(TAG_PREFIX, help="Prefix of the cell tags naming a section.").tag(config=True)
 
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """Drop the record's output and the cells of sections that do not apply."""
+        """Drop the records' outputs, the cells of sections that do not apply and of sections not chosen.
+
+        The choice is ``resources["jagged"]["sections"]`` (a sequence of :data:`CHOICES`;
+        None or absent: every section).
+        """
         applies = sections_record(nb)
+        chosen = (resources.get("jagged") or {}).get("sections")
+        if chosen is not None:
+            wanted = set(chosen)
+            blocks = cell_blocks(nb.cells, self.tag_prefix)
+            nb.cells = [cell for cell, block in zip(nb.cells, blocks) if block is None or block in wanted]
         for cell in nb.cells:
-            if cell.get("outputs"):
+            if cell.get("outputs"):  # the sections record's output goes; other records leave their output
                 cell.outputs = [o for o in cell.outputs if SECTIONS_MIME not in (o.get("data", {}) or {})]
+                for output in cell.outputs:
+                    for mime in RECORD_MIMES:
+                        (output.get("data", {}) or {}).pop(mime, None)
         removed: set[str] = set()
         unknown: set[str] = set()
         if applies is not None:

@@ -33,10 +33,10 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.dataset import Dataset
+from jagged.stats.bootstrap import ItemMatrix, item_matrix, resampled_sums
 from jagged.stats.deployment import deployment_metrics, kendall_tau
 from jagged.stats.ledger import item_ledger, noise_floor, paired_items, rescore_by_domain, rescore_by_model, run_noise
 from jagged.stats.metrics import NOTE_FEW_DOMAINS, jaggedness
-from jagged.stats.bootstrap import ItemMatrix, item_matrix, resampled_sums
 from jagged.text import join_note_columns
 
 STATISTICS: tuple[str, ...] = ("macro_score", "cv_error", "dep_score", "wedge")

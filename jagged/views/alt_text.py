@@ -12,8 +12,15 @@ import numpy as np
 import pandas as pd
 
 from jagged.text import plural
-from jagged.views.overview import (LABEL_ALL_MAX, LABEL_ENDS, by_jaggedness, error_matrix, left_out, model_order,
-                                   per_model)
+from jagged.views.overview import (
+    LABEL_ALL_MAX,
+    LABEL_ENDS,
+    by_jaggedness,
+    error_matrix,
+    left_out,
+    model_order,
+    per_model,
+)
 
 
 def _fmt(value: float) -> str:

@@ -35,6 +35,15 @@ SCROLL_ROWS = 40
 #: Cell texts longer than this (the plots' label length) may wrap after ``/``, ``_``, ``-``, ``.`` inside a
 #: box of at most 23rem (report.css ``.wrap``).
 WRAP_MIN = 32
+#: Cell texts longer than COLLAPSE_MIN collapse into a ``<details>`` showing their first COLLAPSE_SHOWN characters.
+COLLAPSE_MIN, COLLAPSE_SHOWN = 160, 72
+#: A part of a note (``"; "``-separated) found in at least this many rows, and in at least half of
+#: them, is said once under the table, the rows marked with its number (:func:`shared_notes`).
+REPEAT_MIN = 3
+#: Columns whose repeated parts are said once under the table.
+NOTE_COLUMNS = ("note", "interval_note")
+#: MIME type of outputs carrying numbers for REPORT.json (never in the HTML): ``{"metrics": [records]}``.
+RECORD_MIME = "application/vnd.jagged.record+json"
 #: Fonts tried, in order, for characters DejaVu Sans lacks (CJK, emoji), when installed.
 FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "WenQuanYi Zen Hei", "Droid Sans Fallback",
                   "Noto Color Emoji", "Noto Emoji")
@@ -272,6 +281,7 @@ def table_html(frame: pd.DataFrame, *, caption: str | None = None,
         ``<table class="jagged-table">…</table>``; every header and cell text is escaped.
     """
     text = format_table(frame, formats)
+    text, footnotes = shared_notes(text)
     if numeric is None:
         numeric = tuple(str(c) for c in frame.columns
                         if pd.api.types.is_numeric_dtype(frame[c].dtype)
@@ -293,7 +303,48 @@ def table_html(frame: pd.DataFrame, *, caption: str | None = None,
             cells[0] = f'<th scope="row">{cell_markup(row[0])}</th>'
         parts.append(f"<tr>{''.join(cells)}</tr>")
     parts.append("</tbody></table>")
+    if footnotes:
+        parts.append('<ol class="table-notes">')
+        parts.extend(f'<li value="{number}">{esc(note)}</li>' for number, note in footnotes)
+        parts.append("</ol>")
     return "\n".join(parts)
+
+
+def shared_notes(text: pd.DataFrame, columns: tuple[str, ...] = NOTE_COLUMNS,
+                 minimum: int = REPEAT_MIN) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
+    """Say a note repeated on many rows once: the rows keep a marker ``[n]``, the note goes under the table.
+
+    ``text`` holds display texts (:func:`format_table`); a ``"; "``-separated part of a cell
+    of ``columns`` found in at least ``minimum`` rows and half of them is shared. Returns
+    the table with each shared part replaced by its marker (``"[1]"``) and the shared parts
+    as (number, text), in order of first appearance.
+    """
+    notes: list[tuple[int, str]] = []
+    if len(text) < minimum:
+        return text, notes
+    out = text
+    for column in [c for c in text.columns if c in columns]:
+        cells = [[] if v in ("", NA_TEXT) else v.split("; ") for v in text[column].tolist()]
+        counts: dict[str, int] = {}
+        for parts in cells:
+            for part in dict.fromkeys(parts):
+                counts[part] = counts.get(part, 0) + 1
+        shared = [part for part, n in counts.items() if n >= minimum and 2 * n >= len(cells)]
+        if not shared:
+            continue
+        numbers = {part: len(notes) + k for k, part in enumerate(shared, start=1)}
+        notes.extend((n, part) for part, n in numbers.items())
+        marked = ["; ".join(f"[{numbers[p]}]" if p in numbers else p for p in parts) or NA_TEXT
+                  if parts else text[column].iloc[i] for i, parts in enumerate(cells)]
+        out = out.assign(**{column: marked})
+    return out, notes
+
+
+def collapse_markup(text: str, shown: int = COLLAPSE_SHOWN) -> str:
+    """A very long cell as a closed ``<details>``: its start as the summary, the whole text inside (escaped)."""
+    return (f'<details class="long-cell"><summary>{html.escape(text[:shown].rstrip())}… '
+            f'<span class="more">({len(text):,} characters)</span></summary>'
+            f'<span class="wrap">{html.escape(text)}</span></details>')
 
 
 def cell_markup(text: str) -> str:
@@ -314,6 +365,8 @@ def cell_markup(text: str) -> str:
     escaped = html.escape(text)
     if len(text) <= WRAP_MIN:
         return escaped
+    if len(text) > COLLAPSE_MIN:
+        return collapse_markup(text)
     if any(c.isspace() for c in text):  # a phrase (a note) wraps at its spaces: the box is enough
         return f'<span class="wrap">{escaped}</span>'
     out, last = [], 0
@@ -358,9 +411,12 @@ def show_table(frame: pd.DataFrame, *, caption: str | None = None,
 
     Notes
     -----
-    A table of more than :data:`SCROLL_ROWS` rows is wrapped in a keyboard-focusable
-    scrolling region (``<div class="table-scroll" role="region">``) so that a report of
-    hundreds of models stays navigable; printed, it unrolls in full.
+    Every table is wrapped in a keyboard-focusable region (``<div class="table-wrap"
+    role="region">``) that scrolls sideways when the table is wider than the page; one of
+    more than :data:`SCROLL_ROWS` rows (``class="table-scroll"``) also scrolls downwards, so
+    that a report of hundreds of models stays navigable; printed, it unrolls in full. A
+    cell longer than :data:`COLLAPSE_MIN` characters collapses into a ``<details>``; a note
+    repeated on many rows is said once under the table (:func:`shared_notes`).
     """
     from IPython.display import display
 
@@ -397,10 +453,10 @@ def table_block(frame: pd.DataFrame, *, caption: str | None = None,
                 "table above, and in jagged metrics)")
         caption = f"{caption} — the first {cut} and the last {len(kept) - cut} of {len(frame):,}" if caption else None
     markup = table_html(kept, caption=caption, formats=formats, cut=(cut, note) if cut else None)
-    frame = kept
-    if len(frame) > SCROLL_ROWS:
-        label = html.escape(caption or collapsed or "table", quote=True)
-        markup = f'<div class="table-scroll" role="region" tabindex="0" aria-label="{label}">\n{markup}\n</div>'
+    label = html.escape(caption or collapsed or "table", quote=True)
+    # every table scrolls sideways inside its own box (never past the page); a long one also downwards
+    box = "table-scroll" if len(kept) > SCROLL_ROWS else "table-wrap"
+    markup = f'<div class="{box}" role="region" tabindex="0" aria-label="{label}">\n{markup}\n</div>'
     if collapsed:
         markup = f"<details><summary>{html.escape(collapsed)}</summary>\n{markup}\n</details>"
     return markup
@@ -495,10 +551,20 @@ def show_metrics(table: pd.DataFrame, *, by: str = "cv_error") -> None:
     by : str
         Sort column (highest first; undefined values last).
     """
+    from IPython.display import display
+
     from jagged.views.overview import ranked
 
     rows = ranked(table, by)
-    show_table(rows, caption=f"Per-model jaggedness, sorted by {by} (highest first)", formats=METRIC_FORMATS)
+    caption = f"Per-model jaggedness, sorted by {by} (highest first)"
+    display({"text/html": table_block(rows, caption=caption, formats=METRIC_FORMATS),
+             "text/plain": table_text(rows, METRIC_FORMATS)}, raw=True)
+
+
+def json_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table as JSON-ready records: plain Python values, missing values (NaN, NA, NaT) as None."""
+    records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    return [{str(k): (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()} for row in records]
 
 
 def show_error_matrix(scores: pd.DataFrame, table: pd.DataFrame, *, limit: int | None = None) -> None:

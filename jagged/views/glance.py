@@ -421,3 +421,19 @@ def show_glance(analysis: Any) -> None:
 
     findings = glance(analysis)
     display({"text/html": glance_html(findings), "text/plain": glance_text(findings)}, raw=True)
+
+
+def show_record(analysis: Any) -> None:
+    """Display the report's record for REPORT.json: the glance's findings and the metrics table.
+
+    The output carries only :data:`jagged.views.display.RECORD_MIME` (nothing to see); the
+    renderer leaves it out of the HTML and :mod:`jagged.report.record` writes it beside the
+    report. The report notebook calls it in its analysis cell, which every choice of
+    ``--sections`` keeps.
+    """
+    from IPython.display import display
+
+    from jagged.views.display import RECORD_MIME, json_records
+
+    display({RECORD_MIME: {"glance": json_records(glance_table(glance(analysis))),
+                           "metrics": json_records(analysis.table)}}, raw=True)

@@ -32,12 +32,12 @@ def noise_sentences(table: pd.DataFrame) -> list[str]:
     rows = rows[rows["noise_flag"].fillna(False).astype(bool)]
     out = []
     for row in rows.itertuples(index=False):
-        share = getattr(row, "noise_share")
+        share = row.noise_share
         text = (f"{row.model}: sampling noise alone would produce about {share:.0%} of the spread of its "
                 f"domain error rates, so its jaggedness (CV {row.cv_error:.3f}, or "
                 f"{row.cv_error_corrected:.3f} with the expected noise removed) cannot be told apart "
                 f"from noise")
-        p = getattr(row, "p_equal_error")
+        p = row.p_equal_error
         if np.isfinite(p) and p >= EQUAL_ERROR_ALPHA:
             text += f"; the data are even compatible with equal error in every domain (p = {p:.2g})"
         out.append(text + ". More items per domain would be needed to tell.")

@@ -1,0 +1,56 @@
+"""What was read, for a report's provenance block and subtitle (both report kinds use it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+
+def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str]]:
+    """Provenance rows of a loaded dataset: file name(s) with SHA-256, counts.
+
+    Parameters
+    ----------
+    dataset : jagged.Dataset
+        The loaded input.
+    bundled : bool
+        Whether it is the data bundled with jagged.
+
+    Returns
+    -------
+    list of (label, value, kind)
+    """
+    from jagged.readers.dataset import sha256_file
+    from jagged.readers.table import summarize
+
+    rows: list[tuple[str, str, str]] = []
+    paths = [Path(p) for p in dataset.paths]
+    name = dataset.source + (" (bundled with jagged)" if bundled else "")
+    rows.append(("input", name, ""))
+    if len(paths) == 1 and paths[0].is_file():
+        rows.append(("input SHA-256", sha256_file(paths[0]), "hash"))
+    else:
+        shown = [p for p in paths if p.is_file()][:20]
+        for path in shown:
+            rows.append((f"SHA-256 of {path.name}", sha256_file(path), "hash"))
+        if len(paths) > len(shown):
+            rows.append(("other files", f"{len(paths) - len(shown)} more (see the executed notebook)", ""))
+    facts = summarize(dataset.scores)
+    rows.append(("scores (rows)", str(facts["rows"]), ""))
+    rows.append(("models", str(facts["models"]), ""))
+    rows.append(("domains", str(facts["domains"]), ""))
+    return rows
+
+
+def input_subtitle(dataset: Any, facts: Sequence[Sequence[str]]) -> str:
+    """The line under a cross-model report's title: ``"29 models × 14 domains from SOURCE"``.
+
+    Parameters
+    ----------
+    dataset : jagged.Dataset
+        The loaded input.
+    facts : sequence of (label, value, kind)
+        Its :func:`input_facts` (the counts are read from them).
+    """
+    counts = {row[0]: row[1] for row in facts}
+    return f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
