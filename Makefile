@@ -1,6 +1,6 @@
 # Two commands for a fresh machine with Python 3.11+ and pip:
 #   make report   # installs jagged into .venv and writes reports/jaggedness_report.html
-#   make test     # installs the test dependencies into .venv, lints (ruff) and runs every test
+#   make test     # installs the test and spark dependencies into .venv, lints (ruff) and runs every test
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -20,7 +20,7 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[test,spark]'
 	$(BIN)/python -m compileall -q jagged
 	touch $@ $(VENV)/.installed-run
 

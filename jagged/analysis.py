@@ -107,7 +107,9 @@ class Analysis:
         from jagged.stats.item_audit import audit_items
 
         source = self.item_source
-        return None if source is None else audit_items(source)
+        if source is None:
+            return None
+        return audit_items(source, engine=self.options.engine, spark_master=self.options.spark_master)
 
     def item_text(self, item_ids: Any = None) -> pd.DataFrame | None:
         """The question text and options of some items (:func:`item_text`), None when there is none."""

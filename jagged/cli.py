@@ -169,7 +169,8 @@ def write_table(table: Any, output: str | None) -> None:
               help="Permuted data sets of the parallel analysis and the category check (default 500; fewer "
                    "for very large tables, the output says how many).")
 @input_options
-@opts.cli_options(opts.ANALYSIS, exclude=("weights", "profiles", "missing_weight", "bootstrap"))
+@opts.cli_options(opts.ANALYSIS, exclude=("weights", "profiles", "missing_weight", "bootstrap", "engine",
+                                          "spark_master"))
 @guarded
 def structure(scores: str, as_json: bool, output: str | None, draws: int | None, **kwargs: Any) -> None:
     """Is it the model or the benchmark? Decompose SCORES' error rates and count the dimensions.
@@ -227,6 +228,7 @@ def validate(scores: str, **kwargs: Any) -> None:
               help="Rest score of the item-rest correlation: the other items of the item's domain, or of the whole "
                    "test.")
 @input_options
+@opts.cli_options(opts.ANALYSIS, exclude=("weights", "profiles", "missing_weight", "bootstrap", "seed", "ci"))
 @guarded
 def items_command(scores: str | None, output: str | None, top: int | None, rest: str, **kwargs: Any) -> None:
     """Audit the items of SCORES (item-level results), most suspicious first.
@@ -246,7 +248,7 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
 
     check_inputs(scores, kwargs)
     dataset = load(scores, **opts.load_kwargs(kwargs)) if scores else load_bundled_items()
-    audit = audit_items(dataset, rest=rest)
+    audit = audit_items(dataset, rest=rest, engine=kwargs.get("engine"), spark_master=kwargs.get("spark_master"))
     listed = audit.items["item"].head(top) if top else None
     choices = None
     if dataset.items is not None:

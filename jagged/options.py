@@ -13,8 +13,8 @@ defaults and help, and the functions below translate between the roads:
 * :func:`parameters_cell` is the source of a notebook's ``parameters`` cell, which the
   notebooks must match (``tests/test_options.py`` checks);
 * :func:`check_value` and :func:`check_parameters` hold every value to its option's
-  declared type and bounds (the same bounds the CLI's click types use), and
-  :func:`plain_value` turns a value into plain JSON types or refuses it.
+  declared type and bounds (the same bounds the CLI's click types use) with the machinery
+  of :mod:`jagged.option_checks`, which returns it as plain JSON types or refuses it.
 
 Parameters are data: stored parameters (``jagged report --params``) come from files other
 people wrote, so every value is checked here before a kernel starts. Numbers have a
@@ -28,22 +28,17 @@ plain literals; everywhere else it is ``None``.
 from __future__ import annotations
 
 import json
-import math
-import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from jagged.errors import JaggedInputError
+from jagged.option_checks import MAX_LIST, MAX_TEXT, conform, shown, text_ok
 
 #: Stages an option belongs to.
 LOAD, ANALYSIS, DISPLAY = "load", "analysis", "display"
 #: Page themes of the report template.
 THEMES = ("light", "dark", "auto")
-#: Longest text value of any parameter (names, paths, titles), in characters.
-MAX_TEXT = 4096
-#: Most entries of a list parameter (``profiles``).
-MAX_LIST = 1000
 #: Largest seed (numpy's ``default_rng`` takes any non-negative integer; 2**32 - 1 is plenty).
 MAX_SEED = 2**32 - 1
 #: Largest ``max_input_bytes``: 1 TiB.
@@ -137,7 +132,7 @@ class Option:
         (a :class:`~jagged.errors.JaggedInputError`). ``None`` is valid only for options
         without a default of their own and without choices.
         """
-        ok, plain = _conform(self, value)
+        ok, plain = conform(self, value)
         if not ok:
             where = f"{source}: " if source else ""
             raise JaggedInputError(f"{where}parameter {self.name!r} must be {self.rule()}, not {shown(value)}")
@@ -213,6 +208,13 @@ def _options() -> tuple[Option, ...]:
                metavar="S", notebook_help="random seed of the bootstrap", minimum=0, maximum=MAX_SEED),
         Option("ci", ANALYSIS, "float", 0.95, "Bootstrap interval level.", metavar="LEVEL",
                notebook_help="confidence level of the intervals", minimum=0, maximum=1, open_bounds=True),
+        Option("engine", ANALYSIS, "str", "duckdb", "Where the item-level sums run: embedded DuckDB, or Spark "
+               "(pip install 'jagged[spark]', Java 17).", choices=("duckdb", "spark"),
+               notebook_help='where the item-level sums run: "duckdb" (embedded) or "spark"'),
+        Option("spark_master", ANALYSIS, "str", None, "With --engine spark: the Spark master URL (default: "
+               "Spark's own configuration, else local[*]).", metavar="URL",
+               notebook_help='with engine "spark": the master URL; "" means Spark\'s own configuration, else '
+                             "local[*]"),
         # -- what the report shows
         Option("focus_model", DISPLAY, "str", None, "Model for the exposure and drift-bound plots of the "
                "task-mix section (default: the top-ranked by macro score).", metavar="MODEL",
@@ -281,6 +283,10 @@ class AnalysisOptions:
     ci : float
         Interval level; 1 − ci is also the level of the equal-error test behind
         ``noise_flag`` (see :func:`jagged.stats.uncertainty.sampling_noise`).
+    engine : {"duckdb", "spark"}
+        Where the sums over item-level rows run (:mod:`jagged.stats.engine`).
+    spark_master : str or None
+        Spark master URL with ``engine="spark"`` (None: Spark's configuration, else local[*]).
     """
 
     weights: str | None = BY_NAME["weights"].default
@@ -289,83 +295,12 @@ class AnalysisOptions:
     bootstrap: int = BY_NAME["bootstrap"].default
     seed: int = BY_NAME["seed"].default
     ci: float = BY_NAME["ci"].default
+    engine: str = BY_NAME["engine"].default
+    spark_master: str | None = BY_NAME["spark_master"].default
 
 
 # ---------------------------------------------------------------------------------------
 # Checking values: parameters are data
-
-
-def _text_ok(value: Any) -> bool:
-    if not isinstance(value, str) or len(value) > MAX_TEXT or "\x00" in value:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800") cannot be written anywhere
-        return False
-    return True
-
-
-def _conform(option: Option, value: Any) -> tuple[bool, Any]:
-    """(whether ``value`` is valid for ``option``, the value as plain types)."""
-    if value is None:
-        return option.default is None and not option.choices, None
-    if option.kind == "str":
-        ok = _text_ok(value) and (not option.choices or value in option.choices)
-        return ok, str.__str__(value) if ok else None
-    if option.kind == "bool":
-        return isinstance(value, bool), value
-    if option.kind == "list":
-        ok = isinstance(value, (list, tuple)) and len(value) <= MAX_LIST and all(_text_ok(v) for v in value)
-        return ok, [str.__str__(v) for v in value] if ok else None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral if option.kind == "int" else numbers.Real):
-        return False, None
-    number = _index(value) if isinstance(value, numbers.Integral) else float.__float__(float(value))
-    if isinstance(number, float) and not math.isfinite(number):
-        return False, None
-    low, high = option.minimum, option.maximum
-    if option.open_bounds:
-        inside = (low is None or number > low) and (high is None or number < high)
-    else:
-        inside = (low is None or number >= low) and (high is None or number <= high)
-    return (True, float(number) if option.kind == "float" else number) if inside else (False, None)
-
-
-def _index(value: Any) -> int:
-    """An integer value as an exact ``int`` (numpy integers and int subclasses included)."""
-    import operator
-
-    return int.__index__(operator.index(value))
-
-
-def shown(value: Any) -> str:
-    """A short, safe description of a value for an error message (never more than ~60 characters)."""
-    if isinstance(value, str):
-        if len(value) > 60:
-            return f"a text of {len(value):,} characters"
-        return repr(value)
-    if value is None or isinstance(value, (bool, float)):
-        return repr(value)
-    if isinstance(value, numbers.Integral):
-        number = _index(value)
-        if number.bit_length() > 64:
-            return f"an integer of {len(str(number)) if number.bit_length() < 10_000 else 'thousands of'} digits"
-        return str(number)
-    if isinstance(value, (list, tuple)):
-        if len(value) > MAX_LIST:
-            return f"a list of {len(value):,} entries"
-        bad = next((v for v in value if not _text_ok(v)), None)
-        return "a list" if bad is None else f"a list holding {shown(bad)}"
-    if isinstance(value, (bytes, bytearray)):
-        return "bytes"
-    if isinstance(value, (set, frozenset)):
-        return "a set"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    import datetime
-
-    if isinstance(value, (datetime.date, datetime.time)):
-        return "a date"
-    return f"a value of type {type(value).__name__}"
 
 
 def check_value(name: str, value: Any, source: str = "") -> Any:
@@ -409,17 +344,6 @@ def check_parameters(values: Mapping[str, Any], source: str, declared: Iterable[
         raise JaggedInputError(f"{source}: unknown parameter{'s' if len(unknown) > 1 else ''} {listing(unknown, 5)} "
                                f"(known: {', '.join(known)})")
     return {name: check_value(name, value, source) for name, value in values.items()}
-
-
-def check_text(name: str, value: Any, source: str = "") -> str | None:
-    """Check a text value that is no notebook parameter (e.g. a stored ``title``); None passes."""
-    if value is None:
-        return None
-    if not _text_ok(value):
-        where = f"{source}: " if source else ""
-        raise JaggedInputError(f"{where}{name} must be text of at most {MAX_TEXT} characters without NUL, "
-                               f"not {shown(value)}")
-    return str.__str__(value)
 
 
 def names(stage: str) -> tuple[str, ...]:
@@ -582,7 +506,7 @@ def _text_type() -> Any:
         name = "text"
 
         def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-            if not _text_ok(value):
+            if not text_ok(value):
                 self.fail(f"must be text of at most {MAX_TEXT} characters without NUL, not {shown(value)}", param, ctx)
             return value
 

@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from jagged.errors import JaggedInputError
-from jagged.options import shown
+from jagged.option_checks import shown
 
 _CORE = "tag:yaml.org,2002:"
 #: Tags a document may carry: text, numbers, true/false, null, lists and mappings ("!" is a quoted scalar).

@@ -49,3 +49,27 @@ def shared_data(tmp_path_factory) -> Path:
             open(folder / "mmlu_pro_item_level.csv", "wb") as target:
         shutil.copyfileobj(source, target)
     return folder
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """ONE local Spark session for the whole test run (``local[2]``, 4 shuffle partitions, no UI).
+
+    Skipped with a hint when PySpark (``pip install 'jagged[spark]'``) or Java 17 is missing.
+    ``engine="spark"`` picks it up as the active session; it is stopped when the run ends.
+    """
+    import shutil
+
+    pytest.importorskip("pyspark", reason="the Spark tests need pip install 'jagged[spark]'")
+    if shutil.which("java") is None:
+        pytest.skip("the Spark tests need Java 17 (apt-get install openjdk-17-jre-headless)")
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("jagged-tests")
+               .config("spark.sql.shuffle.partitions", "4").config("spark.default.parallelism", "2")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC").config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -441,7 +441,7 @@ def test_huge_array_is_charged_for_its_values(tmp_path, monkeypatch):
 
 
 def test_deep_json_string_inside_an_eee_file_is_ignored_like_other_bad_details(tmp_path):
-    from jagged.readers.eee import _detail_dict
+    from jagged.readers.eee_results import detail_dict as _detail_dict
 
     assert _detail_dict('{"a": ' * 100_000 + "1" + "}" * 100_000) is None
     assert _detail_dict('{"n": ' + "1" * 5000 + "}") is None

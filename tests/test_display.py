@@ -264,18 +264,26 @@ def test_a_note_repeated_on_many_rows_is_said_once_under_the_table():
     assert notes == [] and text["note"].tolist() == ["x", "x", "", "", ""]
 
 
-def test_show_metrics_carries_the_table_as_json_records_for_report_json(monkeypatch, dataset):
+def test_the_record_carries_the_metrics_and_glance_as_json_records_for_report_json(monkeypatch):
+    """show_record displays only the machine record: the metrics table and the glance, as plain JSON."""
     import json
+
+    from jagged.analysis import analyse
+    from jagged.views import glance
 
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append(a[0]))
-    table = jagged.jaggedness(dataset.scores)
-    table.loc[0, "cv_error"] = float("nan")
-    display.show_metrics(table)
+    analysis = analyse(bootstrap=0)
+    analysis.table.loc[0, "cv_error"] = float("nan")
+    glance.show_record(analysis)
+    assert list(shown[0]) == [display.RECORD_MIME]  # nothing to see
     records = shown[0][display.RECORD_MIME]["metrics"]
-    assert len(records) == len(table) and records[0]["cv_error"] is None
-    assert records[1]["cv_error"] == pytest.approx(table["cv_error"].iloc[1])
-    json.dumps(records, allow_nan=False)  # plain JSON: no NaN, no numpy scalars
+    assert len(records) == len(analysis.table) and records[0]["cv_error"] is None
+    assert records[1]["cv_error"] == pytest.approx(analysis.table["cv_error"].iloc[1])
+    findings = shown[0][display.RECORD_MIME]["glance"]
+    assert {"label", "sentence", "statistic", "value"} <= set(findings[0])
+    assert findings[0]["label"] == "Most jagged"
+    json.dumps(shown[0][display.RECORD_MIME], allow_nan=False)  # plain JSON: no NaN, no numpy scalars
 
 
 def test_a_title_wider_than_a_narrow_heatmap_is_wrapped_inside_the_figure(dataset):

@@ -18,7 +18,8 @@ PACKAGE = Path(jagged.__file__).parent
 #: Views (tables and sentences) come before plots (figures): a plot may import a view, never the reverse.
 STAGES = ("base", "readers", "stats", "analysis", "views", "plots", "report", "cli")
 #: Top-level modules of no stage (used everywhere).
-BASE = {"jagged.errors", "jagged.text", "jagged.resources", "jagged.fileio", "jagged.options", "jagged.safe_yaml"}
+BASE = {"jagged.errors", "jagged.text", "jagged.resources", "jagged.fileio", "jagged.options", "jagged.option_checks",
+        "jagged.safe_yaml"}
 
 
 def module_name(path: Path) -> str:

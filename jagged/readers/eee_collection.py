@@ -32,7 +32,8 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.readers.eee import KNOWN_SCHEMAS, AggregateFile, is_aggregate, normalised, read_aggregate, schema_family
+from jagged.readers.eee import KNOWN_SCHEMAS, AggregateFile, is_aggregate, read_aggregate, schema_family
+from jagged.readers.eee_results import normalised
 from jagged.readers.hierarchy import category_map
 from jagged.readers.limits import InputTooLargeError
 from jagged.readers.reader import Head, Reader, ScoreRead

@@ -46,7 +46,8 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.readers.eee import hierarchy_path, is_aggregate, parse_timestamp, read_result
+from jagged.readers.eee import is_aggregate, parse_timestamp
+from jagged.readers.eee_results import hierarchy_path, read_result
 from jagged.readers.files import read_json_text
 from jagged.readers.hierarchy import category_map
 from jagged.readers.limits import InputTooLargeError

@@ -36,7 +36,7 @@ file with more than :data:`IN_MEMORY_MAX_ROWS` rows (counted while decoding it, 
 input cap of :mod:`jagged.readers.limits`; a footer's row count can lie) is aggregated out of
 core by :mod:`jagged.readers.items_parquet`. The canonical columns of an item-level Parquet
 file as SQL expressions (:func:`parquet_columns`) are here, since the item audit's SQL
-(:mod:`jagged.stats.item_sql`) uses them too.
+(:mod:`jagged.stats.item_expr`) uses them too.
 """
 
 from __future__ import annotations
@@ -503,7 +503,7 @@ def dataset_from_items(frame: pd.DataFrame, *, source: str, paths: list[Path],
                    model_notes=notes, details=details)
 
 
-# --- Parquet schema: the canonical columns as SQL (out-of-core aggregation, jagged.stats.item_sql)
+# --- Parquet schema: the canonical columns as SQL (out-of-core aggregation, jagged.stats.item_expr)
 
 def parquet_names(path: str | Path) -> list[str]:
     """A Parquet file's column names, from its footer (the row count there is not trusted).

@@ -1,9 +1,14 @@
-"""Item-level Parquet files too large for memory: checked and aggregated out of core with DuckDB.
+"""Item-level Parquet too large for memory, as a file or as a lake holds it: checked and aggregated out of core.
 
 :func:`dataset_from_parquet` runs the checks of :func:`jagged.readers.items.validate_items`
-and the aggregation of :func:`jagged.readers.items.aggregate_items` as SQL over the file;
+and the aggregation of :func:`jagged.readers.items.aggregate_items` as SQL over a Parquet
+file, or over a folder of Parquet files partitioned hive-style (``model=a/part-0.parquet``:
+the ``key=value`` folder names become text columns, so ``model`` may live in the path);
 DuckDB reads it in row groups and spills to disk, so peak memory stays bounded whatever
-the file size.
+the size. Messages name the row (``row 12``), in a folder with its file
+(``model=a/part-0.parquet row 12``). The item statistics read the same file or folder again
+with either engine (:func:`jagged.stats.item_sums.lake_item_sums`); :func:`lake_path` says
+which datasets have one.
 """
 
 from __future__ import annotations
@@ -18,22 +23,129 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
-from jagged.readers.items import (ITEM_ALIASES, check_columns, coverage_from_counts, coverage_notes, pa_is_text,
-                                  parquet_columns, sql_name)
+from jagged.readers.items import (
+    ITEM_ALIASES,
+    check_columns,
+    coverage_from_counts,
+    coverage_notes,
+    pa_is_text,
+    parquet_columns,
+    sql_name,
+)
 from jagged.readers.table import cell_repr, validate_scores
 
 #: DuckDB memory cap for out-of-core aggregation (it spills to a temporary folder beyond it).
 DUCKDB_MEMORY_LIMIT: str = "1GB"
 
 
+def lake_path(dataset: Dataset) -> Path | None:
+    """The Parquet file or partitioned folder behind an item-level dataset aggregated out of core, else None."""
+    from jagged.readers.items import out_of_core_path
+
+    if dataset.format == "items" and dataset.items is None and len(dataset.paths) == 1 and \
+            Path(dataset.paths[0]).is_dir() and _parquet_files(Path(dataset.paths[0])):
+        return Path(dataset.paths[0])
+    return out_of_core_path(dataset)
+
+
+def _parquet_files(folder: Path) -> list[Path]:
+    """The Parquet files below ``folder`` (hidden files and folders, ``_SUCCESS`` and the like skipped), sorted."""
+    return sorted(f for f in folder.rglob("*.parquet") if f.is_file() and not any(
+        part.startswith((".", "_")) for part in f.relative_to(folder).parts))
+
+
+def lake_schema(path: Path) -> Any:
+    """The pyarrow schema of a Parquet file, or of a partitioned folder (its first file's, plus the keys as text)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not path.is_dir():
+        return pq.read_schema(path)
+    files = _parquet_files(path)
+    if not files:
+        raise JaggedInputError(f"{path.name}: the folder holds no Parquet files")
+    schema = pq.read_schema(files[0])
+    for part in files[0].relative_to(path).parts[:-1]:
+        if "=" in part:
+            key = part.split("=", 1)[0]
+            if key not in schema.names:
+                schema = schema.append(pa.field(key, pa.string()))
+    return schema
+
+
+def lake_columns(path: Path) -> dict[str, str]:
+    """:func:`jagged.readers.items.parquet_columns` for a Parquet file or a partitioned folder."""
+    import pyarrow as pa
+
+    from jagged.readers.choices import sql_label
+
+    if not path.is_dir():
+        return parquet_columns(path)
+    schema = lake_schema(path)
+    col = {str(raw).strip(): raw for raw in schema.names}
+    for alias, name in ITEM_ALIASES.items():
+        if alias in col and name not in col:
+            col[name] = col[alias]
+
+    def kind(name: str) -> str:
+        dtype = schema.field(col[name]).type
+        if pa.types.is_dictionary(dtype):
+            dtype = dtype.value_type
+        return "integer" if pa.types.is_integer(dtype) else ("float" if pa.types.is_floating(dtype) else "text")
+
+    out = {}
+    for name in ("model", "domain"):
+        if name in col:
+            out[name] = f"trim({sql_name(col[name])})" if kind(name) == "text" else sql_name(col[name])
+    if "item" in col:
+        out["item"] = sql_label(sql_name(col["item"]), kind("item"))
+    if "correct" in col:
+        out["correct"] = f"TRY_CAST({sql_name(col['correct'])} AS DOUBLE)"
+    if "category" in col:
+        out["category"] = f"NULLIF(trim(CAST({sql_name(col['category'])} AS VARCHAR)), '')"
+    for name in ("choice", "key"):
+        if name in col:
+            out[name] = sql_label(sql_name(col[name]), kind(name))
+    if "n_options" in col:
+        out["n_options"] = f"TRY_CAST({sql_name(col['n_options'])} AS DOUBLE)"
+    return out
+
+
+class _RowRef:
+    """How a row is named: ``file_row_number`` in a file; (file name, row) in a partitioned folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.folder = path.is_dir()
+        self.key = "struct_pack(f := filename, r := file_row_number)" if self.folder else "file_row_number"
+
+    def where(self, value: Any) -> str:
+        """SQL condition selecting the row ``value`` (a value of :attr:`key`)."""
+        if self.folder:
+            name = "'" + str(value["f"]).replace("'", "''") + "'"
+            return f"filename = {name} AND file_row_number = {int(value['r'])}"
+        return f"file_row_number = {int(value)}"
+
+    def label(self, value: Any) -> str:
+        """``row N`` (1-based), in a folder ``FILE row N`` with the file relative to the folder."""
+        if self.folder:
+            try:
+                name = Path(str(value["f"])).relative_to(self.path).as_posix()
+            except ValueError:
+                name = Path(str(value["f"])).name
+            return f"{name} row {int(value['r']) + 1}"
+        return f"row {int(value) + 1}"
+
+
 def dataset_from_parquet(path: str | Path, *, source: str | None = None,
                          memory_limit: str = DUCKDB_MEMORY_LIMIT, threads: int | None = None) -> Dataset:
-    """Validate and aggregate a large item-level Parquet file out of core with DuckDB.
+    """Validate and aggregate a large item-level Parquet file, or a partitioned folder, out of core with DuckDB.
 
     Parameters
     ----------
     path : str or pathlib.Path
-        Item-level Parquet file (columns as in the module docstring).
+        Item-level Parquet file (columns as in the module docstring), or a folder of them
+        partitioned hive-style (``model=a/part-0.parquet``; a column may live in the path).
     source : str, optional
         Name used in messages (default: the file name).
     memory_limit : str
@@ -60,18 +172,18 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
     while a Python batch loop would have to keep its own global hash of item names.
     """
     import duckdb
-    import pyarrow.parquet as pq
 
     path = Path(path)
     source = source or path.name
-    names = [str(n).strip() for n in pq.read_schema(path).names]
-    raw_names = list(pq.read_schema(path).names)
+    schema = lake_schema(path)
+    names = [str(n).strip() for n in schema.names]
+    raw_names = list(schema.names)
     col = {name: raw for name, raw in zip(names, raw_names)}
     for alias, name in ITEM_ALIASES.items():
         if alias in col and name not in col:
             col[name] = col[alias]
     check_columns(col, source)
-    schema = pq.read_schema(path)
+    rows = _RowRef(path)
     text = {name: pa_is_text(schema.field(raw).type) for name, raw in col.items()}
     keys = {k: (f"trim({sql_name(col[k])})" if text[k] else sql_name(col[k])) for k in ("model", "domain", "item")}
     c = sql_name(col["correct"])
@@ -81,11 +193,16 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
         con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": threads,
                                                   "temp_directory": spill, "preserve_insertion_order": False})
         try:
-            literal = "'" + str(path).replace("'", "''") + "'"
-            con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({literal}, file_row_number = true)")
+            if rows.folder:
+                literal = "'" + str(path / "**" / "*.parquet").replace("'", "''") + "'"
+                con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({literal}, file_row_number = true, "
+                            "filename = true, hive_partitioning = true, hive_types_autocast = false)")
+            else:
+                literal = "'" + str(path).replace("'", "''") + "'"
+                con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({literal}, file_row_number = true)")
             scores, domain_items, partial, n_rows, n_distinct = _duckdb_checks_and_aggregate(
-                con, source, keys["model"], keys["domain"], keys["item"], c, cat)
-            answers = _duckdb_answer_checks(con, source, parquet_columns(path))
+                con, source, keys["model"], keys["domain"], keys["item"], c, cat, rows)
+            answers = _duckdb_answer_checks(con, source, lake_columns(path), rows)
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise JaggedInputError(f"{source}: cannot aggregate item-level Parquet: {first}") from None
@@ -105,11 +222,7 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
                    model_notes=notes, details=details)
 
 
-def _row(value: Any) -> str:
-    return f"row {int(value) + 1}"
-
-
-def _duckdb_answer_checks(con: Any, source: str, expr: dict[str, str]) -> str:
+def _duckdb_answer_checks(con: Any, source: str, expr: dict[str, str], rows: _RowRef) -> str:
     """The checks of :func:`jagged.readers.choices.check_answers` in SQL on view ``t``; the summary line."""
     from jagged.readers.choices import LABEL_MAX, sql_malformed, sql_option_index
 
@@ -117,11 +230,13 @@ def _duckdb_answer_checks(con: Any, source: str, expr: dict[str, str]) -> str:
     if not has_choice and not has_key:
         return "no choice or key columns: the item audit uses correctness only (no distractor analysis)"
 
-    def first(condition: str) -> Any:
-        return con.execute(f"SELECT min(file_row_number) FROM t WHERE {condition}").fetchone()[0]
+    _row = rows.label
 
-    def at(row: int, *columns: str) -> Any:
-        return con.execute(f"SELECT {', '.join(columns)} FROM t WHERE file_row_number = {int(row)}").fetchone()
+    def first(condition: str) -> Any:
+        return con.execute(f"SELECT min({rows.key}) FROM t WHERE {condition}").fetchone()[0]
+
+    def at(row: Any, *columns: str) -> Any:
+        return con.execute(f"SELECT {', '.join(columns)} FROM t WHERE {rows.where(row)}").fetchone()
 
     for name in ("choice", "key"):
         if name in expr:
@@ -182,12 +297,14 @@ def _duckdb_answer_checks(con: Any, source: str, expr: dict[str, str]) -> str:
 
 
 def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, c: str,
-                                 cat: str) -> tuple[pd.DataFrame, pd.Series, bool, int, int]:
+                                 cat: str, rows: _RowRef) -> tuple[pd.DataFrame, pd.Series, bool, int, int]:
     """Run the validation queries, then the aggregation, on view ``t``.
 
     Four passes over the file: row checks (one scan, all conditions at once), the domain
     of every item, distinct (model, item) pairs, and the (model, domain) aggregation.
     """
+    _row = rows.label
+
     def one(sql: str) -> Any:
         return con.execute(sql).fetchone()
 
@@ -198,7 +315,7 @@ def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, 
         "item": f"{i} IS NULL OR CAST({i} AS VARCHAR) = ''",
         "correct": f"{x} IS NULL OR isnan({x}) OR {x} < 0 OR {x} > 1",
     }
-    firsts = ", ".join(f"min(file_row_number) FILTER (WHERE {cond})" for cond in conditions.values())
+    firsts = ", ".join(f"min({rows.key}) FILTER (WHERE {cond})" for cond in conditions.values())
     row = one(f"SELECT count(*), {firsts} FROM t")
     n_rows = int(row[0])
     if n_rows == 0:
@@ -208,7 +325,7 @@ def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, 
             continue
         if name != "correct":
             raise JaggedInputError(f"{source}: column '{name}' has an empty {name} name ({_row(first)})")
-        raw, value = one(f"SELECT CAST({c} AS VARCHAR), {x} FROM t WHERE file_row_number = {int(first)}")
+        raw, value = one(f"SELECT CAST({c} AS VARCHAR), {x} FROM t WHERE {rows.where(first)}")
         if raw is None or raw.strip() == "" or raw.strip().lower() == "nan":
             raise JaggedInputError(f"{source}: column 'correct' has a missing value ({_row(first)})")
         if value is None:
@@ -225,7 +342,7 @@ def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, 
     n_distinct = int(domain_items.sum())
     n_pairs = one(f"SELECT count(*) FROM (SELECT DISTINCT {m}, {i} FROM t)")[0]
     if n_pairs != n_rows:
-        bad = one(f"SELECT {m}, {i}, list(file_row_number ORDER BY file_row_number)[1:2] FROM t "
+        bad = one(f"SELECT {m}, {i}, list({rows.key} ORDER BY {rows.key})[1:2] FROM t "
                   f"GROUP BY 1, 2 HAVING count(*) > 1 LIMIT 1")
         where = " and ".join(_row(r) for r in bad[2])
         raise JaggedInputError(f"{source}: model {bad[0]!r} has item {cell_repr(str(bad[1]))} twice ({where})")

@@ -31,6 +31,8 @@ from jagged.report.notebooks import (
 PACKAGE_DIR = Path(jagged.__file__).resolve().parent
 #: Folder of the per-model reports inside the batch folder.
 MODELS_DIR = "models"
+#: The :func:`jagged.views.summary.read_facts` the batch index shows before the input hashes.
+INDEX_FACTS = ("input", "models", "domains")
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,7 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
     from jagged.report.rendering import version_facts
     from jagged.report.slug import output_path, unique_slugs
     from jagged.stats.weights import report_weights
+    from jagged.views.summary import read_facts
 
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -265,7 +268,7 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
             facts=facts, input_hash=content_hash(overview_notebook, params, digests)))
     todo = [j for j in jobs if force or not up_to_date(j)]
     profiles = [str(p) for p in table["profile"].unique()] if "profile" in table.columns else []
-    index_facts = [("input", dataset.source), ("models", str(n_models)), ("domains", str(n_domains))]
+    index_facts = [(f.label, f.value) for f in read_facts(dataset) if f.key in INDEX_FACTS]
     index_facts += [(f"SHA-256 of {p.name}", d) for p, d in zip(inputs, digests)]
     return Plan(out_dir=out_dir, jobs=jobs, todo=todo, table=table, models=chosen, slugs=slugs,
                 profiles=profiles, source=dataset.source, index_facts=index_facts)

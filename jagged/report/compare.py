@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from jagged import options as opts
 from jagged.errors import JaggedInputError
+from jagged.option_checks import check_text
 from jagged.report.notebooks import COMPARE_NOTEBOOK
 
 DEFAULT_TITLE = "What changed"
@@ -221,7 +222,7 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     values = check_parameters({"a": "" if a is None else str(a), "b": "" if b is None else str(b), "alpha": alpha,
                                "repeats": repeats, **{k: opts.to_notebook(k, v) if k in opts.BY_NAME else v
                                                       for k, v in options.items()}})
-    title = opts.check_text("the title", title)
+    title = check_text("the title", title)
     for name in PATH_PARAMETERS:
         check_input_path(values.get(name), name)
     python = opts.from_notebook(values)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+#: The :func:`jagged.views.summary.read_facts` a provenance block shows after the input and its hashes.
+COUNT_FACTS = ("scores", "models", "domains")
+
 
 def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str]]:
     """Provenance rows of a loaded dataset: file name(s) with SHA-256, counts.
@@ -21,12 +24,12 @@ def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str
     list of (label, value, kind)
     """
     from jagged.readers.dataset import sha256_file
-    from jagged.readers.table import summarize
+    from jagged.views.summary import read_facts
 
-    rows: list[tuple[str, str, str]] = []
+    read = read_facts(dataset)
+    given = read[0]  # the input, named as jagged.validate and the report's table name it
     paths = [Path(p) for p in dataset.paths]
-    name = dataset.source + (" (bundled with jagged)" if bundled else "")
-    rows.append(("input", name, ""))
+    rows: list[tuple[str, str, str]] = [(given.label, given.value + (" (bundled with jagged)" if bundled else ""), "")]
     if len(paths) == 1 and paths[0].is_file():
         rows.append(("input SHA-256", sha256_file(paths[0]), "hash"))
     else:
@@ -35,10 +38,7 @@ def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str
             rows.append((f"SHA-256 of {path.name}", sha256_file(path), "hash"))
         if len(paths) > len(shown):
             rows.append(("other files", f"{len(paths) - len(shown)} more (see the executed notebook)", ""))
-    facts = summarize(dataset.scores)
-    rows.append(("scores (rows)", str(facts["rows"]), ""))
-    rows.append(("models", str(facts["models"]), ""))
-    rows.append(("domains", str(facts["domains"]), ""))
+    rows += [(f.label, f.value, "") for f in read if f.key in COUNT_FACTS]
     return rows
 
 

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from jagged import options as opts
 from jagged.errors import JaggedWarning
+from jagged.option_checks import check_text
 from jagged.report.execution import KERNEL_NAME
 from jagged.report.facts import input_facts, input_subtitle
 from jagged.report.notebooks import (
@@ -107,7 +108,7 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     output = check_destination(output)
     options = {k: opts.check_value(k, v) if k in opts.BY_NAME else v for k, v in options.items()}
     sections = parse_sections(options.pop("sections", None))
-    title = opts.check_text("the title", title) or DEFAULT_TITLE
+    title = check_text("the title", title) or DEFAULT_TITLE
     check_input_path(scores, "scores")
     check_input_path(options.get("weights"), "weights")
     from jagged.report.kernel import launch_kernel, stop_kernel
@@ -203,7 +204,7 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
     params.update(overrides)
     for key in opts.PATH_PARAMETERS:
         check_input_path(params.get(key), key, label if key not in overrides else "")
-    title = opts.check_text("the title", title)
+    title = check_text("the title", title)
     if name == notebook_name(COMPARE_NOTEBOOK):  # two inputs: the compare report checks and loads them
         from jagged.report.compare import compare_report
 

@@ -135,7 +135,7 @@ def plain(value: Any, _depth: int = 0) -> Any:
         if not all(isinstance(k, str) for k in value):
             raise TypeError("parameter mappings must have text keys")
         return {str.__str__(k): plain(v, _depth + 1) for k, v in value.items()}
-    from jagged.options import shown
+    from jagged.option_checks import shown
 
     raise TypeError(f"{shown(value)} cannot be a notebook parameter (only str, int, float, bool, None, "
                     "lists and mappings)")
@@ -215,7 +215,7 @@ def packaged_notebook(name: Any, source: str = "") -> str:
     stem = name[:-len(".ipynb")] if isinstance(name, str) and name.endswith(".ipynb") else name
     if isinstance(stem, str) and stem in known:
         return stem
-    from jagged.options import shown
+    from jagged.option_checks import shown
 
     raise JaggedInputError(f"{source + ': ' if source else ''}notebook {shown(name)} is not one of the packaged "
                            f"notebooks ({', '.join(known)})")

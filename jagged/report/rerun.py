@@ -282,7 +282,7 @@ def read_parameters(path: str | Path, source: str | None = None) -> StoredRun:
 
 def _text_or_none(value: object, what: str, source: str) -> str | None:
     """A stored notebook name or title: text (bounded, no NUL) or None."""
-    from jagged.options import check_text
+    from jagged.option_checks import check_text
 
     return check_text(f"the stored {what}", value, source)
 

@@ -82,7 +82,7 @@ def parse_sections(value: str | None, source: str = "--sections") -> tuple[str, 
     names = [name.strip().lower() for name in str(value).split(",") if name.strip()]
     unknown = [name for name in names if name not in CHOICES]
     if unknown:
-        from jagged.options import shown
+        from jagged.option_checks import shown
 
         listed = ", ".join(shown(name) for name in dict.fromkeys(unknown))
         raise JaggedInputError(f"{source}: unknown section{'s' if len(unknown) > 1 else ''} {listed} "

@@ -20,8 +20,9 @@ the sums is :mod:`jagged.stats.item_evidence`, the suspicion score :mod:`jagged.
 
 Flags are reasons to look at an item, never to drop it. The statistics are pure
 functions of the item table; the sufficient statistics behind them are sums over rows
-(:mod:`jagged.stats.item_sums` in memory, :mod:`jagged.stats.item_sql` out of core in
-DuckDB), so a 50-million-row Parquet file gets the same audit as a DataFrame.
+written once as Ibis expressions (:mod:`jagged.stats.item_expr`) that DuckDB runs embedded
+or Spark on a cluster, so a 50-million-row Parquet file, or a partitioned folder of them,
+gets the same audit as a DataFrame.
 """
 
 
@@ -33,8 +34,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
 from jagged.stats.item_evidence import FLAGS, RESCORE_BAYES_FACTOR, REVIEW_FLAGS, ItemAudit, audit_from_sums
-from jagged.stats.item_sums import ItemSums, item_sums
-
+from jagged.stats.item_sums import ItemSums, item_sums, lake_item_sums
 
 # ---------------------------------------------------------------------------------------
 # Entry points
@@ -202,7 +202,8 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
     return audit_items(data, rest=rest).items
 
 
-def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> ItemAudit:
+def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
+                spark_master: str | None = None) -> ItemAudit:
     """The full item audit (see :func:`item_audit` for the statistics and the Notes).
 
     Parameters
@@ -211,6 +212,10 @@ def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> ItemAu
         Item-level dataset or item table.
     rest : {"domain", "test"}
         Rest score within the item's domain, or over the whole test.
+    engine : {"duckdb", "spark"}, optional
+        Where the sums over rows run (default: embedded DuckDB).
+    spark_master : str, optional
+        Spark master (see :func:`jagged.stats.engine.spark_session`).
 
     Returns
     -------
@@ -218,24 +223,29 @@ def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> ItemAu
     """
     if rest not in ("domain", "test"):
         raise JaggedInputError(f"rest score must be 'domain' or 'test', not {rest!r}")
-    return audit_from_sums(sums_of(data, rest=rest), rest=rest)
+    return audit_from_sums(sums_of(data, rest=rest, engine=engine, spark_master=spark_master), rest=rest)
 
 
-def sums_of(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> ItemSums:
-    """The sufficient statistics of a dataset or item table (in memory, or DuckDB for a large Parquet file)."""
-    from jagged.readers.items import out_of_core_path, validate_items
+def sums_of(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
+            spark_master: str | None = None) -> ItemSums:
+    """The sufficient statistics of a dataset or item table, computed by the engine (DuckDB by default).
+
+    An item table in memory is registered with the engine; a Parquet file or partitioned
+    folder aggregated out of core is read again by it.
+    """
+    from jagged.readers.items import validate_items
+    from jagged.readers.items_parquet import lake_path
 
     if isinstance(data, pd.DataFrame):
-        return item_sums(validate_items(data, "<item table>", line_offset=None), rest=rest)
+        return item_sums(validate_items(data, "<item table>", line_offset=None), rest=rest, engine=engine,
+                         spark_master=spark_master)
     if not isinstance(data, Dataset):
         raise TypeError(f"expected a Dataset or a DataFrame, not {type(data).__name__}")
     if data.items is not None:
-        return item_sums(data.items, rest=rest)
-    path = out_of_core_path(data)
+        return item_sums(data.items, rest=rest, engine=engine, spark_master=spark_master)
+    path = lake_path(data)
     if path is not None:
-        from jagged.stats.item_sql import parquet_item_sums
-
-        return parquet_item_sums(path, rest=rest)
+        return lake_item_sums(path, rest=rest, engine=engine, spark_master=spark_master)
     raise JaggedInputError(f"{data.source}: {data.format} scores have no item-level results; the item audit needs "
                            "a table with model, domain, item, correct (and optionally choice, key)")
 
@@ -252,9 +262,10 @@ def audit_source(dataset: Dataset, *, bundled: bool = False) -> Dataset | None:
         behind it are audited (same scores), so the report's other numbers stay those of
         the per-category file.
     """
-    from jagged.readers.items import load_bundled_items, out_of_core_path
+    from jagged.readers.items import load_bundled_items
+    from jagged.readers.items_parquet import lake_path
 
-    if dataset.items is not None or out_of_core_path(dataset) is not None:
+    if dataset.items is not None or lake_path(dataset) is not None:
         return dataset
     if bundled:
         return load_bundled_items()
@@ -263,9 +274,9 @@ def audit_source(dataset: Dataset, *, bundled: bool = False) -> Dataset | None:
 
 def has_item_results(dataset: Dataset, *, bundled: bool = False) -> bool:
     """Whether :func:`audit_source` finds item-level results (without loading anything)."""
-    from jagged.readers.items import out_of_core_path
+    from jagged.readers.items_parquet import lake_path
 
-    return bool(bundled or dataset.items is not None or out_of_core_path(dataset) is not None)
+    return bool(bundled or dataset.items is not None or lake_path(dataset) is not None)
 
 
 

@@ -1,7 +1,7 @@
 """The item audit's statistics from sufficient statistics: difficulty, discrimination, options, flags, ranking.
 
-:func:`audit_from_sums` turns the sums of :mod:`jagged.stats.item_sums` (in memory) or
-:mod:`jagged.stats.item_sql` (DuckDB) into an :class:`ItemAudit`: the classical
+:func:`audit_from_sums` turns the sums of :mod:`jagged.stats.item_sums` (Ibis expressions run by
+DuckDB or Spark, :mod:`jagged.stats.item_expr`) into an :class:`ItemAudit`: the classical
 psychometric evidence per item and per option, the named flags (:data:`FLAGS`), and the
 ``suspicion`` score of :mod:`jagged.stats.item_keys`. The entry points and the formulas'
 Notes are in :mod:`jagged.stats.item_audit`.
@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtr
 
+from jagged.stats.item_expr import NO_ANSWER, text_column
 from jagged.stats.item_keys import CHOICE_BLOCK, item_suspicion
 from jagged.stats.item_model import blocks
-from jagged.stats.item_sums import NO_ANSWER, ItemSums, text_column
+from jagged.stats.item_sums import ItemSums
 
 #: Fewer models than this: discrimination and distractor flags are not computed (a note instead).
 MIN_MODELS = 10

@@ -19,21 +19,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-
-#: Share of models in the upper and in the lower group of the discrimination index (Kelley).
-UPPER_LOWER = 0.27
-#: Label of "no answer extracted" in the per-option sums.
-NO_ANSWER = ""
-
-#: Columns of :attr:`ItemSums.items` (per item).
-ITEM_SUM_COLUMNS: tuple[str, ...] = (
-    "item", "domain", "group", "n", "sx", "sxx", "n_r", "sx_r", "sxx_r", "sr", "srr", "sxr", "stheta", "sxtheta",
-    "k_ul", "sxwu", "sxwl", "n_choice", "nopt_min", "nopt_max",
-)
-#: Columns of :attr:`ItemSums.options` (per item and chosen label, rows with choice information).
-OPTION_SUM_COLUMNS: tuple[str, ...] = (
-    "pos", "label", "count", "stheta", "swu", "n_wrong", "n_wrong_r", "sr_wrong", "swu_wrong",
-)
+from jagged.stats.item_expr import UPPER_LOWER
 
 
 @dataclass
@@ -45,16 +31,16 @@ class ItemSums:
     model_group : pandas.DataFrame
         ``model``, ``group``, ``s`` (Σ correct), ``n`` (items), ``theta`` (θ_mg).
     items : pandas.DataFrame
-        One row per item (:data:`ITEM_SUM_COLUMNS`): ``n`` models, Σx, Σx²; over the
+        One row per item (:data:`jagged.stats.item_expr.ITEM_SUM_COLUMNS`): ``n`` models, Σx, Σx²; over the
         rows with a rest score ``n_r``, Σx, Σx², ΣR, ΣR², ΣxR; Σθ and Σxθ over all rows;
         the upper/lower group size ``k_ul`` and Σw_u·x, Σw_l·x; ``n_choice`` rows with
         choice information; the smallest and largest ``n_options`` (NaN: unknown).
     options : pandas.DataFrame
         One row per (item, chosen label) over rows with choice information
-        (:data:`OPTION_SUM_COLUMNS`; ``pos`` is the item's row in :attr:`items`, sorted by
+        (:data:`jagged.stats.item_expr.OPTION_SUM_COLUMNS`; ``pos`` is the item's row in :attr:`items`, sorted by
         ``pos`` then label): rows choosing it, their Σθ and Σw_u, how many of them
         were wrong, how many of those have a rest score, their ΣR and Σw_u. The label
-        :data:`NO_ANSWER` is "no answer".
+        :data:`jagged.stats.item_expr.NO_ANSWER` is "no answer".
     keys : pandas.DataFrame
         ``pos`` (the item's row in :attr:`items`), ``key``, ``count``: how many rows carry
         each key.
@@ -62,7 +48,8 @@ class ItemSums:
         Whether the table has the columns.
     softplus : callable
         ``softplus(a, grid)`` → items × grid array of Σ_m ln(1 + exp(a (θ_m − b))) over the
-        models that have the item (exact, for the chosen slope).
+        models that have the item (exact, for the chosen slope; one more pass of the engine
+        over the rows).
     model_domain_sums : callable
         ``model_domain_sums(set_aside, rescore)`` → per (model, domain) ``s, n`` over all
         items, ``s_kept, n_kept`` without the items ``set_aside``, and ``s_rescored`` with
@@ -116,7 +103,7 @@ def upper_lower_weights(item: np.ndarray, rest: np.ndarray, n_items: int,
     """
     import ibis
 
-    from jagged.stats.engine import backend
+    from jagged.stats.engine import backend, table_from_frame
     from jagged.stats.item_expr import fetch, weighted_rows_expr
 
     item = np.asarray(item, dtype=np.int64)
@@ -125,7 +112,7 @@ def upper_lower_weights(item: np.ndarray, rest: np.ndarray, n_items: int,
     # (s - x) / (n - 1) with x = 0, s = rest, n = 2
     frame = pd.DataFrame({"row": np.arange(len(item)), "item": item.astype(str), "rest_in": rest})
     with backend() as con:
-        t = ibis.memtable(frame)
+        t = table_from_frame(con, frame, {"row": "int64", "item": "string", "rest_in": "float64"})
         mg = t.select(model=t.row.cast("string"), grp=ibis.literal("g"),
                       s=t.rest_in, n=ibis.ifelse(t.rest_in.isnan() | t.rest_in.isnull(), 1, 2).cast("int64"),
                       theta=ibis.literal(0.0))
@@ -139,11 +126,6 @@ def upper_lower_weights(item: np.ndarray, rest: np.ndarray, n_items: int,
     row_k = out["k"].to_numpy(dtype=float)[order]
     k[item] = row_k
     return out["w_u"].to_numpy(dtype=float)[order], out["w_l"].to_numpy(dtype=float)[order], k
-
-
-def text_column(values: np.ndarray) -> pd.Series:
-    """An object-dtype column of names (pandas would otherwise convert strings to its string dtype)."""
-    return pd.Series(np.asarray(values, dtype=object), dtype=object)
 
 
 def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
@@ -169,14 +151,22 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None =
     """
     columns = [c for c in ("model", "domain", "item", "correct", "choice", "key", "n_options") if c in items.columns]
     frame = items[columns].copy(deep=False)
-    for name in ("model", "domain", "item", "choice", "key"):
+    names: dict[str, np.ndarray] = {}
+    for name in ("model", "domain", "item"):  # integer codes of the sorted names: the engine groups integers
+        codes, uniques = pd.factorize(frame[name].astype(object), sort=True)
+        frame[name] = codes.astype(np.int64)
+        names[name] = np.asarray(uniques, dtype=object)
+    names["grp"] = names["domain"] if rest == "domain" else np.asarray(["(all)"], dtype=object)
+    for name in ("choice", "key"):
         if name in frame:
             frame[name] = frame[name].astype(object)
     frame["correct"] = frame["correct"].astype(float)
     if "n_options" in frame:
         frame["n_options"] = frame["n_options"].astype(float)
-    return _engine_sums(lambda con: _memtable(frame), rest=rest, engine=engine, spark_master=spark_master,
-                        source="memory", validated=True)
+    # one DuckDB thread: the sums are added in the frame's order, so the same table gives the same bits (and
+    # items with the same responses exactly tied suspicions) run after run
+    return _engine_sums(lambda con: _memtable(con, frame), rest=rest, engine=engine, spark_master=spark_master,
+                        source="memory", validated=True, threads=1, names=names)
 
 
 def lake_item_sums(path: str | Path, *, rest: str = "domain", engine: str | None = None,
@@ -207,32 +197,46 @@ def lake_item_sums(path: str | Path, *, rest: str = "domain", engine: str | None
                         source=None, validated=False, name=path.name)
 
 
-def _memtable(frame: pd.DataFrame) -> Any:
-    import ibis
+def _memtable(con: Any, frame: pd.DataFrame) -> Any:
+    from jagged.stats.engine import table_from_frame
 
-    types = {"model": "string", "domain": "string", "item": "string", "correct": "float64", "choice": "string",
+    types = {"model": "int64", "domain": "int64", "item": "int64", "correct": "float64", "choice": "string",
              "key": "string", "n_options": "float64"}
-    return ibis.memtable(frame, schema={c: types[c] for c in frame.columns})
+    return table_from_frame(con, frame, {c: types[c] for c in frame.columns})
 
 
 def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, spark_master: str | None,
-                 source: str | None, validated: bool, name: str = "<item table>") -> ItemSums:
-    """Open the engine, build the rows from ``table(con)``, compute the sums; the sensitivity sums reopen it."""
+                 source: str | None, validated: bool, name: str = "<item table>",
+                 threads: int | None = None, names: dict[str, np.ndarray] | None = None) -> ItemSums:
+    """Open the engine, build the rows from ``table(con)``, compute the sums; softplus and sensitivity reopen it."""
     from jagged.stats.engine import backend, check_engine
-    from jagged.stats.item_expr import compute_item_sums, rows_table, run_model_domain_sums
+    from jagged.stats.item_expr import compute_item_sums, rows_table, run_model_domain_sums, run_softplus_sums
 
     engine = check_engine(engine)
     source = "spark" if engine == "spark" else (source or "duckdb")
+    coded = names is not None
+
+    def again(run: Callable[[Any, Any, bool], Any]) -> Any:
+        with backend(engine, spark_master=spark_master, threads=threads) as con:
+            rows, has_choice, _ = rows_table(table(con), rest=rest, validated=validated, coded=coded)
+            return _engine_errors(name, lambda: run(con, rows, has_choice))
+
+    with backend(engine, spark_master=spark_master, threads=threads) as con:
+        rows, has_choice, has_key = rows_table(table(con), rest=rest, validated=validated, coded=coded)
+        mg, items, options, keys, mg_codes = _engine_errors(
+            name, lambda: compute_item_sums(con, rows, has_choice=has_choice, has_key=has_key, names=names))
+    item_names = items["item"].to_numpy(dtype=object)
+    theta = mg["theta"].to_numpy(dtype=float)
+
+    def softplus_sums(a: float, grid: np.ndarray) -> np.ndarray:
+        return again(lambda con, rows, _: run_softplus_sums(con, rows, mg_codes, theta, a, np.asarray(grid),
+                                                             item_names, names))
 
     def model_domain_sums(set_aside: np.ndarray, rescore: dict[str, str]) -> pd.DataFrame:
-        with backend(engine, spark_master=spark_master) as con:
-            rows, has_choice, _ = rows_table(table(con), rest=rest, validated=validated)
-            return _engine_errors(name, lambda: run_model_domain_sums(con, rows, has_choice, set_aside, rescore))
+        return again(lambda con, rows, has: run_model_domain_sums(con, rows, has, set_aside, rescore, names))
 
-    with backend(engine, spark_master=spark_master) as con:
-        rows, has_choice, has_key = rows_table(table(con), rest=rest, validated=validated)
-        return _engine_errors(name, lambda: compute_item_sums(con, rows, has_choice=has_choice, has_key=has_key,
-                                                               source=source, model_domain_sums=model_domain_sums))
+    return ItemSums(model_group=mg, items=items, options=options, keys=keys, has_choice=has_choice,
+                    has_key=has_key, softplus=softplus_sums, model_domain_sums=model_domain_sums, source=source)
 
 
 def _engine_errors(name: str, run: Callable[[], Any]) -> Any:

@@ -12,9 +12,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.readers.dataset import Dataset
-from jagged.readers.table import summarize
 from jagged.stats.metrics import METRIC_COLUMNS
-from jagged.text import listing
 
 
 def per_model(table: pd.DataFrame) -> pd.DataFrame:
@@ -255,6 +253,8 @@ def others_label(n: int) -> str:
 def dataset_facts(dataset: Dataset) -> pd.DataFrame:
     """What was read, as a two-column table (``fact``, ``value``) of display strings.
 
+    The facts are :func:`jagged.views.summary.read_facts`, labelled as it labels them.
+
     Parameters
     ----------
     dataset : Dataset
@@ -266,30 +266,9 @@ def dataset_facts(dataset: Dataset) -> pd.DataFrame:
         Rows: input, format, scores, models, domains, complete models, score range,
         item counts, and the loader's details.
     """
-    facts = summarize(dataset.scores)
-    incomplete = facts["incomplete"]
-    complete = f"{facts['complete_models']} of {facts['models']}"
-    if incomplete:
-        listed = listing(incomplete, 8)
-        complete += f" (incomplete: {listed})"
-    rows = [
-        ("input", dataset.source),
-        ("format", dataset.format),
-        ("scores (model × domain pairs)", str(facts["rows"])),
-        ("models", str(facts["models"])),
-        ("domains", str(facts["domains"])),
-        ("models with every domain", complete),
-        ("score range", f"{facts['score_min']:.4f} to {facts['score_max']:.4f}"),
-        ("item counts (n_items)", "present" if facts["has_n_items"] else "not given"),
-    ]
-    if facts["categories"]:
-        rows.append(("categories", str(facts["categories"])))
-    from jagged.views.summary import detail_text
+    from jagged.views.summary import read_facts
 
-    for key, value in dataset.details.items():
-        text = detail_text(str(key), value, limit=8)
-        if text:  # objects the report shows in sections of their own have no short text
-            rows.append((str(key), text))
+    rows = [(f.label, f.value) for f in read_facts(dataset, limit=8)]
     return pd.DataFrame(rows, columns=["fact", "value"])
 
 

@@ -1,12 +1,78 @@
-"""Plain-language summary of a loaded dataset (``jagged validate``)."""
+"""What was read: the facts of a loaded dataset, worded once, and the paragraph ``jagged validate`` prints.
+
+:func:`read_facts` is the one source of the "what was read" facts; the report's table
+(:func:`jagged.views.overview.dataset_facts`), its provenance rows
+(:func:`jagged.report.facts.input_facts`), the batch index and :func:`describe` format them.
+"""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import pandas as pd
 
 from jagged.readers.dataset import Dataset
 from jagged.readers.table import summarize
 from jagged.text import and_more, listing, plural
+
+
+class Fact(NamedTuple):
+    """One fact of what was read.
+
+    Attributes
+    ----------
+    key : str
+        Stable name: ``input``, ``format``, ``scores``, ``models``, ``domains``,
+        ``complete``, ``score range``, ``n_items``, ``categories``, or a ``Dataset.details`` key.
+    label : str
+        How a table labels it.
+    value : str
+        Its display text.
+    """
+
+    key: str
+    label: str
+    value: str
+
+
+def read_facts(dataset: Dataset, *, limit: int = 8) -> list[Fact]:
+    """The facts of a loaded dataset, in display order (the one "what was read" builder).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        A loaded dataset.
+    limit : int
+        Most names listed in one value (incomplete models, lists in the details).
+
+    Returns
+    -------
+    list of Fact
+        Input, format, scores (rows: model × domain pairs), models, domains, models with every
+        domain, score range, item counts, categories (when any), then each
+        ``Dataset.details`` entry that has a short text (:func:`detail_text`).
+    """
+    facts = summarize(dataset.scores)
+    complete = f"{facts['complete_models']} of {facts['models']}"
+    if facts["incomplete"]:
+        complete += f" (incomplete: {listing(facts['incomplete'], limit)})"
+    rows = [
+        Fact("input", "input", str(dataset.source)),
+        Fact("format", "format", str(dataset.format)),
+        Fact("scores", "scores (rows)", str(facts["rows"])),
+        Fact("models", "models", str(facts["models"])),
+        Fact("domains", "domains", str(facts["domains"])),
+        Fact("complete", "models with every domain", complete),
+        Fact("score range", "score range", f"{facts['score_min']:.4f} to {facts['score_max']:.4f}"),
+        Fact("n_items", "item counts (n_items)", "present" if facts["has_n_items"] else "not given"),
+    ]
+    if facts["categories"]:
+        rows.append(Fact("categories", "categories", str(facts["categories"])))
+    for key, value in dataset.details.items():
+        text = detail_text(str(key), value, limit=limit)
+        if text:  # objects the report shows in sections of their own have no short text
+            rows.append(Fact(str(key), str(key), text))
+    return rows
 
 
 def describe(dataset: Dataset) -> str:
@@ -22,17 +88,20 @@ def describe(dataset: Dataset) -> str:
     str
         The paragraph, ending with ``OK``.
     """
-    facts = summarize(dataset.scores)
-    parts = [f"{dataset.source}: {dataset.format} format, {plural(facts['rows'], 'score')} for "
-             f"{plural(facts['models'], 'model')} in {plural(facts['domains'], 'domain')}"]
-    if facts["categories"]:
-        parts.append(f"grouped into {plural(facts['categories'], 'category')}")
+    read = read_facts(dataset, limit=5)
+    facts = summarize(dataset.scores)  # the lists behind the completeness and item-count prose
+    n_fixed = 9 if facts["categories"] else 8  # the fixed facts; the details follow them
+    fact = {f.key: f.value for f in read[:n_fixed]}
+    parts = [f"{fact['input']}: {fact['format']} format, {plural(int(fact['scores']), 'score')} for "
+             f"{plural(int(fact['models']), 'model')} in {plural(int(fact['domains']), 'domain')}"]
+    if "categories" in fact:
+        parts.append(f"grouped into {plural(int(fact['categories']), 'category')}")
     if facts["incomplete"]:
         parts.append(f"{plural(facts['complete_models'], 'model')} complete, {len(facts['incomplete'])} "
                      f"incomplete ({listing(facts['incomplete'], 5, quote=True)})")
     else:
         parts.append("every model has every domain")
-    parts.append(f"scores range {facts['score_min']:.4f} to {facts['score_max']:.4f}")
+    parts.append(f"scores range {fact['score range']}")
     if facts["has_n_items"]:
         parts.append("item counts (n_items) present")
     elif facts["n_items_known"]:
@@ -40,10 +109,7 @@ def describe(dataset: Dataset) -> str:
                      f"none for {listing(facts['without_n_items'], 5, quote=True)}")
     else:
         parts.append("no item counts (n_items)")
-    for key, value in dataset.details.items():
-        shown = detail_text(key, value)
-        if shown:
-            parts.append(f"{key}: {shown}")
+    parts += [f"{f.key}: {f.value}" for f in read[n_fixed:]]
     return "; ".join(parts) + ". OK"
 
 

@@ -1,0 +1,249 @@
+"""Where the item statistics run: an embedded DuckDB (the default) or a Spark session, both through Ibis.
+
+The sums over item-level rows (:mod:`jagged.stats.item_expr`, :mod:`jagged.stats.poisson_bootstrap`)
+are Ibis expressions; this module opens the backend that runs them and turns an input (an
+item table in memory, a Parquet file, or a folder of Parquet files partitioned hive-style,
+``model=.../part-0.parquet``) into an Ibis table without loading it whole.
+
+* ``engine="duckdb"``: an in-process DuckDB with a memory limit, spilling to a temporary
+  folder beyond it. Pandas item tables go through DuckDB too (registered, not copied), so
+  every input has one implementation of the statistics.
+* ``engine="spark"``: the active Spark session if there is one (a notebook's, a test's),
+  else a new one. Spark's own configuration is honoured: ``spark-defaults.conf`` under
+  ``SPARK_CONF_DIR`` (or ``SPARK_HOME/conf``), ``PYSPARK_SUBMIT_ARGS`` and the environment
+  set the master and everything else; only an explicit ``spark_master`` is set over them,
+  and ``local[*]`` is used when nothing names a master. Needs ``pip install jagged[spark]``
+  and Java 17.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from jagged.errors import JaggedInputError
+
+#: The engines, the first the default.
+ENGINES: tuple[str, ...] = ("duckdb", "spark")
+#: The Spark master when neither ``spark_master`` nor Spark's configuration names one.
+DEFAULT_SPARK_MASTER = "local[*]"
+#: DuckDB memory cap of the statistics' sessions (they spill to a temporary folder beyond it).
+DUCKDB_MEMORY_LIMIT = "512MB"
+
+
+def check_engine(engine: str | None) -> str:
+    """``engine`` if it is one of :data:`ENGINES` (None: the default), else a :class:`JaggedInputError`."""
+    if engine is None:
+        return ENGINES[0]
+    if engine not in ENGINES:
+        raise JaggedInputError(f"engine must be one of {', '.join(repr(e) for e in ENGINES)}, not {engine!r}")
+    return engine
+
+
+def configured_spark_master() -> str | None:
+    """The master Spark's own configuration names (``PYSPARK_SUBMIT_ARGS --master``, spark-defaults.conf), or None."""
+    args = os.environ.get("PYSPARK_SUBMIT_ARGS", "").split()
+    if "--master" in args[:-1]:
+        return args[args.index("--master") + 1]
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
+        str(Path(os.environ["SPARK_HOME"], "conf")) if os.environ.get("SPARK_HOME") else None)
+    if conf_dir:
+        defaults = Path(conf_dir, "spark-defaults.conf")
+        if defaults.is_file():
+            for line in defaults.read_text(errors="replace").splitlines():
+                parts = line.split(None, 1)
+                if len(parts) == 2 and parts[0] == "spark.master":
+                    return parts[1].strip()
+    return None
+
+
+def spark_session(spark_master: str | None = None) -> Any:
+    """The active Spark session, or a new one (master: ``spark_master``, else Spark's configuration, else local[*]).
+
+    Parameters
+    ----------
+    spark_master : str, optional
+        Master URL (``local[2]``, ``spark://host:7077``, ``yarn`` ...). Set over Spark's
+        configuration only when given; an active session is reused as it is.
+
+    Returns
+    -------
+    pyspark.sql.SparkSession
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise JaggedInputError("engine 'spark' needs PySpark: pip install 'jagged[spark]' (and Java 17)") from None
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder
+    master = spark_master or configured_spark_master() or DEFAULT_SPARK_MASTER
+    if spark_master or configured_spark_master() is None:
+        builder = builder.master(master)
+    return builder.getOrCreate()
+
+
+@contextlib.contextmanager
+def backend(engine: str | None = None, *, spark_master: str | None = None, memory_limit: str = DUCKDB_MEMORY_LIMIT,
+            threads: int | None = None) -> Iterator[Any]:
+    """An Ibis backend for the statistics, closed (DuckDB: with its spill folder) on exit.
+
+    Parameters
+    ----------
+    engine : {"duckdb", "spark"}, optional
+        Default ``"duckdb"``.
+    spark_master : str, optional
+        See :func:`spark_session`.
+    memory_limit : str
+        DuckDB memory limit.
+    threads : int, optional
+        DuckDB threads (default: the CPU count, at most 4).
+
+    Yields
+    ------
+    ibis.BaseBackend
+        The Spark session is left running (it is shared, and expensive to start).
+    """
+    import ibis
+
+    engine = check_engine(engine)
+    if engine == "spark":
+        yield ibis.pyspark.connect(spark_session(spark_master))
+        return
+    spill = tempfile.mkdtemp(prefix="jagged-duckdb-")
+    con = ibis.duckdb.connect(database=":memory:", memory_limit=memory_limit,
+                              threads=threads or min(os.cpu_count() or 1, 4), temp_directory=spill,
+                              preserve_insertion_order=False)
+    try:
+        yield con
+    finally:
+        with contextlib.suppress(Exception):
+            con.disconnect()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+#: Spark SQL type of each Ibis type :func:`table_from_frame` is given.
+_SPARK_TYPES = {"string": "string", "float64": "double", "int64": "bigint", "boolean": "boolean"}
+
+
+def table_from_frame(con: Any, frame: Any, schema: dict[str, str]) -> Any:
+    """A DataFrame as a table of ``con`` (DuckDB: a temporary table; Spark: a temporary view).
+
+    Parameters
+    ----------
+    con : ibis.BaseBackend
+        From :func:`backend`.
+    frame : pandas.DataFrame
+        The rows.
+    schema : dict
+        Ibis type of every column.
+
+    Returns
+    -------
+    ibis.Table
+        Bound to ``con``, so that what is derived from it runs (and is cached) there.
+    """
+    import uuid
+
+    import ibis
+
+    name = "jagged_" + uuid.uuid4().hex
+    if con.name == "duckdb":
+        return con.create_view(name, ibis.memtable(frame, schema=schema), overwrite=True)  # the frame is not copied
+    session = spark_session()
+    ddl = ", ".join(f"`{column}` {_SPARK_TYPES[kind]}" for column, kind in schema.items())
+    values = frame[list(schema)].astype(object).where(frame[list(schema)].notna(), None)
+    session.createDataFrame(values, schema=ddl).createOrReplaceTempView(name)
+    return con.table(name)
+
+
+def read_parquet(con: Any, path: str | Path) -> Any:
+    """An Ibis table over a Parquet file or a hive-partitioned folder of them (read lazily by the engine).
+
+    Parameters
+    ----------
+    con : ibis.BaseBackend
+        From :func:`backend`.
+    path : str or pathlib.Path
+        A Parquet file, or a folder whose Parquet files sit below ``key=value`` folders (the
+        keys become columns, as text).
+
+    Returns
+    -------
+    ibis.Table
+    """
+    path = Path(path)
+    if not path.exists():
+        raise JaggedInputError(f"{path.name}: no such file or folder")
+    folder = path.is_dir()
+    if con.name == "duckdb":
+        source = str(path / "**" / "*.parquet") if folder else str(path)
+        if folder:
+            return con.read_parquet(source, hive_partitioning=True, hive_types_autocast=False)
+        return con.read_parquet(source)
+    # Spark discovers the partitions itself; their values stay text (a model called 007 is not 7): the data
+    # files' schema plus the partition keys as strings, given to the reader
+    import uuid
+
+    from pyspark.sql.types import StringType, StructField
+
+    session = spark_session()
+    if not folder:
+        frame = session.read.parquet(str(path))
+    else:
+        first = next(path.rglob("*.parquet"))
+        keys = [part.split("=", 1)[0] for part in first.relative_to(path).parts[:-1] if "=" in part]
+        schema = session.read.parquet(str(first)).schema
+        for key in keys:
+            if key not in schema.fieldNames():
+                schema = schema.add(StructField(key, StringType(), True))
+        frame = session.read.schema(schema).parquet(str(path))
+    name = "jagged_" + uuid.uuid4().hex
+    frame.createOrReplaceTempView(name)
+    return con.table(name)
+
+
+def in_memory_items(data: Any, what: str = "the item response model (IRT fit)", *,
+                    engine: str | None = None) -> Any:
+    """The item table of ``data`` in memory, for what needs the response matrix; else a one-line error.
+
+    The sums over rows run in the engine at any scale, but the item response model's EM
+    (:mod:`jagged.stats.irt`, :mod:`jagged.stats.flaw`) works on the models × items matrix
+    in numpy: it runs on what fits in memory, and says so for an input aggregated out of
+    core (a large Parquet file, a partitioned folder) or when ``engine="spark"`` is asked.
+
+    Parameters
+    ----------
+    data : Dataset or pandas.DataFrame
+        The input.
+    what : str
+        What needs the matrix (for the message).
+    engine : str, optional
+        The engine the user asked for.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The item table.
+    """
+    import pandas as pd
+
+    if isinstance(data, pd.DataFrame) and engine != "spark":
+        return data
+    items = getattr(data, "items", None)
+    name = getattr(data, "source", "<item table>")
+    if isinstance(data, pd.DataFrame):
+        items = data
+    hint = ("it runs on what fits in memory: select models or domains (--models, --domains) or a sample of the "
+            "items into a table of up to a few million rows")
+    if engine == "spark":
+        raise JaggedInputError(f"{name}: {what} needs the response matrix in memory and does not run on Spark; {hint}")
+    if items is None:
+        raise JaggedInputError(f"{name}: {what} needs the response matrix in memory, and this input is aggregated out "
+                               f"of core; {hint}")
+    return items

@@ -1,0 +1,375 @@
+"""The item audit's sufficient statistics, written once as Ibis expressions: DuckDB runs them, or Spark.
+
+Every sum the item audit needs (:class:`jagged.stats.item_sums.ItemSums`: per (model, rest
+group), per item, per (item, option), per (item, key), the Σ softplus of the item model and
+the per-(model, domain) sums of the sensitivity analysis) is an expression over one table
+of rows (:func:`rows_table`: ``model, domain, grp, item, x, choice, key, n_options,
+informed``). The same expressions run on an item table in memory (registered with DuckDB),
+on a Parquet file or a hive-partitioned folder (read by the engine in row groups), with
+DuckDB embedded or on a Spark cluster (:mod:`jagged.stats.engine`).
+
+Definitions (per row r = (model m, item i); g(i) is the item's rest group: its domain,
+or the whole test):
+
+* ``S_mg``, ``N_mg``: sum of ``correct`` and number of items of model m in group g;
+* rest score ``R_r = (S_mg − x_r) / (N_mg − 1)`` (undefined when N_mg = 1);
+* ability ``θ_mg = ln((S_mg + ½) / (N_mg − S_mg + ½))``;
+* upper/lower weights: among the item's rows with a rest score (n_R of them), the
+  ``k = max(1, ⌊0.27 n_R + ½⌋)`` highest (lowest) rest scores get weight 1; rows tied at
+  the boundary share the remaining places equally: with ``above`` rows strictly higher
+  and ``tied`` rows equal, w_u = 1 if above + tied ≤ k else clip((k − above) / tied, 0, 1)
+  (w_l the same from below). One window per item gives ``above`` (its rank) and a second
+  partition by (item, R) gives ``tied``.
+
+Only the expressions are here; which engine runs them, and how a file or folder becomes a
+table, is :mod:`jagged.stats.engine`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jagged.errors import JaggedInputError
+
+#: Share of models in the upper and in the lower group of the discrimination index (Kelley).
+UPPER_LOWER = 0.27
+#: Label of "no answer extracted" in the per-option sums.
+NO_ANSWER = ""
+#: Columns of :attr:`jagged.stats.item_sums.ItemSums.items` (per item).
+ITEM_SUM_COLUMNS: tuple[str, ...] = (
+    "item", "domain", "group", "n", "sx", "sxx", "n_r", "sx_r", "sxx_r", "sr", "srr", "sxr", "stheta", "sxtheta",
+    "k_ul", "sxwu", "sxwl", "n_choice", "nopt_min", "nopt_max",
+)
+#: Columns of :attr:`jagged.stats.item_sums.ItemSums.options` (per item and chosen label, rows with choice
+#: information).
+OPTION_SUM_COLUMNS: tuple[str, ...] = (
+    "pos", "label", "count", "stheta", "swu", "n_wrong", "n_wrong_r", "sr_wrong", "swu_wrong",
+)
+#: Canonical columns of :func:`rows_table`.
+ROW_COLUMNS: tuple[str, ...] = ("model", "domain", "grp", "item", "x", "choice", "key", "n_options", "informed")
+#: Label pattern written as a whole number with a zero fraction (``"1.0"`` reads as ``"1"``, as in memory).
+_WHOLE = r"^(-?[0-9]+)\.0+$"
+
+
+# --------------------------------------------------------------------------- the rows
+
+
+def text_column(values: np.ndarray) -> pd.Series:
+    """An object-dtype column of names (pandas would otherwise convert strings to its string dtype)."""
+    return pd.Series(np.asarray(values, dtype=object), dtype=object)
+
+
+def _text(column: Any, dtype: Any) -> Any:
+    """A name column as trimmed text."""
+    return column.strip() if dtype.is_string() else column.cast("string")
+
+
+def _label(column: Any, dtype: Any) -> Any:
+    """A label column as :func:`jagged.readers.choices.normalise_labels` reads it (NULL where empty)."""
+    import ibis
+
+    if dtype.is_integer():
+        return column.cast("string")
+    if dtype.is_floating():
+        return ibis.ifelse(column == column.round(), column.cast("int64").cast("string"), column.cast("string"))
+    text = column.cast("string").strip()
+    return ibis.ifelse(text.re_search(_WHOLE), text.re_extract(_WHOLE, 1), text).nullif("")
+
+
+def rows_table(table: Any, *, rest: str = "domain", validated: bool = False,
+               coded: bool = False) -> tuple[Any, bool, bool]:
+    """The canonical row table of an item-level Ibis table.
+
+    Parameters
+    ----------
+    table : ibis.Table
+        Columns ``model, domain, item`` (or ``item_id``), ``correct`` and optionally
+        ``choice, key, n_options`` (names may carry spaces; other columns are ignored).
+    rest : {"domain", "test"}
+        The rest group ``grp``: the item's domain, or ``"(all)"``.
+    validated : bool
+        The table is a validated in-memory item table (names and labels already
+        normalised): no trimming or label normalisation.
+    coded : bool
+        ``model``, ``domain`` and ``item`` are integer codes of names sorted by name (an
+        in-memory table: grouping and sorting integers is faster than text); ``grp`` is
+        then the domain code, or 0 for the whole test (see :func:`decode`).
+
+    Returns
+    -------
+    (ibis.Table, bool, bool)
+        The rows (:data:`ROW_COLUMNS`; ``x`` float64, ``n_options`` float64, ``informed``
+        whether the row carries choice information), whether the input has ``choice``
+        and whether it has ``key``.
+    """
+    import ibis
+
+    from jagged.readers.items import ITEM_ALIASES
+
+    if rest not in ("domain", "test"):
+        raise JaggedInputError(f"rest score must be 'domain' or 'test', not {rest!r}")
+    schema = table.schema()
+    col = {str(name).strip(): name for name in schema.names}
+    for alias, name in ITEM_ALIASES.items():
+        if alias in col and name not in col:
+            col[name] = col[alias]
+    missing = [name for name in ("model", "domain", "item", "correct") if name not in col]
+    if missing:
+        raise JaggedInputError(f"item-level table lacks the column(s) {', '.join(missing)}")
+
+    def column(name: str) -> Any:
+        return table[col[name]]
+
+    def typed(name: str) -> Any:
+        dtype = schema[col[name]]
+        if coded and name in ("model", "domain", "item"):
+            return column(name).cast("int64")
+        if validated:
+            return column(name).cast("string")
+        return _label(column(name), dtype) if name in ("item", "choice", "key") else _text(column(name), dtype)
+
+    has_choice, has_key = "choice" in col, "key" in col
+    domain = typed("domain")
+    choice = typed("choice") if has_choice else ibis.null("string")
+    key = typed("key") if has_key else ibis.null("string")
+    informed = key.notnull() if has_key else ibis.literal(has_choice)
+    rows = table.select(
+        model=typed("model"), domain=domain,
+        grp=domain if rest == "domain" else (ibis.literal(0, "int64") if coded else ibis.literal("(all)")),
+        item=typed("item"), x=column("correct").cast("float64"), choice=choice, key=key,
+        n_options=column("n_options").cast("float64") if "n_options" in col else ibis.null("float64"),
+        informed=informed)
+    return rows, has_choice, has_key
+
+
+# --------------------------------------------------------------------------- the expressions
+
+
+def model_group_expr(rows: Any) -> Any:
+    """Per (model, rest group): ``s`` Σx, ``n`` items, ``theta`` the smoothed logit of the score."""
+    sums = rows.group_by(["model", "grp"]).aggregate(s=rows.x.sum(), n=rows.count())
+    return sums.mutate(theta=((sums.s + 0.5) / (sums.n.cast("float64") - sums.s + 0.5)).ln())
+
+
+def weighted_rows_expr(rows: Any, mg: Any, frac: float = UPPER_LOWER) -> Any:
+    """Every row with its rest score ``rest``, ability ``theta``, group size ``k`` and weights ``w_u``, ``w_l``."""
+    import ibis
+
+    j = rows.join(mg, ["model", "grp"])
+    n = j.n.cast("float64")
+    j = j.mutate(rest=ibis.ifelse(j.n > 1, (j.s - j.x) / (n - 1.0), ibis.null("float64")))
+    ordered = ibis.desc(ibis.coalesce(j.rest, -1.0))  # rest lies in [0, 1]: rows without one rank last
+    # one sort per item: rows strictly above (rank), rows at or above (a range frame), all rows with a rest score
+    through = j.rest.count().over(ibis.window(range=(None, 0), group_by=j.item, order_by=ordered))
+    j = j.mutate(n_r=j.rest.count().over(ibis.window(rows=(None, None), group_by=j.item, order_by=ordered)),
+                 above=ibis.rank().over(group_by=j.item, order_by=ordered), through=through)
+    j = j.mutate(tied=j.through - j.above)
+    k = ibis.ifelse(j.n_r > 0, ibis.greatest(1.0, (frac * j.n_r + 0.5).floor().cast("float64")), 0.0)
+    j = j.mutate(k=k)
+    above, tied = j.above.cast("float64"), j.tied.cast("float64")
+    below = j.n_r.cast("float64") - above - tied
+
+    def weight(better: Any) -> Any:
+        return ibis.cases((j.rest.isnull(), 0.0), (better + tied <= j.k, 1.0),
+                          else_=ibis.greatest(0.0, ibis.least(1.0, (j.k - better) / tied)))
+
+    return j.select("model", "item", "domain", "grp", "x", "choice", "informed", "n_options", "theta", "rest", "k",
+                    w_u=weight(above), w_l=weight(below))
+
+
+def item_sums_expr(w: Any) -> Any:
+    """Per item: the columns of :data:`jagged.stats.item_sums.ITEM_SUM_COLUMNS` (``grp`` for ``group``)."""
+    ok = w.rest.notnull()
+    zero = 0.0
+    return w.group_by("item").aggregate(
+        domain=w.domain.min(), grp=w.grp.min(), n=w.count(), sx=w.x.sum(), sxx=(w.x * w.x).sum(),
+        n_r=w.rest.count(), sx_r=w.x.sum(where=ok).fill_null(zero), sxx_r=(w.x * w.x).sum(where=ok).fill_null(zero),
+        sr=w.rest.sum().fill_null(zero), srr=(w.rest * w.rest).sum().fill_null(zero),
+        sxr=(w.x * w.rest).sum().fill_null(zero), stheta=w.theta.sum(), sxtheta=(w.x * w.theta).sum(),
+        k_ul=w.k.max(), sxwu=(w.x * w.w_u).sum(), sxwl=(w.x * w.w_l).sum(), n_choice=w.count(where=w.informed),
+        nopt_min=w.n_options.min(), nopt_max=w.n_options.max())
+
+
+def option_sums_expr(w: Any) -> Any:
+    """Per (item, chosen label) over rows with choice information (NULL choice: :data:`NO_ANSWER`)."""
+    informed = w.filter(w.informed)
+    informed = informed.mutate(label=informed.choice.fill_null(NO_ANSWER))
+    wrong = informed.x == 0
+    return informed.group_by(["item", "label"]).aggregate(
+        count=informed.count(), stheta=informed.theta.sum(), swu=informed.w_u.sum(),
+        n_wrong=informed.count(where=wrong), n_wrong_r=informed.count(where=wrong & informed.rest.notnull()),
+        sr_wrong=informed.rest.sum(where=wrong).fill_null(0.0), swu_wrong=informed.w_u.sum(where=wrong).fill_null(0.0))
+
+
+def key_counts_expr(rows: Any, has_key: bool, has_choice: bool) -> Any | None:
+    """Rows per (item, key); without a key column the choices of correct rows stand for the key (None: neither)."""
+    import ibis
+
+    if has_key:
+        label = rows.key
+    elif has_choice:
+        label = ibis.ifelse(rows.x == 1, rows.choice, ibis.null("string"))
+    else:
+        return None
+    keyed = rows.mutate(label=label)
+    keyed = keyed.filter(keyed.label.notnull())
+    return keyed.group_by(["item", "label"]).aggregate(count=keyed.count())
+
+
+def softplus_sums_expr(rows: Any, sp: Any, n_grid: int) -> Any:
+    """Σ over an item's rows of ``sp_g`` of the row's (model, group): the item model's Σ softplus per grid point."""
+    j = rows.select("item", "model", "grp").join(sp, ["model", "grp"])
+    return j.group_by("item").aggregate(**{f"sp_{g}": j[f"sp_{g}"].sum() for g in range(n_grid)})
+
+
+def model_domain_sums_expr(rows: Any, aside: Any, alt: Any, has_choice: bool) -> Any:
+    """Per (model, domain): Σx and n over all items, over the items not set aside, and re-scored (see ItemSums)."""
+    import ibis
+
+    j = rows.left_join(aside, rows.item == aside.item_aside).left_join(alt, rows.item == alt.item_alt)
+    kept = j.item_aside.isnull()
+    rescored = (ibis.ifelse(j.option.isnull(), j.x, ibis.ifelse(j.choice == j.option, 1.0, 0.0))
+                if has_choice else j.x)
+    return j.group_by(["model", "domain"]).aggregate(
+        s=j.x.sum(), n=j.count(), s_kept=j.x.sum(where=kept).fill_null(0.0), n_kept=j.count(where=kept),
+        s_rescored=rescored.sum(), n_rescored=j.count(where=j.option.notnull()))
+
+
+# --------------------------------------------------------------------------- running them
+
+
+def fetch(con: Any, expr: Any, names: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """An expression's result as a DataFrame (text columns object arrays of str or None, the rest float).
+
+    ``names`` decodes integer-coded columns (:func:`rows_table` with ``coded=True``): column →
+    the names its codes index.
+    """
+    frame = con.to_pyarrow(expr).to_pandas()
+    out = {}
+    for name in frame.columns:
+        values = frame[name]
+        if names is not None and name in names:
+            out[name] = text_column(np.asarray(names[name], dtype=object)[values.to_numpy(dtype=np.int64)])
+        elif values.dtype == object or pd.api.types.is_string_dtype(values):
+            array = values.to_numpy(dtype=object)
+            array[pd.isna(array)] = None
+            out[name] = pd.Series(array, dtype=object)
+        else:
+            out[name] = pd.to_numeric(values).to_numpy(dtype=float)
+    return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
+
+
+def _empty_options() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object if c == "label" else (np.int64 if c == "pos" else float))
+                         for c in OPTION_SUM_COLUMNS})
+
+
+def _positioned(frame: pd.DataFrame, item_names: np.ndarray, label: str) -> pd.DataFrame:
+    """A per-(item, label) table with ``pos`` (the item's row) in place of ``item``, sorted by pos then label."""
+    pos = pd.Index(item_names).get_indexer(frame["item"].to_numpy(dtype=object)).astype(np.int64)
+    labels = frame["label"].to_numpy(dtype=object)
+    order = np.lexsort((labels.astype(str), pos)) if len(pos) else np.zeros(0, dtype=np.int64)
+    out = {"pos": pos[order], label: text_column(labels[order])}
+    for name in frame.columns:
+        if name not in ("item", "label"):
+            out[name] = frame[name].to_numpy(dtype=float)[order]
+    return pd.DataFrame(out)
+
+
+def compute_item_sums(con: Any, rows: Any, *, has_choice: bool, has_key: bool,
+                      names: dict[str, np.ndarray] | None = None) -> tuple[pd.DataFrame, ...]:
+    """Run the expressions on ``con``: the tables of :class:`jagged.stats.item_sums.ItemSums`.
+
+    Parameters
+    ----------
+    con : ibis.BaseBackend
+        The engine (:func:`jagged.stats.engine.backend`).
+    rows : ibis.Table
+        From :func:`rows_table`.
+    has_choice, has_key : bool
+        Whether the input has the columns.
+    names : dict, optional
+        For integer-coded rows: ``model``, ``domain``, ``grp``, ``item`` → their names.
+
+    Returns
+    -------
+    (model_group, items, options, keys, group_codes)
+        The per-group table (``model, group, s, n, theta``, sorted by model and group),
+        the per-item, per-option and per-key tables, and the engine's ``model, grp`` values
+        of the per-group rows (for :func:`run_softplus_sums`).
+    """
+    mg_raw = fetch(con, model_group_expr(rows))
+    mg_codes = mg_raw[["model", "grp"]].copy()
+    if names is not None:  # fetched as float: the codes go back to the engine as integers
+        mg_codes = mg_codes.astype(np.int64)
+        for name in ("model", "grp"):
+            mg_raw[name] = text_column(np.asarray(names[name], dtype=object)[mg_codes[name].to_numpy()])
+    order = np.lexsort((mg_raw["grp"].to_numpy(dtype=object).astype(str),
+                        mg_raw["model"].to_numpy(dtype=object).astype(str)))
+    mg = mg_raw.rename(columns={"grp": "group"}).iloc[order].reset_index(drop=True)
+    mg_codes = mg_codes.iloc[order].reset_index(drop=True)
+    w = weighted_rows_expr(rows, model_group_expr(rows))
+    with w.cache() as cached:
+        items = fetch(con, item_sums_expr(cached), names).rename(columns={"grp": "group"})
+        items = items.sort_values("item", kind="stable").reset_index(drop=True)
+        items = items[list(ITEM_SUM_COLUMNS)]
+        for name in ("item", "domain", "group"):
+            items[name] = text_column(items[name].to_numpy(dtype=object))
+        item_names = items["item"].to_numpy(dtype=object)
+        options = _empty_options()
+        if has_choice or has_key:
+            found = fetch(con, option_sums_expr(cached), names)
+            if len(found):
+                options = _positioned(found, item_names, "label")[list(OPTION_SUM_COLUMNS)]
+    key_expr = key_counts_expr(rows, has_key, has_choice)
+    if key_expr is None:
+        keys = pd.DataFrame({"pos": pd.Series(dtype=np.int64), "key": pd.Series(dtype=object),
+                             "count": pd.Series(dtype=float)})
+    else:
+        keys = _positioned(fetch(con, key_expr, names), item_names, "key")
+    return mg[["model", "group", "s", "n", "theta"]], items, options, keys, mg_codes
+
+
+def run_softplus_sums(con: Any, rows: Any, group_codes: pd.DataFrame, theta: np.ndarray, a: float,
+                      grid: np.ndarray, item_names: np.ndarray,
+                      names: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """Σ_m softplus(a (θ_m − b_g)) per item (rows in ``item_names`` order) for the slope ``a`` and grid ``b``.
+
+    The per-(model, group) values are computed here (a small table); the engine joins them
+    to the rows and sums per item.
+    """
+    import ibis
+
+    kind = "string" if names is None else "int64"
+    z = a * (np.asarray(theta, dtype=float)[:, None] - np.asarray(grid, dtype=float)[None, :])
+    frame = pd.DataFrame({"model": group_codes["model"].to_numpy(), "grp": group_codes["grp"].to_numpy(),
+                          **{f"sp_{g}": np.logaddexp(0.0, z[:, g]) for g in range(len(grid))}})
+    sp = ibis.memtable(frame, schema={"model": kind, "grp": kind, **{f"sp_{g}": "float64" for g in range(len(grid))}})
+    sums = fetch(con, softplus_sums_expr(rows, sp, len(grid)), names)
+    out = np.zeros((len(item_names), len(grid)))
+    out[pd.Index(item_names).get_indexer(sums["item"].to_numpy(dtype=object))] = \
+        sums[[f"sp_{g}" for g in range(len(grid))]].to_numpy(dtype=float)
+    return out
+
+
+def run_model_domain_sums(con: Any, rows: Any, has_choice: bool, set_aside: np.ndarray,
+                          rescore: dict[str, str], names: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """:func:`model_domain_sums_expr` on ``con``, sorted by model and domain, counts as float."""
+    import ibis
+
+    aside_items: Any = pd.Series([str(i) for i in set_aside], dtype=object)
+    alt_items: Any = pd.Series(list(rescore), dtype=object)
+    kind = "string"
+    if names is not None:  # coded rows: items by their codes (an item not in the table matches nothing)
+        aside_items = pd.Index(names["item"]).get_indexer(aside_items).astype(np.int64)
+        alt_items = pd.Index(names["item"]).get_indexer(alt_items).astype(np.int64)
+        kind = "int64"
+    aside = ibis.memtable(pd.DataFrame({"item_aside": aside_items}), schema={"item_aside": kind})
+    alt = ibis.memtable(pd.DataFrame({"item_alt": alt_items,
+                                      "option": pd.Series(list(rescore.values()), dtype=object)}),
+                        schema={"item_alt": kind, "option": "string"})
+    out = fetch(con, model_domain_sums_expr(rows, aside, alt, has_choice), names)
+    return out.sort_values(["model", "domain"], kind="stable").reset_index(drop=True)

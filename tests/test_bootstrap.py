@@ -1,0 +1,140 @@
+"""Bootstrap intervals (jagged/stats/bootstrap.py): paired item resampling, its vectorised replicates, settings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import jagged
+import jagged.readers.load
+from jagged.analysis import AnalysisOptions, metrics_table
+from jagged.cli import main
+from jagged.stats import bootstrap as boot
+
+
+def long_scores(rows: dict[str, list[tuple[str, float, float]]]) -> pd.DataFrame:
+    records = [{"model": m, "domain": d, "score": s, "n_items": n} for m, v in rows.items() for d, s, n in v]
+    return jagged.validate_scores(pd.DataFrame(records), "t", line_offset=None)
+
+
+def items_frame(correct: np.ndarray, n_per_domain: int, models: list[str]) -> pd.DataFrame:
+    n_items = correct.shape[0]
+    return pd.DataFrame({
+        "model": np.repeat(models, n_items),
+        "domain": np.tile([f"d{i // n_per_domain}" for i in range(n_items)], len(models)),
+        "item": np.tile([f"q{i}" for i in range(n_items)], len(models)),
+        "correct": correct.T.ravel(),
+    })
+
+
+@pytest.fixture
+def small_items():
+    rng = np.random.default_rng(3)
+    x = (rng.random((60, 3)) < np.repeat([0.9, 0.6, 0.4], 20)[:, None]).astype(float)
+    x = np.column_stack([x, x[:, 0]])                       # model "D" answers exactly like "A"
+    frame = items_frame(x, 20, ["A", "B", "C", "D"])
+    return jagged.readers.load.frame_to_dataset(frame, source="t", paths=[], line_offset=None)
+
+
+def test_bootstrap_is_deterministic_for_a_seed(small_items):
+    a = boot.bootstrap_intervals(small_items.scores, small_items.items, n_boot=300, seed=7)
+    b = boot.bootstrap_intervals(small_items.scores, small_items.items, n_boot=300, seed=7)
+    c = boot.bootstrap_intervals(small_items.scores, small_items.items, n_boot=300, seed=8)
+    pd.testing.assert_frame_equal(a, b)
+    assert not np.allclose(a["cv_error_hi"], c["cv_error_hi"])
+
+
+def test_resampling_is_paired_across_models(small_items):
+    reps = boot.bootstrap_replicates(small_items.scores, small_items.items, n_boot=200, seed=1)
+    a, d = list(reps.models).index("A"), list(reps.models).index("D")
+    np.testing.assert_array_equal(reps.macro_score[:, a], reps.macro_score[:, d])
+    np.testing.assert_array_equal(reps.cv_error[:, a], reps.cv_error[:, d])
+    assert reps.macro_score[:, a].std() > 0
+    # the parametric bootstrap cannot pair: identical aggregated rows get different draws
+    par = boot.bootstrap_replicates(small_items.scores, None, n_boot=200, seed=1)
+    assert not np.array_equal(par.macro_score[:, a], par.macro_score[:, d])
+
+
+def test_vectorised_replicates_equal_a_per_replicate_loop(small_items):
+    """The count-matrix product gives exactly what resampling the rows one replicate at a time gives."""
+    n_boot, seed = 25, 11
+    reps = boot.bootstrap_replicates(small_items.scores, small_items.items, n_boot=n_boot, seed=seed)
+    matrix = boot.item_matrix(small_items.items)
+    rng = np.random.default_rng(seed)
+    bounds = matrix.bounds
+    draws = [rng.integers(0, bounds[d + 1] - bounds[d], size=(n_boot, bounds[d + 1] - bounds[d]))
+             for d in range(len(matrix.domains))]
+    items = small_items.items
+    for r in range(n_boot):
+        picked = [items[items["item"].isin([])]]
+        for d, domain in enumerate(matrix.domains):
+            names = sorted(items.loc[items["domain"] == domain, "item"].unique(), key=lambda q: int(q[1:]))
+            chosen = pd.DataFrame({"item": np.asarray(names)[draws[d][r]]})
+            picked.append(chosen.merge(items, on="item"))
+        sample = pd.concat(picked)
+        s = sample.groupby(["model", "domain"])["correct"].mean().unstack()
+        n = sample.groupby(["model", "domain"])["correct"].size().unstack()
+        e = 1 - s
+        noise = (e * (1 - e) / (n - 1)).sum(axis=1) * (3 - 1) / 9
+        v = e.var(axis=1, ddof=0)
+        cv = np.sqrt(np.maximum(v - 2 * noise, 0)) / e.mean(axis=1)
+        np.testing.assert_allclose(reps.macro_score[r], s.mean(axis=1).to_numpy(), rtol=1e-12)
+        np.testing.assert_allclose(reps.cv_error[r], cv.to_numpy(), rtol=1e-10)
+
+
+def test_dep_and_wedge_intervals(small_items):
+    from jagged.stats.weights import resolve_profiles
+
+    weights = resolve_profiles(small_items.scores, None, ("uniform", "items"))
+    iv = boot.bootstrap_intervals(small_items.scores, small_items.items, weights=weights, n_boot=300, seed=2)
+    uni = iv[iv["profile"] == "uniform"]
+    assert (uni["wedge_lo"] == 0).all() and (uni["wedge_hi"] == 0).all()
+    np.testing.assert_allclose(uni["dep_score_lo"], uni["macro_score_lo"], rtol=1e-12)
+    table = metrics_table(small_items, AnalysisOptions(profiles=("uniform", "items"), bootstrap=300, seed=2))
+    for stat in boot.INTERVAL_STATISTICS:
+        assert {f"{stat}_lo", f"{stat}_hi"} <= set(table.columns)
+        inside = (table[f"{stat}_lo"] <= table[stat] + 1e-12) & (table[stat] <= table[f"{stat}_hi"] + 1e-12)
+        if stat != "cv_error":        # the cv interval is for the noise-free CV, see the docs
+            assert inside.all(), stat
+
+
+def test_incomplete_coverage_uses_only_items_the_model_has():
+    rng = np.random.default_rng(0)
+    x = (rng.random((40, 2)) < 0.6).astype(float)
+    frame = items_frame(x, 20, ["A", "B"])
+    frame = frame[~((frame["model"] == "B") & frame["item"].isin(["q0", "q1", "q25"]))]
+    ds = jagged.readers.load.frame_to_dataset(frame.reset_index(drop=True), source="t", paths=[], line_offset=None)
+    reps = boot.bootstrap_replicates(ds.scores, ds.items, n_boot=400, seed=0)
+    assert np.isfinite(reps.macro_score).all()
+    # the mean of the replicate macro scores is close to the observed one (no imputation drift)
+    observed = ds.scores.groupby("model")["score"].mean().to_numpy()
+    np.testing.assert_allclose(reps.macro_score.mean(axis=0), observed, atol=0.01)
+
+
+def test_bad_settings():
+    scores = long_scores({"A": [("x", 0.9, 100), ("y", 0.8, 50)]})
+    with pytest.raises(jagged.JaggedInputError, match="interval level"):
+        boot.bootstrap_intervals(scores, n_boot=10, ci=1.5)
+    with pytest.raises(jagged.JaggedInputError, match="positive whole number"):
+        boot.bootstrap_intervals(scores, n_boot=0)
+
+
+def test_cli_options(tmp_path, shared_data):
+    path = shared_data / "mmlu_pro_per_category.csv"
+    out1, out2 = tmp_path / "a.csv", tmp_path / "b.csv"
+    for out in (out1, out2):
+        result = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "200", "--seed", "3",
+                                           "--ci", "0.9", "-o", str(out)])
+        assert result.exit_code == 0, result.stderr
+    a, b = pd.read_csv(out1), pd.read_csv(out2)
+    pd.testing.assert_frame_equal(a, b)
+    assert (a["interval_method"] == boot.METHOD_BINOMIAL).all()
+    assert (a["cv_error_lo"] < a["cv_error_hi"]).all()
+    none = CliRunner().invoke(main, ["metrics", str(path), "--bootstrap", "0"])
+    assert none.exit_code == 0 and "cv_error_lo" not in none.stdout and "noise_share" in none.stdout
+    bad = CliRunner().invoke(main, ["metrics", str(path), "--ci", "95"])
+    assert bad.exit_code == 2 and "--ci" in bad.stderr
+    help_text = CliRunner().invoke(main, ["metrics", "--help"]).stdout
+    assert "--bootstrap B" in help_text and "default: 2000" in help_text and "default: 0.95" in help_text
