@@ -171,6 +171,8 @@ class SectionFilter(Preprocessor):
                 for output in cell.outputs:
                     for mime in RECORD_MIMES:
                         (output.get("data", {}) or {}).pop(mime, None)
+                # an output that was only a record (REPORT.json's) has nothing left to show
+                cell.outputs = [o for o in cell.outputs if "data" not in o or o["data"]]
         removed: set[str] = set()
         unknown: set[str] = set()
         if applies is not None:
