@@ -264,4 +264,4 @@ def test_killed_report_leaves_no_kernel_and_the_next_run_cleans_up(tmp_path, pla
     assert live.is_dir()                                               # and nothing else
     assert earlier.read_text(encoding="utf-8") == "<html>an earlier report</html>"
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
-        "report.html", "second.html", "second.ipynb"]
+        "report.html", "second.html", "second.ipynb", "second.json"]
