@@ -120,3 +120,25 @@ def test_only_dead_runs_folders_are_removed(tmp_path):
         running.wait()
     assert remove_stale_workdirs(tmp_path) == [live]                   # once its process has ended
     assert remove_stale_workdirs(tmp_path / "missing") == []
+
+
+def test_a_swallowed_sigterm_is_raised_at_the_next_checkpoint(monkeypatch):
+    """If the exception SIGTERM's handler raises is swallowed where it lands, the run's next checkpoint raises it."""
+    import signal
+
+    from jagged.report import debris
+
+    monkeypatch.setattr(debris, "_RECEIVED", [])
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        try:
+            debris._on_terminate(signal.SIGTERM, None)
+        except debris.Terminated:
+            pass  # swallowed, as an event loop might
+        with pytest.raises(debris.Terminated) as raised:
+            debris.check_terminated()
+        assert raised.value.code == 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    monkeypatch.setattr(debris, "_RECEIVED", [])
+    debris.check_terminated()  # nothing received: nothing raised

@@ -88,9 +88,26 @@ def kernel_stem(runtime: str | Path) -> Path:
     return Path(runtime) / f"jagged-{os.getpid()}-{host_tag()}-{uuid.uuid4().hex[:12]}"
 
 
+#: The signal that arrived while a kernel was owned (None: none), kept in case the exception the
+#: handler raises is swallowed where it lands (e.g. inside jupyter_client's event loop).
+_RECEIVED: list[int] = []
+
+
 def _on_terminate(signum: int, frame: Any) -> None:
     signal.signal(signum, signal.SIG_IGN)  # one is enough; the clean-up must not be cut short
+    _RECEIVED.append(signum)
     raise Terminated(signum)
+
+
+def check_terminated() -> None:
+    """Raise :class:`Terminated` if SIGTERM arrived earlier and its exception was swallowed.
+
+    A run calls it at its checkpoints (kernel started, notebook executed, before moving the
+    report into place), so a terminated run never writes a report whatever code the signal
+    interrupted.
+    """
+    if _RECEIVED:
+        raise Terminated(_RECEIVED[0])
 
 
 def guard_termination() -> None:

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import jagged
 from jagged.errors import JaggedInputError
-from jagged.report.debris import make_workdir, remove_stale_workdirs
+from jagged.report.debris import check_terminated, make_workdir, remove_stale_workdirs
 from jagged.report.execution import KERNEL_NAME, ReportError, execute
 from jagged.report.notebooks import DEFAULT_TITLE, find_notebook, full_parameters
 from jagged.report.rendering import Warmup, parameter_rows, render
@@ -198,6 +198,7 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
             km = launch_kernel(execute_kwargs.get("kernel_name", KERNEL_NAME),
                                cwd=None if cwd is None else str(cwd))
             execute_kwargs.update(external_kernel_kwargs(km))
+        check_terminated()
         _run_into(workdir, notebook, html_path, parameters, title=title, show_code=show_code, facts=facts,
                   subtitle=subtitle, metadata=metadata, theme=theme, sections=sections,
                   execute_kwargs=execute_kwargs)
@@ -266,6 +267,7 @@ def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: 
 
     record = report_json(nb, notebook=notebook, title=title, parameters=full, facts=facts, sections=sections)
     rendered, recorded = workdir / "report.html", workdir / "report.json"
+    check_terminated()  # a SIGTERM whose exception was swallowed while the notebook ran: write nothing
     try:
         nbformat.write(nb, str(executed))
         rendered.write_text(page, encoding="utf-8")
