@@ -22,8 +22,7 @@ def _toy_read(found, *, source, model_name=None, **_):
 
 
 TOY = Reader(name="toy", family="toy files", what="toy files", options=("model_name",),
-             recognises=lambda head: head.kind == "json" and isinstance(head.content, dict) and "toy" in head.content,
-             read=_toy_read)
+             recognises=lambda content: isinstance(content, dict) and "toy" in content, read=_toy_read)
 
 
 @pytest.fixture

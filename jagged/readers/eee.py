@@ -74,13 +74,11 @@ from jagged.readers.eee_results import (
     ITEM_COUNT_SUFFIX,
     NOT_EVALUATED,
     Result,
-    detail_dict,
-    fraction,
+    fractions,
     item_count,
     name_is_aggregate,
     normalised,
-    not_a_score,
-    read_result,
+    read_results,
 )
 
 #: Schema versions (major.minor) whose field places this module knows.
@@ -289,15 +287,6 @@ def _sibling_counts(results: list[Result]) -> dict[str, float]:
     return counts
 
 
-def _nested_stats(content: dict[str, Any]) -> int:
-    count = 0
-    for entry in content["evaluation_results"]:
-        details = entry.get("score_details", {}).get("details") if isinstance(entry, dict) else None
-        if isinstance(details, dict):
-            count += sum(1 for v in details.values() if (detail_dict(v) or {}).get("score") is not None)
-    return count
-
-
 def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = None,
                    model_name: str | None = None, collection: str | None = None,
                    strict: bool = False) -> AggregateFile:
@@ -331,13 +320,13 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
     """
     schema = schema_of(content, path)
     found_model = _model_id(content, path)
-    results = [read_result(entry, i, path) for i, entry in enumerate(content["evaluation_results"])]
+    read = read_results(content["evaluation_results"], path)
+    results = read.results
     counts = _sibling_counts(results)
     top_items = _top_level_items(content)
     left_out: list[tuple[str, str]] = []
     candidates = []
-    for result in results:
-        reason = not_a_score(result)
+    for result, reason in zip(results, read.reasons):
         if reason:
             left_out.append((result.raw_name, reason))
         else:
@@ -346,7 +335,7 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
     left_out.extend(duplicates)
     suffix = _strip_metric_suffix(candidates)
     benchmark = _benchmark_names(content, candidates, collection)
-    scores: dict[str, tuple[float, float, tuple[str, ...], str]] = {}
+    kept: list[tuple[Result, float]] = []
     missing: list[str] = []
     for result, reason in zip(candidates, _aggregate_reasons(candidates, benchmark)):
         if reason:
@@ -364,7 +353,10 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
             left_out.append((result.raw_name, f"score {result.score:g} outside its declared range [{result.low:g}, "
                                               f"{result.high:g}] ({found_model})"))
             continue
-        scores[result.name] = (fraction(result, path), n_items, result.path, suffix or result.metric)
+        kept.append((result, n_items))
+    scores: dict[str, tuple[float, float, tuple[str, ...], str]] = {
+        result.name: (value, n_items, result.path, suffix or result.metric)
+        for (result, n_items), value in zip(kept, fractions([r for r, _ in kept], path))}
     info = content["model_info"]
     extra = info.get("additional_details") if isinstance(info.get("additional_details"), dict) else {}
     detailed = content.get("detailed_evaluation_results")
@@ -383,7 +375,7 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
         samples_file=(detailed.get("file_path") if isinstance(detailed, dict)
                       and isinstance(detailed.get("file_path"), str) else None),
         source_name=source.get("source_name") if isinstance(source.get("source_name"), str) else None,
-        nested_stats=_nested_stats(content), collection=collection)
+        nested_stats=read.nested_stats, collection=collection)
 
 
 __all__ = ["AggregateFile", "KNOWN_SCHEMAS", "is_aggregate", "parse_timestamp", "read_aggregate", "schema_family",

@@ -36,7 +36,7 @@ from jagged.readers.eee import KNOWN_SCHEMAS, AggregateFile, is_aggregate, read_
 from jagged.readers.eee_results import normalised
 from jagged.readers.hierarchy import category_map
 from jagged.readers.limits import InputTooLargeError
-from jagged.readers.reader import Head, Reader, ScoreRead
+from jagged.readers.reader import Reader, ScoreRead
 from jagged.readers.supersede import Replaced, newest
 from jagged.text import listing, plural
 
@@ -247,7 +247,7 @@ def _details(files: list[AggregateFile], read: list[AggregateFile], records: lis
     twins = _case_twins(sorted({f.model for f in files}))
     if twins:
         details["ids differing by case"] = f"kept apart as different models: {listing(twins, 5)}"
-    unknown = sorted({f.schema for f in read if schema_family(f.schema) not in KNOWN_SCHEMAS})
+    unknown = sorted(s for s in {f.schema for f in read} if schema_family(s) not in KNOWN_SCHEMAS)
     if unknown:
         details["schema note"] = f"schema {', '.join(unknown)} is newer than jagged knows; read as 0.3"
     linked = sum(1 for f in files if f.samples_file)
@@ -317,7 +317,7 @@ def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = 
     if model_name and len(found) > 1:
         warnings.warn(f"--model-name {model_name!r} merges files of {len(found)} models ({listing(found)})",
                       JaggedWarning, stacklevel=3)
-    winners, replaced = newest((((f.collection, f.model), f) for f in chosen), rank=_rank)
+    winners, replaced = newest([((f.collection, f.model), f) for f in chosen], rank=_rank)
     used = list(winners.values())
     records, _ = _records(used)
     if not records:
@@ -333,12 +333,8 @@ def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = 
                      model_notes=model_notes, details=details)
 
 
-def _recognises(head: Head) -> bool:
-    return head.kind == "json" and is_aggregate(head.content)
-
-
 READER = Reader(name="EEE aggregate", family="Every Eval Ever files", what="Every Eval Ever aggregate files",
-                options=("collection", "metric", "model_name", "strict"), recognises=_recognises,
+                options=("collection", "metric", "model_name", "strict"), recognises=is_aggregate,
                 read=load_aggregates)
 
 

@@ -131,6 +131,16 @@ def detail_dict(value: Any) -> dict[str, Any] | None:
     return None
 
 
+def nested_stats(entries: list[Any]) -> int:
+    """How many nested statistics with a score the entries' ``score_details.details`` hold."""
+    count = 0
+    for entry in entries:
+        details = entry.get("score_details", {}).get("details") if isinstance(entry, dict) else None
+        if isinstance(details, dict):
+            count += sum(1 for v in details.values() if (detail_dict(v) or {}).get("score") is not None)
+    return count
+
+
 def item_count(value: Any) -> float:
     """A positive item count, else NaN."""
     if isinstance(value, str):
@@ -257,6 +267,37 @@ def read_result(entry: Any, index: int, path: Path) -> Result:
                   path=hierarchy_path(entry.get("evaluation_result_id"), name), dataset=dataset)
 
 
+@dataclass
+class Results:
+    """A file's ``evaluation_results`` as read by :func:`read_results`.
+
+    Attributes
+    ----------
+    results : list of Result
+        Every entry, in order.
+    reasons : list of str or None
+        Why each result is no score (:func:`not_a_score`), None for a score.
+    nested_stats : int
+        Nested statistics with a score in the entries' ``score_details.details``.
+    """
+
+    results: list[Result]
+    reasons: list[str | None]
+    nested_stats: int
+
+
+def read_results(entries: list[Any], path: Path) -> Results:
+    """Read every ``evaluation_results`` entry of a file (:func:`read_result`), in one pass over the file.
+
+    Raises
+    ------
+    JaggedInputError
+        A missing or mistyped field of an entry (see :func:`read_result`).
+    """
+    results = [read_result(entry, i, path) for i, entry in enumerate(entries)]
+    return Results(results, [not_a_score(result) for result in results], nested_stats(entries))
+
+
 @functools.lru_cache(maxsize=65536)
 def _namenot_a_score(name: str) -> str | None:
     """Why a result's name says it is no score (win rates, HELM's non-accuracy columns), or None."""
@@ -305,6 +346,11 @@ def not_a_score(result: Result) -> str | None:
     return None
 
 
+def fractions(results: list[Result], path: Path) -> list[float]:
+    """:func:`fraction` of every result, in order (the first outside its declared range raises)."""
+    return [fraction(result, path) for result in results]
+
+
 def fraction(result: Result, path: Path) -> float:
     """The score mapped to [0, 1] from the declared range.
 
@@ -323,5 +369,6 @@ def fraction(result: Result, path: Path) -> float:
 
 
 __all__ = ["AGGREGATE_NAMES", "CROSS_CUTTING", "HELM_NON_SCORE", "HELM_NON_SCORE_TABS", "ITEM_COUNT_SUFFIX",
-           "NON_SCORE_UNITS", "NOT_EVALUATED", "WIN_RATE", "Result", "detail_dict", "fraction", "hierarchy_path",
-           "item_count", "name_is_aggregate", "normalised", "not_a_score", "read_result"]
+           "NON_SCORE_UNITS", "NOT_EVALUATED", "WIN_RATE", "Result", "Results", "detail_dict", "fraction", "fractions",
+           "hierarchy_path", "item_count", "name_is_aggregate", "nested_stats", "normalised", "not_a_score",
+           "read_result", "read_results"]

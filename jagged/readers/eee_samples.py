@@ -52,7 +52,7 @@ from jagged.readers.files import read_json_text
 from jagged.readers.hierarchy import category_map
 from jagged.readers.limits import InputTooLargeError
 from jagged.readers.metadata import metadata_domain, metadata_keys
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader, records
+from jagged.readers.reader import ItemRead, Parsed, Reader, records
 from jagged.readers.supersede import newest
 from jagged.text import listing, plural
 
@@ -386,7 +386,8 @@ def read_samples(parsed: list[Any], *, source: str, metric: str | None = None, m
         ``model, domain, item, correct, category`` and, for multiple-choice samples,
         ``choice`` and ``key``; ``text`` and ``options`` (None where a sample has none).
     """
-    files = [_one_result(f, metric) for p in parsed for f in read_file(p.path, p.content, model_name=model_name)]
+    files = [_one_result(f, metric) for p in parsed
+             for f in read_file(p.path, records(p.content), model_name=model_name)]
     winners, replaced = newest((((f.model, f.evaluation), f) for f in files), rank=lambda f: (f.stamp, str(f.path)))
     used = list(winners.values())
     several = len({f.evaluation for f in used}) > 1
@@ -442,21 +443,13 @@ def _details(used: list[SamplesFile], files: list[SamplesFile], items: pd.DataFr
     return details
 
 
-def _recognises(head: Head) -> bool:
-    return head.kind == "json" and is_instance(head.content)
-
-
-def _parse(head: Head) -> Parsed:
-    return Parsed(head.path, READER, records(head.content), head.root)
-
-
 def _unused(found: list[Parsed]) -> list[str]:
     return [f"{plural(len(found), 'EEE instance-level file')} ({listing([p.path.name for p in found], 3)}): "
             "aggregate files are used instead; point jagged at the samples for item-level data"]
 
 
 READER = Reader(name="EEE instance-level", family="Every Eval Ever files", what="Every Eval Ever instance-level files",
-                options=("metric", "model_name", "domain_key"), recognises=_recognises, read=read_samples, parse=_parse,
+                options=("metric", "model_name", "domain_key"), recognises=is_instance, read=read_samples,
                 unused=_unused)
 
 

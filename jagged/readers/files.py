@@ -17,6 +17,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers import limits
+from jagged.readers.reader import Head
 from jagged.text import first_line
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -51,6 +52,35 @@ def sniff(path: Path) -> str:
     if b"\x00" in head:
         return "binary"
     return "text"
+
+
+def head(path: Path, root: Path | None = None) -> Head:
+    """A file as the registry first sees it: its kind from the first bytes and, for JSON, the parsed document.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file.
+    root : pathlib.Path, optional
+        The folder it was found in. Inside a folder a file is a zip archive (first bytes
+        ``PK``) or JSON (an error says otherwise); alone, its kind is :func:`sniff`'s.
+
+    Returns
+    -------
+    Head
+        With ``content`` parsed once here (:func:`read_json_text`) for a ``"json"`` file.
+
+    Raises
+    ------
+    JaggedInputError
+        An empty file, or not valid JSON.
+    """
+    if root is None:
+        kind = sniff(path)
+    else:
+        with open(path, "rb") as handle:
+            kind = "zip" if handle.read(4) == b"PK\x03\x04" else "json"
+    return Head(path, kind, root, read_json_text(path) if kind == "json" else None)
 
 
 def decode_text(path: Path, data: bytes) -> str:
@@ -258,8 +288,7 @@ def read_json_text(path: Path) -> Any:
     JaggedInputError
         Not valid JSON or JSON lines; the message gives the line.
     """
-    data = limits.read_file(path)
-    limits.json_budget(data, path.name)
+    data = limits.read_file(path, json_values=True)
     text = decode_text(path, data)
     del data
     if not text.strip():

@@ -22,8 +22,7 @@ from typing import Any, Iterator
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers import eee_collection, helm, registry
 from jagged.readers.dataset import Dataset
-from jagged.readers.limits import InputTooLargeError
-from jagged.readers.reader import Head, Parsed
+from jagged.readers.reader import Parsed
 from jagged.text import listing
 
 #: File name endings looked at inside a folder.
@@ -86,31 +85,6 @@ def _datastore_files(path: Path, collection: str | None) -> tuple[list[Path], li
     return files, not_used
 
 
-def _head(file: Path, root: Path) -> Head:
-    """A folder's file: a zip archive by its first bytes, else JSON (an error says otherwise)."""
-    with open(file, "rb") as handle:
-        kind = "zip" if handle.read(4) == b"PK\x03\x04" else "json"
-    return Head(file, kind, root)
-
-
-def _parse_all(files: list[Path], root: Path) -> tuple[list[Parsed], list[str], list[str]]:
-    """Recognise files; (recognised, not used, damaged)."""
-    parsed: list[Parsed] = []
-    ignored: list[str] = []
-    damaged: list[str] = []
-    for file in files:
-        try:
-            parsed.append(registry.parse(_head(file, root)))
-        except JaggedInputError as exc:
-            if file.suffix.lower() == ".eval" or isinstance(exc, InputTooLargeError):
-                raise
-            reason = str(exc).split(": ", 1)[-1]
-            ignored.append(f"{file.relative_to(root)} ({reason})")
-            if any(text in reason for text in ("not valid JSON", "not readable JSON", "not UTF-8", "empty")):
-                damaged.append(f"{file.relative_to(root)} ({reason})")
-    return parsed, ignored, damaged
-
-
 @contextlib.contextmanager
 def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while thousands of parsed JSON documents are alive.
@@ -152,14 +126,14 @@ def load_directory(path: Path, options: dict[str, Any]) -> Dataset:
         runs: list[Path] = []
         if store is not None:
             files, outside = store
-            parsed, ignored, damaged = _parse_all(files, path)
+            parsed, ignored, damaged = registry.parse_all(files, path)
         if store is None or not any(p.reader is eee_collection.READER for p in parsed):  # no datastore
             found = _candidates(path)
             runs = helm.runs_among(found)
             inside = set(runs)
             files = [f for f in found if f.parent not in inside]
             outside = []
-            parsed, ignored, damaged = _parse_all(files, path)
+            parsed, ignored, damaged = registry.parse_all(files, path)
         parsed += [Parsed(folder, helm.READER, folder, path) for folder in runs]
         if damaged and options.get("strict"):
             raise JaggedInputError(f"{path.name}: damaged file {damaged[0]} (--strict refuses damaged files; "
@@ -176,4 +150,49 @@ def load_directory(path: Path, options: dict[str, Any]) -> Dataset:
                                    ignored=ignored + outside)
 
 
-__all__ = ["EVALUATOR_SUFFIXES", "handles_directory", "load_directory", "paused_gc"]
+def holds_parquet(path: Path) -> bool:
+    """Return True when a folder holds Parquet files (a hive-partitioned store, ``model=a/part-0.parquet``)."""
+    return any(not name.startswith((".", "_")) for _, _, names in os.walk(path) for name in names
+               if name.lower().endswith(".parquet"))
+
+
+@registry.one_line_errors
+def load_parquet_folder(path: Path, options: dict[str, Any]) -> Dataset:
+    """Read a hive-partitioned folder of item-level Parquet files out of core, without loading it whole.
+
+    The folder is read by :func:`jagged.readers.items_parquet.dataset_from_parquet` (DuckDB;
+    partition keys such as ``model=...`` become columns). Hidden files and folders and
+    ``_``-files (``_SUCCESS``) are skipped; any other file that is no ``.parquet`` is refused.
+
+    Raises
+    ------
+    JaggedInputError
+        A file that is no Parquet, a corrupt file, schemas that do not agree, a selection
+        option (``where``, ``models``, ``domains``: select the rows before), or any check
+        of the item table; one line naming the file.
+    """
+    from jagged.readers import items_parquet
+
+    path = Path(path)
+    given = registry.given_options(options)
+    for folder, dirs, names in os.walk(path):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+        for name in sorted(names):
+            if not name.startswith((".", "_")) and not name.lower().endswith(".parquet"):
+                where = Path(folder, name).relative_to(path).as_posix()
+                raise JaggedInputError(f"{path.name}: {where} is not a Parquet file; a partitioned folder holds "
+                                       ".parquet files only")
+    chosen = [k for k in ("where", "models", "domains") if given.get(k)]
+    if chosen:
+        raise JaggedInputError(f"{path.name}: --{chosen[0]} is not available for a partitioned Parquet folder (read "
+                               "out of core); select the rows before")
+    others = [k for k in given if k not in ("score_scale", "strict")]
+    for key in others:
+        warnings.warn(f"{registry.BY_NAME[key].flag} does not apply to a partitioned Parquet folder and is ignored",
+                      JaggedWarning, stacklevel=3)
+    dataset = items_parquet.dataset_from_parquet(path, source=path.name or str(path))
+    return registry.finish(dataset, path.name or str(path), {k: v for k, v in given.items() if k == "n_items"})
+
+
+__all__ = ["EVALUATOR_SUFFIXES", "handles_directory", "holds_parquet", "load_directory", "load_parquet_folder",
+           "paused_gc"]

@@ -318,13 +318,9 @@ def read_runs(folders: list[Path], *, source: str, metric: str | None = None, mo
                     model_notes={}, details=details, format=FORMAT)
 
 
-def _recognises(head: Head) -> bool:
-    return head.kind == "json" and is_run_file(head.content)
-
-
 def _parse(head: Head) -> Parsed:
     """A run file stands for its run folder."""
-    return Parsed(head.path.parent, READER, head.path.parent, head.root)
+    return Parsed(head.path.parent, READER, head.path.parent, head.root, head.kind)
 
 
 def _read_found(found: list[Parsed], *, source: str, **options: Any) -> ItemRead:
@@ -332,7 +328,7 @@ def _read_found(found: list[Parsed], *, source: str, **options: Any) -> ItemRead
 
 
 READER = Reader(name="HELM run", family="HELM runs", what="HELM runs", options=("metric", "model_name"),
-                recognises=_recognises, read=_read_found, parse=_parse)
+                read=_read_found, recognises=is_run_file, parse=_parse)
 
 
 __all__ = ["FORMAT", "HelmRun", "READER", "is_run_file", "parse_run_name", "read_run", "read_runs", "run_folders",

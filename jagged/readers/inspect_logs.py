@@ -495,18 +495,14 @@ def _details(runs: list[InspectRun], items: pd.DataFrame, shown: str, found: _Ro
     return details
 
 
-def _recognises(head: Head) -> bool:
-    return head.kind == "zip" or (head.kind == "json" and is_log(head.content))
-
-
 def _parse(head: Head) -> Parsed:
     content = read_eval_archive(head.path) if head.kind == "zip" else head.content
-    return Parsed(head.path, READER, content, head.root)
+    return Parsed(head.path, READER, content, head.root, head.kind)
 
 
 READER = Reader(name="Inspect log", family="Inspect logs", what="Inspect logs",
-                options=("metric", "model_name", "domain_key", "allow_incomplete"), recognises=_recognises,
-                read=read_logs, parse=_parse)
+                options=("metric", "model_name", "domain_key", "allow_incomplete"), read=read_logs,
+                kinds=("zip", "json"), recognises=is_log, parse=_parse)
 
 
 __all__ = ["InspectRun", "READER", "check_run", "read_eval_archive", "read_log", "read_logs", "score_to_float"]

@@ -235,8 +235,11 @@ def read_stream(stream: IO[bytes], budget: Budget, what: str | None = None, *, l
     return StreamRead(None if chunks is None else b"".join(chunks), size, checksum)
 
 
-def read_file(path: Path, budget: Budget | None = None) -> bytes:
+def read_file(path: Path, budget: Budget | None = None, *, json_values: bool = False) -> bytes:
     """A plain file's bytes, at most the cap (checked on the size and again while reading).
+
+    With ``json_values`` the bytes are also charged as JSON text (:func:`json_budget`)
+    before anyone parses them.
 
     Raises
     ------
@@ -267,7 +270,10 @@ def read_file(path: Path, budget: Budget | None = None) -> bytes:
     except OSError as exc:
         raise JaggedInputError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
     budget.add(total, how="is")
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    if json_values:
+        json_budget(data, path.name)
+    return data
 
 
 def gunzip_file(path: Path) -> bytes:

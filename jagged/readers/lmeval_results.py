@@ -31,7 +31,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.hierarchy import category_map
-from jagged.readers.reader import Head, Reader, ScoreRead
+from jagged.readers.reader import Reader, ScoreRead
 from jagged.readers.supersede import newest
 from jagged.text import listing, plural
 
@@ -577,12 +577,8 @@ def _results_details(runs: list[ResultsRun], used: list[ResultsRun], tasks: list
     return details
 
 
-def _recognises(head: Head) -> bool:
-    return head.kind == "json" and is_results(head.content)
-
-
 READER = Reader(name="lm-eval results", family="lm-eval outputs", what="lm-eval results",
-                options=("task", "metric", "model_name"), recognises=_recognises, read=load_results)
+                options=("task", "metric", "model_name"), recognises=is_results, read=load_results)
 
 __all__ = ["DEFAULT_METRICS", "READER", "ResultsRun", "TIMESTAMP", "finite_number", "is_results", "iso", "limit_note",
            "load_results", "metric_keys", "metric_name", "model_from_args", "parse_timestamp", "read_results",

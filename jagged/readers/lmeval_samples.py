@@ -42,7 +42,7 @@ from jagged.readers.lmeval_results import (
     read_results,
     split_metric,
 )
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader, records
+from jagged.readers.reader import ItemRead, Parsed, Reader, records
 from jagged.readers.supersede import newest
 from jagged.text import listing, plural
 
@@ -322,7 +322,7 @@ def _samples_entries(parsed: list[Any], wanted: list[str], model_name: str | Non
         if name_task is None:
             name_task = wanted[0] if len(wanted) == 1 else path.stem
         stamp_value = parse_timestamp(stamp) if stamp else None
-        entries.append({"path": path, "records": item.content, "task": name_task, "model": model,
+        entries.append({"path": path, "records": records(item.content), "task": name_task, "model": model,
                         "sibling": sibling, "stamp": stamp_value if stamp_value is not None else path.stat().st_mtime})
     return entries
 
@@ -410,20 +410,12 @@ def _samples_details(best: dict[tuple[str, str], dict[str, Any]], items: pd.Data
     return details
 
 
-def _recognises(head: Head) -> bool:
-    return head.kind == "json" and is_samples(head.content)
-
-
-def _parse(head: Head) -> Parsed:
-    return Parsed(head.path, READER, records(head.content), head.root)
-
-
 def _unused(found: list[Parsed]) -> list[str]:
     return [f"{p.path.name} (lm-eval samples; results files are used instead)" for p in found]
 
 
 READER = Reader(name="lm-eval samples", family="lm-eval outputs", what="lm-eval samples",
-                options=("task", "metric", "model_name", "domain_key"), recognises=_recognises, read=read_samples,
-                parse=_parse, unused=_unused)
+                options=("task", "metric", "model_name", "domain_key"), recognises=is_samples, read=read_samples,
+                unused=_unused)
 
 __all__ = ["READER", "SAMPLES_NAME", "is_samples", "read_samples"]

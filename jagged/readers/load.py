@@ -15,7 +15,6 @@ import pandas as pd
 from jagged.errors import JaggedInputError
 from jagged.readers import limits, registry, tables
 from jagged.readers.dataset import Dataset
-from jagged.readers.files import sniff
 from jagged.resources import data_dir
 
 #: The bundled MMLU-Pro per-category scores, loaded when no path is given.
@@ -82,8 +81,11 @@ def load(path: str | Path | None = None, *, score_scale: str = "fraction", max_i
         The message names the file and the column or value at fault;
         :class:`~jagged.readers.limits.InputTooLargeError` when an input passes the cap.
     """
+    path = BUNDLED_SCORES if path is None else Path(path)
+    if max_input_bytes is None:  # the cap in force stays
+        return _load(path, score_scale=score_scale, **options)
     with limits.input_cap(max_input_bytes):
-        return _load(BUNDLED_SCORES if path is None else Path(path), score_scale=score_scale, **options)
+        return _load(path, score_scale=score_scale, **options)
 
 
 def _load(path: Path, *, score_scale: str, **options: Any) -> Dataset:
@@ -93,8 +95,10 @@ def _load(path: Path, *, score_scale: str, **options: Any) -> Dataset:
 
         if folders.handles_directory(path):
             return folders.load_directory(path, options)
+        if folders.holds_parquet(path):
+            return folders.load_parquet_folder(path, options)
     _check_path(path)
-    return registry.read_file(path, sniff(path), options)
+    return registry.read_file(path, options)
 
 
 def load_scores(path: str | Path | None = None, *, score_scale: str = "fraction", **options: Any) -> pd.DataFrame:

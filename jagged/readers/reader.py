@@ -10,7 +10,6 @@ them in the order it asks them and validates what they return, once, into a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,32 +18,29 @@ import pandas as pd
 
 @dataclass
 class Head:
-    """A file as the registry first sees it: its path, its kind from the first bytes, its JSON on demand.
+    """A file as the registry first sees it: its path, its kind from the first bytes, its parsed JSON.
+
+    Made once per file by :func:`jagged.readers.files.head`; the registry hands ``content``
+    to the formats' ``recognises``, so no format opens the file again to recognise it.
 
     Attributes
     ----------
     path : pathlib.Path
         The file.
-    kind : {"text", "parquet", "json", "zip"}
+    kind : {"text", "parquet", "json", "zip", "binary"}
         What its first bytes say (:func:`jagged.readers.files.sniff`; inside a folder,
         ``"zip"`` or ``"json"``).
     root : pathlib.Path, optional
         The folder the file was found in, when jagged was pointed at a folder.
+    content : object, optional
+        The parsed JSON document (or JSON lines) of a ``"json"`` file; None for other
+        kinds, and for a ``"json"`` head not read yet (the registry reads it).
     """
 
     path: Path
     kind: str
     root: Path | None = None
-
-    @cached_property
-    def content(self) -> Any:
-        """The parsed JSON document (or JSON lines), read once when a reader first asks; None unless ``kind``
-        is json."""
-        if self.kind != "json":
-            return None
-        from jagged.readers.files import read_json_text
-
-        return read_json_text(self.path)
+    content: Any = None
 
 
 @dataclass
@@ -62,12 +58,15 @@ class Parsed:
         shape of a JSON log, a folder).
     root : pathlib.Path, optional
         The folder jagged was pointed at, if any.
+    kind : str
+        The file's :attr:`Head.kind`.
     """
 
     path: Path
     reader: "Reader"
     content: Any
     root: Path | None = None
+    kind: str = "json"
 
 
 @dataclass
@@ -158,17 +157,20 @@ class Reader:
     options : tuple of str
         The :data:`jagged.options.OPTIONS` of stage ``load`` it takes; others given are
         warned about and dropped.
-    recognises : callable
-        ``recognises(head) -> bool``: whether a :class:`Head` (path, first-bytes kind,
-        parsed JSON on demand) is this format.
     read : callable
         ``read(found, *, source, **options)`` with the recognised
         :class:`Parsed` inputs of this reader (a folder's, or one file's) ->
         :class:`ScoreRead`, :class:`ItemRead`, or an already validated
         :class:`~jagged.readers.dataset.Dataset`.
+    kinds : tuple of str
+        The first-bytes kinds (:attr:`Head.kind`) it takes; default ``("json",)``.
+    recognises : callable, optional
+        ``recognises(content) -> bool``, asked for a ``"json"`` file only, with the JSON
+        the registry parsed once: whether it is this format. None: every file of
+        ``kinds`` is.
     parse : callable, optional
         ``parse(head) -> Parsed``: what to keep of a recognised file (default: its path,
-        parsed JSON and root).
+        parsed JSON, root and kind).
     unused : callable, optional
         ``unused(found) -> list[str]``: the "not used" entries for this reader's inputs
         when another reader of its family, earlier in the registry, is used instead.
@@ -178,16 +180,11 @@ class Reader:
     family: str
     what: str
     options: tuple[str, ...]
-    recognises: Callable[[Head], bool]
     read: Callable[..., Any]
+    kinds: tuple[str, ...] = ("json",)
+    recognises: Callable[[Any], bool] | None = None
     parse: Callable[[Head], Parsed] | None = None
     unused: Callable[[list[Parsed]], list[str]] | None = None
-
-    def parsed(self, head: Head) -> Parsed:
-        """The :class:`Parsed` input of a recognised file."""
-        if self.parse is not None:
-            return self.parse(head)
-        return Parsed(head.path, self, head.content, head.root)
 
 
 def records(content: Any) -> Any:

@@ -2,8 +2,10 @@
 
 Every input format is one module holding ``READER = Reader(...)``
 (:class:`jagged.readers.reader.Reader`), listed once in :data:`READERS`. For a file,
-:func:`read_file` sniffs the first bytes (:func:`jagged.readers.files.sniff`) and asks
-the readers **in the order of** :data:`READERS`; the first that recognises it reads it.
+:func:`read_file` reads its head once (:func:`jagged.readers.files.head`: the kind its
+first bytes say and, for JSON, the parsed document) and asks the readers **in the order of**
+:data:`READERS`, handing each the parsed JSON; the first that recognises it reads it. The
+registry is the only place that asks them.
 A folder's files are found by :mod:`jagged.readers.folders` and each recognised the same
 way; files of one *family* may share a folder (the earliest reader present is used, the
 others' files are listed in ``details["not used"]``), two families may not.
@@ -50,6 +52,9 @@ from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.options import BY_NAME, LOAD, names
 from jagged.readers import eee_collection, eee_samples, helm, inspect_logs, lmeval_results, lmeval_samples, tables
 from jagged.readers.dataset import Dataset
+from jagged.readers.files import head as read_head
+from jagged.readers.files import read_json_text
+from jagged.readers.limits import InputTooLargeError
 from jagged.readers.reader import Head, ItemRead, Parsed, Reader, ScoreRead
 from jagged.text import merge_notes, one_line
 
@@ -68,11 +73,26 @@ READERS: list[Reader] = [
 ]
 
 
+def _content(head: Head) -> Any:
+    """A head's parsed JSON, read here once when whoever made the head did not read it."""
+    if head.kind == "json" and head.content is None:
+        head.content = read_json_text(head.path)
+    return head.content
+
+
 def recognise(head: Head) -> Parsed | None:
-    """The input as the first reader of :data:`READERS` that recognises it parses it; None when none does."""
+    """The input as the first reader of :data:`READERS` that recognises it keeps it; None when none does.
+
+    A reader recognises a head when it takes the head's kind (:attr:`Reader.kinds`) and, for
+    JSON, its ``recognises`` says yes to the JSON parsed once (:func:`jagged.readers.files.head`).
+    """
+    content = _content(head)
     for reader in READERS:
-        if reader.recognises(head):
-            return reader.parsed(head)
+        if head.kind in reader.kinds and (head.kind != "json" or reader.recognises is None
+                                          or reader.recognises(content)):
+            if reader.parse is not None:
+                return reader.parse(head)
+            return Parsed(head.path, reader, content, head.root, head.kind)
     return None
 
 
@@ -101,6 +121,29 @@ def parse(head: Head) -> Parsed:
     raise JaggedInputError(
         f"{head.path.name}: JSON but not an evaluator output jagged reads (expected lm-eval results or samples, an "
         f"Inspect log, an Every Eval Ever file or a HELM run); found {_describe_unknown(head.content)}")
+
+
+def parse_all(files: list[Path], root: Path) -> tuple[list[Parsed], list[str], list[str]]:
+    """Recognise a folder's files, each read once (:func:`jagged.readers.files.head`); (recognised, not used, damaged).
+
+    A file no reader recognises, or not readable as JSON, is listed as not used (a damaged
+    one, invalid JSON, also as damaged); an unreadable ``.eval`` archive and an input past
+    the cap stop the read.
+    """
+    parsed: list[Parsed] = []
+    ignored: list[str] = []
+    damaged: list[str] = []
+    for file in files:
+        try:
+            parsed.append(parse(read_head(file, root)))
+        except JaggedInputError as exc:
+            if file.suffix.lower() == ".eval" or isinstance(exc, InputTooLargeError):
+                raise
+            reason = str(exc).split(": ", 1)[-1]
+            ignored.append(f"{file.relative_to(root)} ({reason})")
+            if any(text in reason for text in ("not valid JSON", "not readable JSON", "not UTF-8", "empty")):
+                damaged.append(f"{file.relative_to(root)} ({reason})")
+    return parsed, ignored, damaged
 
 
 def given_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -241,21 +284,19 @@ def one_line_errors(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @one_line_errors
-def read_file(path: Path, kind: str, options: dict[str, Any]) -> Dataset:
-    """Read one file whose first bytes say ``kind`` (:func:`jagged.readers.files.sniff`) into a Dataset.
+def read_file(path: Path, options: dict[str, Any]) -> Dataset:
+    """Read one file into a Dataset: its head read once, the readers asked in order, validated once.
 
     Parameters
     ----------
     path : pathlib.Path
         The file.
-    kind : str
-        ``"text"``, ``"parquet"``, ``"json"``, ``"zip"`` or ``"binary"``.
     options : dict
         Loader options, given or not.
     """
-    found = parse(Head(Path(path), kind))
+    found = parse(read_head(Path(path)))
     return read_found([found], source=Path(path).name, options=given_options(options), ignored=[])
 
 
-__all__ = ["GENERIC", "READERS", "finish", "given_options", "one_line_errors", "parse", "read_file", "read_found",
-           "recognise"]
+__all__ = ["GENERIC", "READERS", "finish", "given_options", "one_line_errors", "parse", "parse_all", "read_file",
+           "read_found", "recognise"]

@@ -27,7 +27,7 @@ from jagged.errors import JaggedInputError
 from jagged.readers import items, items_parquet
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import read_csv, read_parquet, scan_parquet
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader, ScoreRead
+from jagged.readers.reader import ItemRead, Parsed, Reader, ScoreRead
 from jagged.readers.table import wide_to_long
 from jagged.text import listing, plural
 
@@ -201,7 +201,7 @@ def read_table(found: list[Parsed], *, source: str, score_scale: str = "fraction
     aggregated out of core (:func:`jagged.readers.items_parquet.dataset_from_parquet`).
     """
     path = found[0].path
-    if found[0].content == "parquet":
+    if found[0].kind == "parquet":
         try:  # the column names only; the row count comes from decoding, never from the footer
             is_items = items.is_item_table(items.parquet_names(path))
         except Exception:  # corrupt footer: scan_parquet gives the one-line error
@@ -221,16 +221,7 @@ def read_table(found: list[Parsed], *, source: str, score_scale: str = "fraction
                       where=where, models=models, domains=domains)
 
 
-def _recognises(head: Head) -> bool:
-    return head.kind in ("text", "parquet")
-
-
-def _parse(head: Head) -> Parsed:
-    return Parsed(head.path, READER, head.kind, head.root)
-
-
 READER = Reader(name="table", family="CSV/Parquet tables", what="CSV/Parquet tables",
-                options=("score_scale", *SELECTION),
-                recognises=_recognises, read=read_table, parse=_parse)
+                options=("score_scale", *SELECTION), read=read_table, kinds=("text", "parquet"))
 
 __all__ = ["READER", "SELECTION", "from_frame", "parse_where", "read_table", "select_rows"]

@@ -1,6 +1,30 @@
-"""Weights files (CSV or YAML) read into an unvalidated table; :mod:`jagged.stats.weights` checks it.
+"""Weights files (CSV or YAML) read and checked into a long table of raw weights.
 
-The format is described in :mod:`jagged.stats.weights`. Reading is bounded like every input
+A weights file gives the deployment profiles of :mod:`jagged.stats.weights` (which turns
+the table into a normalised profiles × domains matrix; this module only reads and checks).
+
+Weights file format
+-------------------
+CSV (comma, tab or semicolon separated) with columns ``domain`` and ``weight`` and
+optionally ``profile`` (several named profiles in one file; without it the whole file
+is one profile named after the file stem), ``comment`` (why this weight) and
+``description`` (one text per profile; the first non-empty value counts)::
+
+    profile,domain,weight,comment
+    law_office,law,50,"most questions are legal"
+    law_office,business,20,"contracts, clients"
+
+YAML, either a list of records with the same keys, or a mapping from profile name to
+``{domain: weight}`` (or to a list of records), or a single ``{domain: weight}``
+mapping::
+
+    law_office:
+      law: 50
+      business: 20
+
+Weights must be non-negative finite numbers (:mod:`jagged.stats.weights` normalises them
+to sum to 1 within each profile). All problems raise :class:`~jagged.errors.JaggedInputError`
+with one line that lists the offending names or values. Reading is bounded like every input
 (:mod:`jagged.readers.limits`), and YAML goes through :mod:`jagged.safe_yaml`: plain data
 only, no aliases, anchors or tags.
 """
@@ -10,12 +34,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from jagged import safe_yaml
 from jagged.errors import JaggedInputError
 from jagged.readers.files import decode_text, read_csv
 from jagged.readers.limits import read_file
+from jagged.text import listing
 
 #: Suffixes read as YAML (anything else as a delimited table).
 YAML_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")
@@ -83,7 +109,7 @@ def read_weights_file(path: Path) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per (profile, domain, weight) record as written, with ``_where`` (the line
-        or entry, for messages); :func:`jagged.stats.weights.read_weights` checks it.
+        or entry, for messages); :func:`read_weights` checks it.
 
     Raises
     ------
@@ -106,3 +132,120 @@ def read_weights_file(path: Path) -> pd.DataFrame:
     frame = read_csv(path)
     frame["_where"] = [f"line {i + 2}" for i in range(len(frame))]
     return frame
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def _shown(value: Any) -> str:
+    """A weight value as the user wrote it: text quoted, numbers plain."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return f"{float(value):g}"
+    text = str(value)
+    return repr(text if len(text) <= 30 else text[:27] + "...")
+
+
+def _weight_values(raw: pd.Series, domain: pd.Series, where: pd.Series, source: str) -> np.ndarray:
+    """Convert the weight column to floats, listing every bad value in one error line."""
+
+    def label(mask: np.ndarray, show_value: bool) -> str:
+        idx = raw.index[mask]
+        parts = []
+        for i in idx:
+            value = f"={_shown(raw.loc[i])}" if show_value else ""
+            parts.append(f"{domain.loc[i]}{value} ({where.loc[i]})")
+        return listing(parts, 8)
+
+    is_bool = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+    text = raw.map(lambda v: v.strip() if isinstance(v, str) else v)
+    values = pd.to_numeric(text.where(~is_bool, None), errors="coerce").astype("float64").to_numpy()
+    blank = raw.isna().to_numpy() | (raw.astype("string").str.strip() == "").fillna(True).to_numpy()
+    literal_nan = text.map(lambda v: isinstance(v, str) and v.lower() in ("nan", "na", "n/a", "none", "null"))
+    literal_nan = literal_nan.to_numpy(dtype=bool)
+    non_numeric = np.isnan(values) & ~blank & ~literal_nan
+    non_numeric |= is_bool
+    if non_numeric.any():
+        raise JaggedInputError(
+            f"{source}: column 'weight' has non-numeric value(s) for domain(s) {label(non_numeric, True)}")
+    nan = np.isnan(values)
+    if nan.any():
+        raise JaggedInputError(
+            f"{source}: column 'weight' has missing or NaN value(s) for domain(s) {label(nan, False)}")
+    inf = np.isinf(values)
+    if inf.any():
+        raise JaggedInputError(f"{source}: column 'weight' has infinite value(s) for domain(s) {label(inf, True)}")
+    negative = values < 0
+    if negative.any():
+        raise JaggedInputError(
+            f"{source}: column 'weight' has negative value(s) {label(negative, True)}; weights must be >= 0")
+    return values
+
+
+def _text_column(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column not in frame.columns:
+        return pd.Series("", index=frame.index, dtype=object)
+    col = frame[column].astype("string").str.strip()
+    return col.fillna("").astype(object)
+
+
+def read_weights(path: str | Path) -> pd.DataFrame:
+    """Read and check a weights file; weights are *not* yet normalised.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        CSV or YAML weights file (format in the module docstring).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long table with columns ``profile``, ``domain``, ``weight`` (float64, as given,
+        >= 0), ``comment`` and ``description`` ("" when absent), in file order.
+
+    Raises
+    ------
+    JaggedInputError
+        Missing ``domain`` / ``weight`` column; empty domain or profile name; non-numeric,
+        NaN, infinite or negative weights (every offender listed); a domain given twice in
+        one profile. (A profile named like a built-in one is refused by
+        :func:`jagged.stats.weights.resolve_profiles`, which knows the built-ins.)
+    """
+    path = Path(path)
+    source = path.name
+    raw = read_weights_file(path)
+    missing = [c for c in ("domain", "weight") if c not in raw.columns]
+    if missing:
+        from jagged.readers.table import found_columns  # never echoes a file that is no table
+
+        have = found_columns(raw.drop(columns="_where", errors="ignore"))
+        raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} ({have})")
+    if len(raw) == 0:
+        raise JaggedInputError(f"{source}: the weights table has a header but no rows")
+    raw = raw.reset_index(drop=True)
+    where = raw["_where"].astype(object)
+    domain = _text_column(raw, "domain")
+    empty = (domain == "").to_numpy()
+    if empty.any():
+        raise JaggedInputError(f"{source}: empty domain name ({where[int(np.argmax(empty))]})")
+    if "profile" in raw.columns:
+        profile = _text_column(raw, "profile")
+        empty = (profile == "").to_numpy()
+        if empty.any():
+            raise JaggedInputError(f"{source}: empty profile name ({where[int(np.argmax(empty))]})")
+    else:
+        profile = pd.Series(path.stem, index=raw.index, dtype=object)
+    weight = _weight_values(raw["weight"], domain, where, source)
+    out = pd.DataFrame({
+        "profile": profile.to_numpy(dtype=object),
+        "domain": domain.to_numpy(dtype=object),
+        "weight": weight,
+        "comment": _text_column(raw, "comment").to_numpy(dtype=object),
+        "description": _text_column(raw, "description").to_numpy(dtype=object),
+    })
+    dup = out.duplicated(["profile", "domain"], keep=False).to_numpy()
+    if dup.any():
+        pairs = sorted({f"{p}/{d}" for p, d in zip(out["profile"][dup], out["domain"][dup])})
+        raise JaggedInputError(f"{source}: domain(s) given twice in one profile: {listing(pairs, 8)}")
+    return out
