@@ -111,3 +111,89 @@ def precision_at(score: pd.Series, positives: set, k: int) -> float:
     """Share of positives among the k highest scores (ties broken by item id)."""
     top = score.fillna(-np.inf).sort_values(ascending=False, kind="mergesort").index[:k]
     return float(np.mean([i in positives for i in top]))
+
+
+def simulate_benchmark(*, n_models: int = 10, n_items: int = 3000, n_domains: int = 30,
+                       flawed_share: float = 0.09, hot_share: float = 0.57,
+                       kinds: dict[str, float] | None = None, options: tuple[int, ...] = (4, 4, 4, 5, 10),
+                       with_n_options: bool = True, slope_mean: float = 0.2,
+                       slip: float = 0.05, trap_share: float = 0.05,
+                       seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A small annotated multiple-choice benchmark: few models, guessing, attractive distractors, clustered flaws.
+
+    The class of the held-out annotated sets of issue 19 (10 and 14 models, 3,000 and
+    5,700 items, 9 % and 6.5 % flawed, one subject 57 % flawed).
+
+    * Models differ in level: θ_m = level_m + a domain part, level_m evenly spread over
+      [−1.2, 2.2] (weak open models to frontier ones), correlation 0.8 between domains.
+    * Items: slope a ~ LogNormal(``slope_mean``, 0.5²), difficulty b ~ N(−0.5, 1.5²), K
+      options drawn from ``options``; each option has an attraction weight ~ Gamma(0.6)
+      (distractors that attract: weak models often agree on one wrong option).
+    * Response: a model *knows* the item with probability σ(a (θ − b)), except for a
+      ``slip`` share of (model, item) pairs, and then picks the true answer; otherwise it
+      guesses by the attraction weights over all K options (right by chance about 1/K
+      of the time). *Traps*: a ``trap_share`` of the sound items has one misconception
+      option 8 times as attractive as the others together (models that do not know
+      agree on it: kind ``trap``, not flawed).
+    * Prevalence: domain 0 has ``hot_share`` flawed; the others a Beta prevalence
+      (concentration 4) whose mean makes the overall share ``flawed_share``.
+    * Flaw kinds (shares ``kinds``, default wrong key 0.35, ambiguous 0.25, unrelated
+      0.2, silent 0.2): ``wrong_key`` — the key is a wrong option, knowers pick the true answer;
+      ``ambiguous`` — two defensible answers (the key and another option), each knower
+      picks one of them (the item's split ~ U(0.2, 0.8)); ``unrelated`` — no option
+      separates the models: every model guesses by the weights; ``silent`` — flawed by
+      the annotation but answered as a sound item (no response pattern can find it: the
+      reason an AUC near 0.75 is good on real annotations).
+
+    Returns
+    -------
+    table, truth : pandas.DataFrame
+        ``model, domain, item, correct, choice, key`` (+ ``n_options`` when
+        ``with_n_options``); ``item, domain, flawed, kind, n_options`` per item.
+    """
+    kinds = kinds or {"wrong_key": 0.35, "ambiguous": 0.25, "unrelated": 0.2, "silent": 0.2}
+    rng = np.random.default_rng(seed)
+    per = int(np.ceil(n_items / n_domains))
+    domain = np.repeat(np.arange(n_domains), per)[:n_items]
+    level = np.linspace(-1.2, 2.2, n_models)[rng.permutation(n_models)]
+    theta = level[:, None] + np.sqrt(0.2) * rng.normal(size=(n_models, n_domains))
+    slope = rng.lognormal(slope_mean, 0.5, n_items)
+    b = rng.normal(-0.5, 1.5, n_items)
+    rest_mean = max((flawed_share * n_items - hot_share * per) / (n_items - per), 1e-3)
+    prev = rng.beta(4 * rest_mean, 4 * (1 - rest_mean), n_domains)
+    prev[0] = hot_share
+    flawed = rng.random(n_items) < prev[domain]
+    names = np.array(list(kinds), dtype=object)
+    share = np.array(list(kinds.values()), dtype=float)
+    kind = np.where(flawed, rng.choice(names, n_items, p=share / share.sum()), "sound")
+    k = rng.choice(np.asarray(options), n_items)
+    true = rng.integers(0, k)
+    other = (true + rng.integers(1, k)) % k  # the wrong key, or the second defensible answer
+    key = np.where(kind == "wrong_key", other, true)
+    weights = rng.gamma(0.6, 1.0, (n_items, 10)) * (np.arange(10)[None, :] < k[:, None]) + 1e-9 * (
+        np.arange(10)[None, :] < k[:, None])
+    knows = rng.random((n_models, n_items)) < 1 / (1 + np.exp(-slope[None, :] * (theta[:, domain] - b[None, :])))
+    knows &= (kind != "unrelated")[None, :]
+    split = rng.uniform(0.2, 0.8, n_items)
+    answer = np.where((kind == "ambiguous")[None, :] & (rng.random((n_models, n_items)) < split[None, :]),
+                      other[None, :], true[None, :])
+    knows &= rng.random((n_models, n_items)) >= slip
+    # traps: sound items with one misconception option that draws most models that do not know
+    trap = (kind == "sound") & (rng.random(n_items) < trap_share)
+    weights[trap, other[trap]] = 8.0 * weights[trap].sum(axis=1)
+    chosen = np.where(knows, answer, _draw(rng, weights, n_models))
+    correct = (chosen == key[None, :]).astype(float)
+    m, i = np.meshgrid(np.arange(n_models), np.arange(n_items), indexing="ij")
+    m, i = m.ravel(), i.ravel()
+    item_ids = np.array([f"q{j:05d}" for j in range(n_items)], dtype=object)
+    kind = np.where(trap, "trap", kind)
+    dom_names = np.array([f"subject-{d:02d}" for d in range(n_domains)], dtype=object)
+    table = pd.DataFrame({"model": np.array([f"model-{j:02d}" for j in range(n_models)], dtype=object)[m],
+                          "domain": dom_names[domain[i]], "item": item_ids[i], "correct": correct.ravel(),
+                          "choice": LETTERS[chosen.ravel()], "key": LETTERS[key][i]})
+    if with_n_options:
+        table["n_options"] = k[i]
+    truth = pd.DataFrame({"item": item_ids, "domain": dom_names[domain], "flawed": flawed, "kind": kind,
+                          "n_options": k})
+    return table, truth
+
