@@ -138,7 +138,7 @@ def test_audit_from_sums_leaves_the_sums_it_is_given_unchanged():
     second = iev.audit_from_sums(sums)  # the same sums again: the same audit
     pd.testing.assert_frame_equal(second.items, first.items)
     pd.testing.assert_frame_equal(second.options, first.options)
-    pd.testing.assert_frame_equal(first.items, ia.audit_items(guttman()).items)
+    pd.testing.assert_frame_equal(first.items, ia.audit_items(guttman(), irt=False).items)
 
 
 def test_benjamini_hochberg_hand_worked_and_against_scipy_and_statsmodels():
@@ -318,8 +318,11 @@ def test_flagged_means_any_review_flag_and_counts_add_up(bundled):
     for name in iev.FLAGS:
         assert counts.loc[name, "n_items"] == int(items[f"flag_{name}"].fillna(False).sum())
     assert counts.loc["flagged", "n_items"] == int(review.sum())
-    assert items["suspicion_rank"].is_monotonic_increasing
-    assert (np.diff(items["suspicion"].to_numpy()) <= 1e-12).all()
+    # rows ranked by the flaw posterior; the classical rank still orders the suspicion score
+    assert items["flaw_rank"].tolist() == list(range(1, len(items) + 1))
+    assert (np.diff(items["posterior"].to_numpy()) <= 1e-12).all()
+    by_suspicion = items.sort_values("suspicion_rank", kind="mergesort")
+    assert (np.diff(by_suspicion["suspicion"].to_numpy()) <= 1e-12).all()
 
 
 def test_single_model_items_and_few_models_get_notes_not_flags():
@@ -481,8 +484,10 @@ def test_out_of_core_parquet_gives_the_same_audit(tmp_path, monkeypatch):
     assert dataset.items is None
     for rest in ("domain", "test"):
         ooc = ia.audit_items(dataset, rest=rest)
-        mem = ia.audit_items(table, rest=rest)
+        mem = ia.audit_items(table, rest=rest, irt=False)
         assert ooc.sums.source == "duckdb" and mem.sums.source == "memory"
+        # out of core: the classical audit (the IRT fit needs the matrix in memory; tests/test_item_audit_irt.py)
+        assert list(ooc.items.columns) == list(iev.AUDIT_COLUMNS) and ooc.fit is None and ooc.flaws is None
         a, b = mem.items.set_index("item"), ooc.items.set_index("item").loc[mem.items["item"]]
         for column in a.columns:
             if a[column].dtype.kind == "f":
@@ -522,8 +527,8 @@ def test_cli_items_csv_json_and_top(tmp_path):
     code, out, err = run_cli("items", "--top", "5")
     assert code == 0, err
     table = pd.read_csv(io.StringIO(out))
-    assert len(table) == 5 and table["suspicion_rank"].tolist() == sorted(table["suspicion_rank"])
-    assert list(table.columns) == [*iev.AUDIT_COLUMNS, "text", "options", "top_models_chose"]
+    assert len(table) == 5 and table["flaw_rank"].tolist() == [1, 2, 3, 4, 5]
+    assert list(table.columns) == [*iev.IRT_AUDIT_COLUMNS, "text", "options", "top_models_chose"]
     assert "12,032 items from 29 models" in err
     target = tmp_path / "items.json"
     code, _, err = run_cli("items", str(TEST_DATA / "mmlu_pro_responses.csv.gz"), "-o", target, "--top", "3")
@@ -561,12 +566,16 @@ def test_views_tables_pick_the_audit_numbers(bundled):
         assert flags.loc[name.replace("_", " "), "share of items"] == pytest.approx(hits / len(items))
     domains = views.domain_table(bundled)
     assert domains["share flagged"].is_monotonic_decreasing and domains["items"].sum() == len(items)
-    shares = [c for c in domains.columns if c not in ("domain", "items", "flagged", "what-if re-scored")]
-    assert sorted(views.DOMAIN_TABLE_FORMATS) == sorted(shares) and domains[shares].le(1).all().all()
+    counts = ["expected flawed", "flawed lower", "flawed upper"]
+    shares = [c for c in domains.columns if c not in ("domain", "items", "flagged", "what-if re-scored", *counts)]
+    assert sorted(views.DOMAIN_TABLE_FORMATS) == sorted(shares + counts) and domains[shares].le(1).all().all()
+    expected = bundled.flaws.domains.set_index("domain").loc[domains["domain"]]
+    assert np.allclose(domains[counts], expected[["expected_flawed", "lower", "upper"]])
     top = views.top_items(bundled, per_domain=2)
     assert top.groupby("domain").size().max() == 2 and set(top["domain"]) == set(items["domain"])
     first = top.iloc[0]
-    assert first["rank"] == 1 and first["item"] == items["item"].iloc[0]
+    assert first["rank"] == 1 and first["item"] == items["item"].iloc[0]  # ranked by the flaw posterior
+    assert first["P(flawed)"] == items["posterior"].iloc[0]
     assert first["strong models chose"].startswith(str(items["strong_choice"].iloc[0]) + " (")
     sens = views.sensitivity_table(isens.flag_sensitivity(bundled))
     assert sens["change"].abs().is_monotonic_decreasing

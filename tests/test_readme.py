@@ -31,7 +31,7 @@ def test_python_api_example_runs(tmp_path, monkeypatch):
     assert len(namespace["table"]) == 29 and "cv_error" in namespace["table"].columns
     assert set(namespace["dep"]["profile"]) == {"uniform", "items"}
     assert {"relative_jaggedness", "relative_jaggedness_corrected"} <= set(namespace["relative"].columns)
-    assert namespace["items"]["suspicion_rank"].iloc[0] == 1
+    assert namespace["items"]["flaw_rank"].iloc[0] == 1  # ranked by P(flawed | responses)
     assert {"cv_error_lo", "cv_error_hi"} <= set(namespace["full"].columns)
     assert (tmp_path / "reports" / "example.html").is_file()
     assert (tmp_path / "reports" / "example.json").is_file()  # the key numbers beside it

@@ -4,12 +4,15 @@ A flawed item (a wrong key, two defensible answers, no answer at all) adds error
 domain that say nothing about the model, so part of a domain's error rate, and of
 cv_error, belongs to the benchmark. This module gives every item the classical
 psychometric evidence (difficulty, discrimination, distractor behaviour), the named flags
-that test programmes use to send items to review, one ``suspicion`` score that ranks the
-items for a reviewer, and a sensitivity analysis of cv_error to the flagged items.
+that test programmes use to send items to review, the classical ``suspicion`` score, and,
+where the response matrix fits in memory, the 2PL item response model (parameters, standard
+errors, loading and difficulty flags, abilities) and P(flawed | responses), which ranks the
+items for a reviewer; and a sensitivity analysis of cv_error to the flagged items.
 
 * :func:`item_audit` — one row per item (the table ``jagged items`` prints);
 * :func:`audit_items` — the same as an :class:`ItemAudit` with the per-option table, the
-  fitted response model and the dataset-level notes;
+  fitted response model, the 2PL fit and flaw posterior (:attr:`ItemAudit.abilities`) and
+  the dataset-level notes; :func:`with_irt` adds a fit and posterior to a classical audit;
 * :func:`jagged.stats.item_sensitivity.flag_sensitivity` — per model, cv_error with all
   items, with the flagged items set aside, and with likely key errors re-scored (a what-if);
 * :func:`domain_flags` — per domain, how many items each flag catches.
@@ -33,15 +36,33 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
-from jagged.stats.item_evidence import FLAGS, RESCORE_BAYES_FACTOR, REVIEW_FLAGS, ItemAudit, audit_from_sums
+from jagged.stats.flaw import FlawPosterior
+from jagged.stats.irt import IRTFit
+from jagged.stats.item_evidence import (
+    AUDIT_COLUMNS,
+    FLAGS,
+    IRT_AUDIT_COLUMNS,
+    IRT_COLUMNS,
+    IRT_FLAGS,
+    RESCORE_BAYES_FACTOR,
+    REVIEW_FLAGS,
+    ItemAudit,
+    audit_from_sums,
+)
 from jagged.stats.item_sums import ItemSums, item_sums, lake_item_sums
+
+#: Largest model × item matrix (cells, missing ones included) the item response model builds in memory;
+#: above it the audit is the classical one with a note (the EM holds a few float arrays of this size).
+IRT_MAX_CELLS: int = 50_000_000
+#: How the note on an audit without the item response model ends.
+CLASSICAL_ONLY = "the audit is the classical one, without the IRT columns, ranked by suspicion"
 
 # ---------------------------------------------------------------------------------------
 # Entry points
 
 
 def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.DataFrame:
-    """One row per item: difficulty, discrimination, distractors, flags and suspicion.
+    """One row per item: difficulty, discrimination, distractors, flags, suspicion and the item response model.
 
     Parameters
     ----------
@@ -51,15 +72,20 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
         optionally ``choice, key, n_options``; checked as the loader checks it).
     rest : {"domain", "test"}
         Where the rest score comes from: the other items of the item's domain (default)
-        or of the whole test.
+        or of the whole test; likewise the item response model's trait (one per domain,
+        or one for the whole test).
 
     Returns
     -------
     pandas.DataFrame
-        Most suspicious first, with the columns
+        Ranked by ``posterior`` (most likely flawed first) when the response matrix is in
+        memory, else by ``suspicion``, with the columns
 
+        ``flaw_rank``
+            1 = highest ``posterior`` (:func:`jagged.stats.flaw.flaw_posterior`); in-memory
+            inputs only;
         ``suspicion_rank``
-            1 = most suspicious (ties share the smaller rank);
+            1 = most suspicious by the classical ``suspicion`` (ties share the smaller rank);
         ``item``, ``domain``
             the item and its domain;
         ``n_models``
@@ -91,6 +117,21 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
         ``suspicion``
             log Bayes factor "the scored key is wrong or the item is broken" against "the
             item is sound" (see Notes); > 0 means the responses fit a flawed item better;
+        ``posterior``
+            P(flawed | responses) from the mixture of a sound 2PL item and a flawed one (wrong
+            key or responses unrelated to ability) with a per-domain prevalence
+            (:func:`jagged.stats.flaw.flaw_posterior`); in-memory inputs only, as all below
+            up to ``flag_extreme_difficulty``;
+        ``slope``, ``intercept``, ``difficulty``, ``loading`` and ``se_*``
+            the 2PL item parameters and their standard errors
+            (:func:`jagged.stats.irt.fit_2pl`, the trait set by ``rest``): P(right) =
+            σ(slope θ + intercept), difficulty = −intercept / slope, loading the
+            standardised (probit) loading; NaN for items set aside (every model alike, or
+            fewer than 2 models: the note says so);
+        ``flag_negative_loading``, ``flag_weak_loading``, ``flag_extreme_difficulty``
+            :data:`IRT_FLAGS`: loading < 0, 0 ≤ loading < 0.3, |difficulty| > 5 (PISA);
+            ``<NA>`` for items set aside. They sit beside the classical flags and do not
+            enter ``n_flags``, ``flagged`` or ``flags``;
         ``flag_<name>``
             the named flags of :data:`FLAGS` (nullable booleans: ``<NA>`` where the flag
             cannot be computed: no choices, or fewer than :data:`MIN_MODELS` models);
@@ -98,7 +139,8 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
             how many flags, whether any review flag (:data:`REVIEW_FLAGS`) is set, and
             their names;
         ``note``
-            why a statistic is missing or weak for this item.
+            why a statistic is missing or weak for this item (``IRT: ...`` for the
+            item response model).
 
     Raises
     ------
@@ -192,6 +234,14 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
     0.91–0.95 with mixed abilities, 0.99 with strong models; on MMLU-Pro 0.60, where
     difficulty gives 0.77): choices carry most of the evidence of a wrong key.
 
+    **Item response model.** What needs the model × item matrix in memory (the 2PL fit
+    and the flaw posterior) runs on in-memory inputs whose matrix has at most
+    :data:`IRT_MAX_CELLS` cells; an input aggregated out of core (a large Parquet file, a
+    partitioned folder), ``engine="spark"`` or a larger matrix gets the classical audit
+    without the IRT columns, ranked by ``suspicion``, and a note in
+    :attr:`ItemAudit.notes` saying why. Abilities per model and trait:
+    :attr:`ItemAudit.abilities`; expected flawed items per domain: :func:`domain_flags`.
+
     **Edge cases.** An item with one model gets statistics but no flags (note "one
     model only"); all-equal responses give NaN correlations, the ``uninformative``
     flag and a note; items whose ``n_options`` differs between models (option lists
@@ -203,7 +253,8 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
 
 
 def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
-                spark_master: str | None = None) -> ItemAudit:
+                spark_master: str | None = None, fit: IRTFit | None = None, flaws: FlawPosterior | None = None,
+                irt: bool = True) -> ItemAudit:
     """The full item audit (see :func:`item_audit` for the statistics and the Notes).
 
     Parameters
@@ -211,34 +262,140 @@ def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: s
     data : Dataset or pandas.DataFrame
         Item-level dataset or item table.
     rest : {"domain", "test"}
-        Rest score within the item's domain, or over the whole test.
+        Rest score within the item's domain, or over the whole test; likewise the 2PL trait.
     engine : {"duckdb", "spark"}, optional
         Where the sums over rows run (default: embedded DuckDB).
     spark_master : str, optional
         Spark master (see :func:`jagged.stats.engine.spark_session`).
+    fit : IRTFit, optional
+        A 2PL fit of the same items with the same ``rest`` (:func:`jagged.stats.irt.fit_2pl`),
+        computed once by the caller; fitted here when not given.
+    flaws : FlawPosterior, optional
+        The flaw posterior of the same items (:func:`jagged.stats.flaw.flaw_posterior`);
+        computed here (from ``fit``) when not given.
+    irt : bool
+        Add the item response model (default); False gives the classical audit only.
 
     Returns
     -------
     ItemAudit
+        With :attr:`ItemAudit.fit` and :attr:`ItemAudit.flaws` set when the item
+        response model ran (see the Notes of :func:`item_audit`).
+
+    Raises
+    ------
+    JaggedInputError
+        Bad input, or ``fit`` made with another ``rest``.
     """
     if rest not in ("domain", "test"):
         raise JaggedInputError(f"rest score must be 'domain' or 'test', not {rest!r}")
-    return audit_from_sums(sums_of(data, rest=rest, engine=engine, spark_master=spark_master), rest=rest)
+    if fit is not None and fit.rest != rest:
+        raise JaggedInputError(f"the IRT fit given has rest={fit.rest!r}, the audit asks rest={rest!r}")
+    table = None
+    if isinstance(data, pd.DataFrame):
+        from jagged.readers.items import validate_items
+
+        table = validate_items(data, "<item table>", line_offset=None)
+    audit = audit_from_sums(sums_of(data if table is None else table, rest=rest, engine=engine,
+                                    spark_master=spark_master, validated=table is not None), rest=rest)
+    if not irt:
+        return audit
+    if fit is None or flaws is None:
+        items, note = _irt_table(data if table is None else table, audit, engine)
+        if items is None:
+            audit.notes.append(note)
+            return audit
+        from jagged.stats.flaw import flaw_posterior
+        from jagged.stats.irt import fit_2pl
+
+        fit = fit_2pl(items, rest=rest) if fit is None else fit
+        flaws = flaw_posterior(items, fit) if flaws is None else flaws
+    return with_irt(audit, fit, flaws)
+
+
+def _irt_table(data: Dataset | pd.DataFrame, audit: ItemAudit, engine: str | None) -> tuple[pd.DataFrame | None, str]:
+    """The item table for the item response model, or None and the one-line reason why not."""
+    from jagged.stats.engine import in_memory_items
+
+    what = "the item response model (IRT columns and flaw posterior)"
+    try:
+        items = in_memory_items(data, what, engine=engine)
+    except JaggedInputError as exc:
+        return None, f"{exc}; {CLASSICAL_ONLY}"
+    cells = audit.n_models * len(audit.items)
+    if cells > IRT_MAX_CELLS:
+        return None, (f"{what} needs a {audit.n_models:,} × {len(audit.items):,} response matrix ({cells:,} cells), "
+                      f"above the in-memory budget of {IRT_MAX_CELLS:,} cells (select models or domains to fit it); "
+                      f"{CLASSICAL_ONLY}")
+    return items, ""
+
+
+def with_irt(audit: ItemAudit, fit: IRTFit, flaws: FlawPosterior) -> ItemAudit:
+    """The audit with the item response model's columns, ranked by the flaw posterior (a new ItemAudit).
+
+    Parameters
+    ----------
+    audit : ItemAudit
+        A classical audit (:func:`audit_items` with ``irt=False``).
+    fit : IRTFit
+        The 2PL fit of the same items.
+    flaws : FlawPosterior
+        Their flaw posterior.
+
+    Returns
+    -------
+    ItemAudit
+        ``items`` with ``flaw_rank`` first and :data:`IRT_COLUMNS` after ``suspicion``,
+        sorted by ``flaw_rank`` (ties: ``suspicion_rank``, domain, item); ``fit`` and
+        ``flaws`` set. Items the fit or the posterior lack get NaN / ``<NA>``.
+    """
+    from dataclasses import replace
+
+    items = audit.items
+    ids = pd.Index(items["item"].astype(str))
+    per_item = fit.items.assign(item=fit.items["item"].astype(str)).set_index("item").reindex(ids)
+    post = flaws.items.assign(item=flaws.items["item"].astype(str)).set_index("item").reindex(ids)
+    out = {"posterior": post["posterior"].to_numpy(dtype=float)}
+    out.update({name: per_item[name].to_numpy(dtype=float) for name in IRT_COLUMNS[1:] if not name.startswith("flag_")})
+    aside = ~np.isfinite(out["slope"])
+    for name in IRT_FLAGS:
+        value = per_item[f"flag_{name}"].fillna(False).to_numpy(dtype=bool)
+        out[f"flag_{name}"] = pd.arrays.BooleanArray(value & ~aside, aside.copy())
+    fit_note = per_item["note"].fillna("").astype(str).to_numpy(dtype=object)
+    fit_note = np.where(fit_note != "", "IRT: " + fit_note, np.where(per_item["slope"].isna() & per_item[
+        "group"].isna(), "IRT: not in the fit", ""))
+    note = items["note"].astype(object).fillna("").to_numpy(dtype=object)
+    note = np.where((note != "") & (fit_note != ""), note + "; " + fit_note, note + fit_note)
+    flaw_rank = post["flaw_rank"].to_numpy(dtype=float)
+    ranked = pd.DataFrame({"flaw_rank": np.nan_to_num(flaw_rank, nan=np.inf),
+                           "s": items["suspicion_rank"].to_numpy(), "d": items["domain"].astype(str).to_numpy(),
+                           "i": ids.to_numpy()}).sort_values(["flaw_rank", "s", "d", "i"], kind="mergesort").index
+    index = items.index
+    whole = np.isfinite(flaw_rank).all()
+    columns: dict[str, object] = {"flaw_rank": pd.Series(flaw_rank.astype(np.int64), index=index) if whole
+                                  else pd.Series(flaw_rank, index=index).astype("Int64")}
+    for name in AUDIT_COLUMNS:
+        columns[name] = items[name] if name != "note" else pd.Series(note, index=index, dtype=object)
+        if name == "suspicion":
+            columns.update({k: pd.Series(v, index=index) for k, v in out.items()})
+    table = pd.DataFrame(columns, copy=False)[list(IRT_AUDIT_COLUMNS)].iloc[ranked].reset_index(drop=True)
+    return replace(audit, items=table, fit=fit, flaws=flaws, notes=list(audit.notes))
 
 
 def sums_of(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
-            spark_master: str | None = None) -> ItemSums:
+            spark_master: str | None = None, validated: bool = False) -> ItemSums:
     """The sufficient statistics of a dataset or item table, computed by the engine (DuckDB by default).
 
-    An item table in memory is registered with the engine; a Parquet file or partitioned
-    folder aggregated out of core is read again by it.
+    An item table in memory is registered with the engine (checked first unless
+    ``validated``); a Parquet file or partitioned folder aggregated out of core is read
+    again by it.
     """
     from jagged.readers.items import validate_items
     from jagged.readers.items_parquet import lake_path
 
     if isinstance(data, pd.DataFrame):
-        return item_sums(validate_items(data, "<item table>", line_offset=None), rest=rest, engine=engine,
-                         spark_master=spark_master)
+        table = data if validated else validate_items(data, "<item table>", line_offset=None)
+        return item_sums(table, rest=rest, engine=engine, spark_master=spark_master)
     if not isinstance(data, Dataset):
         raise TypeError(f"expected a Dataset or a DataFrame, not {type(data).__name__}")
     if data.items is not None:
@@ -306,21 +463,33 @@ def domain_flags(audit: ItemAudit) -> pd.DataFrame:
         One row per domain (sorted by ``share_flagged``, highest first): ``domain``,
         ``n_items``, ``n_flagged``, ``share_flagged`` (review flags), ``n_rescored`` (items
         with a what-if alternative key) and ``share_<flag>`` for every flag of
-        :data:`FLAGS` (share of the domain's items; NA counts as not flagged).
+        :data:`FLAGS` (share of the domain's items; NA counts as not flagged); with the
+        item response model also ``share_<flag>`` for :data:`IRT_FLAGS` and
+        ``expected_flawed``, ``expected_flawed_lower``, ``expected_flawed_upper``: the
+        expected number of flawed items (sum of the posteriors) and its 95 % interval
+        (:attr:`jagged.stats.flaw.FlawPosterior.domains`; with ``rest="test"`` too, the
+        prevalence is per domain).
     """
     items = audit.items
     rescore = rescoring_options(audit)
-    flags = items[[f"flag_{f}" for f in FLAGS]].fillna(False).astype(bool)
+    names = list(FLAGS) + [name for name in IRT_FLAGS if f"flag_{name}" in items]
+    flags = items[[f"flag_{f}" for f in names]].fillna(False).astype(bool)
     frame = pd.concat([items[["domain"]], flags, items[["flagged"]].astype(bool),
                        items[["item"]].isin(list(rescore)).rename(columns={"item": "rescored"})], axis=1)
     grouped = frame.groupby("domain", sort=True)
     out = pd.DataFrame({"n_items": grouped.size(), "n_flagged": grouped["flagged"].sum(),
                         "n_rescored": grouped["rescored"].sum()})
     out["share_flagged"] = out["n_flagged"] / out["n_items"]
-    for name in FLAGS:
+    for name in names:
         out[f"share_{name}"] = grouped[f"flag_{name}"].mean()
     out = out.reset_index()
-    columns = ["domain", "n_items", "n_flagged", "share_flagged", "n_rescored"] + [f"share_{n}" for n in FLAGS]
+    columns = ["domain", "n_items", "n_flagged", "share_flagged", "n_rescored"] + [f"share_{n}" for n in names]
+    if audit.flaws is not None:
+        expected = audit.flaws.domains.assign(domain=audit.flaws.domains["domain"].astype(str)).set_index("domain")
+        for name, source in (("expected_flawed", "expected_flawed"), ("expected_flawed_lower", "lower"),
+                             ("expected_flawed_upper", "upper")):
+            out[name] = out["domain"].astype(str).map(expected[source]).to_numpy(dtype=float)
+            columns.append(name)
     return out[columns].sort_values(["share_flagged", "domain"], ascending=[False, True],
                                     kind="mergesort").reset_index(drop=True)
 
@@ -331,13 +500,15 @@ def flag_counts(audit: ItemAudit) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``flag``, ``meaning`` (:data:`FLAGS`), ``review`` (whether it makes an item
-        ``flagged``), ``n_items``, ``share`` (of all items), ``n_computed``, ``share_computed``;
-        last a row ``flagged`` (any review flag).
+        ``flag``, ``meaning`` (:data:`FLAGS`, then :data:`IRT_FLAGS` when the audit has
+        them), ``review`` (whether it makes an item ``flagged``; never for the IRT flags),
+        ``n_items``, ``share`` (of all items), ``n_computed``, ``share_computed``; last a
+        row ``flagged`` (any review flag).
     """
     items = audit.items
     rows = []
-    for name, meaning in FLAGS.items():
+    meanings = {**FLAGS, **{name: text for name, text in IRT_FLAGS.items() if f"flag_{name}" in items}}
+    for name, meaning in meanings.items():
         column = items[f"flag_{name}"]
         computed = int(column.notna().sum())
         hits = int(column.fillna(False).astype(bool).sum())

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtr
 
+from jagged.stats.flaw import FlawPosterior
+from jagged.stats.irt import ABILITY_COLUMNS, EXTREME_DIFFICULTY, WEAK_LOADING, IRTFit
 from jagged.stats.item_expr import NO_ANSWER, text_column
 from jagged.stats.item_keys import CHOICE_BLOCK, item_suspicion
 from jagged.stats.item_model import blocks
@@ -58,6 +60,23 @@ AUDIT_COLUMNS: tuple[str, ...] = (
     "top_wrong_r", "top_wrong_q", "share_no_answer", "share_invalid", "likely_key", "suspicion",
     *[f"flag_{name}" for name in FLAGS], "n_flags", "flagged", "flags", "note",
 )
+#: The item response model's flags (:mod:`jagged.stats.irt`), beside :data:`FLAGS`: they do not make an item
+#: ``flagged`` and are not counted in ``n_flags`` / ``flags`` (those keep their classical meaning).
+IRT_FLAGS: dict[str, str] = {
+    "negative_loading": "2PL loading below 0: the item's trait falls as correctness rises (a miskey's sign)",
+    "weak_loading": f"2PL loading from 0 up to {WEAK_LOADING}",
+    "extreme_difficulty": f"2PL difficulty |b| above {EXTREME_DIFFICULTY:g} (PISA's rule)",
+}
+#: The item response model's columns of :func:`item_audit` (in-memory inputs), in order, after ``suspicion``.
+IRT_COLUMNS: tuple[str, ...] = (
+    "posterior", "slope", "se_slope", "intercept", "se_intercept", "difficulty", "se_difficulty", "loading",
+    "se_loading", *[f"flag_{name}" for name in IRT_FLAGS],
+)
+#: Columns of :func:`item_audit` with the item response model (in-memory inputs), in order.
+IRT_AUDIT_COLUMNS: tuple[str, ...] = (
+    "flaw_rank", *AUDIT_COLUMNS[:AUDIT_COLUMNS.index("suspicion") + 1], *IRT_COLUMNS,
+    *AUDIT_COLUMNS[AUDIT_COLUMNS.index("suspicion") + 1:],
+)
 #: Columns of :attr:`ItemAudit.options`.
 OPTION_COLUMNS: tuple[str, ...] = ("item", "domain", "option", "is_key", "valid", "n_chose", "share", "n_wrong",
                                    "wrong_share", "upper_share", "r_rest", "p_value", "q_value")
@@ -86,7 +105,13 @@ class ItemAudit:
     n_models : int
         Models in the data.
     notes : list of str
-        Dataset-level remarks (few models, no choices, ...).
+        Dataset-level remarks (few models, no choices, why the IRT columns are absent, ...).
+    fit : IRTFit or None
+        The 2PL fit behind the IRT columns (:func:`jagged.stats.irt.fit_2pl`); None when the
+        response matrix was not in memory.
+    flaws : FlawPosterior or None
+        The flawed-item mixture behind ``posterior`` and ``flaw_rank``
+        (:func:`jagged.stats.flaw.flaw_posterior`); None likewise.
     """
 
     items: pd.DataFrame
@@ -98,6 +123,18 @@ class ItemAudit:
     n_models: int
     notes: list[str] = field(default_factory=list)
     sums: ItemSums | None = field(default=None, repr=False)
+    fit: IRTFit | None = field(default=None, repr=False)
+    flaws: FlawPosterior | None = field(default=None, repr=False)
+
+    @property
+    def abilities(self) -> pd.DataFrame:
+        """Per model and trait: ``model, group, n_items, theta, theta_sd`` (EAP ability and its posterior SD).
+
+        ``group`` is the domain (``rest="domain"``) or ``"test"`` (one trait); empty without a fit.
+        """
+        if self.fit is None:
+            return pd.DataFrame(columns=list(ABILITY_COLUMNS))
+        return self.fit.abilities
 
     @property
     def flag_columns(self) -> list[str]:
@@ -116,8 +153,12 @@ class ItemAudit:
         counts = dict(self._counts())
         flags = ", ".join(f"{k} {v:,}" for k, v in self._counts()[2:])
         domains = self.items["domain"].nunique() if "domain" in self.items else 0
+        irt = ""
+        if self.flaws is not None:
+            expected = self.flaws.domains["expected_flawed"].sum()
+            irt = f"\n  2PL by {'domain' if self.rest == 'domain' else 'test'}; expected flawed items {expected:,.1f}"
         return (f"<ItemAudit: {counts['items']:,} items in {domains:,} domains from {self.n_models:,} models\n"
-                f"  flagged: {counts['flagged']:,} ({flags or 'no flags'})>")
+                f"  flagged: {counts['flagged']:,} ({flags or 'no flags'}){irt}>")
 
     def _repr_html_(self) -> str:
         """A small summary table for notebooks (every value escaped)."""

@@ -142,7 +142,8 @@ def domain_table(audit: ItemAudit) -> pd.DataFrame:
     pandas.DataFrame
         ``domain``, ``items``, ``flagged``, ``share flagged``, the shares of the review
         flags, and ``what-if re-scored`` (items with a likely key error and a clear
-        alternative).
+        alternative); with the item response model also ``expected flawed`` (the sum of
+        the items' P(flawed)) and its 95 % interval ``flawed lower``, ``flawed upper``.
     """
     d = domain_flags(audit)
     out = pd.DataFrame({"domain": d["domain"], "items": d["n_items"], "flagged": d["n_flagged"],
@@ -150,12 +151,18 @@ def domain_table(audit: ItemAudit) -> pd.DataFrame:
     for name in REVIEW_FLAGS:
         out[name.replace("_", " ")] = d[f"share_{name}"]
     out["what-if re-scored"] = d["n_rescored"]
+    if "expected_flawed" in d:
+        out["expected flawed"] = d["expected_flawed"]
+        out["flawed lower"] = d["expected_flawed_lower"]
+        out["flawed upper"] = d["expected_flawed_upper"]
     return out
 
 
-#: Display formats of :func:`domain_table`: every share as a whole percentage.
+#: Display formats of :func:`domain_table`: every share as a whole percentage, expected counts to 0.1.
 DOMAIN_TABLE_FORMATS: dict[str, str] = {"share flagged": "{:.0%}",
-                                        **{name.replace("_", " "): "{:.0%}" for name in REVIEW_FLAGS}}
+                                        **{name.replace("_", " "): "{:.0%}" for name in REVIEW_FLAGS},
+                                        "expected flawed": "{:.1f}", "flawed lower": "{:.1f}",
+                                        "flawed upper": "{:.1f}"}
 
 
 def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN, *, text: pd.DataFrame | None = None,
@@ -178,7 +185,9 @@ def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN, *, text: pd.Da
     -------
     pandas.DataFrame
         Domains in the order of their most suspicious item, then by rank: ``domain``,
-        ``item``, ``rank``, with ``text``: ``question`` and ``options`` (``A) … | B) …``,
+        ``item``, ``rank`` (``flaw_rank`` with the item response model, else
+        ``suspicion_rank``), with it ``P(flawed)``; with ``text``: ``question`` and
+        ``options`` (``A) … | B) …``,
         the key's option marked ``(key)``); ``p_correct``, ``discrimination`` (r_rest),
         ``strong models chose`` (the upper group's most chosen option and its share), with
         ``choices``: ``top models chose`` (each of the strongest models' answer); ``key``
@@ -187,15 +196,18 @@ def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN, *, text: pd.Da
         long cell into a ``<details>``.
     """
     items = audit.items
+    rank = "flaw_rank" if "flaw_rank" in items else "suspicion_rank"
     top = items.groupby("domain", sort=False).head(per_domain)
-    first = top.groupby("domain", sort=False)["suspicion_rank"].min().sort_values(kind="mergesort")
+    first = top.groupby("domain", sort=False)[rank].min().sort_values(kind="mergesort")
     top = top.assign(_order=top["domain"].map({d: i for i, d in enumerate(first.index)}))
-    top = top.sort_values(["_order", "suspicion_rank"], kind="mergesort")
+    top = top.sort_values(["_order", rank], kind="mergesort")
     strong = [("—" if pd.isna(c) else f"{c} ({s:.0%})") for c, s in zip(top["strong_choice"],
                                                                        top["strong_choice_share"])]
     key = [("—" if pd.isna(k) else (str(ks) if ks else str(k))) for k, ks in zip(top["key"], top["keys"])]
     columns: dict[str, Any] = {"domain": top["domain"].to_numpy(dtype=object),
-                               "item": top["item"].to_numpy(dtype=object), "rank": top["suspicion_rank"].to_numpy()}
+                               "item": top["item"].to_numpy(dtype=object), "rank": top[rank].to_numpy()}
+    if "posterior" in top:
+        columns["P(flawed)"] = top["posterior"].to_numpy(dtype=float)
     if text is not None:
         question = top["item"].map(text["text"]) if "text" in text else pd.Series(None, index=top.index)
         options = top["item"].map(text["options"]) if "options" in text else pd.Series(None, index=top.index)
@@ -321,7 +333,10 @@ def items_glance(analysis: Any) -> dict[str, Any] | None:
         if len(change):
             value = float(np.median(change))
             sentence += f"; setting them aside moves the median model's cv_error by {value:+.3f} (a sensitivity check)"
-    if total and float(items["suspicion"].iloc[0]) > 0:
+    if total and "posterior" in items and float(items["posterior"].iloc[0]) > 0.5:
+        sentence += (f"; most likely flawed: item {items['item'].iloc[0]} ({items['domain'].iloc[0]}, "
+                     f"P(flawed) {float(items['posterior'].iloc[0]):.2f})")
+    elif total and "posterior" not in items and float(items["suspicion"].iloc[0]) > 0:
         sentence += f"; most suspicious: item {items['item'].iloc[0]} ({items['domain'].iloc[0]})"
     return {"label": "Items to look at", "sentence": sentence + ".", "statistic": "flagged", "value": value,
             "count": float(flagged), "total": float(total)}
