@@ -30,7 +30,7 @@ _LAZY: dict[str, str] = {
     "BUNDLED_SCORES": "jagged.readers.load", "Dataset": "jagged.readers.dataset", "load": "jagged.readers.load",
     "load_scores": "jagged.readers.load", "cv_error": "jagged.stats.metrics", "jaggedness": "jagged.stats.metrics",
     "summarize": "jagged.readers.table", "validate_scores": "jagged.readers.table",
-    "deployment_metrics": "jagged.stats.deployment", "resolve_profiles": "jagged.stats.weights",
+    "deployment_metrics": "jagged.stats.deployment", "resolve_profiles": "jagged.analysis",
     "bootstrap_intervals": "jagged.stats.bootstrap", "sampling_noise": "jagged.stats.uncertainty",
     "analyse": "jagged.analysis", "metrics_table": "jagged.analysis",
     "AnalysisOptions": "jagged.options", "item_audit": "jagged.stats.item_audit",
@@ -41,7 +41,7 @@ _LAZY: dict[str, str] = {
 _SUBMODULES = ("plots",)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from jagged.analysis import analyse, metrics_table
+    from jagged.analysis import analyse, metrics_table, resolve_profiles
     from jagged.options import AnalysisOptions
     from jagged.readers.dataset import Dataset
     from jagged.readers.load import BUNDLED_SCORES, load, load_scores
@@ -54,7 +54,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from jagged.stats.relative import relative_jaggedness
     from jagged.stats.structure import structure
     from jagged.stats.uncertainty import sampling_noise
-    from jagged.stats.weights import resolve_profiles
 
 
 def data_path(name: str = "mmlu_pro_per_category.csv") -> Path:

@@ -223,43 +223,72 @@ def validate(scores: str, **kwargs: Any) -> None:
 @click.argument("scores", type=str, required=False, default=None)
 @click.option("-o", "--output", type=str, default=None,
               help="Write the table to OUT.csv or OUT.json (default: CSV on stdout).")
-@click.option("--top", type=click.IntRange(min=1), default=None, metavar="N", help="Only the N most suspicious items.")
+@click.option("--top", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Only the N items ranked first (by P(flawed); by suspicion without the item response model).")
 @click.option("--rest", type=click.Choice(["domain", "test"]), default="domain", show_default=True,
-              help="Rest score of the item-rest correlation: the other items of the item's domain, or of the whole "
-                   "test.")
+              help="Rest score of the item-rest correlation, and the trait of the item response model: the item's "
+                   "domain (a trait per domain), or the whole test (one trait).")
+@click.option("--abilities", "table", flag_value="abilities",
+              help="Write the abilities instead: per model and trait (model, group, n_items, theta, theta_sd; "
+                   "EAP ability and its posterior SD).")
+@click.option("--by-domain", "table", flag_value="domains",
+              help="Write the per-domain table instead: flagged shares, and the expected number of flawed items "
+                   "with its 95% interval (expected_flawed, expected_flawed_lower, expected_flawed_upper).")
 @input_options
 @opts.cli_options(opts.ANALYSIS, exclude=("weights", "profiles", "missing_weight", "bootstrap", "seed", "ci"))
 @guarded
-def items_command(scores: str | None, output: str | None, top: int | None, rest: str, **kwargs: Any) -> None:
-    """Audit the items of SCORES (item-level results), most suspicious first.
+def items_command(scores: str | None, output: str | None, top: int | None, rest: str, table: str | None,
+                  **kwargs: Any) -> None:
+    """Audit the items of SCORES (item-level results), most likely flawed first.
 
     One row per item: difficulty (p_correct), discrimination (r_rest, ul_index), the
     distractors when the table has choice and key columns, the named flags and the
-    suspicion score with its rank (see the README); then the question (text) and its
-    options (a JSON list, option k being letter A + k) where the input has them, and what
-    the five models with the highest macro score answered (top_models_chose). Without
-    SCORES: the bundled MMLU-Pro responses and questions. A summary goes to stderr.
+    suspicion score with its rank; the item response model (2PL: slope, intercept,
+    difficulty, loading and their se_*, flags negative_loading, weak_loading,
+    extreme_difficulty) and the flaw posterior (posterior = P(flawed), flaw_rank, the
+    order of the rows) (see the README); then the question (text) and its options (a JSON
+    list, option k being letter A + k) where the input has them, and what the five models
+    with the highest macro score answered (top_models_chose). Without SCORES: the bundled
+    MMLU-Pro responses and questions. A summary goes to stderr.
+
+    The item response model needs the response matrix in memory: an input aggregated out
+    of core (a large Parquet file, a partitioned folder) or --engine spark gets the
+    classical audit, ranked by suspicion, and a note on stderr (--abilities then stops with
+    that note).
     """
     from jagged.analysis import item_text, strongest_models
+    from jagged.errors import JaggedInputError
     from jagged.readers.items import load_bundled_items
     from jagged.readers.load import load
-    from jagged.stats.item_audit import audit_items
+    from jagged.stats.item_audit import CLASSICAL_ONLY, audit_items, domain_flags
     from jagged.views import item_audit as item_views
 
     check_inputs(scores, kwargs)
     dataset = load(scores, **opts.load_kwargs(kwargs)) if scores else load_bundled_items()
     audit = audit_items(dataset, rest=rest, engine=kwargs.get("engine"), spark_master=kwargs.get("spark_master"))
-    listed = audit.items["item"].head(top) if top else None
-    choices = None
-    if dataset.items is not None:
-        choices = item_views.strongest_choices(dataset.items, strongest_models(dataset.scores), listed,
-                                               keys=audit.items.set_index("item")["key"])
-    table = item_views.item_listing(audit, text=item_text(dataset, listed, bundled=not scores), choices=choices,
-                                    top=top)
-    write_table(table, output)
+    if table == "abilities" and audit.fit is None:
+        reason = audit.notes[-1].removesuffix(f"; {CLASSICAL_ONLY}") if audit.notes else "no item response model"
+        raise JaggedInputError(f"--abilities: {reason}")
+    if table == "abilities":
+        write_table(audit.abilities, output)
+    elif table == "domains":
+        write_table(domain_flags(audit), output)
+    else:
+        listed = audit.items["item"].head(top) if top else None
+        choices = None
+        if dataset.items is not None:
+            choices = item_views.strongest_choices(dataset.items, strongest_models(dataset.scores), listed,
+                                                   keys=audit.items.set_index("item")["key"])
+        write_table(item_views.item_listing(audit, text=item_text(dataset, listed, bundled=not scores),
+                                            choices=choices, top=top), output)
     n, flagged = len(audit.items), int(audit.items["flagged"].sum())
+    order = "the most likely flawed first" if audit.flaws is not None else "the most suspicious first"
+    expected = ""
+    if audit.flaws is not None:
+        d = audit.flaws.domains
+        expected = f"; expected flawed items {d['expected_flawed'].sum():,.1f} (2PL by {rest})"
     click.echo(f"jagged: {n:,} items from {audit.n_models} models; {flagged:,} ({flagged / n:.1%}) carry a review "
-               f"flag; the most suspicious first", err=True)
+               f"flag{expected}; {order}", err=True)
     for note in audit.notes:
         click.echo(f"jagged: note: {note}", err=True)
 
@@ -290,14 +319,20 @@ def report(scores: str | None, output: str, title: str, show_code: bool, params_
     input is checked before the notebook runs. A failing run leaves an earlier report
     untouched and keeps the failed notebook as OUTPUT.failed.ipynb (exit 1).
     """
-    from jagged.report.execution import ReportError
     from jagged.report.jaggedness import jaggedness_report
 
+    if params_file is not None or notebook is not None:
+        write_report(lambda: _report_from_parameters(params_file, notebook, scores, output, title, show_code, kwargs))
+    else:
+        write_report(lambda: jaggedness_report(scores, output, title=title, show_code=show_code, **kwargs))
+
+
+def write_report(run: Callable[[], Path]) -> None:
+    """Run a report and say where it went; a notebook that failed on bad input exits 2, any other failure 1."""
+    from jagged.report.execution import ReportError
+
     try:
-        if params_file is not None or notebook is not None:
-            path = _report_from_parameters(params_file, notebook, scores, output, title, show_code, kwargs)
-        else:
-            path = jaggedness_report(scores, output, title=title, show_code=show_code, **kwargs)
+        path = run()
     except ReportError as exc:
         if exc.ename == "JaggedInputError":
             raise JaggedInputError(exc.evalue or str(exc)) from None
@@ -388,7 +423,6 @@ def compare_command(a: str, b: str, output: str | None, items_out: str | None, r
     go to stderr.
     """
     from jagged.report.compare import compare_inputs, compare_report
-    from jagged.report.execution import ReportError
     from jagged.views.compare import CompareView, findings
 
     check_inputs(a, kwargs)
@@ -411,14 +445,7 @@ def compare_command(a: str, b: str, output: str | None, items_out: str | None, r
     for sentence in findings(view):
         click.echo(f"jagged: {sentence}", err=True)
     if report_path is not None:
-        try:
-            path = compare_report(a, b, report_path, alpha=alpha, repeats=repeats, **kwargs)
-        except ReportError as exc:
-            if exc.ename == "JaggedInputError":
-                raise JaggedInputError(exc.evalue or str(exc)) from None
-            click.echo(f"jagged: report failed: {one_line(str(exc))}", err=True)
-            sys.exit(EXIT_INTERNAL)
-        click.echo(f"wrote {path} (executed notebook: {path.with_suffix('.ipynb')})", err=True)
+        write_report(lambda: compare_report(a, b, report_path, alpha=alpha, repeats=repeats, **kwargs))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jagged
-from jagged.analysis import AnalysisOptions, metrics_table
+from jagged.analysis import AnalysisOptions, metrics_table, resolve_profiles
 from jagged.stats.deployment import (
     DEPLOYMENT_COLUMNS,
     NOTE_EQUAL_WEIGHTS,
@@ -27,7 +27,7 @@ from jagged.stats.deployment import (
     rank_change_table,
 )
 from jagged.stats.metrics import METRIC_COLUMNS
-from jagged.stats.weights import BUNDLED_PROFILES, resolve_profiles
+from jagged.stats.weights import BUNDLED_PROFILES
 
 
 def _long(scores: dict[str, list[float]]) -> pd.DataFrame:

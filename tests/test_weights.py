@@ -12,10 +12,12 @@ from click.testing import CliRunner
 from conftest import BUNDLED
 
 import jagged
+from jagged.analysis import resolve_profiles  # the public wrapper: reads the weights file first
 from jagged.cli import main
 from jagged.errors import JaggedInputError
+from jagged.readers.weights import read_weights
 from jagged.stats.deployment import deployment_metrics
-from jagged.stats.weights import BUNDLED_PROFILES, items_coverage, profile_descriptions, read_weights, resolve_profiles
+from jagged.stats.weights import BUNDLED_PROFILES, items_coverage, profile_descriptions
 
 SCORES_CSV = """model,domain,score,n_items
 a,x,0.9,10
@@ -326,9 +328,64 @@ def test_deployment_metrics_refuses_weights_that_are_not_a_normalised_mix(scores
 ])
 def test_hostile_weights_yaml_is_refused_before_it_is_built(tmp_path, text, fragment):
     """A weights YAML is untrusted: no anchors/aliases (alias bombs), no tags beyond plain data."""
-    from jagged.stats.weights import read_weights
-
     path = tmp_path / "w.yaml"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(JaggedInputError, match=re.escape(fragment)):
         read_weights(path)
+
+
+# ------------------------------------------------------------------ stats take a table, the API a path or a table
+
+
+def test_public_resolve_profiles_is_the_analysis_wrapper():
+    from jagged import analysis
+
+    assert jagged.resolve_profiles is analysis.resolve_profiles
+
+
+def test_a_table_in_memory_gives_the_same_matrix_as_its_file(tmp_path, scores):
+    """stats.weights.resolve_profiles reads no file: the table read once gives the file's numbers."""
+    from jagged.stats import weights as profile_stats
+
+    path = _write(tmp_path, "w.csv", "profile,domain,weight\np,x,2\np,y,3\np,z,5\nq,x,1\nq,y,1\n")
+    from_file = resolve_profiles(scores, path, profiles=["q", "uniform", "p"], missing_weight="zero")
+    table = read_weights(path)
+    from_stats = profile_stats.resolve_profiles(scores, table, ["q", "uniform", "p"], "zero", source="w.csv")
+    pd.testing.assert_frame_equal(from_stats, from_file)
+    np.testing.assert_allclose(from_file.loc["p"], [0.2, 0.3, 0.5], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(from_file.loc["q"], [0.5, 0.5, 0.0], rtol=0, atol=1e-15)
+    frame = pd.DataFrame({"profile": ["p", "p", "p"], "domain": ["x", "y", "z"], "weight": [2.0, 3.0, 5.0]})
+    np.testing.assert_allclose(jagged.resolve_profiles(scores, frame).loc["p"], [0.2, 0.3, 0.5], rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("frame, fragment", [
+    (pd.DataFrame({"profile": ["uniform"] * 3, "domain": ["x", "y", "z"], "weight": [1.0, 1.0, 1.0]}),
+     "profile name(s) uniform are reserved"),
+    (pd.DataFrame({"profile": ["p"], "domain": ["law"], "weight": [1.0]}),
+     "weights for domain(s) absent from the scores: law"),
+    (pd.DataFrame({"domain": ["x"], "weight": [1.0]}), "the weights table has no column(s) profile"),
+    (pd.DataFrame({"profile": ["p"] * 3, "domain": ["x", "y", "z"], "weight": [1.0, -1.0, 1.0]}),
+     "profile(s) with a negative weight: p"),
+])
+def test_a_bad_table_in_memory_is_refused_in_one_line(scores, frame, fragment):
+    with pytest.raises(JaggedInputError) as caught:
+        jagged.resolve_profiles(scores, frame)
+    message = str(caught.value)
+    assert message.startswith(fragment) and "\n" not in message, message
+
+
+def test_describe_profiles_reads_the_file_at_the_analysis_level():
+    from jagged.analysis import describe_profiles
+    from jagged.stats.weights import describe_profiles as describe_table
+
+    scores = jagged.load_scores(BUNDLED)
+    weights = resolve_profiles(scores, BUNDLED_PROFILES, profiles=["law_office", "uniform"])
+    described = describe_profiles(weights, BUNDLED_PROFILES).set_index("profile")
+    pd.testing.assert_frame_equal(described.reset_index(), describe_table(weights, read_weights(BUNDLED_PROFILES)))
+    assert "ILLUSTRATIVE" in described.loc["law_office", "description"]
+    assert described.loc["law_office", "heaviest"].startswith("law ")
+    assert "(Illustrative" in described.loc["law_office", "heaviest"]
+    assert described.loc["uniform", "description"].startswith("every domain weighted equally")
+    assert described.loc["uniform", "sigma_w"] == pytest.approx(0.0, abs=1e-15)
+    bare = describe_table(weights).set_index("profile")
+    assert bare.loc["law_office", "description"] == "" and "(" not in bare.loc["law_office", "heaviest"]

@@ -2,7 +2,7 @@
 
 Every function takes the data and keyword arguments, draws on ``ax`` (or a new figure sized
 for the data) and returns the Axes, like seaborn. The inputs are tables the library
-computes: the metrics table with profiles (:func:`jagged.stats.analysis.metrics_table` with
+computes: the metrics table with profiles (:func:`jagged.analysis.metrics_table` with
 weights, or :func:`jagged.stats.deployment.deployment_metrics`), the per-domain exposure table
 (:func:`jagged.stats.deployment.exposure_profile`) and the drift-bound curve
 (:func:`jagged.stats.deployment.drift_bound_curve`). The plots never compute a metric

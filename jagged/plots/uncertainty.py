@@ -1,6 +1,6 @@
 """How sure are the jaggedness figures: a forest plot of cv_error with intervals.
 
-The input is the metrics table (:func:`jagged.stats.analysis.metrics_table`), which carries
+The input is the metrics table (:func:`jagged.analysis.metrics_table`), which carries
 ``cv_error``, ``cv_error_corrected``, ``noise_flag`` and, with a bootstrap,
 ``cv_error_lo`` / ``cv_error_hi``. The plot never computes a metric itself.
 """

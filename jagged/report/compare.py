@@ -104,14 +104,15 @@ def check_overlap(a: Any, b: Any) -> None:
 def profile_weights(a: Any, b: Any, options: Mapping[str, Any]) -> Any:
     """The profiles × domains weights over the domains of both sides (None without profiles).
 
-    ``weights``, ``profiles`` and ``missing_weight`` as in :func:`jagged.stats.weights.resolve_profiles`.
+    ``weights``, ``profiles`` and ``missing_weight`` as in :func:`jagged.analysis.resolve_profiles`
+    (which reads the weights file).
     """
     analysis = opts.analysis_options(options)
     if not analysis.weights and not analysis.profiles:
         return None
     import pandas as pd
 
-    from jagged.stats.weights import resolve_profiles
+    from jagged.analysis import resolve_profiles
 
     both = pd.concat([a.scores.astype({"model": str, "domain": str}), b.scores.astype({"model": str, "domain": str})],
                      ignore_index=True)
@@ -213,10 +214,8 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     ReportError
         The notebook failed.
     """
-    from jagged.report.facts import input_facts
-    from jagged.report.rendering import version_facts
     from jagged.report.rerun import check_input_path
-    from jagged.report.run import check_destination, run_report
+    from jagged.report.run import check_destination, run_checked
 
     output = check_destination(output)
     values = check_parameters({"a": "" if a is None else str(a), "b": "" if b is None else str(b), "alpha": alpha,
@@ -225,11 +224,19 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     title = check_text("the title", title)
     for name in PATH_PARAMETERS:
         check_input_path(values.get(name), name)
+    return run_checked(lambda: _compare_run(values, output, title=title, show_code=show_code))
+
+
+def _compare_run(values: dict[str, Any], output: Path, *, title: str | None, show_code: bool) -> dict[str, Any]:
+    """:func:`compare_report` once its parameters are checked: both sides loaded, the run's arguments."""
+    from jagged.report.facts import input_facts
+    from jagged.report.rendering import version_facts
+
     python = opts.from_notebook(values)
     side_a, side_b = load_side(python["a"], python), load_side(python["b"], python)
     check_overlap(side_a, side_b)
     profile_weights(side_a, side_b, python)
-    if repeats and (side_a.items is None or side_b.items is None):
+    if python["repeats"] and (side_a.items is None or side_b.items is None):
         raise JaggedInputError("--repeats needs item-level results on both sides for the run-to-run noise floor")
     for name in ("a", "b"):  # stored absolute, so a rerun from the report finds them
         if values[name]:
@@ -241,5 +248,6 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
              + version_facts())
     common = len(set(side_a.scores["model"].astype(str)) & set(side_b.scores["model"].astype(str)))
     subtitle = f"{side_a.source} (A) → {side_b.source} (B): {common:,} models on both sides"
-    return run_report(COMPARE_NOTEBOOK, output, values, title=title or f"{DEFAULT_TITLE}: {side_a.source} → "
-                      f"{side_b.source}", show_code=show_code, facts=facts, subtitle=subtitle)
+    return {"notebook": COMPARE_NOTEBOOK, "html_path": output, "parameters": values,
+            "title": title or f"{DEFAULT_TITLE}: {side_a.source} → {side_b.source}", "show_code": show_code,
+            "facts": facts, "subtitle": subtitle}

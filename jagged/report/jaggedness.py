@@ -18,7 +18,6 @@ from typing import Any, Mapping, Sequence
 from jagged import options as opts
 from jagged.errors import JaggedWarning
 from jagged.option_checks import check_text
-from jagged.report.execution import KERNEL_NAME
 from jagged.report.facts import input_facts, input_subtitle
 from jagged.report.notebooks import (
     COMPARE_NOTEBOOK,
@@ -33,7 +32,7 @@ from jagged.report.notebooks import (
 )
 from jagged.report.rendering import version_facts
 from jagged.report.rerun import StoredRun, check_input_path, read_parameters
-from jagged.report.run import check_destination, run_report
+from jagged.report.run import check_destination, run_checked, run_report
 
 
 #: The first key of every REPORT.json jagged writes, and its value (the format's version).
@@ -111,25 +110,14 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     title = check_text("the title", title) or DEFAULT_TITLE
     check_input_path(scores, "scores")
     check_input_path(options.get("weights"), "weights")
-    from jagged.report.kernel import launch_kernel, stop_kernel
-
-    bundled = scores in (None, "")
-    source = None if bundled else Path(scores)
-    # The kernel boots in its own process while this one validates the input and reads the
-    # notebook: about a third of a second of the run, on a second core.
-    km = launch_kernel(KERNEL_NAME)
-    try:
-        return _jaggedness_report(source, output, title=title, show_code=show_code, km=km, sections=sections,
-                                  **options)
-    finally:
-        stop_kernel(km)
+    source = None if scores in (None, "") else Path(scores)
+    return run_checked(lambda: _report_run(source, output, title=title, show_code=show_code, sections=sections,
+                                           **options))
 
 
-def _jaggedness_report(source: Path | None, output: Path, *, title: str, show_code: bool,
-                       km: Any, sections: Sequence[str] | None = None, **options: Any) -> Path:
-    """:func:`jaggedness_report` once the output and options are checked, in the kernel ``km``."""
-    from jagged.report.kernel import external_kernel_kwargs
-
+def _report_run(source: Path | None, output: Path, *, title: str, show_code: bool,
+                sections: Sequence[str] | None = None, **options: Any) -> dict[str, Any]:
+    """:func:`jaggedness_report` once the output and options are checked: the input loaded, the run's arguments."""
     bundled = source is None
     dataset = validate_input(source, options)
     declared = {p.name for p in notebook_parameters(REPORT_NOTEBOOK)}
@@ -141,8 +129,8 @@ def _jaggedness_report(source: Path | None, output: Path, *, title: str, show_co
     parameters = {"scores": "" if bundled else str(source.resolve()),
                   **opts.notebook_values({k: v for k, v in options.items() if k in declared})}
     facts = input_facts(dataset, bundled=bundled) + version_facts()
-    return run_report(REPORT_NOTEBOOK, output, parameters, title=title, show_code=show_code, facts=facts,
-                      subtitle=input_subtitle(dataset, facts), sections=sections, **external_kernel_kwargs(km))
+    return {"notebook": REPORT_NOTEBOOK, "html_path": output, "parameters": parameters, "title": title,
+            "show_code": show_code, "facts": facts, "subtitle": input_subtitle(dataset, facts), "sections": sections}
 
 
 def report_from_parameters(source: str | Path | None, output: str | Path, *, notebook: str | None = None,

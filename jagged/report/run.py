@@ -28,7 +28,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import jagged
 from jagged.errors import JaggedInputError
@@ -209,6 +209,45 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
             stop_kernel(km)
         shutil.rmtree(workdir, ignore_errors=True)
     return html_path
+
+
+def run_checked(prepare: Callable[[], Mapping[str, Any]]) -> Path:
+    """Start the report's kernel, check and load the input while it boots, then run the report in it.
+
+    Parameters
+    ----------
+    prepare : callable
+        Called in this process once the kernel is starting: it validates and loads the
+        input and returns :func:`run_report`'s arguments by name (``notebook``,
+        ``html_path``, ``parameters``, ``title``, ``facts`` ...).
+
+    Returns
+    -------
+    pathlib.Path
+        Where :func:`run_report` wrote the HTML.
+
+    Raises
+    ------
+    JaggedInputError
+        What ``prepare`` raises (bad input: nothing is written), or what :func:`run_report` does.
+    ReportError
+        The notebook failed.
+
+    Notes
+    -----
+    The kernel boots (:func:`jagged.report.kernel.launch_kernel`) in its own process while
+    this one loads the input and reads the notebook: about a third of a second of the run,
+    on a second core. It is stopped when the run ends, however it ends. Checks that need
+    no loading (destination, option values, title) belong before this call, so that they
+    fail before any kernel starts.
+    """
+    from jagged.report.kernel import external_kernel_kwargs, launch_kernel, stop_kernel
+
+    km = launch_kernel(KERNEL_NAME)
+    try:
+        return run_report(**prepare(), **external_kernel_kwargs(km))
+    finally:
+        stop_kernel(km)
 
 
 def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: dict[str, Any], *, title: str,

@@ -51,7 +51,7 @@ HEADINGS: tuple[tuple[str, str], ...] = (
 )
 #: Every section ``--sections`` can name, in report order (the optional ones are :data:`SECTIONS`).
 CHOICES: tuple[str, ...] = ("glance", "provenance", "data", "metrics", "overview", "hierarchy", "noise",
-                            "profiles", "items", "decomposition", "meaning")
+                            "profiles", "items", "irt", "decomposition", "meaning")
 assert set(SECTIONS) <= set(CHOICES)
 #: MIME types of outputs that are records for machines (REPORT.json), never shown in the HTML.
 RECORD_MIMES: tuple[str, ...] = (SECTIONS_MIME, "application/vnd.jagged.record+json")

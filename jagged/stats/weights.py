@@ -1,7 +1,8 @@
-"""Deployment profiles: exposure weights per domain, read from a file or built in.
+"""Deployment profiles: exposure weights per domain, from a weights table or built in (pure, no file reading).
 
 A *profile* says how often an organisation meets each domain of a benchmark. Profiles
-come from a weights file (``--weights FILE``) or are built in:
+come from a weights table (a weights file read by :func:`jagged.readers.weights.read_weights`;
+``--weights FILE``, format in :mod:`jagged.readers.weights`) or are built in:
 
 ``uniform``
     w_d = 1/D for every score domain. Its deployment-weighted score is the macro
@@ -11,41 +12,21 @@ come from a weights file (``--weights FILE``) or are built in:
     is the item-level (micro) average Σ_d n_d s_d / Σ_d n_d that lm-evaluation-harness
     reports for size-weighted groups such as MMLU.
 
-Weights file format
--------------------
-CSV (comma, tab or semicolon separated) with columns ``domain`` and ``weight`` and
-optionally ``profile`` (several named profiles in one file; without it the whole file
-is one profile named after the file stem), ``comment`` (why this weight) and
-``description`` (one text per profile; the first non-empty value counts)::
-
-    profile,domain,weight,comment
-    law_office,law,50,"most questions are legal"
-    law_office,business,20,"contracts, clients"
-
-YAML, either a list of records with the same keys, or a mapping from profile name to
-``{domain: weight}`` (or to a list of records), or a single ``{domain: weight}``
-mapping::
-
-    law_office:
-      law: 50
-      business: 20
-
-Weights must be non-negative finite numbers; they are normalised to sum to 1 within
-each profile. All problems raise :class:`~jagged.errors.JaggedInputError` with one line
-that lists the offending names or values.
+Weights are normalised to sum to 1 within each profile. All problems raise
+:class:`~jagged.errors.JaggedInputError` with one line that lists the offending names or
+values. :func:`jagged.analysis.resolve_profiles` (``jagged.resolve_profiles``) takes a
+weights file's path and reads it first.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.readers.weights import read_weights_file
 from jagged.resources import data_dir
 from jagged.text import listing
 
@@ -82,129 +63,8 @@ def is_illustrative(weights: str | None, profile_names: Sequence[str]) -> bool:
     """Whether the profiles shown are the bundled illustrative ones (the report labels them so)."""
     return weights == str(BUNDLED_PROFILES) and bool(set(profile_names) - set(BUILTIN_PROFILES))
 
-# --------------------------------------------------------------------------- reading
-
-
-def _shown(value: Any) -> str:
-    """A weight value as the user wrote it: text quoted, numbers plain."""
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return f"{float(value):g}"
-    text = str(value)
-    return repr(text if len(text) <= 30 else text[:27] + "...")
-
-
-def _weight_values(raw: pd.Series, domain: pd.Series, where: pd.Series, source: str) -> np.ndarray:
-    """Convert the weight column to floats, listing every bad value in one error line."""
-
-    def label(mask: np.ndarray, show_value: bool) -> str:
-        idx = raw.index[mask]
-        parts = []
-        for i in idx:
-            value = f"={_shown(raw.loc[i])}" if show_value else ""
-            parts.append(f"{domain.loc[i]}{value} ({where.loc[i]})")
-        return listing(parts, 8)
-
-    is_bool = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
-    text = raw.map(lambda v: v.strip() if isinstance(v, str) else v)
-    values = pd.to_numeric(text.where(~is_bool, None), errors="coerce").astype("float64").to_numpy()
-    blank = raw.isna().to_numpy() | (raw.astype("string").str.strip() == "").fillna(True).to_numpy()
-    literal_nan = text.map(lambda v: isinstance(v, str) and v.lower() in ("nan", "na", "n/a", "none", "null"))
-    literal_nan = literal_nan.to_numpy(dtype=bool)
-    non_numeric = np.isnan(values) & ~blank & ~literal_nan
-    non_numeric |= is_bool
-    if non_numeric.any():
-        raise JaggedInputError(
-            f"{source}: column 'weight' has non-numeric value(s) for domain(s) {label(non_numeric, True)}")
-    nan = np.isnan(values)
-    if nan.any():
-        raise JaggedInputError(
-            f"{source}: column 'weight' has missing or NaN value(s) for domain(s) {label(nan, False)}")
-    inf = np.isinf(values)
-    if inf.any():
-        raise JaggedInputError(f"{source}: column 'weight' has infinite value(s) for domain(s) {label(inf, True)}")
-    negative = values < 0
-    if negative.any():
-        raise JaggedInputError(
-            f"{source}: column 'weight' has negative value(s) {label(negative, True)}; weights must be >= 0")
-    return values
-
-
-def _text_column(frame: pd.DataFrame, column: str) -> pd.Series:
-    if column not in frame.columns:
-        return pd.Series("", index=frame.index, dtype=object)
-    col = frame[column].astype("string").str.strip()
-    return col.fillna("").astype(object)
-
-
-def read_weights(path: str | Path) -> pd.DataFrame:
-    """Read and check a weights file; weights are *not* yet normalised.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        CSV or YAML weights file (format in the module docstring).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Long table with columns ``profile``, ``domain``, ``weight`` (float64, as given,
-        >= 0), ``comment`` and ``description`` ("" when absent), in file order.
-
-    Raises
-    ------
-    JaggedInputError
-        Missing ``domain`` / ``weight`` column; empty domain or profile name; non-numeric,
-        NaN, infinite or negative weights (every offender listed); a domain given twice in
-        one profile; a file profile named like a built-in one.
-    """
-    path = Path(path)
-    source = path.name
-    raw = read_weights_file(path)
-    missing = [c for c in ("domain", "weight") if c not in raw.columns]
-    if missing:
-        from jagged.readers.table import found_columns  # never echoes a file that is no table
-
-        have = found_columns(raw.drop(columns="_where", errors="ignore"))
-        raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} ({have})")
-    if len(raw) == 0:
-        raise JaggedInputError(f"{source}: the weights table has a header but no rows")
-    raw = raw.reset_index(drop=True)
-    where = raw["_where"].astype(object)
-    domain = _text_column(raw, "domain")
-    empty = (domain == "").to_numpy()
-    if empty.any():
-        raise JaggedInputError(f"{source}: empty domain name ({where[int(np.argmax(empty))]})")
-    if "profile" in raw.columns:
-        profile = _text_column(raw, "profile")
-        empty = (profile == "").to_numpy()
-        if empty.any():
-            raise JaggedInputError(f"{source}: empty profile name ({where[int(np.argmax(empty))]})")
-    else:
-        profile = pd.Series(path.stem, index=raw.index, dtype=object)
-    reserved = sorted(set(profile) & set(BUILTIN_PROFILES))
-    if reserved:
-        raise JaggedInputError(
-            f"{source}: profile name(s) {', '.join(reserved)} are reserved for the built-in profiles; "
-            f"rename them")
-    weight = _weight_values(raw["weight"], domain, where, source)
-    out = pd.DataFrame({
-        "profile": profile.to_numpy(dtype=object),
-        "domain": domain.to_numpy(dtype=object),
-        "weight": weight,
-        "comment": _text_column(raw, "comment").to_numpy(dtype=object),
-        "description": _text_column(raw, "description").to_numpy(dtype=object),
-    })
-    dup = out.duplicated(["profile", "domain"], keep=False).to_numpy()
-    if dup.any():
-        pairs = sorted({f"{p}/{d}" for p, d in zip(out["profile"][dup], out["domain"][dup])})
-        raise JaggedInputError(f"{source}: domain(s) given twice in one profile: {listing(pairs, 8)}")
-    return out
-
-
 def profile_descriptions(weights: pd.DataFrame) -> pd.Series:
-    """The description of each profile of a :func:`read_weights` table.
+    """The description of each profile of a weights table (:func:`jagged.readers.weights.read_weights`).
 
     Returns
     -------
@@ -323,22 +183,70 @@ def normalise_weights(raw: np.ndarray, names: Sequence[str], source: str = "") -
     return scaled / scaled.sum(axis=1, keepdims=True)
 
 
-def resolve_profiles(scores: pd.DataFrame, weights: str | Path | None = None,
-                     profiles: Sequence[str] = (), missing_weight: str = "error") -> pd.DataFrame:
+def check_missing_weight(missing_weight: str) -> None:
+    """Refuse a ``missing_weight`` policy that is not one of :data:`MISSING_WEIGHT_POLICIES`."""
+    if missing_weight not in MISSING_WEIGHT_POLICIES:
+        raise JaggedInputError(
+            f"missing weight policy must be one of {', '.join(MISSING_WEIGHT_POLICIES)}, not {missing_weight!r}")
+
+
+def _file_profiles(table: pd.DataFrame, domains: list[str], profiles: Sequence[str], missing_weight: str,
+                   source: str) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The profile names of a weights table and the normalised rows of those wanted."""
+    prefix = f"{source}: " if source else ""
+    lacking_columns = [c for c in ("profile", "domain", "weight") if c not in table.columns]
+    if lacking_columns:
+        raise JaggedInputError(f"{prefix}the weights table has no column(s) {', '.join(lacking_columns)}")
+    reserved = sorted(set(table["profile"]) & set(BUILTIN_PROFILES))
+    if reserved:
+        raise JaggedInputError(
+            f"{prefix}profile name(s) {', '.join(reserved)} are reserved for the built-in profiles; "
+            f"rename them")
+    known = set(domains)
+    unknown = [d for d in pd.unique(table["domain"]) if d not in known]
+    if unknown:
+        folded = {d.casefold(): d for d in domains}
+        hints = [f"{u} (did you mean {folded[u.casefold()]!r}?)" if str(u).casefold() in folded else str(u)
+                 for u in unknown]
+        raise JaggedInputError(
+            f"{prefix}weights for domain(s) absent from the scores: {listing(hints, 30)} "
+            f"(score domains: {listing(domains, 20)})")
+    file_names = pd.unique(table["profile"]).tolist()
+    wide = table.pivot(index="profile", columns="domain", values="weight").reindex(
+        index=file_names, columns=domains)
+    wanted = [p for p in file_names if not profiles or p in profiles]
+    if missing_weight == "error":
+        for name in wanted:
+            lacking = [d for d, v in zip(domains, wide.loc[name].to_numpy()) if math.isnan(v)]
+            if lacking:
+                raise JaggedInputError(
+                    f"{prefix}profile {name!r} has no weight for score domain(s) {listing(lacking, 30)}; "
+                    f"add them or use --missing-weight zero to give them no exposure")
+    raw = wide.loc[wanted].fillna(0.0).to_numpy(dtype=float)
+    return file_names, dict(zip(wanted, normalise_weights(raw, wanted, source)))
+
+
+def resolve_profiles(scores: pd.DataFrame, table: pd.DataFrame | None = None,
+                     profiles: Sequence[str] = (), missing_weight: str = "error", *,
+                     source: str = "") -> pd.DataFrame:
     """The normalised profiles × domains weight matrix for a score table.
 
     Parameters
     ----------
     scores : pandas.DataFrame
         Canonical per-domain table (``model``, ``domain``, ``score``, ``n_items``).
-    weights : str or pathlib.Path, optional
-        Weights file (CSV or YAML, see the module docstring).
+    table : pandas.DataFrame, optional
+        Raw weights in long form, columns ``profile``, ``domain``, ``weight`` (as
+        :func:`jagged.readers.weights.read_weights` returns them; any positive scale).
+        To start from a file, use :func:`jagged.analysis.resolve_profiles`.
     profiles : sequence of str
-        Profile names to return, in this order: names from the weights file or the
-        built-ins ``uniform`` and ``items``. Empty: every profile in the weights file.
+        Profile names to return, in this order: names from the weights table or the
+        built-ins ``uniform`` and ``items``. Empty: every profile in the weights table.
     missing_weight : {"error", "zero"}
-        What a score domain absent from a file profile means: an error listing them, or
+        What a score domain absent from a table profile means: an error listing them, or
         no exposure (weight 0).
+    source : str
+        Where the table came from (a file name), prefixed to error messages.
 
     Returns
     -------
@@ -350,10 +258,10 @@ def resolve_profiles(scores: pd.DataFrame, weights: str | Path | None = None,
     Raises
     ------
     JaggedInputError
-        Any problem of :func:`read_weights`; weights for domains absent from the scores;
-        score domains missing from a profile (unless ``missing_weight="zero"``); a
-        profile whose weights are all zero; an unknown profile name; ``items`` without
-        ``n_items``; an unknown ``missing_weight``.
+        A table profile named like a built-in one; weights for domains absent from the
+        scores; score domains missing from a profile (unless ``missing_weight="zero"``); a
+        profile whose weights are all zero, negative or not finite; an unknown profile
+        name; ``items`` without ``n_items``; an unknown ``missing_weight``.
 
     Notes
     -----
@@ -363,40 +271,13 @@ def resolve_profiles(scores: pd.DataFrame, weights: str | Path | None = None,
     0. See :func:`items_weights` for the item counts behind ``items`` when models
     report different ``n_items``.
     """
-    if missing_weight not in MISSING_WEIGHT_POLICIES:
-        raise JaggedInputError(
-            f"missing weight policy must be one of {', '.join(MISSING_WEIGHT_POLICIES)}, not {missing_weight!r}")
+    check_missing_weight(missing_weight)
     domains = sorted(pd.unique(scores["domain"]).tolist())
     profiles = [str(p).strip() for p in profiles]
     rows: dict[str, np.ndarray] = {}
     file_names: list[str] = []
-    if weights is not None:
-        path = Path(weights)
-        table = read_weights(path)
-        source = path.name
-        known = set(domains)
-        unknown = [d for d in pd.unique(table["domain"]) if d not in known]
-        if unknown:
-            folded = {d.casefold(): d for d in domains}
-            hints = [f"{u} (did you mean {folded[u.casefold()]!r}?)" if u.casefold() in folded else u
-                     for u in unknown]
-            raise JaggedInputError(
-                f"{source}: weights for domain(s) absent from the scores: {listing(hints, 30)} "
-                f"(score domains: {listing(domains, 20)})")
-        file_names = pd.unique(table["profile"]).tolist()
-        wide = table.pivot(index="profile", columns="domain", values="weight").reindex(
-            index=file_names, columns=domains)
-        wanted = [p for p in file_names if not profiles or p in profiles]
-        if missing_weight == "error":
-            for name in wanted:
-                lacking = [d for d, v in zip(domains, wide.loc[name].to_numpy()) if math.isnan(v)]
-                if lacking:
-                    raise JaggedInputError(
-                        f"{source}: profile {name!r} has no weight for score domain(s) {listing(lacking, 30)}; "
-                        f"add them or use --missing-weight zero to give them no exposure")
-        raw = wide.loc[wanted].fillna(0.0).to_numpy(dtype=float)
-        normalised = normalise_weights(raw, wanted, source)
-        rows.update(zip(wanted, normalised))
+    if table is not None:
+        file_names, rows = _file_profiles(table, domains, profiles, missing_weight, source)
     unknown_names = [p for p in profiles if p not in rows and p not in BUILTIN_PROFILES]
     if unknown_names:
         available = file_names + list(BUILTIN_PROFILES)
@@ -422,15 +303,16 @@ BUILTIN_DESCRIPTIONS: dict[str, str] = {
 }
 
 
-def describe_profiles(weights: pd.DataFrame, path: str | Path | None = None, *, top: int = 3) -> pd.DataFrame:
+def describe_profiles(weights: pd.DataFrame, table: pd.DataFrame | None = None, *, top: int = 3) -> pd.DataFrame:
     """A readable summary of each profile: description and heaviest domains.
 
     Parameters
     ----------
     weights : pandas.DataFrame
         Profiles × domains matrix from :func:`resolve_profiles`.
-    path : str or pathlib.Path, optional
-        The weights file behind it, for descriptions and comments.
+    table : pandas.DataFrame, optional
+        The weights table behind it (:func:`jagged.readers.weights.read_weights`), for
+        descriptions and comments; :func:`jagged.analysis.describe_profiles` takes the file.
     top : int
         How many of the heaviest domains to list.
 
@@ -442,9 +324,9 @@ def describe_profiles(weights: pd.DataFrame, path: str | Path | None = None, *, 
     """
     comments: dict[tuple[str, str], str] = {}
     descriptions: dict[str, str] = dict(BUILTIN_DESCRIPTIONS)
-    if path is not None:
-        table = read_weights(path)
+    if table is not None and "comment" in table.columns:
         comments = {(p, d): c for p, d, c in zip(table["profile"], table["domain"], table["comment"]) if c}
+    if table is not None and "description" in table.columns:
         descriptions.update({k: v for k, v in profile_descriptions(table).items() if v})
     rows = []
     for profile, row in weights.iterrows():

@@ -546,7 +546,7 @@ def show_metrics(table: pd.DataFrame, *, by: str = "cv_error") -> None:
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.stats.analysis.metrics_table` (profile rows are reduced to one
+        Output of :func:`jagged.analysis.metrics_table` (profile rows are reduced to one
         row per model, see :func:`jagged.views.overview.per_model`).
     by : str
         Sort column (highest first; undefined values last).

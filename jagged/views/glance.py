@@ -1,6 +1,6 @@
 """The report's first section, "At a glance": its findings in a few sentences, from the numbers.
 
-:func:`glance` turns an :class:`~jagged.stats.analysis.Analysis` into a short list of
+:func:`glance` turns an :class:`~jagged.analysis.Analysis` into a short list of
 :class:`Finding` rows (a label, one plain-text sentence, and the numbers behind it);
 :func:`glance_table` gives them as a tidy DataFrame, :func:`glance_html` as an escaped
 list, and :func:`show_glance` displays them in a notebook. Nothing here computes a
@@ -379,7 +379,7 @@ def glance(analysis: Any, contributors: Sequence[tuple[str, Contributor]] = CONT
 
     Parameters
     ----------
-    analysis : jagged.stats.analysis.Analysis
+    analysis : jagged.analysis.Analysis
         The report's analysis.
     contributors : sequence of (section, function)
         Default :data:`CONTRIBUTORS`.

@@ -1,7 +1,7 @@
 """One model against the field: the tables behind ``notebooks/model_report.ipynb``.
 
 Pure functions on the canonical per-domain table and the metrics table of
-:func:`jagged.stats.analysis.metrics_table`; the notebook only calls them and shows the results.
+:func:`jagged.analysis.metrics_table`; the notebook only calls them and shows the results.
 Everything is vectorised over models and domains (a models × domains error matrix).
 """
 
@@ -195,7 +195,7 @@ def jaggedness_rank(table: pd.DataFrame, model: str) -> pd.DataFrame:
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.stats.analysis.metrics_table` (profile rows are reduced to
+        Output of :func:`jagged.analysis.metrics_table` (profile rows are reduced to
         one row per model).
     model : str
         The model.
@@ -296,7 +296,7 @@ def model_wedges(table: pd.DataFrame, model: str) -> pd.DataFrame:
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.stats.analysis.metrics_table` with weights or profiles (one row
+        Output of :func:`jagged.analysis.metrics_table` with weights or profiles (one row
         per profile × model); without a ``profile`` column the result is empty.
     model : str
         The model.

@@ -1,7 +1,7 @@
 """Tables that describe a dataset and its per-model results for a reader (report helpers).
 
 These only reshape and count; the metrics come from :mod:`jagged.stats.metrics` and
-:mod:`jagged.stats.analysis`.
+:mod:`jagged.analysis`.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from jagged.stats.metrics import METRIC_COLUMNS
 def per_model(table: pd.DataFrame) -> pd.DataFrame:
     """One row per model with the jaggedness columns of a metrics table.
 
-    :func:`jagged.stats.analysis.metrics_table` returns one row per profile × model when
+    :func:`jagged.analysis.metrics_table` returns one row per profile × model when
     deployment profiles are asked for; the jaggedness columns repeat across profiles, so
     the first row of each model is kept.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.stats.analysis.metrics_table` or :func:`jagged.jaggedness`.
+        Output of :func:`jagged.analysis.metrics_table` or :func:`jagged.jaggedness`.
 
     Returns
     -------

@@ -104,7 +104,7 @@ def relative_table(table: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`jagged.stats.analysis.metrics_table` (profile rows collapsed).
+        Output of :func:`jagged.analysis.metrics_table` (profile rows collapsed).
 
     Returns
     -------
