@@ -245,7 +245,10 @@ def test_the_audit_of_a_partitioned_folder_is_the_audit_of_the_table(table, inpu
         audit = audit_items(dataset_from_parquet(source), engine=engine)
         a = reference.items.set_index("item")
         b = audit.items.set_index("item").loc[a.index]
-        for column in a.columns:
+        # the item response model's columns need the matrix in memory: only the in-memory audit has them
+        shared = [c for c in a.columns if c in b.columns]
+        assert {"p_correct", "r_rest", "ul_index", "suspicion"} <= set(shared)
+        for column in shared:
             if a[column].dtype.kind == "f":
                 np.testing.assert_allclose(b[column], a[column], rtol=TOL, atol=TOL, err_msg=column)
 

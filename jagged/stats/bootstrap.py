@@ -1,9 +1,13 @@
 """Bootstrap intervals of the per-model statistics: item bootstrap, binomial bootstrap, replicates.
 
 * :func:`bootstrap_intervals` — percentile intervals for ``cv_error``, ``macro_score``,
-  ``dep_score`` and ``wedge``: a paired stratified bootstrap over items when item-level
-  results exist, else a parametric (binomial) bootstrap from ``n_items``, else none (with
-  the reason); :func:`add_intervals` puts them into the metrics table.
+  ``dep_score`` and ``wedge``: a paired stratified bootstrap over items when the item
+  table is in memory, a Poisson bootstrap over items computed in the engine
+  (:mod:`jagged.stats.poisson_bootstrap`) when the item-level results are out of core (a
+  large Parquet file or a partitioned folder) or ``engine="spark"``, else a parametric
+  (binomial) bootstrap from ``n_items``, else none (with the reason); :func:`interval_route`
+  states the rule, ``interval_method`` records which was used, and :func:`add_intervals`
+  puts them into the metrics table.
 * :func:`bootstrap_replicates` — the replicates themselves, with further statistics
   (:data:`ReplicateStatistic`) computed on the same resampling.
 
@@ -13,62 +17,27 @@ All functions are pure: DataFrames in, DataFrames out; random draws come from
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.stats.replicates import Replicates, ReplicateStatistic, replicate_statistics
 from jagged.stats.uncertainty import place_after
 
 INTERVAL_STATISTICS: tuple[str, ...] = ("cv_error", "macro_score", "dep_score", "wedge")
 METHOD_ITEMS = "stratified item bootstrap, paired across models"
 METHOD_BINOMIAL = "parametric binomial bootstrap from n_items"
+#: The routes of :func:`interval_route`.
+ROUTES: tuple[str, ...] = ("paired", "poisson", "binomial")
 REASON_NO_N_ITEMS = "no interval: the scores carry no n_items, so their sampling noise is unknown"
 #: Upper bound on the entries of one resampling-count block (replicates × items of a domain).
 _BLOCK_ENTRIES = 4_000_000
 
 # --------------------------------------------------------------------------- bootstrap
-
-@dataclass
-class Replicates:
-    """Bootstrap replicates of the per-model statistics.
-
-    Attributes
-    ----------
-    models : numpy.ndarray
-        Model names (sorted), length M.
-    profiles : numpy.ndarray
-        Profile names, length P (0 without weights).
-    cv_error : numpy.ndarray
-        B × M noise-corrected CV replicates (see :func:`bootstrap_intervals`, Notes).
-    macro_score : numpy.ndarray
-        B × M.
-    dep_score, wedge : numpy.ndarray
-        B × M × P.
-    method : str
-        Which bootstrap produced them.
-    extra : dict
-        B × M replicates of further statistics computed on the same replicates (the
-        ``statistics`` of :func:`bootstrap_replicates`), by name.
-    """
-
-    models: np.ndarray
-    profiles: np.ndarray
-    cv_error: np.ndarray
-    macro_score: np.ndarray
-    dep_score: np.ndarray
-    wedge: np.ndarray
-    method: str
-    extra: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-#: A further per-model statistic of the replicates: ``f(num, den, present, models, domains)``
-#: → b × M, called with each chunk's b × M × D sums Σ c·x and Σ c·present (see
-#: :func:`resampled_sums`), the M × D ``present`` mask and the model and domain names.
-ReplicateStatistic = Callable[..., np.ndarray]
-
 
 def _collect(chunks: Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]], present: np.ndarray,
              weights: np.ndarray, statistics: Mapping[str, ReplicateStatistic] | None, models: np.ndarray,
@@ -228,59 +197,6 @@ def _binomial_replicate_sums(s: np.ndarray, n: np.ndarray, n_boot: int, rng: np.
         yield k, np.broadcast_to(nn.astype(float), (b,) + s.shape), None
 
 
-def replicate_statistics(num: np.ndarray, den: np.ndarray, sq: np.ndarray | None, present: np.ndarray,
-                         weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per-replicate statistics from replicate domain sums.
-
-    Parameters
-    ----------
-    num, den : numpy.ndarray
-        b × M × D: Σ c·x and Σ c·present (replicate domain score = num / den).
-    sq : numpy.ndarray or None
-        b × M × D Σ c·x² for partial credit; None for 0/1 data.
-    present : numpy.ndarray
-        M × D bool: the model has the domain in the original data.
-    weights : numpy.ndarray
-        P × D weight matrix (P may be 0).
-
-    Returns
-    -------
-    (cv_error, macro_score, dep_score, wedge)
-        b × M, b × M, b × M × P, b × M × P. ``cv_error`` is the twice-corrected replicate
-        √max(V* − 2N̂*, 0)/ē* (see :func:`bootstrap_intervals`); ``wedge`` is
-        Σ_d (1/D − w_d) s_d, exactly 0 for uniform weights.
-    """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.where(present[None] & (den > 0), num / den, np.nan)
-        e = 1.0 - s
-        ok = ~np.isnan(s)
-        d = present.sum(axis=1).astype(float)[None]              # 1 × M: the model's own D
-        e0 = np.where(ok, e, 0.0)
-        mean_e = e0.sum(axis=2) / d
-        dev = np.where(ok, e - mean_e[..., None], 0.0)
-        v = (dev * dev).sum(axis=2) / d
-        if sq is None:
-            item_var = e * (1.0 - e) * den / (den - 1.0)         # sample variance of 0/1 items
-        else:
-            item_var = (sq - num * num / den) / (den - 1.0)
-        sigma2 = np.where(ok & (den > 1), item_var / den, np.nan)
-        noise = (d - 1.0) / d ** 2 * np.where(ok, sigma2, 0.0).sum(axis=2)
-        noise[(ok & np.isnan(sigma2)).any(axis=2)] = np.nan       # a single-item domain: unknown
-        cv = np.sqrt(np.maximum(v - 2.0 * noise, 0.0)) / mean_e
-        lost = ~(ok == present[None]).all(axis=2)                  # a domain drew none of its items
-        cv[lost | (d < 2) | ~(mean_e > 0)] = np.nan
-        s0 = np.where(ok, s, 0.0)
-        macro = s0.sum(axis=2) / d
-        macro[lost] = np.nan
-        uniform = present / present.sum(axis=1, keepdims=True)    # M × D: 1/D_m on own domains
-        dep = s0 @ weights.T                                       # b × M × P
-        wedge = np.einsum("bmd,mpd->bmp", s0, uniform[:, None, :] - weights[None, :, :])
-        lacking = ((~ok).astype(float) @ (weights > 0).T.astype(float)) > 0
-        dep[lacking] = np.nan
-        wedge[lacking] = np.nan
-    return cv, macro, dep, wedge
-
-
 def _weight_array(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if weights is None or len(weights) == 0:
         return np.zeros((0, len(domains))), np.asarray([], dtype=object)
@@ -320,9 +236,31 @@ def replicates_from_matrix(matrix: ItemMatrix, *, weights: pd.DataFrame | None =
                       wedge=wedge, method=METHOD_ITEMS, extra=extra)
 
 
+def interval_route(items: pd.DataFrame | None, source: str | Path | None = None, engine: str | None = None) -> str:
+    """Which bootstrap the intervals use: ``"paired"``, ``"poisson"`` or ``"binomial"``.
+
+    * ``"paired"`` (:func:`replicates_from_matrix`): the item table is in memory and the
+      engine is not Spark — the stratified multinomial bootstrap over items on the
+      items × models matrix;
+    * ``"poisson"`` (:func:`jagged.stats.poisson_bootstrap.poisson_replicates`): item-level
+      results that are not in memory (``source``, a Parquet file or partitioned folder
+      aggregated out of core), or any item-level results with ``engine="spark"`` — the
+      Poisson(1) weights per item and replicate are computed where the rows lie;
+    * ``"binomial"``: no item-level results (per-domain scores with ``n_items``).
+    """
+    has_items = items is not None and len(items) > 0
+    if has_items and engine != "spark":
+        return "paired"
+    if has_items or source is not None:
+        return "poisson"
+    return "binomial"
+
+
 def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
                          weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0,
-                         statistics: Mapping[str, ReplicateStatistic] | None = None) -> Replicates:
+                         statistics: Mapping[str, ReplicateStatistic] | None = None,
+                         source: str | Path | None = None, engine: str | None = None,
+                         spark_master: str | None = None) -> Replicates:
     """Bootstrap replicates of cv_error (noise-corrected), macro_score, dep_score and wedge.
 
     Parameters
@@ -332,7 +270,8 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
     items : pandas.DataFrame, optional
         Item-level table behind ``scores``; when given, the paired stratified item
         bootstrap is used (:func:`replicates_from_matrix`), else the parametric binomial
-        bootstrap from ``n_items``.
+        bootstrap from ``n_items`` (the rule, with ``source`` and ``engine``:
+        :func:`interval_route`).
     weights : pandas.DataFrame, optional
         Profiles × domains weight matrix (:func:`jagged.stats.weights.resolve_profiles`); it
         must have a column for every score domain.
@@ -344,11 +283,20 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
         Further per-model statistics to compute on the same replicates
         (:data:`ReplicateStatistic`), e.g. the relative jaggedness of
         :func:`jagged.stats.structure.replicate_statistic`; they land in ``extra``.
+    source : str or pathlib.Path, optional
+        The Parquet file or partitioned folder behind item-level ``scores`` aggregated out
+        of core (:func:`jagged.readers.items_parquet.lake_path`): the Poisson bootstrap runs
+        on it in the engine.
+    engine : {"duckdb", "spark"}, optional
+        Where the Poisson bootstrap runs; ``"spark"`` sends item tables in memory there too.
+    spark_master : str, optional
+        See :func:`jagged.stats.engine.spark_session`.
 
     Returns
     -------
     Replicates
-        Models without ``n_items`` (parametric case) get all-NaN replicates.
+        Models without ``n_items`` (parametric case) get all-NaN replicates; ``method``
+        says which bootstrap made them.
 
     Raises
     ------
@@ -365,9 +313,17 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
             raise JaggedInputError(f"weight matrix has no column for score domain(s) {', '.join(lacking[:5])}")
     extra = [] if weights is None else sorted(d for d in weights.columns if d not in set(score_domains))
     domains = np.asarray(score_domains + extra, dtype=object)  # extra: weighted but never scored
-    if items is not None and len(items):
+    route = interval_route(items, source, engine)
+    if route == "paired":
         return replicates_from_matrix(item_matrix(items, models, domains), weights=weights, n_boot=n_boot,
                                       seed=seed, statistics=statistics)
+    if route == "poisson":
+        from jagged.stats.poisson_bootstrap import aligned, poisson_replicates
+
+        data = items if items is not None and len(items) else Path(source)
+        reps = poisson_replicates(data, weights=weights, n_boot=n_boot, seed=seed, engine=engine,
+                                  spark_master=spark_master, statistics=statistics)
+        return aligned(reps, models)
     rng = np.random.default_rng(seed)
     s = wide.reindex(columns=domains).to_numpy(dtype=float)
     present = ~np.isnan(s)
@@ -398,8 +354,9 @@ def _quantiles(values: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
 
 def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
                         weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0,
-                        ci: float = 0.95, statistics: Mapping[str, ReplicateStatistic] | None = None
-                        ) -> pd.DataFrame:
+                        ci: float = 0.95, statistics: Mapping[str, ReplicateStatistic] | None = None,
+                        source: str | Path | None = None, engine: str | None = None,
+                        spark_master: str | None = None) -> pd.DataFrame:
     """Percentile bootstrap intervals for cv_error, macro_score, dep_score and wedge.
 
     Parameters
@@ -420,6 +377,9 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
         Further per-model statistics of the same replicates (see
         :func:`bootstrap_replicates`); each adds ``<name>_lo`` and ``<name>_hi`` after the
         ``macro_score`` interval.
+    source, engine, spark_master
+        Item-level results out of core and where the Poisson bootstrap runs (see
+        :func:`bootstrap_replicates` and :func:`interval_route`).
 
     Returns
     -------
@@ -441,7 +401,10 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
     All models' replicate domain scores come from one matrix product c @ X per domain and
     chunk of replicates; there is no loop over replicates or models. Without items, each
     score is redrawn as Binomial(n_d, ŝ_d)/n_d (parametric; independent across models).
-    Without ``n_items`` a model gets no interval and ``interval_note`` says why.
+    Without ``n_items`` a model gets no interval and ``interval_note`` says why. Item-level
+    results out of core (or on Spark) get the Poisson bootstrap instead of the multinomial
+    count: each item's weight is Poisson(1), independently, the same for every model
+    (:mod:`jagged.stats.poisson_bootstrap`; ``interval_method`` says which was used).
 
     *Intervals.* ``macro_score``, ``dep_score`` = Σ_d w_d s_d (S_rep @ W.T) and ``wedge``
     = macro − dep are linear in the scores, so their percentile intervals
@@ -459,7 +422,8 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
     cannot be excluded.
     """
     _check_settings(n_boot, ci)
-    reps = bootstrap_replicates(scores, items, weights=weights, n_boot=n_boot, seed=seed, statistics=statistics)
+    reps = bootstrap_replicates(scores, items, weights=weights, n_boot=n_boot, seed=seed, statistics=statistics,
+                                source=source, engine=engine, spark_master=spark_master)
     cv_lo, cv_hi = _quantiles(reps.cv_error, ci)
     mac_lo, mac_hi = _quantiles(reps.macro_score, ci)
     usable = ~np.isnan(reps.macro_score).all(axis=0)
@@ -490,10 +454,11 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
     return out[cols]
 
 
-
 def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
                   weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0,
-                  ci: float = 0.95, statistics: Mapping[str, ReplicateStatistic] | None = None) -> pd.DataFrame:
+                  ci: float = 0.95, statistics: Mapping[str, ReplicateStatistic] | None = None,
+                  source: str | Path | None = None, engine: str | None = None,
+                  spark_master: str | None = None) -> pd.DataFrame:
     """Add :func:`bootstrap_intervals` columns to a metrics table.
 
     Parameters
@@ -507,6 +472,9 @@ def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame
     n_boot, seed, ci, statistics
         See :func:`bootstrap_intervals`; a statistic's interval goes after its column
         when the table has one.
+    source, engine, spark_master
+        Item-level results out of core and where the Poisson bootstrap runs
+        (:func:`interval_route`).
 
     Returns
     -------
@@ -516,7 +484,7 @@ def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame
     """
     by_profile = "profile" in table.columns and weights is not None and len(weights) > 0
     iv = bootstrap_intervals(scores, items, weights=weights if by_profile else None, n_boot=n_boot, seed=seed,
-                             ci=ci, statistics=statistics)
+                             ci=ci, statistics=statistics, source=source, engine=engine, spark_master=spark_master)
     keys = ["model", "profile"] if by_profile else ["model"]
     out = table.merge(iv, on=keys, how="left", validate="one_to_one")
     for stat in INTERVAL_STATISTICS + tuple(statistics or ()):

@@ -22,8 +22,9 @@ import contextlib
 import os
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from jagged.errors import JaggedInputError
 
@@ -88,6 +89,32 @@ def spark_session(spark_master: str | None = None) -> Any:
     return builder.getOrCreate()
 
 
+def connect(engine: str | None = None, *, spark_master: str | None = None, memory_limit: str = DUCKDB_MEMORY_LIMIT,
+            threads: int | None = None) -> tuple[Any, Callable[[], None]]:
+    """An Ibis backend for the statistics and the function that closes it (see :func:`backend`).
+
+    DuckDB is given a spill folder that does not exist yet: DuckDB makes it only when it
+    spills and removes it when the connection closes (``close`` removes what is left).
+    """
+    import ibis
+
+    engine = check_engine(engine)
+    if engine == "spark":
+        return ibis.pyspark.connect(spark_session(spark_master)), lambda: None  # the session is shared: left running
+    spill = os.path.join(tempfile.gettempdir(), f"jagged-duckdb-{os.getpid()}-{uuid.uuid4().hex}")
+    con = ibis.duckdb.connect(database=":memory:", memory_limit=memory_limit,
+                              threads=threads or min(os.cpu_count() or 1, 4), temp_directory=spill,
+                              preserve_insertion_order=False)
+
+    def close() -> None:
+        with contextlib.suppress(Exception):
+            con.disconnect()
+        if os.path.isdir(spill):
+            shutil.rmtree(spill, ignore_errors=True)
+
+    return con, close
+
+
 @contextlib.contextmanager
 def backend(engine: str | None = None, *, spark_master: str | None = None, memory_limit: str = DUCKDB_MEMORY_LIMIT,
             threads: int | None = None) -> Iterator[Any]:
@@ -109,30 +136,21 @@ def backend(engine: str | None = None, *, spark_master: str | None = None, memor
     ibis.BaseBackend
         The Spark session is left running (it is shared, and expensive to start).
     """
-    import ibis
-
-    engine = check_engine(engine)
-    if engine == "spark":
-        yield ibis.pyspark.connect(spark_session(spark_master))
-        return
-    spill = tempfile.mkdtemp(prefix="jagged-duckdb-")
-    con = ibis.duckdb.connect(database=":memory:", memory_limit=memory_limit,
-                              threads=threads or min(os.cpu_count() or 1, 4), temp_directory=spill,
-                              preserve_insertion_order=False)
+    con, close = connect(engine, spark_master=spark_master, memory_limit=memory_limit, threads=threads)
     try:
         yield con
     finally:
-        with contextlib.suppress(Exception):
-            con.disconnect()
-        shutil.rmtree(spill, ignore_errors=True)
+        close()
 
 
 #: Spark SQL type of each Ibis type :func:`table_from_frame` is given.
 _SPARK_TYPES = {"string": "string", "float64": "double", "int64": "bigint", "boolean": "boolean"}
+#: Arrow type of each Ibis type :func:`table_from_frame` is given.
+_ARROW_TYPES = {"string": "string", "float64": "float64", "int64": "int64", "boolean": "bool"}
 
 
 def table_from_frame(con: Any, frame: Any, schema: dict[str, str]) -> Any:
-    """A DataFrame as a table of ``con`` (DuckDB: a temporary table; Spark: a temporary view).
+    """A DataFrame as a table of ``con`` (DuckDB: an Arrow view, not a copy; Spark: a temporary view).
 
     Parameters
     ----------
@@ -148,13 +166,16 @@ def table_from_frame(con: Any, frame: Any, schema: dict[str, str]) -> Any:
     ibis.Table
         Bound to ``con``, so that what is derived from it runs (and is cached) there.
     """
-    import uuid
-
     import ibis
 
     name = "jagged_" + uuid.uuid4().hex
     if con.name == "duckdb":
-        return con.create_view(name, ibis.memtable(frame, schema=schema), overwrite=True)  # the frame is not copied
+        import pyarrow as pa
+
+        # converted to Arrow once (numeric columns without a copy) and registered as a view: DuckDB scans it in place
+        arrow = pa.Table.from_pandas(frame[list(schema)], preserve_index=False, nthreads=1, schema=pa.schema(
+            [(column, _ARROW_TYPES[kind]) for column, kind in schema.items()]))
+        return con.create_view(name, ibis.memtable(arrow), overwrite=True)
     session = spark_session()
     ddl = ", ".join(f"`{column}` {_SPARK_TYPES[kind]}" for column, kind in schema.items())
     values = frame[list(schema)].astype(object).where(frame[list(schema)].notna(), None)
@@ -188,8 +209,6 @@ def read_parquet(con: Any, path: str | Path) -> Any:
         return con.read_parquet(source)
     # Spark discovers the partitions itself; their values stay text (a model called 007 is not 7): the data
     # files' schema plus the partition keys as strings, given to the reader
-    import uuid
-
     from pyspark.sql.types import StringType, StructField
 
     session = spark_session()

@@ -160,7 +160,9 @@ def weighted_rows_expr(rows: Any, mg: Any, frac: float = UPPER_LOWER) -> Any:
 
     j = rows.join(mg, ["model", "grp"])
     n = j.n.cast("float64")
-    j = j.mutate(rest=ibis.ifelse(j.n > 1, (j.s - j.x) / (n - 1.0), ibis.null("float64")))
+    # only what the sums read goes through the window's sort (not key, s, n)
+    j = j.select("model", "item", "domain", "grp", "x", "choice", "informed", "n_options", "theta",
+                 rest=ibis.ifelse(j.n > 1, (j.s - j.x) / (n - 1.0), ibis.null("float64")))
     ordered = ibis.desc(ibis.coalesce(j.rest, -1.0))  # rest lies in [0, 1]: rows without one rank last
     # one sort per item: rows strictly above (rank), rows at or above (a range frame), all rows with a rest score
     through = j.rest.count().over(ibis.window(range=(None, 0), group_by=j.item, order_by=ordered))
@@ -180,28 +182,52 @@ def weighted_rows_expr(rows: Any, mg: Any, frac: float = UPPER_LOWER) -> Any:
                     w_u=weight(above), w_l=weight(below))
 
 
-def item_sums_expr(w: Any) -> Any:
-    """Per item: the columns of :data:`jagged.stats.item_sums.ITEM_SUM_COLUMNS` (``grp`` for ``group``)."""
-    ok = w.rest.notnull()
+def item_label_sums_expr(w: Any) -> Any:
+    """Per (item, label): every sum of the per-item and per-option tables, in one pass over the weighted rows.
+
+    ``label`` is the chosen label (NULL choice: :data:`NO_ANSWER`) on rows with choice
+    information and NULL on the others, so that the per-item sums (:func:`item_sums_expr`)
+    and the per-option sums (:func:`option_sums_expr`) are sums of this small table: the
+    window behind the weights runs once, and only this table is cached.
+    """
+    import ibis
+
+    t = w.mutate(label=ibis.ifelse(w.informed, w.choice.fill_null(NO_ANSWER), ibis.null("string")))
+    ok = t.rest.notnull()
+    wrong = t.x == 0
     zero = 0.0
-    return w.group_by("item").aggregate(
-        domain=w.domain.min(), grp=w.grp.min(), n=w.count(), sx=w.x.sum(), sxx=(w.x * w.x).sum(),
-        n_r=w.rest.count(), sx_r=w.x.sum(where=ok).fill_null(zero), sxx_r=(w.x * w.x).sum(where=ok).fill_null(zero),
-        sr=w.rest.sum().fill_null(zero), srr=(w.rest * w.rest).sum().fill_null(zero),
-        sxr=(w.x * w.rest).sum().fill_null(zero), stheta=w.theta.sum(), sxtheta=(w.x * w.theta).sum(),
-        k_ul=w.k.max(), sxwu=(w.x * w.w_u).sum(), sxwl=(w.x * w.w_l).sum(), n_choice=w.count(where=w.informed),
-        nopt_min=w.n_options.min(), nopt_max=w.n_options.max())
+    return t.group_by(["item", "label"]).aggregate(
+        domain=t.domain.min(), grp=t.grp.min(), n=t.count(), sx=t.x.sum(), sxx=(t.x * t.x).sum(),
+        n_r=t.rest.count(), sx_r=t.x.sum(where=ok).fill_null(zero), sxx_r=(t.x * t.x).sum(where=ok).fill_null(zero),
+        sr=t.rest.sum().fill_null(zero), srr=(t.rest * t.rest).sum().fill_null(zero),
+        sxr=(t.x * t.rest).sum().fill_null(zero), stheta=t.theta.sum(), sxtheta=(t.x * t.theta).sum(),
+        k_ul=t.k.max(), sxwu=(t.x * t.w_u).sum(), sxwl=(t.x * t.w_l).sum(), swu=t.w_u.sum(),
+        nopt_min=t.n_options.min(), nopt_max=t.n_options.max(), n_wrong=t.count(where=wrong),
+        n_wrong_r=t.count(where=wrong & ok), sr_wrong=t.rest.sum(where=wrong).fill_null(zero),
+        swu_wrong=t.w_u.sum(where=wrong).fill_null(zero))
 
 
-def option_sums_expr(w: Any) -> Any:
-    """Per (item, chosen label) over rows with choice information (NULL choice: :data:`NO_ANSWER`)."""
-    informed = w.filter(w.informed)
-    informed = informed.mutate(label=informed.choice.fill_null(NO_ANSWER))
-    wrong = informed.x == 0
-    return informed.group_by(["item", "label"]).aggregate(
-        count=informed.count(), stheta=informed.theta.sum(), swu=informed.w_u.sum(),
-        n_wrong=informed.count(where=wrong), n_wrong_r=informed.count(where=wrong & informed.rest.notnull()),
-        sr_wrong=informed.rest.sum(where=wrong).fill_null(0.0), swu_wrong=informed.w_u.sum(where=wrong).fill_null(0.0))
+def item_sums_expr(a: Any) -> Any:
+    """Per item: the columns of :data:`jagged.stats.item_sums.ITEM_SUM_COLUMNS` (``grp`` for ``group``).
+
+    ``a`` is :func:`item_label_sums_expr`; ``n_choice`` counts the rows with a label.
+    """
+    sums = ("n", "sx", "sxx", "n_r", "sx_r", "sxx_r", "sr", "srr", "sxr", "stheta", "sxtheta", "sxwu", "sxwl")
+    return a.group_by("item").aggregate(
+        domain=a.domain.min(), grp=a.grp.min(), **{name: a[name].sum() for name in sums}, k_ul=a.k_ul.max(),
+        n_choice=a.n.sum(where=a.label.notnull()).fill_null(0), nopt_min=a.nopt_min.min(),
+        nopt_max=a.nopt_max.max())
+
+
+def option_sums_expr(a: Any) -> Any:
+    """Per (item, chosen label) over rows with choice information (NULL choice: :data:`NO_ANSWER`).
+
+    ``a`` is :func:`item_label_sums_expr`.
+    """
+    informed = a.filter(a.label.notnull())
+    return informed.select("item", "label", count=informed.n, stheta=informed.stheta, swu=informed.swu,
+                           n_wrong=informed.n_wrong, n_wrong_r=informed.n_wrong_r, sr_wrong=informed.sr_wrong,
+                           swu_wrong=informed.swu_wrong)
 
 
 def key_counts_expr(rows: Any, has_key: bool, has_choice: bool) -> Any | None:
@@ -226,16 +252,22 @@ def softplus_sums_expr(rows: Any, sp: Any, n_grid: int) -> Any:
 
 
 def model_domain_sums_expr(rows: Any, aside: Any, alt: Any, has_choice: bool) -> Any:
-    """Per (model, domain): Σx and n over all items, over the items not set aside, and re-scored (see ItemSums)."""
+    """Per (model, domain), over the rows of the items set aside or re-scored only: what changes (see ItemSums).
+
+    ``s_aside``, ``n_aside``: Σx and count of the rows of items in ``aside``; ``d_rescored``:
+    Σ(re-scored x − x) over the rows of items in ``alt``, ``n_rescored`` their count. The
+    sums over all items come from the first pass (:func:`run_model_domain_sums`).
+    """
     import ibis
 
-    j = rows.left_join(aside, rows.item == aside.item_aside).left_join(alt, rows.item == alt.item_alt)
-    kept = j.item_aside.isnull()
+    touched = rows.filter(rows.item.isin(aside.item_aside) | rows.item.isin(alt.item_alt))
+    j = touched.left_join(aside, touched.item == aside.item_aside).left_join(alt, touched.item == alt.item_alt)
+    out = j.item_aside.notnull()
     rescored = (ibis.ifelse(j.option.isnull(), j.x, ibis.ifelse(j.choice == j.option, 1.0, 0.0))
                 if has_choice else j.x)
     return j.group_by(["model", "domain"]).aggregate(
-        s=j.x.sum(), n=j.count(), s_kept=j.x.sum(where=kept).fill_null(0.0), n_kept=j.count(where=kept),
-        s_rescored=rescored.sum(), n_rescored=j.count(where=j.option.notnull()))
+        s_aside=j.x.sum(where=out).fill_null(0.0), n_aside=j.count(where=out), d_rescored=(rescored - j.x).sum(),
+        n_rescored=j.count(where=j.option.notnull()))
 
 
 # --------------------------------------------------------------------------- running them
@@ -301,6 +333,8 @@ def compute_item_sums(con: Any, rows: Any, *, has_choice: bool, has_key: bool,
         the per-item, per-option and per-key tables, and the engine's ``model, grp`` values
         of the per-group rows (for :func:`run_softplus_sums`).
     """
+    from jagged.stats.engine import table_from_frame
+
     mg_raw = fetch(con, model_group_expr(rows))
     mg_codes = mg_raw[["model", "grp"]].copy()
     if names is not None:  # fetched as float: the codes go back to the engine as integers
@@ -311,8 +345,15 @@ def compute_item_sums(con: Any, rows: Any, *, has_choice: bool, has_key: bool,
                         mg_raw["model"].to_numpy(dtype=object).astype(str)))
     mg = mg_raw.rename(columns={"grp": "group"}).iloc[order].reset_index(drop=True)
     mg_codes = mg_codes.iloc[order].reset_index(drop=True)
-    w = weighted_rows_expr(rows, model_group_expr(rows))
-    with w.cache() as cached:
+    # the per-group sums go back to the engine as a small table: the rows are not aggregated twice
+    kind = "string" if names is None else "int64"
+    # (a table of the engine, not a memtable: Spark's cache() does not register the memtables inside it)
+    mg_table = table_from_frame(con, pd.DataFrame({
+        "model": mg_codes["model"].to_numpy(), "grp": mg_codes["grp"].to_numpy(), "s": mg["s"].to_numpy(dtype=float),
+        "n": mg["n"].to_numpy(dtype=float).astype(np.int64), "theta": mg["theta"].to_numpy(dtype=float)}),
+        {"model": kind, "grp": kind, "s": "float64", "n": "int64", "theta": "float64"})
+    w = weighted_rows_expr(rows, mg_table)
+    with item_label_sums_expr(w).cache() as cached:  # per (item, label): the window runs once
         items = fetch(con, item_sums_expr(cached), names).rename(columns={"grp": "group"})
         items = items.sort_values("item", kind="stable").reset_index(drop=True)
         items = items[list(ITEM_SUM_COLUMNS)]
@@ -355,21 +396,46 @@ def run_softplus_sums(con: Any, rows: Any, group_codes: pd.DataFrame, theta: np.
     return out
 
 
+def run_cell_sums(con: Any, rows: Any, names: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """Per (model, domain): ``s`` Σx and ``n`` rows, sorted by model and domain (names decoded)."""
+    out = fetch(con, rows.group_by(["model", "domain"]).aggregate(s=rows.x.sum(), n=rows.count()), names)
+    return out.sort_values(["model", "domain"], kind="stable").reset_index(drop=True)
+
+
 def run_model_domain_sums(con: Any, rows: Any, has_choice: bool, set_aside: np.ndarray,
-                          rescore: dict[str, str], names: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
-    """:func:`model_domain_sums_expr` on ``con``, sorted by model and domain, counts as float."""
+                          rescore: dict[str, str], cells: pd.DataFrame,
+                          names: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """The sensitivity's per-(model, domain) sums (see :class:`jagged.stats.item_sums.ItemSums`).
+
+    ``cells`` holds ``model, domain, s, n`` over all items (:func:`run_cell_sums`, or the
+    per-group sums when the rest group is the domain); the engine reads only the rows of
+    the items set aside or re-scored (:func:`model_domain_sums_expr`). Sorted by model and
+    domain, counts as float.
+    """
     import ibis
 
     aside_items: Any = pd.Series([str(i) for i in set_aside], dtype=object)
     alt_items: Any = pd.Series(list(rescore), dtype=object)
-    kind = "string"
-    if names is not None:  # coded rows: items by their codes (an item not in the table matches nothing)
-        aside_items = pd.Index(names["item"]).get_indexer(aside_items).astype(np.int64)
-        alt_items = pd.Index(names["item"]).get_indexer(alt_items).astype(np.int64)
-        kind = "int64"
-    aside = ibis.memtable(pd.DataFrame({"item_aside": aside_items}), schema={"item_aside": kind})
-    alt = ibis.memtable(pd.DataFrame({"item_alt": alt_items,
-                                      "option": pd.Series(list(rescore.values()), dtype=object)}),
-                        schema={"item_alt": kind, "option": "string"})
-    out = fetch(con, model_domain_sums_expr(rows, aside, alt, has_choice), names)
-    return out.sort_values(["model", "domain"], kind="stable").reset_index(drop=True)
+    out = cells[["model", "domain", "s", "n"]].copy()
+    out["s"], out["n"] = out["s"].to_numpy(dtype=float), out["n"].to_numpy(dtype=float)
+    delta = pd.DataFrame({"s_aside": 0.0, "n_aside": 0.0, "d_rescored": 0.0, "n_rescored": 0.0}, index=out.index)
+    if len(aside_items) or len(alt_items):
+        kind = "string"
+        if names is not None:  # coded rows: items by their codes (an item not in the table matches nothing)
+            aside_items = pd.Index(names["item"]).get_indexer(aside_items).astype(np.int64)
+            alt_items = pd.Index(names["item"]).get_indexer(alt_items).astype(np.int64)
+            kind = "int64"
+        aside = ibis.memtable(pd.DataFrame({"item_aside": aside_items}), schema={"item_aside": kind})
+        alt = ibis.memtable(pd.DataFrame({"item_alt": alt_items,
+                                          "option": pd.Series(list(rescore.values()), dtype=object)}),
+                            schema={"item_alt": kind, "option": "string"})
+        found = fetch(con, model_domain_sums_expr(rows, aside, alt, has_choice), names)
+        at = pd.MultiIndex.from_frame(out[["model", "domain"]]).get_indexer(
+            pd.MultiIndex.from_frame(found[["model", "domain"]]))
+        for name in delta.columns:
+            delta.loc[delta.index[at], name] = found[name].to_numpy(dtype=float)
+    out["s_kept"] = out["s"] - delta["s_aside"]
+    out["n_kept"] = out["n"] - delta["n_aside"]
+    out["s_rescored"] = out["s"] + delta["d_rescored"]
+    out["n_rescored"] = delta["n_rescored"]
+    return out.reset_index(drop=True)

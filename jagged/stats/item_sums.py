@@ -11,6 +11,7 @@ not copied), :func:`lake_item_sums` for a Parquet file or a hive-partitioned fol
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -208,35 +209,58 @@ def _memtable(con: Any, frame: pd.DataFrame) -> Any:
 def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, spark_master: str | None,
                  source: str | None, validated: bool, name: str = "<item table>",
                  threads: int | None = None, names: dict[str, np.ndarray] | None = None) -> ItemSums:
-    """Open the engine, build the rows from ``table(con)``, compute the sums; softplus and sensitivity reopen it."""
-    from jagged.stats.engine import backend, check_engine
-    from jagged.stats.item_expr import compute_item_sums, rows_table, run_model_domain_sums, run_softplus_sums
+    """Open the engine, build the rows from ``table(con)``, compute the sums.
+
+    The connection stays open for the sums' later questions (softplus, sensitivity), which
+    reuse the registered rows; it closes when the last function that uses it (in this
+    :class:`ItemSums` or a copy of it) is garbage-collected.
+    """
+    from jagged.stats.engine import check_engine, connect
+    from jagged.stats.item_expr import (
+        compute_item_sums,
+        rows_table,
+        run_cell_sums,
+        run_model_domain_sums,
+        run_softplus_sums,
+    )
 
     engine = check_engine(engine)
     source = "spark" if engine == "spark" else (source or "duckdb")
-    coded = names is not None
-
-    def again(run: Callable[[Any, Any, bool], Any]) -> Any:
-        with backend(engine, spark_master=spark_master, threads=threads) as con:
-            rows, has_choice, _ = rows_table(table(con), rest=rest, validated=validated, coded=coded)
-            return _engine_errors(name, lambda: run(con, rows, has_choice))
-
-    with backend(engine, spark_master=spark_master, threads=threads) as con:
-        rows, has_choice, has_key = rows_table(table(con), rest=rest, validated=validated, coded=coded)
+    con, close = connect(engine, spark_master=spark_master, threads=threads)
+    held = _Held(con)
+    closing = weakref.finalize(held, close)
+    try:
+        rows, has_choice, has_key = rows_table(table(con), rest=rest, validated=validated, coded=names is not None)
         mg, items, options, keys, mg_codes = _engine_errors(
             name, lambda: compute_item_sums(con, rows, has_choice=has_choice, has_key=has_key, names=names))
+    except BaseException:
+        closing()
+        raise
     item_names = items["item"].to_numpy(dtype=object)
     theta = mg["theta"].to_numpy(dtype=float)
+    # per (model, domain) over all items: the per-group sums when the group is the domain, else one query when asked
+    cells: list[pd.DataFrame] = [mg.rename(columns={"group": "domain"})[["model", "domain", "s", "n"]]] \
+        if rest == "domain" else []
 
     def softplus_sums(a: float, grid: np.ndarray) -> np.ndarray:
-        return again(lambda con, rows, _: run_softplus_sums(con, rows, mg_codes, theta, a, np.asarray(grid),
-                                                             item_names, names))
+        return _engine_errors(name, lambda: run_softplus_sums(held.con, rows, mg_codes, theta, a, np.asarray(grid),
+                                                               item_names, names))
 
     def model_domain_sums(set_aside: np.ndarray, rescore: dict[str, str]) -> pd.DataFrame:
-        return again(lambda con, rows, has: run_model_domain_sums(con, rows, has, set_aside, rescore, names))
+        if not cells:
+            cells.append(_engine_errors(name, lambda: run_cell_sums(held.con, rows, names)))
+        return _engine_errors(name, lambda: run_model_domain_sums(held.con, rows, has_choice, set_aside, rescore,
+                                                                   cells[0], names))
 
     return ItemSums(model_group=mg, items=items, options=options, keys=keys, has_choice=has_choice,
                     has_key=has_key, softplus=softplus_sums, model_domain_sums=model_domain_sums, source=source)
+
+
+class _Held:
+    """The open engine connection, held by the functions of an :class:`ItemSums`; closed when it is collected."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
 
 
 def _engine_errors(name: str, run: Callable[[], Any]) -> Any:

@@ -23,11 +23,14 @@ turns into replicate cv_error, macro_score, dep_score and wedge, exactly as for 
 bootstrap. The weights only need integer arithmetic that DuckDB and Spark share, so both
 engines give the same replicates, bit for bit in the weights.
 
-When each is used: the paired bootstrap whenever the item table is in memory (the report,
+When each is used (:func:`jagged.stats.bootstrap.interval_route`, recorded in the intervals'
+``interval_method``): the paired bootstrap whenever the item table is in memory (the report,
 ``jagged analyse`` on item-level files up to :data:`jagged.readers.items.IN_MEMORY_MAX_ROWS`
-rows); the Poisson bootstrap for item-level data aggregated out of core (a large Parquet file
-or a partitioned folder, on DuckDB or Spark). Their coverage on simulated data with known
-truth is checked side by side in ``tests/test_engines.py``.
+rows) and the engine is DuckDB; the Poisson bootstrap for item-level data aggregated out of
+core (a large Parquet file or a partitioned folder, on DuckDB or Spark) and for any item-level
+data with ``engine="spark"``. Their coverage on simulated data with known truth is checked side
+by side in ``tests/test_engines.py`` and, through the report's routing, in
+``tests/test_poisson_intervals.py``.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.bootstrap import Replicates, ReplicateStatistic, replicate_statistics
+from jagged.stats.replicates import Replicates, ReplicateStatistic, replicate_statistics
 
 METHOD_POISSON = "Poisson bootstrap over items (weights from a hash of item and replicate), paired across models"
 #: 2³² − 1: the hash works on unsigned 32-bit values held in 64-bit integers (no overflow on any engine).
@@ -224,6 +227,23 @@ def poisson_replicates(data: Any, *, weights: pd.DataFrame | None = None, n_boot
     cv, macro, dep, wedge = (np.concatenate([p[i] for p in parts]) for i in range(4))
     return Replicates(models=models, profiles=w[1], cv_error=cv, macro_score=macro, dep_score=dep, wedge=wedge,
                       method=METHOD_POISSON, extra={k: np.concatenate(v) for k, v in extra.items()})
+
+
+def aligned(reps: Replicates, models: np.ndarray) -> Replicates:
+    """``reps`` (any bootstrap) with its model axis in the order of ``models`` (NaN for a model it lacks)."""
+    at = pd.Index(reps.models).get_indexer(models)
+    if len(at) == len(reps.models) and (at == np.arange(len(at))).all():
+        return reps
+
+    def take(values: np.ndarray) -> np.ndarray:
+        out = np.full((values.shape[0], len(models), *values.shape[2:]), np.nan)
+        out[:, at >= 0] = values[:, at[at >= 0]]
+        return out
+
+    return Replicates(models=np.asarray(models, dtype=object), profiles=reps.profiles,
+                      cv_error=take(reps.cv_error), macro_score=take(reps.macro_score),
+                      dep_score=take(reps.dep_score), wedge=take(reps.wedge), method=reps.method,
+                      extra={name: take(v) for name, v in reps.extra.items()})
 
 
 def _weight_matrix(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,99 @@
+"""The report's intervals without the item matrix: item-level results out of core get the Poisson bootstrap.
+
+The rule (:func:`jagged.stats.bootstrap.interval_route`), its record (``interval_method``), the
+analysis layer routing an out-of-core Parquet input to it, and coverage on simulated data with
+known truth beside the paired bootstrap computed on the same file read in memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import jagged
+from jagged.readers import items as items_module
+from jagged.readers.items_parquet import lake_path
+from jagged.stats.bootstrap import METHOD_ITEMS, bootstrap_intervals, interval_route
+from jagged.stats.poisson_bootstrap import METHOD_POISSON
+
+ALPHAS = ((4.0, 2.0), (2.0, 3.0))  # Beta(α, β) of the item difficulties of the two domains
+
+
+def simulate(n_models: int, n_items: int, seed: int) -> tuple[pd.DataFrame, float]:
+    """Every model answers its own draw of items (p ~ Beta per domain, x ~ Bernoulli(p)); the true macro score."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for d, (a, b) in enumerate(ALPHAS):
+        p = rng.beta(a, b, size=(n_models, n_items))
+        x = (rng.random((n_models, n_items)) < p).astype(float)
+        frames.append(pd.DataFrame({"model": np.repeat([f"m{m:03d}" for m in range(n_models)], n_items),
+                                    "domain": f"d{d}", "item": np.tile([f"d{d}-{j:03d}" for j in range(n_items)],
+                                                                        n_models),
+                                    "correct": x.ravel()}))
+    return pd.concat(frames, ignore_index=True), float(np.mean([a / (a + b) for a, b in ALPHAS]))
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    """The simulated table as one Parquet file: read in memory, and out of core under a 3-row budget."""
+    table, truth = simulate(300, 60, seed=5)
+    path = tmp_path_factory.mktemp("poisson") / "items.parquet"
+    table.to_parquet(path, index=False)
+    in_memory = jagged.load(path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(items_module, "IN_MEMORY_MAX_ROWS", 3)
+        out_of_core = jagged.load(path)
+    return in_memory, out_of_core, truth
+
+
+def test_the_rule_names_the_bootstrap():
+    table = pd.DataFrame({"model": ["a"], "domain": ["d"], "item": ["i"], "correct": [1.0]})
+    assert interval_route(table) == "paired"
+    assert interval_route(table, engine="duckdb") == "paired"
+    assert interval_route(table, engine="spark") == "poisson"      # the matrix is not built on a cluster
+    assert interval_route(None, "lake.parquet") == "poisson"       # out of core
+    assert interval_route(None, "lake", engine="spark") == "poisson"
+    assert interval_route(None) == "binomial"                      # scores with n_items only
+    assert interval_route(table.iloc[:0]) == "binomial"
+
+
+def test_out_of_core_parquet_gets_poisson_intervals_covering_like_the_paired(lake):
+    """300 models with known truth: the 95% interval of the macro score covers it about 95% of the time with the
+    Poisson bootstrap (out of core, in DuckDB) and with the paired bootstrap (same file in memory)."""
+    in_memory, out_of_core, truth = lake
+    assert in_memory.items is not None and out_of_core.items is None and lake_path(out_of_core) is not None
+    n_boot, ci = 400, 0.95
+    paired = bootstrap_intervals(in_memory.scores, in_memory.items, n_boot=n_boot, seed=1, ci=ci)
+    poisson = bootstrap_intervals(out_of_core.scores, out_of_core.items, n_boot=n_boot, seed=1, ci=ci,
+                                  source=lake_path(out_of_core))
+    assert set(paired["interval_method"]) == {METHOD_ITEMS}
+    assert set(poisson["interval_method"]) == {METHOD_POISSON}
+    assert list(poisson["model"]) == list(paired["model"]) == sorted(in_memory.scores["model"].unique())
+    cover = {}
+    for name, iv in (("paired", paired), ("poisson", poisson)):
+        cover[name] = float(((iv["macro_score_lo"] <= truth) & (truth <= iv["macro_score_hi"])).mean())
+    width = {name: float((iv["macro_score_hi"] - iv["macro_score_lo"]).mean())
+             for name, iv in (("paired", paired), ("poisson", poisson))}
+    print(f"coverage of the 95% interval: Poisson {cover['poisson']:.3f}, paired {cover['paired']:.3f}; "
+          f"mean width {width['poisson']:.4f} vs {width['paired']:.4f}")
+    # binomial standard error of a coverage over 300 models: 0.013
+    assert abs(cover["poisson"] - ci) < 0.04 and abs(cover["paired"] - ci) < 0.04
+    assert abs(cover["poisson"] - cover["paired"]) < 0.05
+    assert width["poisson"] == pytest.approx(width["paired"], rel=0.1)
+    # the per-model intervals agree: the same data, two resampling schemes of the same items
+    np.testing.assert_allclose(poisson["macro_score_lo"], paired["macro_score_lo"], atol=0.03)
+    np.testing.assert_allclose(poisson["macro_score_hi"], paired["macro_score_hi"], atol=0.03)
+
+
+def test_the_analysis_routes_an_out_of_core_input_to_the_poisson_bootstrap(lake):
+    from jagged.analysis import metrics_table
+    from jagged.options import AnalysisOptions
+
+    in_memory, out_of_core, _ = lake
+    memory = metrics_table(in_memory, AnalysisOptions(bootstrap=50, seed=2))
+    lake_table = metrics_table(out_of_core, AnalysisOptions(bootstrap=50, seed=2))
+    assert set(memory["interval_method"]) == {METHOD_ITEMS}
+    assert set(lake_table["interval_method"]) == {METHOD_POISSON}
+    assert lake_table["macro_score_lo"].notna().all() and (lake_table["macro_score_lo"] <= lake_table["macro_score"]
+                                                           ).mean() > 0.9
