@@ -7,7 +7,9 @@ per-model table the CLI prints; :func:`analyse` loads an input and returns an
 takes the notebook's parameters): the dataset, the options, the metrics table, the
 profile weights, and which report sections apply. The expensive parts are computed once
 and kept on it: one decomposition (:attr:`Analysis.decomposition`, shared by the metrics
-table, :attr:`Analysis.structure` and the notebooks) and one item audit.
+table, :attr:`Analysis.structure` and the notebooks), one item audit, one item response
+model (:attr:`Analysis.item_model`) and one flaw posterior (:attr:`Analysis.flaws`), the
+last two passed into the item audit rather than fitted again.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -27,7 +29,7 @@ from jagged.stats.metrics import jaggedness
 from jagged.text import join_note_columns
 
 #: Report sections that apply only to some inputs, in report order (see :attr:`Analysis.sections`).
-SECTIONS: tuple[str, ...] = ("noise", "hierarchy", "profiles", "items", "decomposition")
+SECTIONS: tuple[str, ...] = ("noise", "hierarchy", "profiles", "items", "irt", "decomposition")
 #: MIME type of the display output that records :attr:`Analysis.sections` in an executed notebook;
 #: the report renderer reads it to drop the cells of sections that do not apply (notebooks/SECTIONS.md).
 SECTIONS_MIME = "application/vnd.jagged.sections+json"
@@ -104,12 +106,93 @@ class Analysis:
         For the bundled per-category scores it audits the bundled item-level responses behind
         them (the same scores), so every other number of the report stays as it was.
         """
+        import inspect
+
         from jagged.stats.item_audit import audit_items
 
         source = self.item_source
         if source is None:
             return None
-        return audit_items(source, engine=self.options.engine, spark_master=self.options.spark_master)
+        accepts = inspect.signature(audit_items).parameters
+        given = {name: value for name, value in (("fit", self.item_model), ("flaws", self.flaws))
+                 if name in accepts and value is not None}
+        if "rest" in accepts:
+            given["rest"] = self.item_rest
+        return audit_items(source, engine=self.options.engine, spark_master=self.options.spark_master, **given)
+
+    @property
+    def item_rest(self) -> str:
+        """The trait of the item response model and the audit's rest score: ``"domain"`` unless the options say."""
+        return str(getattr(self.options, "rest", None) or "domain")
+
+    @cached_property
+    def item_table(self) -> pd.DataFrame | None:
+        """The item-level results in memory, for the item response model; None without them or out of core.
+
+        See :func:`jagged.stats.engine.in_memory_items`: the model needs the response matrix,
+        so an input aggregated out of core (or ``engine="spark"``) has no item model, nor one
+        whose models × items matrix is above the item audit's in-memory budget
+        (``jagged.stats.item_audit.IRT_MAX_CELLS``).
+        """
+        from jagged.errors import JaggedInputError
+        from jagged.stats import item_audit as audit_module
+        from jagged.stats.engine import in_memory_items
+
+        source = self.item_source
+        if source is None or not self.has_item_model:
+            return None
+        try:
+            table = in_memory_items(source, engine=self.options.engine)
+        except JaggedInputError:
+            return None
+        budget = getattr(audit_module, "IRT_MAX_CELLS", None)
+        if budget is not None and table["model"].nunique() * table["item"].nunique() > budget:
+            return None
+        return table
+
+    @cached_property
+    def item_model(self) -> Any:
+        """The 2PL item response model of the item-level results (:func:`jagged.stats.irt.fit_2pl`), fitted once.
+
+        A trait per domain (:attr:`item_rest`); None without item-level results in memory.
+        The item audit, :attr:`flaws` and :attr:`information` read this one
+        (:func:`jagged.stats.information.report_fit`: one fit per input and process).
+        """
+        from jagged.stats.information import report_fit
+
+        table = self.item_table
+        return None if table is None else report_fit(table, self.item_rest)
+
+    @cached_property
+    def flaws(self) -> Any:
+        """P(flawed | responses) per item (:func:`jagged.stats.flaw.flaw_posterior` on :attr:`item_model`), or None."""
+        from jagged.stats.flaw import flaw_posterior
+        from jagged.stats.information import blas_threads_for, matrix_cells
+
+        fit = self.item_model
+        if fit is None:
+            return None
+        with blas_threads_for(matrix_cells(self.item_table)):
+            return flaw_posterior(self.item_table, fit)
+
+    @cached_property
+    def information(self) -> Any:
+        """Where each domain measures, and the models on it (:func:`~jagged.stats.information.domain_information`)."""
+        from jagged.stats.information import domain_information
+
+        fit = self.item_model
+        return None if fit is None else domain_information(fit)
+
+    @property
+    def has_item_model(self) -> bool:
+        """Whether the item response model applies (checked without loading anything).
+
+        Item-level results held in memory (the bundled responses, or an input's item
+        table; not a Parquet input aggregated out of core, not on Spark) and at least two
+        models.
+        """
+        in_memory = self.bundled or self.dataset.items is not None
+        return bool(in_memory and self.options.engine != "spark" and self.dataset.scores["model"].nunique() >= 2)
 
     def item_text(self, item_ids: Any = None) -> pd.DataFrame | None:
         """The question text and options of some items (:func:`item_text`), None when there is none."""
@@ -157,7 +240,8 @@ class Analysis:
         from jagged.stats.decomposition import decomposable
 
         return {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles,
-                "items": self.has_items, "decomposition": decomposable(self.dataset.scores)}
+                "items": self.has_items, "irt": self.has_item_model,
+                "decomposition": decomposable(self.dataset.scores)}
 
     def __repr__(self) -> str:
         """One line: the size of the input, its source and the options (cheap: computes nothing)."""
@@ -178,7 +262,7 @@ class Analysis:
                 ("models", f"{scores['model'].nunique():,}"), ("domains", f"{scores['domain'].nunique():,}"),
                 ("bootstrap", str(self.options.bootstrap)),
                 ("sections that apply", ", ".join(on) or "none"),
-                ("tables", ".table, .weights, .structure, .item_audit, .decomposition")]
+                ("tables", ".table, .weights, .structure, .item_audit, .item_model, .flaws, .decomposition")]
         body = "".join(f"<tr><th scope=\"row\">{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
         return f'<table class="jagged-summary"><caption>Analysis</caption><tbody>{body}</tbody></table>'
 
@@ -357,9 +441,13 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
         decomposition = decompose(dataset.scores)
     table = add_structure(table, decomposition, alpha=1.0 - options.ci)
     if options.bootstrap > 0:
+        from jagged.readers.items_parquet import lake_path
+
+        # item-level results out of core (or --engine spark): the Poisson bootstrap in the engine (interval_route)
         table = add_intervals(table, dataset.scores, dataset.items, weights=weights, n_boot=options.bootstrap,
                               seed=options.seed, ci=options.ci,
-                              statistics={"relative_jaggedness": replicate_statistic(decomposition)})
+                              statistics={"relative_jaggedness": replicate_statistic(decomposition)},
+                              source=lake_path(dataset), engine=options.engine, spark_master=options.spark_master)
     return add_notes(table, dataset.model_notes)
 
 
@@ -381,13 +469,55 @@ def add_hierarchy(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     return merged[[c for c in merged.columns if c != "note"] + ["note"]]
 
 
+def resolve_profiles(scores: pd.DataFrame, weights: str | Path | pd.DataFrame | None = None,
+                     profiles: Sequence[str] = (), missing_weight: str = "error") -> pd.DataFrame:
+    """The normalised profiles × domains weight matrix, from a weights file or table (``jagged.resolve_profiles``).
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table (``model``, ``domain``, ``score``, ``n_items``).
+    weights : str, pathlib.Path or pandas.DataFrame, optional
+        A weights file (CSV or YAML, format in :mod:`jagged.readers.weights`), read and
+        checked with :func:`jagged.readers.weights.read_weights`; or such a table already
+        in memory (columns ``profile``, ``domain``, ``weight``).
+    profiles, missing_weight
+        As in :func:`jagged.stats.weights.resolve_profiles`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        See :func:`jagged.stats.weights.resolve_profiles`.
+
+    Raises
+    ------
+    JaggedInputError
+        Any problem of the file (:func:`jagged.readers.weights.read_weights`) or of the
+        profiles (:func:`jagged.stats.weights.resolve_profiles`).
+    """
+    from jagged.readers.weights import read_weights
+    from jagged.stats import weights as profile_stats
+
+    profile_stats.check_missing_weight(missing_weight)
+    if weights is None or isinstance(weights, pd.DataFrame):
+        return profile_stats.resolve_profiles(scores, weights, profiles, missing_weight)
+    path = Path(weights)
+    return profile_stats.resolve_profiles(scores, read_weights(path), profiles, missing_weight, source=path.name)
+
+
+def describe_profiles(weights: pd.DataFrame, path: str | Path | None = None, *, top: int = 3) -> pd.DataFrame:
+    """:func:`jagged.stats.weights.describe_profiles` with the comments of the weights file at ``path``."""
+    from jagged.readers.weights import read_weights
+    from jagged.stats.weights import describe_profiles as describe
+
+    return describe(weights, None if path is None else read_weights(path), top=top)
+
+
 def profile_weights(dataset: Dataset, options: AnalysisOptions | None = None) -> pd.DataFrame:
     """The profiles × domains weight matrix the options ask for (zero rows: none).
 
-    See :func:`jagged.stats.weights.resolve_profiles`.
+    See :func:`resolve_profiles`.
     """
-    from jagged.stats.weights import resolve_profiles
-
     options = options or AnalysisOptions()
     return resolve_profiles(dataset.scores, options.weights, options.profiles, options.missing_weight)
 

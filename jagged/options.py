@@ -225,8 +225,8 @@ def _options() -> tuple[Option, ...]:
                notebook_help="with more models, the plots show the most and least jagged max_models/2 each",
                minimum=2, maximum=1000),
         Option("sections", DISPLAY, "str", None, "Comma-separated report sections to show (default: all that "
-               "apply): glance, data, metrics, overview, noise, hierarchy, profiles, items, decomposition, "
-               "meaning, provenance.", metavar="NAME[,NAME...]",
+               "apply): glance, data, metrics, overview, noise, hierarchy, profiles, items, irt, "
+               "decomposition, meaning, provenance.", metavar="NAME[,NAME...]",
                notebook_help='report sections to show, comma-separated; "" means all that apply'),
         Option("theme", DISPLAY, "str", "light", "Page colours: light, dark, or auto (follows the reader's "
                "system setting).", choices=THEMES,

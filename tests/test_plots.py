@@ -278,3 +278,43 @@ def test_long_names_differing_in_the_middle_get_distinct_labels():
     scores["n_items"], scores["category"] = np.nan, None
     ax = dispersion.error_heatmap(scores, jagged.jaggedness(scores))
     assert len(set(_tick_labels(ax))) == 3
+
+
+# --------------------------------------------------------------------------- item response model (issue 19)
+
+def test_position_plot_draws_each_domain_range_and_the_model_beyond_it_in_red():
+    from matplotlib.colors import to_hex
+
+    from jagged.plots.irt import FLAGGED_COLOR, position_plot
+
+    data = pd.DataFrame({"domain": ["law", "math", "history"], "theta": [2.5, -3.1, 0.2],
+                         "theta_sd": [0.3, 0.4, 0.1], "lower": [-2.0, -2.4, np.nan], "upper": [1.6, 3.2, 2.0],
+                         "position": ["above", "below", "within"]})
+    ax = position_plot(data, model="M <1>")
+    labels = {float(y): t.get_text() for y, t in zip(ax.get_yticks(), ax.get_yticklabels())}
+    assert labels == {2.0: "law", 1.0: "math", 0.0: "history"}                   # first domain on top
+    ranges = next(c for c in ax.collections if c.get_gid() == "ranges")
+    segments = [np.asarray(s) for s in ranges.get_segments()]
+    # top row is the first domain; an open lower bound runs to the edge of the grid (−4)
+    assert [tuple(s[:, 0]) for s in segments] == [(-2.0, 1.6), (-2.4, 3.2), (-4.0, 2.0)]
+    assert [s[0, 1] for s in segments] == [2, 1, 0]
+    beyond = next(line for line in ax.get_lines() if line.get_gid() == "beyond")
+    assert list(beyond.get_xdata()) == [2.5, -3.1] and list(beyond.get_ydata()) == [2, 1]
+    assert to_hex(beyond.get_color()) == FLAGGED_COLOR
+    within = next(line for line in ax.get_lines() if line.get_gid() == "within")
+    assert list(within.get_xdata()) == [0.2]
+    assert ax.get_title(loc="left") == "Where M <1> sits on each domain's measuring range"
+    with pytest.raises(ValueError, match="lacks column"):
+        position_plot(data.drop(columns="lower"))
+
+
+def test_information_plot_shows_no_negative_information_ticks():
+    from jagged.plots.irt import information_plot
+
+    curves = pd.DataFrame({"group": ["a"] * 3 + ["b"] * 3, "theta": [-1.0, 0.0, 1.0] * 2,
+                           "information": [1.0, 4.0, 1.0, 0.5, 1.0, 2.0]})
+    places = pd.DataFrame({"model": ["x", "y", "x", "y"], "group": ["a", "a", "b", "b"], "theta": [-0.5, 0.5, 0, 1]})
+    ax = information_plot(curves, abilities=places)
+    assert min(ax.get_yticks()) >= 0 and ax.get_ylim()[0] < 0       # the rugs sit below 0, unlabelled
+    rug = next(line for line in ax.get_lines() if line.get_gid() == "rug:b")
+    assert list(rug.get_xdata()) == [0, 1] and all(y < 0 for y in rug.get_ydata())

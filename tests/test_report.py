@@ -273,3 +273,55 @@ def test_committed_notebook_has_outputs_only_in_checked_cells():
             assert bool(cell["outputs"]) == checked, cell["id"]
     first_code = next(c for c in nb["cells"] if c["cell_type"] == "code")
     assert first_code["metadata"]["tags"] == ["parameters"]
+
+
+def _text_between(html: str, start: str, end: str) -> str:
+    """The page's visible text from the heading ``start`` to the next ``end`` (tags dropped, spaces folded)."""
+    import html as html_lib
+
+    body = html.split("<main>", 1)[1]
+    i = body.index(start)
+    part = body[i:body.index(end, i)]
+    return re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", " ", part)))
+
+
+def test_where_each_domain_measures_names_domains_and_the_models_beyond(rendered):
+    """Issue 19: information per domain with the models placed; the loadings plot; both with alt text."""
+    _, html = rendered
+    body = html.split("<main>", 1)[1]
+    start = body.index('id="Where-each-domain-measures"')
+    section = body[start:body.index("Is it the model or the benchmark?", start)]
+    alts = re.findall(r'<img\b[^>]*alt="([^"]*)"', section)
+    assert len(alts) == 2
+    assert alts[0].startswith("Line chart: test information") and "14 domains" in alts[0]
+    assert alts[1].startswith("Scatter plot: one dot per item") and "standardised loading" in alts[1]
+    text = _text_between(html, 'id="Where-each-domain-measures"', "Is it the model or the benchmark?")
+    # the range table: the law domain, measured best above the middle, and the strongest model beyond its top
+    row = re.search(r"law \d+ \+1\.00 0\.\d\d -2\.60 to \+3\.55 ([^\n]*?) Llama-2-7b-hf", text)
+    assert row and "gemini-1.5-pro-002" in row.group(1)
+    assert "sit above a domain's range" in text and "gemini-1.5-pro-002 (13 domains)" in text
+    assert "have a negative loading" in text
+
+
+def test_the_items_list_is_ranked_by_the_flaw_posterior_with_expected_counts(rendered):
+    out, html = rendered
+    text = _text_between(html, "How many items are flawed, per domain", "Discrimination against difficulty")
+    assert re.search(r"about [\d,]+ of 12,032 items are expected to be flawed", text)
+    assert re.search(r"domain items prevalence expected flawed interval \w+", text)
+    top = _text_between(html, "The most suspicious items of each domain", "What the flagged items do")
+    assert "rank P(flawed)" in top
+    nb = nbformat.read(out.with_suffix(".ipynb"), as_version=4)
+    cell = next(c for c in nb.cells if c.get("id") == "items-top")
+    shown = next(o for o in cell.outputs if "text/html" in o.get("data", {}))["data"]["text/html"]
+    first = re.search(r'<tbody>\s*<tr><th scope="row">[^<]*</th><td>[^<]*</td><td class="num">(\d+)</td>'
+                      r'<td class="num">([\d.]+)</td>', shown)
+    assert first and first.group(1) == "1" and float(first.group(2)) > 0.5  # the most likely flawed item leads
+
+
+def test_the_model_report_says_where_the_model_sits(tmp_path):
+    out = report.run_report("model_report", tmp_path / "m.html", {"model": "gemini-1.5-pro-002"},
+                            title="Model report")
+    html = out.read_text(encoding="utf-8")
+    text = _text_between(html, "Where it sits on each domain", "Where it departs from the field")
+    assert "gemini-1.5-pro-002 sits beyond the range, above it, in 13 domains" in text
+    assert re.search(r"law \+\d\.\d\d 0\.\d\d -2\.60 to \+3\.55 above", text)

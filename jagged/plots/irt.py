@@ -63,6 +63,8 @@ def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = Non
     if abilities is not None:
         ax.axhline(0.0, color=LINE_COLOR, lw=0.8)
         ax.set_ylim(-0.04 * top * (len(groups) + 1.5), top * 1.05)
+        ticks = [t for t in ax.get_yticks() if 0 <= t <= top * 1.05]
+        ax.set_yticks(ticks)  # no negative information on the axis: below 0 are the models
     ax.set_xlabel("ability θ (each domain's own N(0, 1) scale)", fontsize=9)
     ax.set_ylabel("test information Σ a²P(1 − P)", fontsize=9)
     title = "Where each domain measures"
@@ -136,4 +138,52 @@ def loading_difficulty_plot(data: pd.DataFrame, *, flagged: Sequence[bool] | str
     ax.set_title(title, fontsize=10, loc="left")
     ax.legend(fontsize=7.5, frameon=False, loc="lower left")
     ax.grid(alpha=0.25)
+    return ax
+
+
+def position_plot(data: pd.DataFrame, *, model: str = "", ax: Axes | None = None) -> Axes:
+    """One model on every domain's measuring range: a bar per domain, the model's ability ± SD as a dot.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        One row per domain: ``domain``, ``theta``, ``theta_sd``, ``lower``, ``upper`` (NaN: the
+        range reaches past the grid, drawn to the edge) and ``position`` (``"above"``,
+        ``"below"``, ``"within"``), e.g. :func:`jagged.views.irt.position_data`.
+    model : str
+        For the title.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Rows top to bottom in ``data``'s order; the dots beyond a range are red (``gid``
+        ``"beyond"``), the others grey-blue (``"within"``); the ranges have ``gid`` ``"ranges"``.
+    """
+    check_columns(data, ("domain", "theta", "theta_sd", "lower", "upper", "position"), "model positions")
+    if ax is None:
+        ax = new_axes(6.4, 0.5 + 0.28 * max(len(data), 1))
+    edge = 4.0
+    y = np.arange(len(data))[::-1]
+    lower = np.nan_to_num(data["lower"].to_numpy(float), nan=-edge)
+    upper = np.nan_to_num(data["upper"].to_numpy(float), nan=edge)
+    ax.hlines(y, lower, upper, color=SOUND_COLOR, lw=6, alpha=0.6, gid="ranges", label="measuring range")
+    theta = np.clip(data["theta"].to_numpy(float), -edge - 0.4, edge + 0.4)
+    sd = data["theta_sd"].to_numpy(float)
+    beyond = (data["position"] != "within").to_numpy()
+    for mask, colour, gid, label in ((~beyond, LINE_COLOR, "within", "within the range"),
+                                     (beyond, FLAGGED_COLOR, "beyond", "beyond the range")):
+        if mask.any():
+            bars = ax.errorbar(theta[mask], y[mask], xerr=sd[mask], fmt="o", ms=4.5, color=colour, lw=1.2,
+                               capsize=0, label=label)
+            bars.lines[0].set_gid(gid)
+    ax.set_yticks(y, [str(d) for d in data["domain"]], fontsize=8)
+    ax.set_xlim(-edge - 0.6, edge + 0.6)
+    ax.set_ylim(-0.7, len(data) - 0.3)
+    ax.set_xlabel("ability θ (each domain's own N(0, 1) scale), ± its SD", fontsize=9)
+    ax.set_title(f"Where {model} sits on each domain's measuring range" if model else
+                 "Where the model sits on each domain's measuring range", fontsize=10, loc="left")
+    ax.legend(fontsize=7.5, frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.06), ncol=3)
+    ax.grid(axis="x", alpha=0.25)
     return ax

@@ -306,10 +306,12 @@ def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: s
             audit.notes.append(note)
             return audit
         from jagged.stats.flaw import flaw_posterior
+        from jagged.stats.information import blas_threads_for, matrix_cells
         from jagged.stats.irt import fit_2pl
 
-        fit = fit_2pl(items, rest=rest) if fit is None else fit
-        flaws = flaw_posterior(items, fit) if flaws is None else flaws
+        with blas_threads_for(matrix_cells(items)):  # small matrices: one BLAS thread (see there)
+            fit = fit_2pl(items, rest=rest) if fit is None else fit
+            flaws = flaw_posterior(items, fit) if flaws is None else flaws
     return with_irt(audit, fit, flaws)
 
 

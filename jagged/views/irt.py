@@ -1,0 +1,322 @@
+"""Tables and sentences of the item response model for the reports: where each domain measures, which items look flawed.
+
+The inputs are what :mod:`jagged.stats.irt`, :mod:`jagged.stats.information` and
+:mod:`jagged.stats.flaw` return (through :class:`jagged.analysis.Analysis`: ``item_model``,
+``information``, ``flaws``); these functions choose, order and word them and compute no
+statistic. Names go in as they are: :mod:`jagged.views.display` escapes them.
+
+* :func:`range_table`, :func:`information_sentences`, :func:`information_alt` — the
+  information curves with the models placed on them (main report);
+* :func:`loading_sentence`, :func:`loading_alt` — the loadings-against-difficulties plot;
+* :func:`flaw_table`, :func:`flaw_sentence` — the expected number of flawed items per domain;
+* :func:`suspicious_items` — the most-suspicious list ranked by the flaw posterior;
+* :func:`model_position`, :func:`position_data`, :func:`position_alt`,
+  :func:`describe_position` — one model on each domain's curve (per-model report).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jagged.stats.information import DomainInformation
+from jagged.stats.irt import EXTREME_DIFFICULTY, WEAK_LOADING, IRTFit
+from jagged.text import plural
+
+#: Formats of :func:`range_table`.
+RANGE_FORMATS: dict[str, str] = {"measures best at θ": "{:+.2f}", "SE there": "{:.2f}"}
+#: Formats of :func:`flaw_table`.
+FLAW_FORMATS: dict[str, str] = {"prevalence": "{:.1%}", "expected flawed": "{:.1f}"}
+#: Formats of :func:`model_position`.
+POSITION_FORMATS: dict[str, str] = {"ability θ": "{:+.2f}", "SD": "{:.2f}", "SE at θ": "{:.2f}"}
+#: The posterior's column in the most-suspicious list (the item audit's name for it).
+POSTERIOR = "P(flawed)"
+#: Columns of the item audit's domain table that :func:`flaw_table` shows (with the prevalence) instead.
+FLAW_COUNT_COLUMNS: tuple[str, ...] = ("expected flawed", "flawed lower", "flawed upper")
+#: What the reports say when the item-level results are too large for the item response model's matrix.
+NOT_FITTED = ("The item response model was not fitted: its models × items matrix is larger than the in-memory "
+              "budget (select models or domains to fit it). The item audit above is the classical one.")
+#: How many names a sentence lists before "and N more".
+NAMES_SHOWN = 4
+#: Words for a model's position relative to a domain's measuring range.
+POSITION_WORDS = {"above": "above the range (its items too easy to tell such models apart)",
+                  "below": "below the range (its items too hard to tell such models apart)",
+                  "within": "within the range"}
+
+
+def _theta(value: float) -> str:
+    return f"{value:+.2f}" if np.isfinite(value) else "beyond the grid"
+
+
+def _span(lower: float, upper: float) -> str:
+    lo = f"{lower:+.2f}" if np.isfinite(lower) else "below −4"
+    hi = f"{upper:+.2f}" if np.isfinite(upper) else "above +4"
+    return f"{lo} to {hi}"
+
+
+def _names(names: list[str], shown: int = NAMES_SHOWN) -> str:
+    if len(names) <= shown:
+        return ", ".join(names)
+    return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
+
+
+def range_table(info: DomainInformation) -> pd.DataFrame:
+    """Per domain: where it measures best, its half-peak range, and the models beyond it (report table).
+
+    Parameters
+    ----------
+    info : DomainInformation
+        :func:`jagged.stats.information.domain_information` of the report's item model.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``domain``, ``fitted items`` (not the items every model answers alike),
+        ``measures best at θ`` (the information's peak), ``SE there`` (1/√ of the peak
+        information), ``measuring range`` (θ where the information is at least half its
+        peak), ``models above`` and ``models below`` (their names, "—" for none). Domains
+        with the most models beyond their range first, then in the fit's order.
+    """
+    ranges = info.ranges
+    places = info.places
+    rows = []
+    for _, r in ranges.iterrows():
+        here = places[places["group"] == r["group"]]
+        above = here.loc[here["position"] == "above"].sort_values("theta", ascending=False)["model"].astype(str)
+        below = here.loc[here["position"] == "below"].sort_values("theta")["model"].astype(str)
+        rows.append({"domain": r["group"], "fitted items": r["n_items"], "measures best at θ": r["theta_peak"],
+                     "SE there": r["se_at_peak"], "measuring range": _span(r["lower"], r["upper"]),
+                     "models above": ", ".join(above) or "—", "models below": ", ".join(below) or "—",
+                     "_beyond": len(above) + len(below)})
+    table = pd.DataFrame(rows, columns=["domain", "fitted items", "measures best at θ", "SE there", "measuring range",
+                                        "models above", "models below", "_beyond"])
+    table = table.sort_values("_beyond", ascending=False, kind="mergesort")
+    return table.drop(columns="_beyond").reset_index(drop=True)
+
+
+def information_sentences(info: DomainInformation) -> list[str]:
+    """What the information curves say, in two or three sentences (plain text).
+
+    Names the domain measuring lowest and highest on the ability scale, and the models
+    beyond a domain's measuring range (most domains first); or says that every model sits
+    within every range.
+    """
+    ranges = info.ranges[np.isfinite(info.ranges["theta_peak"].to_numpy(float))]
+    if not len(ranges):
+        return ["No domain has an item the model could fit, so no domain's information is shown."]
+    low = ranges.loc[ranges["theta_peak"].idxmin()]
+    high = ranges.loc[ranges["theta_peak"].idxmax()]
+    out = [f"Each domain's items measure most precisely near the middle of its models: the peaks run from "
+           f"θ = {low['theta_peak']:+.2f} ({low['group']}, its items easiest for its models) to "
+           f"θ = {high['theta_peak']:+.2f} ({high['group']}, hardest)."]
+    beyond = info.places[info.places["position"] != "within"]
+    if not len(beyond):
+        out.append("Every model sits within every domain's measuring range: the items can tell all of them apart.")
+        return out
+    n_models = info.places["model"].nunique()
+    counts = beyond.groupby(["model", "position"], sort=False).size().rename("n").reset_index()
+    counts = counts.sort_values(["n", "model"], ascending=[False, True], kind="mergesort")
+    for position in ("above", "below"):
+        part = counts[counts["position"] == position]
+        if not len(part):
+            continue
+        listed = [f"{m} ({plural(int(n), 'domain')})" for m, n in zip(part["model"].astype(str), part["n"])]
+        word = ("above a domain's range: its items are too easy for them, and their abilities there rest on few "
+                "informative items" if position == "above" else
+                "below a domain's range: its items are too hard for them, so their abilities there are uncertain")
+        verb = "sits" if len(part) == 1 else "sit"
+        out.append(f"{plural(len(part), 'model')} of {n_models} {verb} {word}: {_names(listed)}.")
+    return out
+
+
+def information_alt(info: DomainInformation) -> str:
+    """Alt text of :func:`jagged.plots.irt.information_plot` for the report's data."""
+    ranges = info.ranges[np.isfinite(info.ranges["theta_peak"].to_numpy(float))]
+    n_beyond = int((info.places["position"] != "within").sum())
+    text = (f"Line chart: test information (up) against ability θ (across, −4 to 4) for "
+            f"{plural(len(info.ranges), 'domain')}, one line each, with each model drawn as a tick below the lines "
+            f"in its domain's colour.")
+    if len(ranges):
+        top = ranges.loc[ranges["peak_information"].idxmax()]
+        text += (f" The most informative domain is {top['group']} (peak {top['peak_information']:.0f} at "
+                 f"θ = {top['theta_peak']:+.2f}).")
+    text += (f" {plural(n_beyond, 'model–domain pair')} of {len(info.places)} lie beyond the domain's measuring "
+             "range; the table below names them.")
+    return text
+
+
+def loading_sentence(fit: IRTFit) -> str:
+    """How many items the item response model flags, one sentence (plain text)."""
+    items = fit.items
+    n = len(items)
+    aside = int(items["flag_zero_variance"].sum())
+    neg = int(items["flag_negative_loading"].sum())
+    weak = int(items["flag_weak_loading"].sum())
+    extreme = int(items["flag_extreme_difficulty"].sum())
+    return (f"Of {n:,} items, {aside:,} are set aside because every model answers them alike; of the rest, "
+            f"{neg:,} have a negative loading (the weaker models do better: a wrong key is the usual cause), "
+            f"{weak:,} a weak one (below {WEAK_LOADING:g}) and {extreme:,} an extreme difficulty "
+            f"(|b| > {EXTREME_DIFFICULTY:g}, PISA's rule).")
+
+
+def loading_alt(fit: IRTFit) -> str:
+    """Alt text of :func:`jagged.plots.irt.loading_difficulty_plot` for the report's data."""
+    items = fit.items
+    shown = int(np.isfinite(items["loading"].to_numpy(float)).sum())
+    flagged = int((items["flag_negative_loading"] | items["flag_weak_loading"]
+                   | items["flag_extreme_difficulty"]).sum())
+    return (f"Scatter plot: one dot per item ({shown:,} fitted), difficulty b across (−6 to 6, beyond drawn at the "
+            f"edge) and standardised loading up (−1 to 1); {flagged:,} items with a negative or weak loading or an "
+            f"extreme difficulty are red. Lines mark loading 0 and {WEAK_LOADING:g} and difficulty ±"
+            f"{EXTREME_DIFFICULTY:g}.")
+
+
+def flagged_by_model(fit: IRTFit) -> pd.Series:
+    """Per item (in ``fit.items`` order): whether the item response model flags it (negative, weak, extreme)."""
+    items = fit.items
+    return (items["flag_negative_loading"] | items["flag_weak_loading"]
+            | items["flag_extreme_difficulty"]).astype(bool)
+
+
+def flaw_table(flaws: Any) -> pd.DataFrame:
+    """Expected number of flawed items per domain with its interval (report table), most first.
+
+    Parameters
+    ----------
+    flaws : FlawPosterior
+        :func:`jagged.stats.flaw.flaw_posterior` (``domains``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``domain``, ``items``, ``prevalence`` (the domain's estimated share of flawed items),
+        ``expected flawed`` (Σ of its items' posteriors) and ``interval`` (95 %).
+    """
+    d = flaws.domains.sort_values(["expected_flawed", "domain"], ascending=[False, True], kind="mergesort")
+    return pd.DataFrame({"domain": d["domain"].to_numpy(dtype=object), "items": d["n_items"].to_numpy(),
+                         "prevalence": d["prevalence"].to_numpy(float),
+                         "expected flawed": d["expected_flawed"].to_numpy(float),
+                         "interval": [f"{lo:.1f} – {hi:.1f}" for lo, hi in zip(d["lower"], d["upper"])]})
+
+
+def flaw_sentence(flaws: Any) -> str:
+    """The expected number of flawed items, in one sentence (plain text)."""
+    d = flaws.domains
+    if not len(d):
+        return "There are no items to estimate flaws for."
+    top = d.loc[d["expected_flawed"].idxmax()]
+    total = float(d["expected_flawed"].sum())
+    n = int(d["n_items"].sum())
+    return (f"Summed over the domains, about {total:,.0f} of {n:,} items are expected to be flawed "
+            f"(the sum of their posteriors); the most in {top['domain']}: {top['expected_flawed']:.1f} "
+            f"({top['lower']:.1f} – {top['upper']:.1f}) of {int(top['n_items']):,}.")
+
+
+def suspicious_items(audit: Any, flaws: Any, *, top_items: Any, **kwargs: Any) -> pd.DataFrame:
+    """The report's most-suspicious list per domain, ranked by the flaw posterior, with the posterior shown.
+
+    Parameters
+    ----------
+    audit : ItemAudit
+        The item audit (``Analysis.item_audit``).
+    flaws : FlawPosterior or None
+        ``Analysis.flaws``; None keeps the audit's own order.
+    top_items : callable
+        :func:`jagged.views.item_audit.top_items` (the table's columns come from it).
+    **kwargs
+        Passed to ``top_items`` (``text=``, ``choices=``, ``per_domain``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``top_items``'s table with ``rank`` the rank by the posterior (1 = most likely
+        flawed) and the posterior P(flawed | responses) after it (:data:`POSTERIOR`). An
+        audit that carries the posterior itself (``flaw_rank``) is listed as it is.
+    """
+    if flaws is None or "flaw_rank" in audit.items.columns:  # the audit ranks by the posterior itself
+        return top_items(audit, **kwargs)
+    post = flaws.items.set_index("item")
+    items = audit.items
+    rank = items["item"].map(post["flaw_rank"])
+    ranked = items.assign(suspicion_rank=rank.fillna(rank.max() + 1 if rank.notna().any() else 1).astype(int))
+    ranked = ranked.sort_values("suspicion_rank", kind="mergesort")
+    table = top_items(dataclasses.replace(audit, items=ranked), **kwargs)
+    if POSTERIOR not in table.columns:
+        table.insert(list(table.columns).index("rank") + 1, POSTERIOR,
+                     table["item"].map(post["posterior"]).to_numpy(float))
+    return table
+
+
+def model_position(info: DomainInformation, model: str) -> pd.DataFrame:
+    """One model on every domain's information curve (per-model report table).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``domain``, ``ability θ`` (EAP) and its ``SD``, ``measuring range``, ``position``
+        (above / below / within), ``SE at θ`` (1/√ of the information at the model's
+        ability): beyond the range first, then the fit's domain order.
+    """
+    places = info.places[info.places["model"].astype(str) == str(model)]
+    r = info.ranges.set_index("group")
+    places = places.assign(_o=(places["position"] == "within").astype(int)).sort_values("_o", kind="mergesort")
+    return pd.DataFrame({"domain": places["group"].to_numpy(dtype=object),
+                         "ability θ": places["theta"].to_numpy(float), "SD": places["theta_sd"].to_numpy(float),
+                         "measuring range": [_span(r.at[g, "lower"], r.at[g, "upper"]) for g in places["group"]],
+                         "position": places["position"].to_numpy(dtype=object),
+                         "SE at θ": places["se"].to_numpy(float)})
+
+
+def position_data(info: DomainInformation, model: str) -> pd.DataFrame:
+    """One model's rows of :attr:`DomainInformation.places` with its domains' ranges, for the position plot.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``domain, theta, theta_sd, lower, upper, position`` in :func:`model_position`'s order.
+    """
+    places = info.places[info.places["model"].astype(str) == str(model)]
+    places = places.assign(_o=(places["position"] == "within").astype(int)).sort_values("_o", kind="mergesort")
+    r = info.ranges.set_index("group")
+    return pd.DataFrame({"domain": places["group"].to_numpy(dtype=object), "theta": places["theta"].to_numpy(float),
+                         "theta_sd": places["theta_sd"].to_numpy(float),
+                         "lower": places["group"].map(r["lower"]).to_numpy(float),
+                         "upper": places["group"].map(r["upper"]).to_numpy(float),
+                         "position": places["position"].to_numpy(dtype=object)})
+
+
+def position_alt(info: DomainInformation, model: str) -> str:
+    """Alt text of :func:`jagged.plots.irt.position_plot` for one model."""
+    data = position_data(info, model)
+    beyond = data.loc[data["position"] != "within", "domain"].astype(str).tolist()
+    return (f"Range chart, one row per domain ({len(data)}): a bar for the abilities the domain measures well, and "
+            f"{model}'s ability in it as a dot with its SD. "
+            + (f"The dot lies beyond the bar in {plural(len(beyond), 'domain')}: {', '.join(beyond)} (red, top rows)."
+               if beyond else "Every dot lies on its bar."))
+
+
+def describe_position(info: DomainInformation | None, model: str) -> str:
+    """Where the model sits on the domains' information curves, said plainly (plain text)."""
+    if info is None:
+        return ("Without item-level results held in memory (within the in-memory budget) there is no item response "
+                "model, so the report cannot say where on each domain's ability scale the model sits.")
+    table = model_position(info, model)
+    if not len(table):
+        return f"{model} has no ability estimate in any domain (no item-level responses)."
+    above = table.loc[table["position"] == "above", "domain"].astype(str).tolist()
+    below = table.loc[table["position"] == "below", "domain"].astype(str).tolist()
+    if not above and not below:
+        return (f"{model} sits within every domain's measuring range ({plural(len(table), 'domain')}): the items "
+                "measure its ability there about as precisely as they measure any model's.")
+    parts = []
+    if above:
+        parts.append(f"beyond the range, above it, in {plural(len(above), 'domain')} ({', '.join(above)}): those "
+                     "domains' items are too easy for it, so its ability there is measured imprecisely (see its SD)")
+    if below:
+        parts.append(f"beyond the range, below it, in {plural(len(below), 'domain')} ({', '.join(below)}): those "
+                     "domains' items are too hard for it, and its ability there is uncertain")
+    within = len(table) - len(above) - len(below)
+    return f"{model} sits " + "; and ".join(parts) + f". It sits within the range in {plural(within, 'domain')}."
