@@ -39,6 +39,10 @@ from jagged.option_checks import MAX_LIST, MAX_TEXT, conform, shown, text_ok
 LOAD, ANALYSIS, DISPLAY = "load", "analysis", "display"
 #: Page themes of the report template.
 THEMES = ("light", "dark", "auto")
+#: Every report section ``--sections`` can name, in report order (the optional ones are
+#: :data:`jagged.analysis.SECTIONS`; :data:`jagged.report.sections.CHOICES` is this tuple).
+REPORT_SECTIONS: tuple[str, ...] = ("glance", "provenance", "data", "metrics", "overview", "hierarchy", "noise",
+                                    "profiles", "items", "irt", "decomposition", "meaning")
 #: Largest seed (numpy's ``default_rng`` takes any non-negative integer; 2**32 - 1 is plenty).
 MAX_SEED = 2**32 - 1
 #: Largest ``max_input_bytes``: 1 TiB.
@@ -225,8 +229,7 @@ def _options() -> tuple[Option, ...]:
                notebook_help="with more models, the plots show the most and least jagged max_models/2 each",
                minimum=2, maximum=1000),
         Option("sections", DISPLAY, "str", None, "Comma-separated report sections to show (default: all that "
-               "apply): glance, data, metrics, overview, noise, hierarchy, profiles, items, irt, "
-               "decomposition, meaning, provenance.", metavar="NAME[,NAME...]",
+               f"apply): {', '.join(REPORT_SECTIONS)}.", metavar="NAME[,NAME...]",
                notebook_help='report sections to show, comma-separated; "" means all that apply'),
         Option("theme", DISPLAY, "str", "light", "Page colours: light, dark, or auto (follows the reader's "
                "system setting).", choices=THEMES,

@@ -2,9 +2,9 @@
 
 A report notebook marks the cells of an optional section with the tag ``section-NAME``
 (``section-hierarchy``, ``section-profiles`` ...; the names are
-:data:`jagged.stats.analysis.SECTIONS`). Its analysis cell shows the
-:class:`~jagged.stats.analysis.Analysis`, whose display output carries, under the MIME type
-:data:`~jagged.stats.analysis.SECTIONS_MIME`, which sections apply to this input (a JSON
+:data:`jagged.analysis.SECTIONS`). Its analysis cell shows the
+:class:`~jagged.analysis.Analysis`, whose display output carries, under the MIME type
+:data:`~jagged.analysis.SECTIONS_MIME`, which sections apply to this input (a JSON
 object ``{"hierarchy": false, ...}``). :class:`SectionFilter` reads that record, removes
 the output that carries it, and removes every cell with a ``section-NAME`` tag whose
 section does not apply. It is registered in ``templates/jagged/conf.json``, so every
@@ -34,6 +34,7 @@ from traitlets import Unicode
 
 from jagged.analysis import SECTIONS, SECTIONS_MIME
 from jagged.errors import JaggedInputError
+from jagged.options import REPORT_SECTIONS
 
 #: Prefix of the cell tags that put a cell in a section.
 TAG_PREFIX = "section-"
@@ -50,8 +51,7 @@ HEADINGS: tuple[tuple[str, str], ...] = (
     ("What the numbers mean", "meaning"),
 )
 #: Every section ``--sections`` can name, in report order (the optional ones are :data:`SECTIONS`).
-CHOICES: tuple[str, ...] = ("glance", "provenance", "data", "metrics", "overview", "hierarchy", "noise",
-                            "profiles", "items", "irt", "decomposition", "meaning")
+CHOICES: tuple[str, ...] = REPORT_SECTIONS
 assert set(SECTIONS) <= set(CHOICES)
 #: MIME types of outputs that are records for machines (REPORT.json), never shown in the HTML.
 RECORD_MIMES: tuple[str, ...] = (SECTIONS_MIME, "application/vnd.jagged.record+json")

@@ -48,7 +48,7 @@ class Finding:
     ----------
     section : str
         The report section it summarises (``"jaggedness"``, ``"noise"``, ``"profiles"``,
-        ``"items"``, ``"decomposition"``).
+        ``"items"``, ``"irt"``, ``"decomposition"``).
     label : str
         A short lead-in, shown in bold ("Most jagged").
     sentence : str
@@ -294,6 +294,19 @@ def items_finding(analysis: Any) -> Finding | None:
     return None if parts is None else Finding("items", **parts)
 
 
+def irt_finding(analysis: Any) -> Finding | None:
+    """Which model sits beyond the most domains' measuring ranges ("Where each domain measures").
+
+    From :func:`jagged.views.irt.beyond_glance`; None when the section does not apply.
+    """
+    if not analysis.sections.get("irt"):
+        return None
+    from jagged.views.irt import beyond_glance
+
+    parts = beyond_glance(analysis.information)
+    return None if parts is None else Finding("irt", **parts)
+
+
 def decomposition_finding(analysis: Any) -> Finding | None:
     """How much of the jaggedness is model-specific ("Is it the model or the benchmark?").
 
@@ -367,6 +380,7 @@ CONTRIBUTORS: tuple[tuple[str, Contributor], ...] = (
     ("noise", noise_finding),
     ("profiles", profiles_finding),
     ("items", items_finding),
+    ("irt", irt_finding),
     ("decomposition", decomposition_finding),
 )
 

@@ -132,6 +132,44 @@ def information_sentences(info: DomainInformation) -> list[str]:
     return out
 
 
+def beyond_glance(info: DomainInformation | None) -> dict[str, Any] | None:
+    """The "At a glance" line of "Where each domain measures": the model beyond the most domains' ranges.
+
+    Returns
+    -------
+    dict or None
+        ``label``, ``sentence``, ``subject`` (the model), ``statistic="domains_beyond_range"``,
+        ``count`` (domains whose measuring range the model sits beyond, above or below) and
+        ``total`` (its domains); None without a fit. When every model sits within every
+        range the sentence says so (count 0, no subject).
+    """
+    if info is None or not len(info.places):
+        return None
+    places = info.places
+    beyond = places["position"].ne("within").groupby(places["model"], sort=False).sum()
+    totals = places.groupby("model", sort=False).size()
+    if int(beyond.max()) == 0:
+        return {"label": "Where domains measure", "sentence": "Every model sits within every domain's measuring "
+                "range: the items can tell all of them apart.", "subject": "", "statistic": "domains_beyond_range",
+                "count": 0.0, "total": float(totals.max())}
+    order = pd.DataFrame({"n": beyond.to_numpy(), "name": beyond.index.astype(str)})
+    model = order.sort_values(["n", "name"], ascending=[False, True], kind="mergesort")["name"].iloc[0]
+    beyond.index, totals.index = beyond.index.astype(str), totals.index.astype(str)
+    mine = places[(places["model"].astype(str) == model) & places["position"].ne("within")]
+    above = int((mine["position"] == "above").sum())
+    side = ("above" if above == len(mine) else "below" if above == 0 else "beyond")
+    n, total = int(beyond[model]), int(totals[model])
+    others = int((beyond > 0).sum()) - 1
+    rest = (f"; {plural(others, 'other model')} {'sits' if others == 1 else 'sit'} beyond at least one"
+            if others > 0 else "")
+    reading = {"above": "its items are too easy to tell it apart there",
+               "below": "its items are too hard for it there",
+               "beyond": "there its ability rests on few informative items"}[side]
+    return {"label": "Where domains measure", "sentence": f"{model} sits {side} the measuring range of {n} of "
+            f"{total} domains ({reading}){rest}.", "subject": model, "statistic": "domains_beyond_range",
+            "count": float(n), "total": float(total)}
+
+
 def information_alt(info: DomainInformation) -> str:
     """Alt text of :func:`jagged.plots.irt.information_plot` for the report's data."""
     ranges = info.ranges[np.isfinite(info.ranges["theta_peak"].to_numpy(float))]
