@@ -24,7 +24,7 @@ FIGURES: dict[str, str] = {
     "discrimination_difficulty": "item_audit", "flagged_share_by_domain": "item_audit",
     "variance_bars": "structure", "residual_heatmap": "structure", "relative_vs_cv": "structure",
     "scree": "structure", "residual_profile_plot": "structure",
-    "information_plot": "irt", "loading_difficulty_plot": "irt",
+    "information_plot": "irt", "loading_difficulty_plot": "irt", "position_plot": "irt",
     # the per-model and compare reports
     "domain_errors_vs_field": "model", "delta_forest": "compare", "a_against_b": "compare",
 }
