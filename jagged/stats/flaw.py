@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize
 from scipy.special import betaln, digamma, expit, logsumexp
 
 from jagged.stats.flaw_likelihood import choice_matrix, dirmult, option_logliks, rest_dirmult, trait_abilities
@@ -354,6 +353,8 @@ def _fit_beta(e_d: np.ndarray, n_d: np.ndarray, alpha: float, beta: float) -> tu
         ga = (digamma(e_d + a) - digamma(a) + common).sum() * a
         gb = (digamma(n_d - e_d + b) - digamma(b) + common).sum() * b
         return value, -np.array([ga, gb])
+
+    from scipy.optimize import minimize  # here: report kernels without item data need not import it
 
     res = minimize(neg, np.log([alpha, beta]), jac=True, method="L-BFGS-B",
                    bounds=[(np.log(0.05), np.log(1e4))] * 2)

@@ -159,14 +159,8 @@ def beyond_glance(info: DomainInformation | None) -> dict[str, Any] | None:
     above = int((mine["position"] == "above").sum())
     side = ("above" if above == len(mine) else "below" if above == 0 else "beyond")
     n, total = int(beyond[model]), int(totals[model])
-    others = int((beyond > 0).sum()) - 1
-    rest = (f"; {plural(others, 'other model')} {'sits' if others == 1 else 'sit'} beyond at least one"
-            if others > 0 else "")
-    reading = {"above": "its items are too easy to tell it apart there",
-               "below": "its items are too hard for it there",
-               "beyond": "there its ability rests on few informative items"}[side]
     return {"label": "Where domains measure", "sentence": f"{model} sits {side} the measuring range of {n} of "
-            f"{total} domains ({reading}){rest}.", "subject": model, "statistic": "domains_beyond_range",
+            f"{total} domains.", "subject": model, "statistic": "domains_beyond_range",
             "count": float(n), "total": float(total)}
 
 
