@@ -89,3 +89,17 @@ def test_partitions_whose_schemas_disagree_are_one_line(tmp_path):
     with pytest.raises(JaggedInputError) as exc:
         jagged.load(lake)
     _one_line(exc)
+
+
+def test_the_items_command_on_a_store_says_only_what_applies(tmp_path):
+    """No warning about options nobody gave, none from the engine's libraries; the item model's note, exit 0."""
+    from clitools import run_cli
+
+    store = _store(tmp_path / "lake", _rows(), keys=("model",))
+    code, out, err = run_cli("items", store, "--top", "3", "-o", tmp_path / "items.csv")
+    assert code == 0, err
+    assert "warning" not in err, err
+    assert "needs the response matrix in memory" in err            # the IRT refusal, said once, as a note
+    audit = pd.read_csv(tmp_path / "items.csv")
+    ranks = audit["suspicion_rank"].tolist()
+    assert len(audit) == 3 and "slope" not in audit.columns and ranks[0] == 1 and ranks == sorted(ranks)

@@ -186,7 +186,8 @@ def load_parquet_folder(path: Path, options: dict[str, Any]) -> Dataset:
     if chosen:
         raise JaggedInputError(f"{path.name}: --{chosen[0]} is not available for a partitioned Parquet folder (read "
                                "out of core); select the rows before")
-    others = [k for k in given if k not in ("score_scale", "strict")]
+    others = [k for k, v in given.items()
+              if k not in ("score_scale", "strict", "where", "models", "domains") and v not in (None, "", [], ())]
     for key in others:
         warnings.warn(f"{registry.BY_NAME[key].flag} does not apply to a partitioned Parquet folder and is ignored",
                       JaggedWarning, stacklevel=3)

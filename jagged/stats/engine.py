@@ -23,6 +23,7 @@ import os
 import shutil
 import tempfile
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -98,6 +99,9 @@ def connect(engine: str | None = None, *, spark_master: str | None = None, memor
     """
     import ibis
 
+    # ibis 12's DuckDB backend calls DuckDB's deprecated fetch_arrow_table(): not the user's business
+    warnings.filterwarnings("ignore", message=r"fetch_arrow_table\(\) is deprecated", category=DeprecationWarning,
+                            module=r"ibis\.backends\.duckdb")
     engine = check_engine(engine)
     if engine == "spark":
         return ibis.pyspark.connect(spark_session(spark_master)), lambda: None  # the session is shared: left running
