@@ -188,11 +188,14 @@ class Analysis:
         """Whether the item response model applies (checked without loading anything).
 
         Item-level results held in memory (the bundled responses, or an input's item
-        table; not a Parquet input aggregated out of core, not on Spark) and at least two
-        models.
+        table; not a Parquet input aggregated out of core, not on Spark) and at least
+        :data:`jagged.stats.item_audit.IRT_MIN_MODELS` models.
         """
+        from jagged.stats.item_audit import IRT_MIN_MODELS
+
         in_memory = self.bundled or self.dataset.items is not None
-        return bool(in_memory and self.options.engine != "spark" and self.dataset.scores["model"].nunique() >= 2)
+        return bool(in_memory and self.options.engine != "spark"
+                    and self.dataset.scores["model"].nunique() >= IRT_MIN_MODELS)
 
     def item_text(self, item_ids: Any = None) -> pd.DataFrame | None:
         """The question text and options of some items (:func:`item_text`), None when there is none."""

@@ -232,3 +232,17 @@ def test_bad_input_is_still_one_line(small, tmp_path):
     small.assign(correct=small["correct"].where(small.index != 7, 2.0)).to_csv(path, index=False)
     assert_bad_input("items", path, fragments=("correct",))
     assert_bad_input("items", path, "--abilities", fragments=("correct",))
+
+
+def test_fewer_than_five_models_get_the_classical_audit_with_the_reason(tmp_path):
+    """Below IRT_MIN_MODELS the posterior would be mostly its prior (1 model: 0.5 for every item): not fitted."""
+    table, _ = simulate(n_models=4, n_items=60, n_domains=3, seed=8)
+    audit = ia.audit_items(table)
+    assert audit.fit is None and audit.flaws is None and "slope" not in audit.items.columns
+    assert any("needs at least 5 models (4 here)" in note for note in audit.notes)
+    assert audit.items["suspicion_rank"].is_monotonic_increasing
+    five, _ = simulate(n_models=5, n_items=60, n_domains=3, seed=8)
+    assert ia.audit_items(five).fit is not None                      # the bound is inclusive
+    path = tmp_path / "four.csv"
+    table.to_csv(path, index=False)
+    assert not jagged.analyse(str(path), bootstrap=0).has_item_model  # the report leaves the section out

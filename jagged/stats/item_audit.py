@@ -54,6 +54,9 @@ from jagged.stats.item_sums import ItemSums, item_sums, lake_item_sums
 #: Largest model × item matrix (cells, missing ones included) the item response model builds in memory;
 #: above it the audit is the classical one with a note (the EM holds a few float arrays of this size).
 IRT_MAX_CELLS: int = 50_000_000
+#: Fewest models the item response model and the flaw posterior are fitted for: with fewer, abilities and
+#: slopes rest on a handful of responses per item and the posterior is mostly its prior.
+IRT_MIN_MODELS: int = 5
 #: How the note on an audit without the item response model ends.
 CLASSICAL_ONLY = "the audit is the classical one, without the IRT columns, ranked by suspicion"
 
@@ -235,9 +238,10 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
     difficulty gives 0.77): choices carry most of the evidence of a wrong key.
 
     **Item response model.** What needs the model × item matrix in memory (the 2PL fit
-    and the flaw posterior) runs on in-memory inputs whose matrix has at most
-    :data:`IRT_MAX_CELLS` cells; an input aggregated out of core (a large Parquet file, a
-    partitioned folder), ``engine="spark"`` or a larger matrix gets the classical audit
+    and the flaw posterior) runs on in-memory inputs of at least :data:`IRT_MIN_MODELS`
+    models whose matrix has at most :data:`IRT_MAX_CELLS` cells; fewer models, an input
+    aggregated out of core (a large Parquet file, a partitioned folder),
+    ``engine="spark"`` or a larger matrix gets the classical audit
     without the IRT columns, ranked by ``suspicion``, and a note in
     :attr:`ItemAudit.notes` saying why. Abilities per model and trait:
     :attr:`ItemAudit.abilities`; expected flawed items per domain: :func:`domain_flags`.
@@ -324,6 +328,8 @@ def _irt_table(data: Dataset | pd.DataFrame, audit: ItemAudit, engine: str | Non
         items = in_memory_items(data, what, engine=engine)
     except JaggedInputError as exc:
         return None, f"{exc}; {CLASSICAL_ONLY}"
+    if audit.n_models < IRT_MIN_MODELS:
+        return None, (f"{what} needs at least {IRT_MIN_MODELS} models ({audit.n_models} here); {CLASSICAL_ONLY}")
     cells = audit.n_models * len(audit.items)
     if cells > IRT_MAX_CELLS:
         return None, (f"{what} needs a {audit.n_models:,} × {len(audit.items):,} response matrix ({cells:,} cells), "
