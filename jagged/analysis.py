@@ -14,7 +14,6 @@ last two passed into the item audit rather than fitted again.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -107,21 +106,14 @@ class Analysis:
         For the bundled per-category scores it audits the bundled item-level responses behind
         them (the same scores), so every other number of the report stays as it was.
         """
-        from jagged.stats.item_audit import audit_items, with_irt
+        from jagged.stats.item_audit import audit_items
 
         source = self.item_source
         if source is None:
             return None
-        run = {"rest": self.item_rest, "engine": self.options.engine, "spark_master": self.options.spark_master}
-        if self.item_table is None:  # no item model: the audit says why in its notes
-            return audit_items(source, **run)
-        # The item model and its posterior (numpy) run in a second thread while the classical
-        # audit's sums run in DuckDB: both release the GIL, so on two cores the wall time is
-        # the longer of the two, not their sum. The numbers are those of audit_items(fit, flaws).
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jagged-item-model") as pool:
-            flaws = pool.submit(lambda: self.flaws)
-            audit = audit_items(source, irt=False, **run)
-            return with_irt(audit, self.item_model, flaws.result())
+        # Without an item model here (item_table None) the audit says why in its notes.
+        return audit_items(source, rest=self.item_rest, engine=self.options.engine,
+                           spark_master=self.options.spark_master, fit=self.item_model, flaws=self.flaws)
 
     @property
     def item_rest(self) -> str:
