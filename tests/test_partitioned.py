@@ -103,3 +103,13 @@ def test_the_items_command_on_a_store_says_only_what_applies(tmp_path):
     audit = pd.read_csv(tmp_path / "items.csv")
     ranks = audit["suspicion_rank"].tolist()
     assert len(audit) == 3 and "slope" not in audit.columns and ranks[0] == 1 and ranks == sorted(ranks)
+
+
+def test_jagged_items_on_a_store_with_a_damaged_part_exits_2_naming_it(tmp_path):
+    from clitools import run_cli
+
+    store = _store(tmp_path / "lake", _rows(), keys=("model",))
+    (store / "model=m1" / "part-0.parquet").write_bytes(b"not parquet")
+    code, _, err = run_cli("items", store)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "model=m1/part-0.parquet is not a readable Parquet file" in err

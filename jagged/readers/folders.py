@@ -182,6 +182,17 @@ def load_parquet_folder(path: Path, options: dict[str, Any]) -> Dataset:
                 where = Path(folder, name).relative_to(path).as_posix()
                 raise JaggedInputError(f"{path.name}: {where} is not a Parquet file; a partitioned folder holds "
                                        ".parquet files only")
+    import pyarrow.parquet as pq
+
+    for part in sorted(path.rglob("*.parquet")):
+        if any(p.startswith((".", "_")) for p in part.relative_to(path).parts):
+            continue
+        try:  # the footer only: a damaged part is named here, not deep inside an engine's scan
+            pq.read_metadata(part)
+        except Exception as exc:
+            where = part.relative_to(path).as_posix()
+            raise JaggedInputError(f"{path.name}: {where} is not a readable Parquet file "
+                                   f"({str(exc).splitlines()[0][:160]})") from None
     chosen = [k for k in ("where", "models", "domains") if given.get(k)]
     if chosen:
         raise JaggedInputError(f"{path.name}: --{chosen[0]} is not available for a partitioned Parquet folder (read "
