@@ -95,6 +95,33 @@ def test_likelihoods_on_the_grid_against_a_loop():
                 assert out[j, g] == pytest.approx(want, rel=1e-5)
 
 
+def test_option_mixture_is_the_grid_weighted_likelihood_of_each_option():
+    """ln Σ_g G_g p(y | o, g) by a loop over items, options and grid points, with a zero weight and an item
+    whose every option is impossible under some grid points (guess 0: a chooser of o at σ → 0)."""
+    rng = np.random.default_rng(1)
+    theta = rng.normal(size=(6, 2))
+    group = np.array([0, 0, 1, 1])
+    choice = rng.integers(0, 3, size=(6, 4))
+    ind = (choice[:, :, None] == np.arange(3)).astype(np.float32)
+    w = np.ones((6, 4), dtype=np.float32)
+    w[2, 3] = 0.0
+    ind[2, 3] = 0.0
+    guess = np.array([0.0, 1 / 3, 0.25, 0.0])
+    a, c = np.array([0.5, 2.0, 4.0]), np.array([-2.0, 0.0, 3.0])
+    weights = np.array([0.5, 0.0, 0.5])
+    got = fl.option_mixture(ind, w, theta, guess, a, c, weights, item_group=group)
+    assert got.shape == (4, 3)
+    for j in range(4):
+        for o in range(3):
+            terms = []
+            for g in range(3):
+                s = 1 / (1 + np.exp(-(a[g] * theta[:, group[j]] + c[g])))
+                q = guess[j] + (1 - guess[j]) * s
+                terms.append(weights[g] * np.exp(np.sum(w[:, j] * np.where(ind[:, j, o] > 0, np.log(q),
+                                                                                np.log(1 - q)))))
+            assert got[j, o] == pytest.approx(np.log(sum(terms)), rel=1e-4)
+
+
 def one_line_rule(table: pd.DataFrame) -> pd.Series:
     """Issue 19's baseline: 1 − p_correct, ties broken by how many models agree on one wrong option."""
     p = table.groupby("item")["correct"].mean()

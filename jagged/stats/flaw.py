@@ -23,7 +23,14 @@ import numpy as np
 import pandas as pd
 from scipy.special import betaln, digamma, expit, logsumexp
 
-from jagged.stats.flaw_likelihood import choice_matrix, dirmult, option_logliks, rest_dirmult, trait_abilities
+from jagged.stats.flaw_likelihood import (
+    choice_matrix,
+    dirmult,
+    option_logliks,
+    option_mixture,
+    rest_dirmult,
+    trait_abilities,
+)
 from jagged.stats.irt import IRTFit, ResponseMatrix, fit_2pl, response_matrix
 
 #: Grid of the sound items' parameter distribution G(a, c, γ): slopes (positive: a sound item
@@ -187,9 +194,12 @@ def flaw_posterior(table: pd.DataFrame, fit: IRTFit | None = None, *, use_choice
     with the wrong-key likelihood under a uniform G. Round 2: the wrong-key likelihood
     under the estimated G, G frozen, the posteriors, ω and (α, β, π) iterated until no
     posterior changes by more than ``tol`` (``converged``) or ``max_iter`` steps. The
-    grid likelihoods are computed once, as matrix products (models × items against
-    models × grid, one per trait and number of options), so each EM step costs two
-    matrix–vector products over items × grid.
+    grid likelihoods are matrix products (models × items against models × grid, one per
+    trait and number of options). The key's and the sign-flipped item's are computed once,
+    so each EM step costs two matrix–vector products over items × grid; the wrong-key
+    likelihood of every option is mixed over G block by block once per round
+    (:func:`~jagged.stats.flaw_likelihood.option_mixture`), so the items × options × grid
+    array is never held whole.
 
     **Expected flawed per domain** Σ_j p_j, with SD √Σ p_j (1 − p_j) (the
     Poisson-binomial count given the posteriors) and the interval mean ± 1.96 SD
@@ -234,15 +244,18 @@ def flaw_posterior(table: pd.DataFrame, fit: IRTFit | None = None, *, use_choice
         np.add.at(counts, (cols, codes[rows, cols]), 1.0)
         rest = rest_dirmult(counts, valid, KAPPA)
         unrel = np.where(use_c, dirmult(counts, valid.sum(axis=1) + 1.0, KAPPA), unrel_y)
-        indicators = np.concatenate([codes[:, :, None] == np.arange(n_lab, dtype=np.int16), y[:, :, None] > 0],
-                                    axis=2).astype(np.float32)
-        ll_opt = grid_ll(indicators, guess)  # items × (L + 1) × grid
+        indicators = (codes[:, :, None] == np.arange(n_lab, dtype=np.int16)).astype(np.float32)  # models × items × L
+        # the key's choosers (correct where the key is not a known option)
+        chose_key = np.where(use_c[None, :], codes == item_key.clip(0)[None, :], y > 0).astype(np.float32)
+        ll_key = grid_ll(chose_key[:, :, None], guess)[:, 0]
         ll_rev = grid_ll(y[:, :, None], guess, -1.0)[:, 0]
         others = valid.copy()
         others[j_idx[use_c], item_key[use_c]] = False
         n_other = others.sum(axis=1)
-        key_col = np.where(use_c, item_key, n_lab)
-        ll_key = ll_opt[j_idx, key_col]
+
+        def option_ll(weights: np.ndarray) -> np.ndarray:  # ln Σ_g G_g p(y | option o is the answer, g)
+            return option_mixture(indicators, w, theta, guess, grid_a, grid_c, weights, item_group=item_group,
+                                  grid_g=grid_g)
     else:
         use_c = np.zeros(n_items, dtype=bool)
         guess = _floor(n_options)
@@ -260,8 +273,6 @@ def flaw_posterior(table: pd.DataFrame, fit: IRTFit | None = None, *, use_choice
     converged, it = False, 0
     e_key, top = _scaled(ll_key)
     if choices:
-        e_opt, t_opt = _scaled(ll_opt[:, :n_lab])
-        del ll_opt
         rest_key = np.where(use_c, rest[j_idx, item_key.clip(0)], 0.0)
     else:
         rest_key = np.zeros(n_items)
@@ -272,7 +283,7 @@ def flaw_posterior(table: pd.DataFrame, fit: IRTFit | None = None, *, use_choice
     for rnd in (1, 2):
         wrong = t_rev + _log(e_rev @ g_w.astype(np.float32))
         if choices:
-            m_opt = t_opt + _log(e_opt @ g_w.astype(np.float32)) + rest
+            m_opt = option_ll(g_w) + rest
             with np.errstate(divide="ignore"):
                 m_wrong = logsumexp(np.where(others, m_opt, -np.inf), axis=1) - np.log(np.maximum(n_other, 1))
             wrong = np.where(use_c, np.where(n_other > 0, m_wrong, -np.inf), wrong)

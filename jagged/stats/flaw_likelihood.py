@@ -6,6 +6,8 @@
 * :func:`option_logliks` — for every item, option o and point g of the parameter grid,
   ln p(responses | o is the true answer, (a, c) = grid point g): the choosers of o follow
   the 2PL with a guessing floor, q = γ + (1 − γ) σ(a θ + c), as matrix products.
+* :func:`option_mixture` — the same mixed over the grid with weights G, block by block
+  (the items × options × grid array is never held whole).
 * :func:`dirmult` / :func:`rest_dirmult` — Dirichlet(κ)-multinomial sequence
   probabilities of the choices that do not follow the 2PL.
 """
@@ -90,17 +92,53 @@ def option_logliks(indicators: np.ndarray, w: np.ndarray, theta: np.ndarray, gue
     xᵀ [ln q − ln(1 − q)] + wᵀ ln(1 − q): one matrix product per trait and distinct floor.
     """
     n_models, n_items, n_opt = indicators.shape
+    out = np.empty((n_items, n_opt, len(grid_a)), dtype=np.float32)
+    for cols, block in _blocks(indicators, w, theta, guess, grid_a, grid_c, sign, item_group, grid_g):
+        out[cols] = block
+    return out
+
+
+def option_mixture(indicators: np.ndarray, w: np.ndarray, theta: np.ndarray, guess: np.ndarray,
+                   grid_a: np.ndarray, grid_c: np.ndarray, weights: np.ndarray, sign: float = 1.0,
+                   item_group: np.ndarray | None = None, grid_g: np.ndarray | None = None) -> np.ndarray:
+    """ln Σ_g G_g Π_m q_g^x (1 − q_g)^(w − x) per item and option (items × options, float).
+
+    :func:`option_logliks` mixed over the grid with the weights ``weights`` (G, summing to
+    1), one block of items at a time: the items × options × grid array is never held
+    whole (on a large benchmark it is the biggest array of the posterior). Each block is
+    scaled by its largest term before exponentiating (float32), so
+    ln Σ_g G_g e^(ℓ_g) = max ℓ + ln Σ_g G_g e^(ℓ_g − max ℓ); −inf where every term is −inf
+    or G gives them no weight.
+    """
+    n_models, n_items, n_opt = indicators.shape
+    out = np.empty((n_items, n_opt))
+    g32 = np.asarray(weights, dtype=np.float32)
+    for cols, block in _blocks(indicators, w, theta, guess, grid_a, grid_c, sign, item_group, grid_g):
+        top = block.max(axis=-1)
+        top = np.where(np.isfinite(top), top, 0.0).astype(np.float32)
+        block -= top[..., None]
+        np.exp(block, out=block)
+        with np.errstate(divide="ignore"):
+            out[cols] = top + np.log((block @ g32).astype(float))
+    return out
+
+
+def _blocks(indicators: np.ndarray, w: np.ndarray, theta: np.ndarray, guess: np.ndarray,
+            grid_a: np.ndarray, grid_c: np.ndarray, sign: float, item_group: np.ndarray | None,
+            grid_g: np.ndarray | None):
+    """Yield (item indices, their log-likelihoods: items × options × grid) per trait and distinct floor."""
+    n_models, n_items, n_opt = indicators.shape
     theta = theta.reshape(n_models, -1)
     item_group = np.zeros(n_items, dtype=int) if item_group is None else item_group
-    out = np.empty((n_items, n_opt, len(grid_a)), dtype=np.float32)
     pairs = pd.DataFrame({"g": item_group, "q": guess}).groupby(["g", "q"]).indices
+    share = np.ones(len(grid_a)) if grid_g is None else grid_g
     for (g, gamma), cols in pairs.items():
-        share = np.ones(len(grid_a)) if grid_g is None else grid_g
         lq, l1q = _log_q(theta[:, g], grid_a, grid_c, float(gamma) * share, sign)
         base = (w[:, cols].T @ l1q.astype(np.float32))[:, None, :]
         x = indicators[:, cols, :].reshape(n_models, -1)
-        out[cols] = (x.T @ (lq - l1q).astype(np.float32)).reshape(len(cols), n_opt, -1) + base
-    return out
+        block = (x.T @ (lq - l1q).astype(np.float32)).reshape(len(cols), n_opt, -1)
+        block += base
+        yield cols, block
 
 
 def trait_abilities(fit: IRTFit, mat: ResponseMatrix) -> tuple[np.ndarray, np.ndarray]:
