@@ -19,6 +19,7 @@ import pandas as pd
 from scipy.special import gammaln
 
 from jagged.stats.irt import IRTFit, ResponseMatrix
+from jagged.stats.parallel import thread_map
 
 
 def choice_matrix(table: pd.DataFrame, mat: ResponseMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -93,8 +94,8 @@ def option_logliks(indicators: np.ndarray, w: np.ndarray, theta: np.ndarray, gue
     """
     n_models, n_items, n_opt = indicators.shape
     out = np.empty((n_items, n_opt, len(grid_a)), dtype=np.float32)
-    for cols, block in _blocks(indicators, w, theta, guess, grid_a, grid_c, sign, item_group, grid_g):
-        out[cols] = block
+    for key, cols in _pairs(item_group, guess, n_items):
+        out[cols] = _block(key, cols, indicators, w, theta, grid_a, grid_c, sign, grid_g)
     return out
 
 
@@ -104,41 +105,51 @@ def option_mixture(indicators: np.ndarray, w: np.ndarray, theta: np.ndarray, gue
     """ln Σ_g G_g Π_m q_g^x (1 − q_g)^(w − x) per item and option (items × options, float).
 
     :func:`option_logliks` mixed over the grid with the weights ``weights`` (G, summing to
-    1), one block of items at a time: the items × options × grid array is never held
-    whole (on a large benchmark it is the biggest array of the posterior). Each block is
-    scaled by its largest term before exponentiating (float32), so
+    1), one block of items (a trait and floor) at a time, the blocks spread over the
+    cores (:func:`jagged.stats.parallel.thread_map`): the items × options × grid array is
+    never held whole (on a large benchmark it is the biggest array of the posterior).
+    Each block is scaled by its largest term before exponentiating (float32), so
     ln Σ_g G_g e^(ℓ_g) = max ℓ + ln Σ_g G_g e^(ℓ_g − max ℓ); −inf where every term is −inf
     or G gives them no weight.
     """
     n_models, n_items, n_opt = indicators.shape
-    out = np.empty((n_items, n_opt))
     g32 = np.asarray(weights, dtype=np.float32)
-    for cols, block in _blocks(indicators, w, theta, guess, grid_a, grid_c, sign, item_group, grid_g):
+
+    def mixed(pair: tuple[tuple[int, float], np.ndarray]) -> np.ndarray:
+        block = _block(*pair, indicators, w, theta, grid_a, grid_c, sign, grid_g)
         top = block.max(axis=-1)
         top = np.where(np.isfinite(top), top, 0.0).astype(np.float32)
         block -= top[..., None]
         np.exp(block, out=block)
         with np.errstate(divide="ignore"):
-            out[cols] = top + np.log((block @ g32).astype(float))
+            return top + np.log((block @ g32).astype(float))
+
+    pairs = _pairs(item_group, guess, n_items)
+    out = np.empty((n_items, n_opt))
+    for (_, cols), values in zip(pairs, thread_map(mixed, pairs, sizes=[len(c) for _, c in pairs]), strict=True):
+        out[cols] = values
     return out
 
 
-def _blocks(indicators: np.ndarray, w: np.ndarray, theta: np.ndarray, guess: np.ndarray,
-            grid_a: np.ndarray, grid_c: np.ndarray, sign: float, item_group: np.ndarray | None,
-            grid_g: np.ndarray | None):
-    """Yield (item indices, their log-likelihoods: items × options × grid) per trait and distinct floor."""
-    n_models, n_items, n_opt = indicators.shape
-    theta = theta.reshape(n_models, -1)
+def _pairs(item_group: np.ndarray | None, guess: np.ndarray,
+           n_items: int) -> list[tuple[tuple[int, float], np.ndarray]]:
+    """The items of each (trait, floor): ``[((trait, floor), item indices), ...]``."""
     item_group = np.zeros(n_items, dtype=int) if item_group is None else item_group
-    pairs = pd.DataFrame({"g": item_group, "q": guess}).groupby(["g", "q"]).indices
+    return list(pd.DataFrame({"g": item_group, "q": guess}).groupby(["g", "q"]).indices.items())
+
+
+def _block(key: tuple[int, float], cols: np.ndarray, indicators: np.ndarray, w: np.ndarray, theta: np.ndarray,
+           grid_a: np.ndarray, grid_c: np.ndarray, sign: float, grid_g: np.ndarray | None) -> np.ndarray:
+    """The log-likelihoods of the items ``cols`` of one (trait, floor): items × options × grid (float32)."""
+    n_models, _, n_opt = indicators.shape
+    g, gamma = key
     share = np.ones(len(grid_a)) if grid_g is None else grid_g
-    for (g, gamma), cols in pairs.items():
-        lq, l1q = _log_q(theta[:, g], grid_a, grid_c, float(gamma) * share, sign)
-        base = (w[:, cols].T @ l1q.astype(np.float32))[:, None, :]
-        x = indicators[:, cols, :].reshape(n_models, -1)
-        block = (x.T @ (lq - l1q).astype(np.float32)).reshape(len(cols), n_opt, -1)
-        block += base
-        yield cols, block
+    lq, l1q = _log_q(theta.reshape(n_models, -1)[:, g], grid_a, grid_c, float(gamma) * share, sign)
+    base = (w[:, cols].T @ l1q.astype(np.float32))[:, None, :]
+    x = indicators[:, cols, :].reshape(n_models, -1)
+    block = (x.T @ (lq - l1q).astype(np.float32)).reshape(len(cols), n_opt, -1)
+    block += base
+    return block
 
 
 def trait_abilities(fit: IRTFit, mat: ResponseMatrix) -> tuple[np.ndarray, np.ndarray]:

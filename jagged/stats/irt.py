@@ -28,6 +28,7 @@ import pandas as pd
 from scipy.special import expit, log_expit
 
 from jagged.errors import JaggedInputError
+from jagged.stats.parallel import thread_map
 
 #: Normal-ogive scaling constant between logistic and probit slopes.
 D_SCALE = 1.702
@@ -529,13 +530,20 @@ def fit_2pl(table: pd.DataFrame | ResponseMatrix, *, rest: str = "domain", nodes
     notes = np.where(zero_var, np.where(n_models < 2, "fewer than 2 models: set aside",
                                         "every model alike: set aside"), "").astype(object)
     ability_rows, group_rows = [], []
-    for g in pd.unique(groups):
-        in_group = groups == g
-        cols = np.flatnonzero(in_group & ~zero_var)
-        rows = np.flatnonzero(mat.w[:, in_group].sum(axis=1) > 0)
-        fit = None
-        if len(cols) and len(rows):
-            fit = fit_2pl_matrix(mat.y[np.ix_(rows, cols)], mat.w[np.ix_(rows, cols)], nodes=nodes, tol=tol)
+    names = pd.unique(groups)
+    members = [(groups == g, np.flatnonzero((groups == g) & ~zero_var)) for g in names]
+    members = [(in_group, cols, np.flatnonzero(mat.w[:, in_group].sum(axis=1) > 0)) for in_group, cols in members]
+
+    def fit_group(member: tuple[np.ndarray, np.ndarray, np.ndarray]) -> MatrixFit | None:
+        _, cols, rows = member
+        if not (len(cols) and len(rows)):
+            return None
+        return fit_2pl_matrix(mat.y[np.ix_(rows, cols)], mat.w[np.ix_(rows, cols)], nodes=nodes, tol=tol)
+
+    # the groups' fits are independent: spread over the cores (the same numbers as one by one)
+    fits = thread_map(fit_group, members, sizes=[len(cols) * len(rows) for _, cols, rows in members])
+    for g, (in_group, cols, rows), fit in zip(names, members, fits, strict=True):
+        if fit is not None:
             out["slope"][cols], out["intercept"][cols] = fit.slope, fit.intercept
             out["se_slope"][cols], out["se_intercept"][cols], out["cov"][cols] = (fit.se_slope, fit.se_intercept,
                                                                                    fit.cov_slope_intercept)

@@ -1,0 +1,71 @@
+"""Independent pieces of one statistic on the machine's cores: threads over numpy work, one BLAS thread each."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system says, else the CPU count)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(os.cpu_count() or 1, 1)
+
+
+def thread_map(fn: Callable[[T], R], items: Iterable[T], *, sizes: Sequence[float] | None = None,
+               workers: int | None = None) -> list[R]:
+    """``[fn(x) for x in items]``, the calls spread over threads; results in the order of ``items``.
+
+    Parameters
+    ----------
+    fn : callable
+        A function whose work is numpy's (array operations release the GIL); it must not
+        depend on the order of the calls.
+    items : iterable
+        Its arguments.
+    sizes : sequence of float, optional
+        The work of each item: the largest are started first, so that the threads finish
+        together.
+    workers : int, optional
+        Threads (default: :func:`available_cores`, at most one per item).
+
+    Returns
+    -------
+    list
+        ``fn(x)`` for every item, in order.
+
+    Notes
+    -----
+    With one worker, or one item, the calls run here, one after the other. With more,
+    BLAS is held to one thread for the duration (``threadpoolctl``, when installed): the
+    threads already use the cores, and BLAS's own threads on top would compete with them.
+    Each result is what the call returns alone, so the output does not depend on the
+    number of threads. An exception in any call is raised here after the others finished.
+    """
+    items = list(items)
+    n = min(len(items), available_cores() if workers is None else max(int(workers), 1))
+    if n <= 1:
+        return [fn(x) for x in items]
+    order = list(range(len(items)))
+    if sizes is not None:
+        order.sort(key=lambda i: -float(sizes[i]))
+    with _one_blas_thread(), ThreadPoolExecutor(max_workers=n) as pool:
+        futures = {i: pool.submit(fn, items[i]) for i in order}
+        return [futures[i].result() for i in range(len(items))]
+
+
+def _one_blas_thread() -> Any:
+    """threadpoolctl's one-BLAS-thread limit, or nothing when threadpoolctl is missing."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency; tolerated when missing
+        return nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
