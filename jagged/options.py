@@ -14,7 +14,10 @@ defaults and help, and the functions below translate between the roads:
   notebooks must match (``tests/test_options.py`` checks);
 * :func:`check_value` and :func:`check_parameters` hold every value to its option's
   declared type and bounds (the same bounds the CLI's click types use) with the machinery
-  of :mod:`jagged.option_checks`, which returns it as plain JSON types or refuses it.
+  of :mod:`jagged.option_checks`, which returns it as plain JSON types or refuses it;
+* :func:`parse_sections` checks a ``--sections`` choice against :data:`REPORT_SECTIONS`
+  (here, not in :mod:`jagged.report.sections`, so that checking it imports neither
+  nbconvert nor pandas before the report's kernel starts).
 
 Parameters are data: stored parameters (``jagged report --params``) come from files other
 people wrote, so every value is checked here before a kernel starts. Numbers have a
@@ -540,3 +543,34 @@ def _click_kwargs(option: Option) -> dict[str, Any]:
         kwargs["show_default"] = True
     return kwargs
 
+
+def parse_sections(value: str | None, source: str = "--sections") -> tuple[str, ...] | None:
+    """The sections a ``--sections`` value chooses, checked (None or "": every section).
+
+    Parameters
+    ----------
+    value : str or None
+        Comma-separated names from :data:`jagged.options.REPORT_SECTIONS` (spaces around names
+        are ignored).
+    source : str
+        Where the value came from, for the message.
+
+    Returns
+    -------
+    tuple of str or None
+        The names in report order, each once; None when every section is wanted.
+
+    Raises
+    ------
+    JaggedInputError
+        One line naming the unknown sections and the known ones, or an empty choice.
+    """
+    if value is None or not str(value).strip():
+        return None
+    names = [name.strip().lower() for name in str(value).split(",") if name.strip()]
+    unknown = [name for name in names if name not in REPORT_SECTIONS]
+    if unknown:
+        listed = ", ".join(shown(name) for name in dict.fromkeys(unknown))
+        raise JaggedInputError(f"{source}: unknown section{'s' if len(unknown) > 1 else ''} {listed} "
+                               f"(known: {', '.join(REPORT_SECTIONS)})")
+    return tuple(name for name in REPORT_SECTIONS if name in names)

@@ -11,6 +11,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from jagged import report
 from jagged.analysis import SECTIONS_MIME
 from jagged.errors import JaggedInputError
+from jagged.options import parse_sections
 from jagged.report.notebooks import find_notebook
 from jagged.report.sections import (
     CHOICES,
@@ -18,7 +19,6 @@ from jagged.report.sections import (
     cell_blocks,
     cell_sections,
     heading_section,
-    parse_sections,
     sections_record,
 )
 

@@ -102,11 +102,9 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     ReportError
         The notebook failed (see :func:`run_report`).
     """
-    from jagged.report.sections import parse_sections
-
     output = check_destination(output)
     options = {k: opts.check_value(k, v) if k in opts.BY_NAME else v for k, v in options.items()}
-    sections = parse_sections(options.pop("sections", None))
+    sections = opts.parse_sections(options.pop("sections", None))
     title = check_text("the title", title) or DEFAULT_TITLE
     check_input_path(scores, "scores")
     check_input_path(options.get("weights"), "weights")
@@ -182,9 +180,7 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
     declared = default_values(name)
     params = opts.check_parameters(stored.parameters, label, declared)
     overrides = dict(overrides or {})
-    from jagged.report.sections import parse_sections
-
-    sections = parse_sections(overrides.pop("sections", None))  # a choice of the page, no parameter
+    sections = opts.parse_sections(overrides.pop("sections", None))  # a choice of the page, no parameter
     overrides = opts.check_parameters(overrides, "the command line", declared)
     for key in opts.PATH_PARAMETERS:  # paths typed now are stored absolute, like the batch's
         if overrides.get(key):

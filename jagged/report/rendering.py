@@ -149,7 +149,7 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
         (``prefers-color-scheme``). Figures keep their white background in every theme.
     sections : sequence of str, optional
         The sections to show (:data:`jagged.report.sections.CHOICES`, checked by
-        :func:`~jagged.report.sections.parse_sections`); None: every section that applies.
+        :func:`~jagged.options.parse_sections`); None: every section that applies.
 
     Returns
     -------

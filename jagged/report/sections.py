@@ -19,10 +19,11 @@ See ``notebooks/SECTIONS.md`` for how to add a section.
 Choosing sections (``jagged report --sections glance,metrics``): every cell of the report
 notebook belongs to one of :data:`CHOICES`: a ``report-lead`` cell to ``glance``, a
 ``section-NAME`` cell to ``NAME``, and an untagged cell to the block its last ``##``
-heading opens (:data:`HEADINGS` names the untagged headings). :func:`parse_sections`
-checks a choice before anything runs; :class:`SectionFilter` keeps only the chosen
-blocks (cells before the first heading, such as the analysis cell, always stay), and the
-template leaves the provenance out when ``provenance`` is not chosen.
+heading opens (:data:`HEADINGS` names the untagged headings).
+:func:`jagged.options.parse_sections` checks a choice before anything runs;
+:class:`SectionFilter` keeps only the chosen blocks (cells before the first heading, such
+as the analysis cell, always stay), and the template leaves the provenance out when
+``provenance`` is not chosen.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from nbconvert.preprocessors import Preprocessor
 from traitlets import Unicode
 
 from jagged.analysis import SECTIONS, SECTIONS_MIME
-from jagged.errors import JaggedInputError
 from jagged.options import REPORT_SECTIONS
 
 #: Prefix of the cell tags that put a cell in a section.
@@ -55,39 +55,6 @@ CHOICES: tuple[str, ...] = REPORT_SECTIONS
 assert set(SECTIONS) <= set(CHOICES)
 #: MIME types of outputs that are records for machines (REPORT.json), never shown in the HTML.
 RECORD_MIMES: tuple[str, ...] = (SECTIONS_MIME, "application/vnd.jagged.record+json")
-
-
-def parse_sections(value: str | None, source: str = "--sections") -> tuple[str, ...] | None:
-    """The sections a ``--sections`` value chooses, checked (None or "": every section).
-
-    Parameters
-    ----------
-    value : str or None
-        Comma-separated names from :data:`CHOICES` (spaces around names are ignored).
-    source : str
-        Where the value came from, for the message.
-
-    Returns
-    -------
-    tuple of str or None
-        The names in report order, each once; None when every section is wanted.
-
-    Raises
-    ------
-    JaggedInputError
-        One line naming the unknown sections and the known ones, or an empty choice.
-    """
-    if value is None or not str(value).strip():
-        return None
-    names = [name.strip().lower() for name in str(value).split(",") if name.strip()]
-    unknown = [name for name in names if name not in CHOICES]
-    if unknown:
-        from jagged.option_checks import shown
-
-        listed = ", ".join(shown(name) for name in dict.fromkeys(unknown))
-        raise JaggedInputError(f"{source}: unknown section{'s' if len(unknown) > 1 else ''} {listed} "
-                               f"(known: {', '.join(CHOICES)})")
-    return tuple(name for name in CHOICES if name in names)
 
 
 def heading_section(source: str) -> str | None:
