@@ -5,11 +5,14 @@ Three commands are timed in the same run, alternating, each in a fresh Python pr
 * ``jagged report`` on the bundled MMLU-Pro data (every section that applies);
 * the **hand-written baseline**: ``benchmarks/handwritten_report.ipynb``, the notebook an
   analyst would write by hand with pandas, scipy, seaborn and the ``mirt`` package on the
-  same bundled files (error rates, CV, macro and deployment-weighted scores and wedges, a
-  paired stratified bootstrap of 2,000 replicates, item p-values, item-rest correlations
-  and flags, a 2PL per domain with information curves and loadings, the logit
-  decomposition and a parallel-analysis scree plot), drawing the same kinds of figures
-  with seaborn (issue 19: the report within 1.0x its time);
+  same bundled files (error rates, CV, macro and deployment-weighted scores and wedges, the
+  rank slope chart of the most reordered profile, the focus model's exposure per domain and
+  its drift bound D·σ_w·σ_e, a paired stratified bootstrap of 2,000 replicates, item
+  p-values, item-rest correlations and flags, a 2PL per domain with information curves and
+  loadings, the logit decomposition with its variance shares (sampling noise by the delta
+  method) as bars, relative jaggedness against cv_error and a parallel-analysis scree
+  plot), drawing the same figures as the report with seaborn (issue 19: the report within
+  1.0x the time of a hand-written notebook with the same figures);
 * the **floor**: a notebook whose only cell imports pandas, matplotlib and seaborn.
 
 The two notebooks run through papermill and are rendered with nbconvert's default HTML
@@ -20,7 +23,10 @@ hand, and against starting a kernel and rendering a notebook at all.
 Prints, for each command, the median wall time of N runs and the median CPU time (user +
 system of the process and its kernel: ``resource.getrusage(RUSAGE_CHILDREN)`` deltas
 around each run, which are less sensitive than wall time to a loaded machine), then the
-ratios. Targets: report / hand-written <= 1.0, report / floor <= 1.5.
+ratios. Targets: report / hand-written <= 1.0, report / floor <= 1.5. It also counts the
+figures (image outputs) of the report's and the hand-written notebook's executed notebooks in
+every run and prints both, with a warning when they differ (the comparison is then not like
+for like).
 """
 
 from __future__ import annotations
@@ -81,6 +87,20 @@ def timed(command: list[str]) -> tuple[float, float]:
     return elapsed, cpu
 
 
+def count_figures(notebook: Path) -> int:
+    """The image outputs (figures) of an executed notebook; several formats of one figure count once."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    return sum(any(kind.startswith("image/") for kind in output.get("data", {}))
+               for cell in nb.cells if cell.cell_type == "code" for output in cell.get("outputs", []))
+
+
+def figure_counts(counts: list[int]) -> str:
+    """One count, or every distinct count over the runs ("17" or "16/17")."""
+    return "/".join(str(n) for n in sorted(set(counts)))
+
+
 def summary(name: str, runs: list[tuple[float, float]]) -> tuple[float, float]:
     """Print one command's median wall and CPU time; return both medians."""
     wall = [w for w, _ in runs]
@@ -126,10 +146,15 @@ def main() -> None:
         }
         for command in commands.values():  # warm the file cache once for each
             timed(command)
+        report_name, hand_name = list(commands)[:2]
+        executed = {report_name: tmp_path / "report.ipynb", hand_name: tmp_path / "hand.out.ipynb"}
         runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        figures: dict[str, list[int]] = {name: [] for name in executed}
         for _ in range(repeats):
             for name, command in commands.items():
                 runs[name].append(timed(command))
+                if name in executed:
+                    figures[name].append(count_figures(executed[name]))
         sizes = {name: (tmp_path / stem).stat().st_size / 1e6
                  for name, stem in zip(commands, ("report.html", "hand.html", "floor.html"))}
     print(f"{repeats} run(s) of each, alternating")
@@ -137,6 +162,11 @@ def main() -> None:
     for name in commands:
         medians[name] = summary(name, runs[name])
         print(f"    HTML {sizes[name]:.2f} MB")
+    report_figures, hand_figures = figure_counts(figures[report_name]), figure_counts(figures[hand_name])
+    print(f"figures: report {report_figures}, hand-written {hand_figures}")
+    if len(set(figures[report_name]) | set(figures[hand_name])) != 1:
+        print(f"WARNING: the report drew {report_figures} figure(s) and the hand-written notebook {hand_figures}: "
+              "the report / hand-written ratio does not compare the same figures (issue 19)")
     (report_wall, report_cpu), (hand_wall, hand_cpu), (floor_wall, floor_cpu) = medians.values()
     for label, (wall, cpu), target in (("hand-written", (hand_wall, hand_cpu), TARGET_HANDWRITTEN),
                                        ("floor", (floor_wall, floor_cpu), TARGET_FLOOR)):
