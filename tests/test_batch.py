@@ -227,6 +227,26 @@ def test_second_run_skips_everything_and_touches_nothing(full_batch):
     # How much faster the rerun is (target: 10 % of the first) is benchmarks/bench_batch.py's job.
 
 
+def test_a_stopped_batch_counts_the_reports_its_workers_put_in_place(full_batch, tmp_path):
+    """finished_in_place: a report moved into place before the stop, its outcome not yet received, is written;
+    one whose file is missing or carries another content hash is not."""
+    import dataclasses
+
+    from jagged.report.batch_workers import finished_in_place
+
+    out, _ = full_batch
+    plan = plan_as_cli([str(BUNDLED), "--weights", str(PROFILES), "--out-dir", str(out), "--jobs", "2"])
+    assert not plan.todo                                          # the finished batch: every report current
+    jobs = list(plan.jobs)
+    jobs[1] = dataclasses.replace(jobs[1], input_hash="0" * 64)   # in place, but made from other inputs
+    jobs[2] = dataclasses.replace(jobs[2], html_path=tmp_path / "never-written.html")
+    plan = dataclasses.replace(plan, jobs=jobs)
+    got = finished_in_place(plan, [0, 1, 2, 3])
+    assert sorted(got) == [0, 3]
+    assert all(outcome.status == "written" and outcome.job is jobs[i] for i, outcome in got.items())
+    assert finished_in_place(plan, []) == {}
+
+
 # ---------------------------------------------------------------------------------------
 # small synthetic batches
 

@@ -128,6 +128,31 @@ def run_job(job: Job) -> Outcome:
 # Running
 
 
+def finished_in_place(plan: Plan, running: Sequence[int]) -> dict[int, Outcome]:
+    """The jobs among ``running`` (indices into ``plan.jobs``) whose report is in place and current.
+
+    When a batch is stopped, a worker may have moved its report into place (atomically)
+    and been stopped before the parent received its outcome. Such a report is complete and
+    carries its job's content hash (:func:`jagged.report.batch_plan.up_to_date`), so it
+    counts as written: the index lists it, as the next run would find it up to date.
+
+    Parameters
+    ----------
+    plan : Plan
+        The batch's plan.
+    running : sequence of int
+        Jobs that were handed to a worker and had no outcome yet.
+
+    Returns
+    -------
+    dict
+        ``{index: Outcome(job, "written")}`` for those whose report is in place.
+    """
+    from jagged.report.batch_plan import up_to_date
+
+    return {i: Outcome(plan.jobs[i], "written") for i in running if up_to_date(plan.jobs[i])}
+
+
 class BatchInterrupted(KeyboardInterrupt):
     """The batch was stopped by SIGINT (Ctrl-C) or SIGTERM before every report was made.
 
@@ -334,7 +359,10 @@ def execute_plan(plan: Plan, *, jobs: int | None = None, progress: bool | None =
                 if queue:
                     assign(pool.start())
     except BaseException as exc:
+        in_flight = [w.job for w in pool.workers if w.job is not None and w.job not in results]
         pool.stop()
+        # a report its worker moved into place just before the stop, whose outcome had not arrived
+        results.update(finished_in_place(plan, in_flight))
         for folder in folders:
             remove_stale_workdirs(folder)  # the stopped workers' unfinished reports
         remove_stale_kernel_files()  # a worker killed before it could remove its kernel's files
