@@ -175,18 +175,20 @@ def load_parquet_folder(path: Path, options: dict[str, Any]) -> Dataset:
 
     path = Path(path)
     given = registry.given_options(options)
+    parts: list[Path] = []
     for folder, dirs, names in os.walk(path):
         dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
         for name in sorted(names):
-            if not name.startswith((".", "_")) and not name.lower().endswith(".parquet"):
+            if name.startswith((".", "_")):
+                continue
+            if not name.lower().endswith(".parquet"):
                 where = Path(folder, name).relative_to(path).as_posix()
                 raise JaggedInputError(f"{path.name}: {where} is not a Parquet file; a partitioned folder holds "
                                        ".parquet files only")
+            parts.append(Path(folder, name))
     import pyarrow.parquet as pq
 
-    for part in sorted(path.rglob("*.parquet")):
-        if any(p.startswith((".", "_")) for p in part.relative_to(path).parts):
-            continue
+    for part in sorted(parts):
         try:  # the footer only: a damaged part is named here, not deep inside an engine's scan
             pq.read_metadata(part)
         except Exception as exc:
