@@ -568,6 +568,8 @@ def parse_sections(value: str | None, source: str = "--sections") -> tuple[str, 
     if value is None or not str(value).strip():
         return None
     names = [name.strip().lower() for name in str(value).split(",") if name.strip()]
+    if not names:
+        raise JaggedInputError(f"{source}: names no section (known: {', '.join(REPORT_SECTIONS)})")
     unknown = [name for name in names if name not in REPORT_SECTIONS]
     if unknown:
         listed = ", ".join(shown(name) for name in dict.fromkeys(unknown))

@@ -110,6 +110,8 @@ def test_parse_sections_keeps_report_order_and_names_unknown_ones_in_one_line():
     message = str(error.value)
     assert "\n" not in message and message.startswith("--sections: unknown sections 'nosie', 'tables'")
     assert "(known: " + ", ".join(CHOICES) + ")" in message
+    with pytest.raises(JaggedInputError, match=r"^--sections: names no section \(known: glance, "):
+        parse_sections(" , ,")                                       # commas only: not "show nothing"
 
 
 def test_every_cell_of_the_report_notebook_belongs_to_a_known_section():
