@@ -12,14 +12,17 @@ Parts (``--part`` picks some; all by default):
 * ``mmlu``: the ranking against the 31 MMLU-Pro items whose key letter was revised
   between releases (tests/data/mmlu_pro_items.csv.gz): AUC and precision@31 of the
   posterior, the classical suspicion and the one-line rule (1 − p_correct, ties broken
-  by how many models agree on one wrong option).
+  by how many models agree on one wrong option); the posterior against the classical
+  score within math (where 23 of the 31 are) and outside it, and a paired bootstrap of
+  the AUC difference (positives and negatives resampled, ``--boot`` draws).
 * ``simulation``: tests/irt_simulation.py ``simulate_benchmark``, the class of issue
   19's held-out annotated sets (10 models × 3,000 items, 9 % flawed; 14 × 5,700,
   6.5 %; one subject 57 % flawed), with and without ``n_options``, over ``--seeds``:
   precision among the top 100 and AUC of the posterior, the one-line rule and the
   classical suspicion.
 
-Run: ``.venv/bin/python benchmarks/bench_flaw.py [--part speed,mmlu,simulation] [--repeat 3] [--seeds 0,1,2]``.
+Run: ``.venv/bin/python benchmarks/bench_flaw.py [--part speed,mmlu,simulation] [--repeat 3]
+[--seeds 0,1,2] [--boot 1000]``.
 Timings on a shared machine vary; compare the ratios, which are measured in one run.
 """
 
@@ -99,7 +102,7 @@ def part_speed(table: pd.DataFrame, repeat: int) -> None:
     print(f"  ratio posterior / item_audit: {wall / audit_wall:.2f} wall, {cpu / audit_cpu:.2f} CPU")
 
 
-def part_mmlu(table: pd.DataFrame) -> None:
+def part_mmlu(table: pd.DataFrame, boot: int = 1000) -> None:
     from jagged.stats.flaw import flaw_posterior
     from jagged.stats.item_audit import item_audit
 
@@ -113,6 +116,41 @@ def part_mmlu(table: pd.DataFrame) -> None:
     for name, score in rows.items():
         auc, p31 = metrics(score, revised, len(revised))
         print(f"  {name:20s} AUC {auc:.3f}  precision@31 {p31:.3f}")
+    ours, classical = (rows[k].set_axis(rows[k].index.astype(str)) for k in ("posterior", "classical suspicion"))
+    domain = post.items.set_index("item")["domain"].astype(str)
+    for label, keep in (("within math", domain == "math"), ("outside math", domain != "math")):
+        items = domain.index[keep]
+        pos = revised & set(items)
+        print(f"  {label} ({len(pos)} revised of {len(items):,}): AUC posterior "
+              f"{metrics(ours.reindex(items), pos, len(pos))[0]:.3f}, classical "
+              f"{metrics(classical.reindex(items), pos, len(pos))[0]:.3f}")
+    diff, lo, hi, share = auc_difference(ours, classical.reindex(ours.index), revised, boot)
+    print(f"  AUC posterior - classical {diff:+.4f}, 95 % bootstrap interval [{lo:+.4f}, {hi:+.4f}], "
+          f"posterior ahead in {share:.0%} of {boot} draws")
+
+
+def auc_difference(a: pd.Series, b: pd.Series, positives: set, boot: int,
+                   seed: int = 0) -> tuple[float, float, float, float]:
+    """AUC(a) − AUC(b) on the same items, its paired bootstrap 95 % interval and the share of draws above 0."""
+    from scipy.stats import rankdata
+
+    y = a.index.isin(list(positives))
+    a, b = a.to_numpy(dtype=float), b.to_numpy(dtype=float)
+
+    def auc(score: np.ndarray, yy: np.ndarray) -> float:
+        r = rankdata(score)
+        n1 = yy.sum()
+        return float((r[yy].sum() - n1 * (n1 + 1) / 2) / (n1 * (len(yy) - n1)))
+
+    rng = np.random.default_rng(seed)
+    pi, ni = np.flatnonzero(y), np.flatnonzero(~y)
+    yy = np.r_[np.ones(len(pi), dtype=bool), np.zeros(len(ni), dtype=bool)]
+    draws = np.empty(boot)
+    for k in range(boot):
+        idx = np.concatenate([rng.choice(pi, len(pi)), rng.choice(ni, len(ni))])
+        draws[k] = auc(a[idx], yy) - auc(b[idx], yy)
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    return auc(a, y) - auc(b, y), float(lo), float(hi), float((draws > 0).mean())
 
 
 def part_simulation(seeds: list[int]) -> None:
@@ -144,13 +182,14 @@ def main() -> None:
     parser.add_argument("--part", default="speed,mmlu,simulation")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--boot", type=int, default=1000)
     args = parser.parse_args()
     parts = set(args.part.split(","))
     table = mmlu_table() if parts & {"speed", "mmlu"} else None
     if "speed" in parts:
         part_speed(table, args.repeat)
     if "mmlu" in parts:
-        part_mmlu(table)
+        part_mmlu(table, args.boot)
     if "simulation" in parts:
         part_simulation([int(s) for s in args.seeds.split(",")])
 
