@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from jagged.report.batch_plan import MODELS_DIR, Job, Outcome, Plan
+from jagged.report.batch_plan import MODELS_DIR, Job, Outcome, Plan, up_to_date
 
 _KERNEL: Any = None
 #: Seconds between a worker's checks that the batch process that started it still runs.
@@ -148,8 +148,6 @@ def finished_in_place(plan: Plan, running: Sequence[int]) -> dict[int, Outcome]:
     dict
         ``{index: Outcome(job, "written")}`` for those whose report is in place.
     """
-    from jagged.report.batch_plan import up_to_date
-
     return {i: Outcome(plan.jobs[i], "written") for i in running if up_to_date(plan.jobs[i])}
 
 
