@@ -391,7 +391,7 @@ def domain_flags(audit: ItemAudit) -> pd.DataFrame:
         responses show) with ``visible_lower``, ``visible_upper``, and ``expected_flawed``
         (every flaw, shown or not) with ``expected_flawed_lower``, ``expected_flawed_upper``
         (:attr:`jagged.stats.flaw.FlawPosterior.domains`, intervals at its ``level``; per
-        domain also with ``rest="test"``), sorted by ``expected_flawed``.
+        domain also with ``rest="test"``).
     """
     items = audit.items
     rescore = rescoring_options(audit)
@@ -407,7 +407,6 @@ def domain_flags(audit: ItemAudit) -> pd.DataFrame:
         out[f"share_{name}"] = grouped[f"flag_{name}"].mean()
     out = out.reset_index()
     columns = ["domain", "n_items", "n_flagged", "share_flagged", "n_rescored"] + [f"share_{n}" for n in names]
-    order = "share_flagged"
     if audit.flaws is not None:
         expected = audit.flaws.domains.assign(domain=audit.flaws.domains["domain"].astype(str)).set_index("domain")
         for name, source in (("visible", "visible"), ("visible_lower", "visible_lower"),
@@ -415,8 +414,7 @@ def domain_flags(audit: ItemAudit) -> pd.DataFrame:
                              ("expected_flawed_lower", "lower"), ("expected_flawed_upper", "upper")):
             out[name] = out["domain"].astype(str).map(expected[source]).to_numpy(dtype=float)
             columns.append(name)
-        order = "expected_flawed"
-    return out[columns].sort_values([order, "domain"], ascending=[False, True],
+    return out[columns].sort_values(["share_flagged", "domain"], ascending=[False, True],
                                     kind="mergesort").reset_index(drop=True)
 
 

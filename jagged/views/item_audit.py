@@ -167,8 +167,7 @@ def domain_table(audit: ItemAudit) -> pd.DataFrame:
     for name in REVIEW_FLAGS:
         out[name.replace("_", " ")] = d[f"share_{name}"]
     out["what-if re-scored"] = d["n_rescored"]
-    return out.sort_values(["share flagged", "domain"], ascending=[False, True], kind="mergesort").reset_index(
-        drop=True)
+    return out
 
 
 #: Display formats of :func:`domain_table`: every share as a whole percentage.
