@@ -134,11 +134,11 @@ def simulate_benchmark(*, n_models: int = 10, n_domains: int = 30, per_domain: i
       ``slip`` share, and then picks the true answer; otherwise it picks an option by the
       weights (right by chance about 1/K of the time).
     * Flaw kinds (shares ``kinds``, default wrong key 0.4, two answers 0.15, no answer 0.1,
-      unclear 0.35: about half show in responses, as in the held-out sets): ``wrong_key`` — the key is a wrong option; ``two_answers`` — each knower
-      picks the key or a second defensible option (split U(0.3, 0.7)); ``no_answer`` — no
-      option is right: every model picks by the weights; ``unclear`` — flawed wording that
-      models answer as a sound item (no response pattern shows it). ``visible`` marks the
-      first two.
+      unclear 0.35: about half show in responses, as in the held-out sets): ``wrong_key`` —
+      the key is a wrong option; ``two_answers`` — each knower picks the key or a second
+      defensible option (split U(0.3, 0.7)); ``no_answer`` — no option is right: every model
+      picks by the weights; ``unclear`` — flawed wording that models answer as a sound item
+      (no response pattern shows it). ``visible`` marks the first two.
     * ``memoriser`` > 0: model-000 answers the file's key on that share of items whatever it
       knows (benchmark-specific training or contamination).
 
