@@ -6,9 +6,9 @@ that weak models miss, with their wrong answers spread over the distractors or d
 one of them. A *miskeyed* item is one whose able models agree on another option. The two
 are told apart by who chose what, never by how hard the item is: each domain has its own
 difficulty distribution, so a domain where every model is weak is not read as a domain of
-broken items. Flaws cluster by domain: each domain has a prevalence, drawn from a Beta
-whose parameters are estimated from all domains (empirical Bayes on the marginal
-likelihood), and its uncertainty is carried into every posterior and count. Flaws the
+broken items. Flaws cluster by domain: each domain has a prevalence, drawn from a
+logit-normal whose parameters are estimated from all domains (empirical Bayes on the
+marginal likelihood), and its uncertainty is carried into every posterior and count. Flaws the
 responses cannot show (unclear wording that models resolve alike) enter the counts from a
 stated prior.
 
@@ -167,7 +167,9 @@ def flaw_posterior(table: pd.DataFrame, fit: IRTFit | None = None, *, use_choice
     (no answer is neither). (a, c, s) is integrated over G_d = S(a, s) · H_d(c): slopes and
     floors pooled over domains, intercepts per domain,
     H_d = (1 − ε) N(μ_d, σ_d²) + ε · U(c < −4) on the grid :data:`GRID` (ε =
-    :data:`HARD_TAIL`). So a domain where every model is weak has its own low μ_d: its hard
+    :data:`HARD_TAIL`; μ_d and σ_d the moments of the domain's sound items' intercepts,
+    shrunk to the pooled ones by :data:`DOMAIN_PRIOR_ITEMS` pseudo-items, σ_d ≥
+    :data:`SD_FLOOR`). So a domain where every model is weak has its own low μ_d: its hard
     items are expected, not flaws.
 
     **Miskeyed item.** Another valid option o is the answer (uniform over the other
@@ -181,42 +183,47 @@ def flaw_posterior(table: pd.DataFrame, fit: IRTFit | None = None, *, use_choice
         L_S = Σ_g G_dg Π_m q_mg^[m chose k] (1 − q_mg)^… · DM(others),
         L_W = mean_o Σ_g Ḡ_g Π_m q_mg^[m chose o] (1 − q_mg)^… · DM(choices other than o),
 
-    and ln BF = ln L_W − ln L_S. κ is the value of :data:`KAPPAS` with the highest marginal
-    likelihood.
+    and ln BF = ln L_W − ln L_S, with κ = :data:`KAPPA`.
 
-    **Prevalence.** π_d ~ Beta(α, β); (α, β) maximise the marginal likelihood
-    Σ_d ln ∫ Beta(π; α, β) Π_{j ∈ d} (π BF_j + 1 − π) dπ (on the grid
-    :data:`PREVALENCE`); each domain's posterior p(π | y_d) is kept, and
+    **Prevalence.** logit π_d ~ N(m, s²); (m, s) maximise the marginal likelihood
+    Σ_d ln ∫ p(π; m, s) Π_{j ∈ d} (π BF_j + 1 − π) dπ, computed on the grid
+    :data:`PREVALENCE` (m ≥ :data:`PRIOR_MEAN_MIN`: a benchmark is not assumed flawless;
+    s in [:data:`PRIOR_SD_MIN`, :data:`PRIOR_SD_MAX`]; with fewer than 3 domains
+    (m, s) = :data:`PRIOR_FEW_DOMAINS`); each domain's posterior p(π | y_d) is kept, and
     P(miskeyed_j | y) = ∫ σ(logit π + ln BF_j) p(π | y_d) dπ. The EM alternates this with
     the sound items' distribution (:data:`G_STEPS` steps, responsibilities 1 − P), then
-    recomputes the miskeyed likelihood under the estimated G and chooses κ.
+    recomputes the miskeyed likelihood under the estimated G.
 
-    **Flaws responses cannot show.** Each domain's hidden prevalence ρ_d ~ Beta(r α, β):
-    r hidden flaws per visible one, r ~ LogNormal(0, :data:`HIDDEN_SD`²) (median 1). This
-    is a prior, not a measurement: the data cannot tell it. ``posterior`` =
-    1 − (1 − P(miskeyed))(1 − E ρ), so the ranking is that of P(miskeyed) within a domain
+    **Flaws responses cannot show.** A hidden prevalence ρ, logit ρ = logit π + ln r with π
+    from the prevalence prior (the same for every domain: responses say nothing about where
+    such flaws are) and r hidden flaws per visible one, r ~ LogNormal(0, :data:`HIDDEN_SD`²)
+    (median 1: published audits of MMLU find about as many flaws of wording as of the
+    answer), integrated at :data:`HIDDEN_RATIOS`. This is a prior, not a measurement.
+    ``posterior`` = 1 − (1 − P(miskeyed))(1 − E ρ), so the ranking is that of P(miskeyed)
     and the posteriors sum to the expected number of flawed items.
 
     **Counts.** A domain's visible count given π is a sum of Bernoullis (normal with its
     mean and variance); its distribution mixes over p(π | y_d) and, for all flaws, over r
-    with the hidden count's beta-binomial moments; the interval is the central ``level``
-    of that mixture (integers, within [0, n_d]). The total mixes over r the normal sum of
-    the domains (independent given r). The item interval is P at the ``level`` quantiles
-    of π's posterior.
+    with the hidden count of the n_d − V_d other items (binomial given ρ, mixed over ρ);
+    the interval is the central ``level`` of that mixture (integers, within [0, n_d]). The
+    total mixes over r the normal sum of the domains (independent given r). The item
+    interval is P at the ``level`` quantiles of π's posterior.
 
     **Agreement with likely wrong keys** (``models``). For every model m, on the items most
-    likely miskeyed (:data:`AGREEMENT_ITEMS` at most, P ≥ :data:`AGREEMENT_MIN_POSTERIOR`),
+    likely miskeyed (:data:`AGREEMENT_ITEMS` at most: P ≥ :data:`AGREEMENT_MIN_POSTERIOR`, or
+    at least half the models on one other option),
     the item's P(miskeyed) is recomputed without m (w_j^(−m)) and with it m's probability
     E_mj of choosing the key under the model given the others' responses; z =
     Σ w (x − E) / √Σ w² E (1 − E), one-sided, Benjamini–Hochberg across models
-    (:func:`jagged.stats.fdr.q_values`); ``flagged`` at q < :data:`AGREEMENT_FDR`. A
+    (:func:`jagged.stats.fdr.q_values`) after centring z on the models' median and scaling
+    it by their spread (1.4826 MAD, at least 1: against its peers, so a misfit all models
+    share flags none); ``flagged`` at q < :data:`AGREEMENT_FDR`. A
     flagged model chose the file's key on likely wrong keys more than its ability and its
     peers explain: possible contamination or training on the benchmark.
 
     **Edge cases.** Items with fewer than two responses keep the prior (ln BF = 0). Items
     without a known key are scored on ``correct`` only. An item with one valid option has
-    no miskeyed alternative (L_W = 0). With fewer than 3 domains α = β = 1. A model without
-    an ability in a trait gets θ = 0.
+    no miskeyed alternative (L_W = 0). A model without an ability in a trait gets θ = 0.
     """
     mat = response_matrix(table)
     fit = fit_2pl(mat) if fit is None else fit
@@ -454,8 +461,12 @@ class _Model:
             return pd.DataFrame({c: pd.Series(dtype=object if c == "model" else float) for c in MODEL_COLUMNS})
         n_models, n_lab = self.w.shape[0], len(self.labels)
         budget = max(int(AGREEMENT_CELLS / max(n_models * n_lab * len(GRID.a), 1)), 50)
-        cand = np.flatnonzero(self.keyed & self.informative & (self.p_vis >= AGREEMENT_MIN_POSTERIOR))
-        cand = cand[np.argsort(-self.p_vis[cand], kind="stable")][:min(AGREEMENT_ITEMS, budget)]
+        # candidates: likely miskeyed, or half the models on one other option (one model that answers the key,
+        # whatever it knows, can hide an item's key error from the full-data posterior, not from this)
+        consensus = np.where(self.others, self.counts, 0.0).max(axis=1, initial=0.0) / np.maximum(self.n_j, 1)
+        score = np.maximum(self.p_vis, np.where(consensus >= 0.5, consensus, 0.0))
+        cand = np.flatnonzero(self.keyed & self.informative & (score >= AGREEMENT_MIN_POSTERIOR))
+        cand = cand[np.argsort(-score[cand], kind="stable")][:min(AGREEMENT_ITEMS, budget)]
         ctx = _Candidates(self, cand)
         rows = [ctx.model(m) for m in range(n_models)]
         out = pd.DataFrame(rows, columns=list(MODEL_COLUMNS[1:-3]))
