@@ -62,7 +62,7 @@ def test_grid_likelihoods_against_a_loop():
     floor = np.array([0.25, 0.0, 0.1])
     grid = fl.Grid(np.array([0.5, 2.0, 1.0]), np.array([-1.0, 1.0, 0.0]), np.array([1.0, 1.0, 0.0]))
     for sign in (1.0, -1.0):
-        got = fl.grid_loglik(x[:, :, None], w, theta, group, floor, grid, sign=sign)[:, 0]
+        got = fl.grid_loglik(x[:, :, None], w, fl.GridTerms(theta, group, floor, grid, sign))[:, 0]
         for j in range(3):
             for g in range(3):
                 q = floor[j] * grid.s[g] + (1 - floor[j] * grid.s[g]) * expit(
@@ -80,8 +80,9 @@ def test_mixed_likelihood_is_the_weighted_sum_over_the_grid_per_item():
     grid = fl.Grid(np.array([0.5, 2.0, 4.0]), np.array([-2.0, 0.0, 3.0]), np.zeros(3))
     weights = rng.dirichlet(np.ones(3), size=4)
     weights[0] = [0.5, 0.0, 0.5]
-    got = fl.mixed_loglik(ind, w, theta, np.zeros(4, dtype=int), np.zeros(4), grid, weights)
-    full = fl.grid_loglik(ind, w, theta, np.zeros(4, dtype=int), np.zeros(4), grid).astype(float)
+    terms = fl.GridTerms(theta, np.zeros(4, dtype=int), np.zeros(4), grid)
+    got = fl.mixed_loglik(ind, w, terms, weights)
+    full = fl.grid_loglik(ind, w, terms).astype(float)
     for j in range(4):
         for o in range(3):
             assert got[j, o] == pytest.approx(np.log(np.sum(weights[j] * np.exp(full[j, o]))), rel=1e-4)

@@ -29,6 +29,7 @@ from scipy.special import expit, logsumexp, ndtr
 
 from jagged.stats.flaw_likelihood import (
     Grid,
+    GridTerms,
     choice_matrix,
     grid_loglik,
     log_q,
@@ -37,6 +38,7 @@ from jagged.stats.flaw_likelihood import (
     trait_abilities,
 )
 from jagged.stats.irt import IRTFit, ResponseMatrix, fit_2pl, response_matrix
+from jagged.stats.parallel import thread_map
 
 #: The grid a sound item's knowing probability q = γ + (1 − γ) σ(a θ + c) is integrated over: slopes
 #: (positive: knowing rises with ability) × intercepts × the guessing floor γ as a share of 1/K (none, or chance).
@@ -71,7 +73,7 @@ HIDDEN_RATIOS = np.exp(HIDDEN_SD * np.array([NormalDist().inv_cdf((k + 0.5) / 3)
 LEVEL = 0.90
 WK_DOMAIN = False
 #: Items (most likely miskeyed first) the key-agreement check looks at, and the posterior they need.
-AGREEMENT_ITEMS = 500
+AGREEMENT_ITEMS = 300
 #: Models × items × options × grid points the check may hold (it takes fewer items with many models).
 AGREEMENT_CELLS = 50_000_000
 AGREEMENT_MIN_POSTERIOR = 0.05
@@ -271,9 +273,9 @@ class _Model:
             self.floor = _floor(n_opt)
             chose_key = y
         self.chose_key = chose_key
-        ll_key = grid_loglik(chose_key[:, :, None], self.w, theta, item_group, self.floor, GRID)[:, 0]
-        self.e_key, self.top = _scaled(ll_key)
-        ll_rev = grid_loglik(y[:, :, None], self.w, theta, item_group, self.floor, GRID, sign=-1.0)[:, 0]
+        self.terms = GridTerms(theta, item_group, self.floor, GRID)
+        self.e_key, self.top = _scaled(grid_loglik(chose_key[:, :, None], self.w, self.terms)[:, 0])
+        ll_rev = grid_loglik(y[:, :, None], self.w, GridTerms(theta, item_group, self.floor, GRID, sign=-1.0))[:, 0]
         self.e_rev, self.top_rev = _scaled(ll_rev)
         self.p_correct = np.where(self.n_j > 0, y.sum(axis=0) / np.maximum(self.n_j, 1), np.nan)
         # the sound items' distribution: slopes × floors pooled, intercepts per domain
@@ -339,7 +341,7 @@ class _Model:
         """ln Σ_g Ḡ_g p(choosers of o follow q_g) for every item and option (with choices)."""
         if self.choices:
             pooled = g_d[self.d_of] if WK_DOMAIN else np.broadcast_to(self._pooled(g_d), (len(self.jj), g_d.shape[1]))
-            self.m_raw = mixed_loglik(self.ind, self.w, self.theta, self.group, self.floor, GRID, pooled)
+            self.m_raw = mixed_loglik(self.ind, self.w, self.terms, pooled)
 
     def _pooled(self, g_d: np.ndarray) -> np.ndarray:
         return (g_d * self.n_d[:, None]).sum(axis=0) / self.n_d.sum()
@@ -468,7 +470,7 @@ class _Model:
         cand = np.flatnonzero(self.keyed & self.informative & (score >= AGREEMENT_MIN_POSTERIOR))
         cand = cand[np.argsort(-score[cand], kind="stable")][:min(AGREEMENT_ITEMS, budget)]
         ctx = _Candidates(self, cand)
-        rows = [ctx.model(m) for m in range(n_models)]
+        rows = thread_map(ctx.model, range(n_models))
         out = pd.DataFrame(rows, columns=list(MODEL_COLUMNS[1:-3]))
         out.insert(0, "model", np.asarray(self.mat.models, dtype=object))
         z = out["z"].to_numpy(float)
@@ -495,8 +497,8 @@ class _Candidates:
             self.key_ll = np.log(fit.e_key[cand]).astype(float) + fit.top[cand, None]
         self.log_g = _log(np.maximum(fit.g_d[fit.d_of[cand]], 1e-300))
         log_pooled = _log(np.maximum(fit._pooled(fit.g_d), 1e-300)).astype(np.float32)
-        self.opt_ll = grid_loglik(fit.ind[:, cand], fit.w[:, cand], fit.theta, fit.group[cand], fit.floor[cand],
-                                  GRID) + log_pooled
+        self.opt_ll = grid_loglik(fit.ind[:, cand], fit.w[:, cand], GridTerms(fit.theta, fit.group[cand],
+                                                                              fit.floor[cand], GRID)) + log_pooled
         self.pi_post = fit.pi_post[fit.d_of[cand]]
         self.logit_pi = np.log(PREVALENCE) - np.log1p(-PREVALENCE)
         self.others = fit.others[cand]

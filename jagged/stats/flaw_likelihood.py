@@ -5,8 +5,10 @@
 * :func:`trait_abilities` — each model's ability in each trait of a 2PL fit;
 * :class:`Grid` — the points (slope a, intercept c, guessing share s) a knowing
   probability q = γ + (1 − γ) σ(a θ + c), γ = s / K, is integrated over;
+* :class:`GridTerms` — the terms of those likelihoods per block of items (a trait and a
+  floor), computed once;
 * :func:`grid_loglik` — ln Π_m q^x (1 − q)^(w − x) per item, option and grid point (float32),
-  as matrix products, one block of items (a trait and a floor) at a time;
+  as matrix products, one block at a time;
 * :func:`mixed_loglik` — the same mixed over the grid with per-item weights, block by block,
   so that the items × options × grid array is never held whole;
 * :func:`rest_dirmult` — the Dirichlet(κ)-multinomial probability of the choices that do not
@@ -15,7 +17,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,7 @@ import pandas as pd
 from scipy.special import gammaln
 
 from jagged.stats.irt import IRTFit, ResponseMatrix
+from jagged.stats.parallel import thread_map
 
 #: Items per block of :func:`grid_loglik` (bounds a block to items × options × grid float32 values).
 BLOCK_ITEMS = 2048
@@ -120,56 +122,78 @@ def log_q(theta: np.ndarray, grid: Grid, floor: float | np.ndarray, sign: float 
     return np.logaddexp(log_g, log_1g - np.logaddexp(0, -z)), log_1g - np.logaddexp(0, z)
 
 
-def blocks(item_group: np.ndarray, floor: np.ndarray) -> Iterator[tuple[int, float, np.ndarray]]:
-    """(trait, floor, item indices) of every block: items of one trait and guessing floor, at most BLOCK_ITEMS."""
-    for (g, f), cols in pd.DataFrame({"g": item_group, "f": floor}).groupby(["g", "f"]).indices.items():
-        for start in range(0, len(cols), BLOCK_ITEMS):
-            yield int(g), float(f), cols[start:start + BLOCK_ITEMS]
+class GridTerms:
+    """The per-block terms of the grid likelihoods: ln q − ln(1 − q) and ln(1 − q) (models × grid, float32).
+
+    One block is the items of one trait and guessing floor (at most :data:`BLOCK_ITEMS`);
+    the terms are computed once per (trait, floor) and shared by every likelihood that uses
+    the same abilities.
+
+    Parameters
+    ----------
+    theta : numpy.ndarray
+        Abilities, models × traits.
+    item_group : numpy.ndarray
+        Each item's trait (column of ``theta``).
+    floor : numpy.ndarray
+        Each item's 1/K (0: no guessing).
+    grid : Grid
+        The grid points.
+    sign : float
+        −1 for the sign-flipped item (knowing falls with ability).
+    """
+
+    def __init__(self, theta: np.ndarray, item_group: np.ndarray, floor: np.ndarray, grid: Grid,
+                 sign: float = 1.0) -> None:
+        self.n_grid = len(grid.a)
+        self.blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        for (g, f), cols in pd.DataFrame({"g": item_group, "f": floor}).groupby(["g", "f"]).indices.items():
+            lq, l1q = log_q(theta[:, int(g)], grid, float(f), sign)
+            diff, l1q = (lq - l1q).astype(np.float32), l1q.astype(np.float32)
+            self.blocks += [(cols[k:k + BLOCK_ITEMS], diff, l1q) for k in range(0, len(cols), BLOCK_ITEMS)]
+
+    def loglik(self, x: np.ndarray, w: np.ndarray, block: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+        """The log-likelihoods of one block's items: items × options × grid (float32)."""
+        cols, diff, l1q = block
+        out = (x[:, cols, :].reshape(x.shape[0], -1).T @ diff).reshape(len(cols), x.shape[2], -1)
+        out += (w[:, cols].T @ l1q)[:, None, :]
+        return out
 
 
-def grid_loglik(x: np.ndarray, w: np.ndarray, theta: np.ndarray, item_group: np.ndarray, floor: np.ndarray,
-                grid: Grid, sign: float = 1.0) -> np.ndarray:
+def grid_loglik(x: np.ndarray, w: np.ndarray, terms: GridTerms) -> np.ndarray:
     """ln Π_m q^x (1 − q)^(w − x) for every item, option and grid point (items × options × grid, float32).
 
     ``x[m, j, o]`` is 1 where model m chose option o of item j (or, with one "option", its
-    ``correct``), ``w`` 1 where it has the item; ``theta`` models × traits, ``item_group``
-    each item's trait, ``floor`` each item's 1/K (0: no guessing). Computed as
-    xᵀ [ln q − ln(1 − q)] + wᵀ ln(1 − q): one matrix product per block.
+    ``correct``), ``w`` 1 where it has the item. Computed as xᵀ [ln q − ln(1 − q)] +
+    wᵀ ln(1 − q): one matrix product per block of ``terms``.
     """
-    out = np.empty((x.shape[1], x.shape[2], len(grid.a)), dtype=np.float32)
-    for g, f, cols in blocks(item_group, floor):
-        out[cols] = _block(x, w, theta[:, g], f, cols, grid, sign)
+    out = np.empty((x.shape[1], x.shape[2], terms.n_grid), dtype=np.float32)
+    for block in terms.blocks:
+        out[block[0]] = terms.loglik(x, w, block)
     return out
 
 
-def mixed_loglik(x: np.ndarray, w: np.ndarray, theta: np.ndarray, item_group: np.ndarray, floor: np.ndarray,
-                 grid: Grid, weights: np.ndarray, sign: float = 1.0) -> np.ndarray:
+def mixed_loglik(x: np.ndarray, w: np.ndarray, terms: GridTerms, weights: np.ndarray) -> np.ndarray:
     """ln Σ_g G_jg Π_m q_g^x (1 − q_g)^(w − x) per item and option (items × options), G_j = ``weights[j]``.
 
     :func:`grid_loglik` mixed over the grid one block at a time (each scaled by its largest
-    term before exponentiating), so the items × options × grid array is never held whole;
-    −inf where every term is −inf or has no weight.
+    term before exponentiating), the blocks spread over the cores
+    (:func:`jagged.stats.parallel.thread_map`), so the items × options × grid array is never
+    held whole; −inf where every term is −inf or has no weight.
     """
-    out = np.empty(x.shape[1:])
-    for g, f, cols in blocks(item_group, floor):
-        block = _block(x, w, theta[:, g], f, cols, grid, sign)
-        top = block.max(axis=-1)
+    def mixed(block: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+        ll = terms.loglik(x, w, block)
+        top = ll.max(axis=-1)
         top = np.where(np.isfinite(top), top, 0.0).astype(np.float32)
-        np.exp(block - top[..., None], out=block)
+        np.exp(ll - top[..., None], out=ll)
         with np.errstate(divide="ignore"):
-            out[cols] = top + np.log(np.einsum("jog,jg->jo", block, weights[cols].astype(np.float32)).astype(float))
+            return top + np.log(np.einsum("jog,jg->jo", ll, weights[block[0]].astype(np.float32)).astype(float))
+
+    out = np.empty(x.shape[1:])
+    values = thread_map(mixed, terms.blocks, sizes=[len(b[0]) for b in terms.blocks])
+    for block, value in zip(terms.blocks, values, strict=True):
+        out[block[0]] = value
     return out
-
-
-def _block(x: np.ndarray, w: np.ndarray, theta: np.ndarray, floor: float, cols: np.ndarray, grid: Grid,
-           sign: float) -> np.ndarray:
-    """The log-likelihoods of the items ``cols`` (one trait and floor): items × options × grid (float32)."""
-    n_models, _, n_opt = x.shape
-    lq, l1q = log_q(theta, grid, floor, sign)
-    base = (w[:, cols].T @ l1q.astype(np.float32))[:, None, :]
-    block = (x[:, cols, :].reshape(n_models, -1).T @ (lq - l1q).astype(np.float32)).reshape(len(cols), n_opt, -1)
-    block += base
-    return block
 
 
 def rest_dirmult(counts: np.ndarray, valid: np.ndarray, kappa: float) -> np.ndarray:
