@@ -159,6 +159,24 @@ def write_table(table: Any, output: str | None) -> None:
     click.echo(f"wrote {output} ({len(table)} rows)", err=True)
 
 
+def check_table_outputs(*outputs: str | None, inputs: tuple[str | None, ...] = ()) -> None:
+    """Refuse, before any work, table outputs that cannot be written: not .csv/.json, a folder, not a regular
+    file, one path given twice, or an input file."""
+    seen: set[Path] = set()
+    sources = {Path(p).resolve() for p in inputs if p}
+    for output in outputs:
+        if output is None:
+            continue
+        path = Path(output)
+        if path.suffix.lower() not in (".csv", ".json"):
+            raise JaggedInputError(f"{output}: output must end in .csv or .json")
+        if path.is_dir() or (path.exists() and not path.is_file()):
+            raise JaggedInputError(f"{output}: exists and is not a regular file")
+        if path.resolve() in seen or path.resolve() in sources:
+            raise JaggedInputError(f"{output}: given twice, or an input file (outputs never overwrite inputs)")
+        seen.add(path.resolve())
+
+
 @main.command()
 @click.argument("scores", type=str)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (n_dimensions, first_share, "
@@ -266,6 +284,7 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
     from jagged.views import item_audit as item_views
 
     check_inputs(scores, kwargs)
+    check_table_outputs(output, models_out, inputs=(scores,))
     dataset = load(scores, **opts.load_kwargs(kwargs)) if scores else load_bundled_items()
     analysis = Analysis(dataset, options=opts.analysis_options(kwargs), bundled=not scores, item_rest=rest)
     audit = analysis.item_audit

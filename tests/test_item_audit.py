@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -441,6 +442,19 @@ def test_cli_items_csv_json_and_top(tmp_path):
     assert code == 0, err
     agreement = pd.read_csv(models)
     assert list(agreement.columns)[:4] == ["model", "n_items", "weight", "agree"] and len(agreement) == 29
+    # hostile destinations: refused in one line before any work, nothing written
+    odd = tmp_path / "m*[1] ?.csv"                                  # glob characters are a plain name
+    code, _, err = run_cli("items", "--top", "1", "--models-out", odd, "-o", tmp_path / "top2.csv")
+    assert code == 0 and odd.is_file(), err
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    (tmp_path / "folder.csv").mkdir()
+    for args, fragment in (((tmp_path / "models.txt",), "must end in .csv or .json"), ((fifo,), "not a regular file"),
+                           ((tmp_path / "folder.csv",), "not a regular file"),
+                           ((tmp_path / "top3.csv",), "given twice")):
+        code, out, err = run_cli("items", "--top", "1", "-o", tmp_path / "top3.csv", "--models-out", *args)
+        assert code == 2 and fragment in err and "Traceback" not in err, err
+        assert not (tmp_path / "top3.csv").exists()
     target = tmp_path / "items.json"
     code, _, err = run_cli("items", str(TEST_DATA / "mmlu_pro_responses.csv.gz"), "-o", target, "--top", "3")
     assert code == 2  # the raw shared file has pred/answer, not choice/key: no item column either
