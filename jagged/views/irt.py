@@ -75,19 +75,22 @@ def range_table(info: DomainInformation) -> pd.DataFrame:
         peak), ``models above`` and ``models below`` (their names, "—" for none). Domains
         with the most models beyond their range first, then in the fit's order.
     """
-    ranges = info.ranges
-    places = info.places
-    rows = []
-    for _, r in ranges.iterrows():
-        here = places[places["group"] == r["group"]]
-        above = here.loc[here["position"] == "above"].sort_values("theta", ascending=False)["model"].astype(str)
-        below = here.loc[here["position"] == "below"].sort_values("theta")["model"].astype(str)
-        rows.append({"domain": r["group"], "fitted items": r["n_items"], "measures best at θ": r["theta_peak"],
-                     "SE there": r["se_at_peak"], "measuring range": _span(r["lower"], r["upper"]),
-                     "models above": ", ".join(above) or "—", "models below": ", ".join(below) or "—",
-                     "_beyond": len(above) + len(below)})
-    table = pd.DataFrame(rows, columns=["domain", "fitted items", "measures best at θ", "SE there", "measuring range",
-                                        "models above", "models below", "_beyond"])
+    ranges, places = info.ranges, info.places
+
+    def listed(position: str, ascending: bool) -> pd.Series:
+        part = places[places["position"] == position].sort_values("theta", ascending=ascending, kind="mergesort")
+        return part.groupby("group", sort=False)["model"].agg(lambda m: ", ".join(m.astype(str)))
+
+    above, below = listed("above", False), listed("below", True)
+    beyond = places["position"].ne("within").groupby(places["group"]).sum()
+    table = pd.DataFrame({"domain": ranges["group"].to_numpy(dtype=object),
+                          "fitted items": ranges["n_items"].to_numpy(),
+                          "measures best at θ": ranges["theta_peak"].to_numpy(float),
+                          "SE there": ranges["se_at_peak"].to_numpy(float),
+                          "measuring range": [_span(lo, hi) for lo, hi in zip(ranges["lower"], ranges["upper"])],
+                          "models above": ranges["group"].map(above).fillna("—").to_numpy(dtype=object),
+                          "models below": ranges["group"].map(below).fillna("—").to_numpy(dtype=object),
+                          "_beyond": ranges["group"].map(beyond).fillna(0).to_numpy()})
     table = table.sort_values("_beyond", ascending=False, kind="mergesort")
     return table.drop(columns="_beyond").reset_index(drop=True)
 
