@@ -71,7 +71,6 @@ HIDDEN_SD = 0.5
 HIDDEN_RATIOS = np.exp(HIDDEN_SD * np.array([NormalDist().inv_cdf((k + 0.5) / 3) for k in range(3)]))
 #: Level of the intervals.
 LEVEL = 0.90
-WK_DOMAIN = False
 #: Items (most likely miskeyed first) the key-agreement check looks at, and the posterior they need.
 AGREEMENT_ITEMS = 300
 #: Models × items × options × grid points the check may hold (it takes fewer items with many models).
@@ -283,7 +282,7 @@ class _Model:
         self.mu = np.log(np.clip(acc, 0.05, 0.95) / (1 - np.clip(acc, 0.05, 0.95))) * 2.0
         self.sd = np.full(len(domains), 2.0)
         self.sg = np.full((5, 2), 0.1)
-        self.prior, self.kappa = PRIOR_START, KAPPA
+        self.prior = PRIOR_START
 
     def _per_domain(self, values: np.ndarray) -> np.ndarray:
         """Sums of per-item rows over each domain's items (rows: items, any trailing shape)."""
@@ -296,29 +295,24 @@ class _Model:
         h = (1 - HARD_TAIL) * h / h.sum(axis=1, keepdims=True) + HARD_TAIL * _tail(c)[None, :]
         return (self.sg[None, :, None, :] * h[:, None, :, None]).reshape(len(self.mu), -1)
 
-    def wrong_key(self, g_pooled: np.ndarray, kappa: float) -> tuple[np.ndarray, np.ndarray]:
-        """ln L_W per item, and ln L(option o is the answer) per item and option (with choices)."""
-        rev = self.top_rev + _log(self.e_rev @ g_pooled.astype(np.float32))
+    def wrong_key(self, g_d: np.ndarray) -> np.ndarray:
+        """ln L_W per item under the pooled Ḡ of ``g_d``; keeps ln L(option o is the answer) as ``m_opt``."""
+        pooled = (g_d * self.n_d[:, None]).sum(axis=0) / self.n_d.sum()
+        rev = self.top_rev + _log(self.e_rev @ pooled.astype(np.float32))
         if not self.choices:
-            return rev, np.zeros((len(rev), 0))
-        m_opt = self.m_raw + rest_dirmult(self.counts, self.valid, kappa)
+            return rev
+        weights = np.broadcast_to(pooled, (len(self.jj), len(pooled)))
+        self.m_opt = mixed_loglik(self.ind, self.w, self.terms, weights) + self.rest
         with np.errstate(divide="ignore"):
-            wrong = logsumexp(np.where(self.others, m_opt, -np.inf), axis=1) - np.log(np.maximum(self.n_other, 1))
-        wrong = np.where(self.n_other > 0, wrong, -np.inf)
-        return np.where(self.keyed, wrong, rev), m_opt
-
-    def sound_rest(self, kappa: float) -> np.ndarray:
-        """ln DM of the choices of the models that did not choose the key, per item."""
-        if not self.choices:
-            return np.zeros(len(self.jj))
-        return np.where(self.keyed, rest_dirmult(self.counts, self.valid, kappa)[self.jj, self.key], 0.0)
+            wrong = logsumexp(np.where(self.others, self.m_opt, -np.inf), axis=1) - np.log(np.maximum(self.n_other, 1))
+        return np.where(self.keyed, np.where(self.n_other > 0, wrong, -np.inf), rev)
 
     def estimate(self) -> None:
-        """Round 1: G by EM beside the prevalence; round 2: the miskeyed likelihood under G, κ, the posteriors."""
+        """Round 1: G by EM beside the prevalence; round 2: the miskeyed likelihood under G, the posteriors."""
         g_d = self.g_domains()
-        self._mixtures(g_d)
-        wrong, _ = self.wrong_key(self._pooled(g_d), self.kappa)
-        rest = self.sound_rest(self.kappa)
+        self.rest = rest_dirmult(self.counts, self.valid, KAPPA) if self.choices else None
+        rest = np.where(self.keyed, self.rest[self.jj, self.key], 0.0) if self.choices else 0.0
+        wrong = self.wrong_key(g_d)
         for step in range(G_STEPS):
             joint = self.e_key * g_d[self.d_of].astype(np.float32)
             lik = joint.sum(axis=1, dtype=float)
@@ -330,21 +324,10 @@ class _Model:
             joint *= ((1 - p_vis) * self.informative / np.maximum(lik, 1e-300)).astype(np.float32)[:, None]
             self._update_g(self._per_domain(joint))
             g_d = self.g_domains()
-        self._mixtures(g_d)
         self.g_d = g_d
-        self.wrong, self.m_opt = self.wrong_key(self._pooled(g_d), self.kappa)
         self.sound = self.top + _log(np.einsum("jg,jg->j", self.e_key, g_d[self.d_of].astype(np.float32))) + rest
-        self.lbf = np.where(self.informative, self.wrong - self.sound, 0.0)
+        self.lbf = np.where(self.informative, self.wrong_key(g_d) - self.sound, 0.0)
         self._prevalence(self.lbf, refit=True)
-
-    def _mixtures(self, g_d: np.ndarray) -> None:
-        """ln Σ_g Ḡ_g p(choosers of o follow q_g) for every item and option (with choices)."""
-        if self.choices:
-            pooled = g_d[self.d_of] if WK_DOMAIN else np.broadcast_to(self._pooled(g_d), (len(self.jj), g_d.shape[1]))
-            self.m_raw = mixed_loglik(self.ind, self.w, self.terms, pooled)
-
-    def _pooled(self, g_d: np.ndarray) -> np.ndarray:
-        return (g_d * self.n_d[:, None]).sum(axis=0) / self.n_d.sum()
 
     def _update_g(self, resp: np.ndarray) -> None:
         """M-step of the sound items' distribution from the per-domain responsibilities (domains × grid)."""
@@ -383,21 +366,16 @@ class _Model:
         return float(evidence.sum())
 
     def _hidden(self) -> tuple[np.ndarray, np.ndarray]:
-        """E ρ and E ρ² (ratios × domains) of the hidden prevalence: logit ρ = logit π + ln r, π from the prior.
-
-        The same for every domain: the responses say nothing about where flaws they cannot
-        show are.
-        """
+        """E ρ and E ρ² at each hidden ratio r: logit ρ = logit π + ln r, π from the prior (alike in every domain)."""
         logit = np.log(PREVALENCE) - np.log1p(-PREVALENCE)
         rho = expit(logit[None, :] + np.log(HIDDEN_RATIOS)[:, None])  # ratios × grid
         prior = np.exp(_prior_weights(*self.prior))
-        return np.repeat((rho @ prior)[:, None], len(self.n_d), axis=1), np.repeat(
-            ((rho ** 2) @ prior)[:, None], len(self.n_d), axis=1)
+        return rho @ prior, (rho ** 2) @ prior
 
     def result(self, level: float) -> FlawPosterior:
         """The tables."""
         mat, tail = self.mat, (1 - level) / 2
-        hidden = self._hidden()[0].mean(axis=0)[self.d_of]
+        hidden = self._hidden()[0].mean()
         cdf = np.cumsum(self.pi_post, axis=1)
         lo_k = np.minimum((cdf < tail).sum(axis=1), len(PREVALENCE) - 1)
         hi_k = np.minimum((cdf < 1 - tail).sum(axis=1), len(PREVALENCE) - 1)
@@ -420,7 +398,7 @@ class _Model:
         items = items.reset_index(drop=True)
         items.insert(0, "flaw_rank", np.arange(1, len(items) + 1))
         domains, total = self._counts(level)
-        return FlawPosterior(items[list(ITEM_COLUMNS)], domains, total, self._agreement(), *self.prior, self.kappa,
+        return FlawPosterior(items[list(ITEM_COLUMNS)], domains, total, self._agreement(), *self.prior, KAPPA,
                              self.choices, float(level))
 
     def _counts(self, level: float) -> tuple[pd.DataFrame, dict]:
@@ -432,8 +410,8 @@ class _Model:
         visible = (w * mean_k).sum(axis=1)
         m1, m2 = self._hidden()  # the hidden flaws among the items not miskeyed
         free = np.maximum(n_d - visible, 0.0)[None, :]
-        h_mean = free * m1
-        h_var = free * (m1 - m2) + free ** 2 * (m2 - m1 ** 2)
+        h_mean = free * m1[:, None]
+        h_var = free * (m1 - m2)[:, None] + free ** 2 * (m2 - m1 ** 2)[:, None]
         v_lo, v_hi = _mixture_interval(mean_k, var_k, w, n_d, tail)
         comp_m = (mean_k[:, None, :] + h_mean.T[:, :, None]).reshape(len(n_d), -1)
         comp_v = (var_k[:, None, :] + h_var.T[:, :, None]).reshape(len(n_d), -1)
@@ -496,7 +474,8 @@ class _Candidates:
         with np.errstate(divide="ignore"):
             self.key_ll = np.log(fit.e_key[cand]).astype(float) + fit.top[cand, None]
         self.log_g = _log(np.maximum(fit.g_d[fit.d_of[cand]], 1e-300))
-        log_pooled = _log(np.maximum(fit._pooled(fit.g_d), 1e-300)).astype(np.float32)
+        pooled = (fit.g_d * fit.n_d[:, None]).sum(axis=0) / fit.n_d.sum()
+        log_pooled = _log(np.maximum(pooled, 1e-300)).astype(np.float32)
         self.opt_ll = grid_loglik(fit.ind[:, cand], fit.w[:, cand], GridTerms(fit.theta, fit.group[cand],
                                                                               fit.floor[cand], GRID)) + log_pooled
         self.pi_post = fit.pi_post[fit.d_of[cand]]
@@ -519,7 +498,7 @@ class _Candidates:
         opt_ll, opt_w = _lse(self.opt_ll - (x[:, :, None] * (lq - l1q)[:, None, :].astype(np.float32)
                                             + (self.w[m][:, None] * l1q)[:, None, :].astype(np.float32)))
         counts = fit.counts[cand] - x
-        rest = rest_dirmult(counts, fit.valid[cand], fit.kappa)
+        rest = rest_dirmult(counts, fit.valid[cand], KAPPA)
         opt_mix = np.where(self.others, opt_ll + rest, -np.inf)
         wrong, answer = _lse(opt_mix)
         lbf = wrong - np.log(np.maximum(self.others.sum(axis=1), 1)) - sound_ll - rest[self.at]
@@ -531,8 +510,8 @@ class _Candidates:
         q = np.exp(lq)
         p_sound = (sound_w * q).sum(axis=1)
         knows = np.einsum("jog,jg->jo", opt_w, q.astype(np.float32))
-        pick_key = (counts[self.at][:, None] + fit.kappa) / (counts.sum(axis=1)[:, None] - counts
-                                                              + np.maximum(self.n_opts - 1, 1)[:, None] * fit.kappa)
+        pick_key = (counts[self.at][:, None] + KAPPA) / (counts.sum(axis=1)[:, None] - counts
+                                                              + np.maximum(self.n_opts - 1, 1)[:, None] * KAPPA)
         p_wrong = (answer * (1 - knows) * pick_key).sum(axis=1)
         expected = weight * p_wrong + (1 - weight) * p_sound
         peer_key = (self.key_ind.sum(axis=0) - x_key) @ weight

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, log_expit
+from scipy.special import expit
 
 from jagged.errors import JaggedInputError
 from jagged.stats.parallel import thread_map
@@ -194,12 +194,6 @@ def response_matrix(table: pd.DataFrame) -> ResponseMatrix:
 
 # ---------------------------------------------------------------------------------------
 # The EM on one matrix
-
-
-def gauss_hermite(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights (summing to 1) of n-point Gauss–Hermite quadrature for N(0, 1)."""
-    x, w = np.polynomial.hermite_e.hermegauss(n)
-    return x, w / w.sum()
 
 
 def ability_grid(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -595,9 +589,3 @@ def item_probability(slope: np.ndarray, intercept: np.ndarray, theta: np.ndarray
     """P_j(θ) = σ(a_j θ + c_j) on a grid (items × len(theta))."""
     return expit(np.asarray(slope, float)[:, None] * np.asarray(theta, float)[None, :]
                  + np.asarray(intercept, float)[:, None])
-
-
-def log_item_probability(slope: np.ndarray, intercept: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """ln P_j(θ) on a grid (items × len(theta)), stably."""
-    return log_expit(np.asarray(slope, float)[:, None] * np.asarray(theta, float)[None, :]
-                     + np.asarray(intercept, float)[:, None])

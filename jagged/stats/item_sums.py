@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.item_expr import UPPER_LOWER
 
 
 @dataclass
@@ -65,57 +64,6 @@ class ItemSums:
     has_key: bool
     model_domain_sums: Callable[[np.ndarray, dict[str, str]], pd.DataFrame]
     source: str = "memory"
-
-
-def upper_lower_weights(item: np.ndarray, rest: np.ndarray, n_items: int,
-                        frac: float = UPPER_LOWER) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Upper- and lower-group weights of every row, and the group size per item (run by DuckDB).
-
-    The same window expression as the audit's (:func:`jagged.stats.item_expr.weighted_rows_expr`),
-    for rows given as arrays.
-
-    Parameters
-    ----------
-    item : numpy.ndarray
-        Item code of each row (0 … n_items − 1).
-    rest : numpy.ndarray
-        Rest score of each row in [0, 1]; NaN rows get weight 0 and do not count.
-    n_items : int
-        Number of items.
-    frac : float
-        Share of the item's models in each group.
-
-    Returns
-    -------
-    w_upper, w_lower : numpy.ndarray
-        Per-row weights in [0, 1]; they sum to ``k`` within each item.
-    k : numpy.ndarray
-        Per item, ``max(1, floor(frac · n_R + 0.5))`` (0 when no row has a rest score).
-    """
-    import ibis
-
-    from jagged.stats.engine import backend, table_from_frame
-    from jagged.stats.item_expr import fetch, weighted_rows_expr
-
-    item = np.asarray(item, dtype=np.int64)
-    rest = np.asarray(rest, dtype=float)
-    # one "model" per row whose group holds the row and one other: the rest score comes out as given
-    # (s - x) / (n - 1) with x = 0, s = rest, n = 2
-    frame = pd.DataFrame({"row": np.arange(len(item)), "item": item.astype(str), "rest_in": rest})
-    with backend() as con:
-        t = table_from_frame(con, frame, {"row": "int64", "item": "string", "rest_in": "float64"})
-        mg = t.select(model=t.row.cast("string"), grp=ibis.literal("g"),
-                      s=t.rest_in, n=ibis.ifelse(t.rest_in.isnan() | t.rest_in.isnull(), 1, 2).cast("int64"))
-        rows = t.select(model=t.row.cast("string"), grp=ibis.literal("g"), item=t.item, domain=ibis.literal("d"),
-                        x=ibis.literal(0.0), choice=ibis.null("string"), informed=ibis.literal(False),
-                        n_options=ibis.null("float64"))
-        w = weighted_rows_expr(rows, mg, frac)
-        out = fetch(con, w.select(row=w.model.cast("int64"), w_u=w.w_u, w_l=w.w_l, k=w.k))
-    order = np.argsort(out["row"].to_numpy(dtype=np.int64))
-    k = np.zeros(n_items)
-    row_k = out["k"].to_numpy(dtype=float)[order]
-    k[item] = row_k
-    return out["w_u"].to_numpy(dtype=float)[order], out["w_l"].to_numpy(dtype=float)[order], k
 
 
 def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
