@@ -607,6 +607,9 @@ def test_analysis_section_and_glance_finding(tmp_path):
     assert finding.count == int(items["flagged"].sum()) and finding.total == len(items) == 12032
     median = float(np.median(analysis.item_sensitivity["cv_change"]))
     assert finding.value == pytest.approx(median) and f"{median:+.3f}" in finding.sentence
+    t = analysis.flaws.total  # the one ranking: the expected flawed items with their interval, the first to read
+    assert finding.sentence.startswith(f"About {t['expected_flawed']:,.0f} of 12,032 items are expected to be flawed "
+                                       f"({t['lower']:,.0f}–{t['upper']:,.0f}, 90%), item {items['item'].iloc[0]}")
     # the report's other numbers still come from the per-category file
     assert analysis.dataset.format == "long" and analysis.dataset.items is None
     path = tmp_path / "scores.csv"

@@ -352,9 +352,11 @@ def items_glance(analysis: Any) -> dict[str, Any] | None:
     Returns
     -------
     dict or None
-        ``label``, ``sentence``, ``statistic="flagged"``, ``count`` (flagged items),
-        ``total`` (items) and ``value`` (the median change of cv_error when the flagged
-        items are set aside); None when the section does not apply.
+        ``label``, ``sentence`` (with the flaw model: the expected number of flawed items
+        with its interval and the item to read first; else the flagged share),
+        ``statistic="flagged"``, ``count`` (flagged items), ``total`` (items) and ``value``
+        (the median change of cv_error when the flagged items are set aside); None when the
+        section does not apply.
     """
     if not analysis.sections.get("items"):
         return None
@@ -363,8 +365,15 @@ def items_glance(analysis: Any) -> dict[str, Any] | None:
         return None
     items = audit.items
     total, flagged = len(items), int(items["flagged"].sum())
-    sentence = (f"{_share(flagged, total)} carry a review flag (discrimination, distractors, strong models' "
-                "agreement on a wrong option, key)")
+    if audit.flaws is not None:  # the one ranking: the expected flawed items and the one to read first
+        t = audit.flaws.total
+        sentence = (f"About {t['expected_flawed']:,.0f} of {total:,} items are expected to be flawed "
+                    f"({t['lower']:,.0f}–{t['upper']:,.0f}, {audit.flaws.level:.0%})")
+        if total and float(items["posterior"].iloc[0]) > 0.5:
+            sentence += f", item {items['item'].iloc[0]} ({items['domain'].iloc[0]}) most likely"
+    else:
+        sentence = (f"{_share(flagged, total)} carry a review flag (discrimination, distractors, strong models' "
+                    "agreement on a wrong option, key)")
     value = float("nan")
     sensitivity = analysis.item_sensitivity
     if sensitivity is not None and len(sensitivity):
@@ -372,13 +381,7 @@ def items_glance(analysis: Any) -> dict[str, Any] | None:
         change = change[np.isfinite(change)]
         if len(change):
             value = float(np.median(change))
-            sentence += f"; setting them aside moves the median model's cv_error by {value:+.3f} (a sensitivity check)"
-    if audit.flaws is not None:
-        t = audit.flaws.total
-        sentence += (f"; about {t['expected_flawed']:,.0f} items are expected to be flawed ({t['lower']:,.0f}–"
-                     f"{t['upper']:,.0f}, {audit.flaws.level:.0%} interval)")
-        if total and float(items["posterior"].iloc[0]) > 0.5:
-            sentence += (f"; most likely flawed: item {items['item'].iloc[0]} ({items['domain'].iloc[0]}, "
-                         f"P(flawed) {float(items['posterior'].iloc[0]):.2f})")
+            sentence += (f"; setting the {flagged:,} flagged items aside moves the median model's cv_error by "
+                         f"{value:+.3f} (a sensitivity check)")
     return {"label": "Items to look at", "sentence": sentence + ".", "statistic": "flagged", "value": value,
             "count": float(flagged), "total": float(total)}
