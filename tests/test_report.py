@@ -312,7 +312,7 @@ def test_the_items_list_is_ranked_by_the_flaw_posterior_with_expected_counts(ren
     assert "model agrees with key peers expected z q finding" in counts
     top = _text_between(html, "The items most likely flawed in each domain", "How many items are flawed, per domain")
     # evidence first: what the models chose, the key, the likely answer and the flags, then P(flawed)
-    assert re.search(r"domain item rank strong models chose top models chose key likely answer flags question options "
+    assert re.search(r"domain item rank strong models chose key likely answer flags top models chose question options "
                      r"P\(flawed\) P lower P upper p_correct discrimination", top)
     nb = nbformat.read(out.with_suffix(".ipynb"), as_version=4)
     cell = next(c for c in nb.cells if c.get("id") == "items-top")

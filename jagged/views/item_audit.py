@@ -196,10 +196,10 @@ def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN, *, text: pd.Da
     pandas.DataFrame
         Domains in the order of their first item, then by rank: ``domain``, ``item``,
         ``rank`` (``flaw_rank``; with the flaw model), then what a reviewer reads: ``strong
-        models chose`` (the upper group's most chosen option and its share), with
-        ``choices`` ``top models chose`` (each of the strongest models' answer), ``key``
-        (every key with its count when they differ), ``likely answer``, ``flags``, with
-        ``text`` ``question`` and ``options`` (``A) … | B) …``, the key's option marked
+        models chose`` (the upper group's most chosen option and its share), ``key`` (every
+        key with its count when they differ), ``likely answer``, ``flags``, with ``choices``
+        ``top models chose`` (each of the strongest models' answer), with ``text``
+        ``question`` and ``options`` (``A) … | B) …``, the key's option marked
         ``(key)``); then ``P(flawed)`` and its interval ``P lower``, ``P upper`` (with the
         flaw model), ``p_correct``, ``discrimination`` (r_rest). Text is as given
         (untrusted): :func:`jagged.views.display.show_table` escapes it and folds a long
@@ -220,13 +220,13 @@ def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN, *, text: pd.Da
     if ranked:
         columns["rank"] = top["flaw_rank"].to_numpy()
     columns["strong models chose"] = strong
-    if choices is not None:
-        chose = top["item"].map(choices)
-        columns["top models chose"] = chose.astype(object).where(chose.notna(), None).to_numpy(dtype=object)
     columns["key"] = key
     if "likely_key" in top:
         columns["likely answer"] = top["likely_key"].replace("", None).fillna("—").to_numpy(dtype=object)
     columns["flags"] = top["flags"].str.replace("_", " ").to_numpy(dtype=object)
+    if choices is not None:
+        chose = top["item"].map(choices)
+        columns["top models chose"] = chose.astype(object).where(chose.notna(), None).to_numpy(dtype=object)
     if text is not None:
         question = top["item"].map(text["text"]) if "text" in text else pd.Series(None, index=top.index)
         options = top["item"].map(text["options"]) if "options" in text else pd.Series(None, index=top.index)
