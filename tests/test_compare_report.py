@@ -234,6 +234,7 @@ def test_two_releases_in_one_file_split_into_the_field_and_the_models(tmp_path):
     assert_bad_input("compare", both, both, "--where-a", "release=r9", "--where-b", "release=r2",
                      fragments=("releases.csv: --where release=r9: no row has release = 'r9'", "'r1', 'r2'"))
     assert_bad_input("compare", both, both, "--where-a", "release", fragments=("expected COLUMN=VALUE",))
+    assert_bad_input("compare", both, both, "--where-a", "release=r*", fragments=("no row has release = 'r*'",))
     assert_bad_input("compare", both, both, "--where", "release=r1", "--where-b", "release=r2",
                      fragments=("no row matches all of",))
     with pytest.raises(JaggedInputError, match="--where-a: side A is the bundled item-level responses"):

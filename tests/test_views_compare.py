@@ -282,3 +282,15 @@ def test_a_benchmark_change_is_told_as_one_that_every_model_shares():
     assert "3 domains" in alt and "1 exclude 0" in alt and "law -0.3750" in alt
     assert "relative to the field" in field_forest(c.models).get_xlabel()
     assert "8 models" in views.forest_alt(c.models, "field")
+
+
+def test_an_interval_is_named_by_how_it_was_computed_when_the_changes_have_none():
+    rows_a = [(m, d, s, None) for m, base in (("p", 0.5), ("q", 0.6), ("r", 0.7)) for d, s in
+              (("d1", base), ("d2", base + 0.1), ("d3", base - 0.1))]
+    rows_b = [(m, d, s + (0.4 if (m, d) == ("p", "d1") else 0.0), n) for m, d, s, n in rows_a]  # p passes q
+    text = views.findings(views.CompareView(compare(scores_dataset(rows_a, "a"), scores_dataset(rows_b, "b"),
+                                                    n_boot=300, seed=2), "a", "b"))
+    noise = next(t for t in text if t.startswith("The like-for-like macro-score changes range"))
+    assert "no intervals were computed for them" in noise
+    rank = next(t for t in text if t.startswith("Ranking by macro score"))
+    assert " [" in rank and "(its interval from resampling the domains)" in rank

@@ -108,8 +108,7 @@ def delta_forest(models: pd.DataFrame, *, stat: str = "macro_score", limit: int 
 def field_forest(models: pd.DataFrame, *, limit: int | None = None, ax: Axes | None = None) -> Axes:
     """Forest plot of each model's macro-score change relative to the field (``macro_delta_vs_field``)."""
     return change_forest(models.drop_duplicates("model"), value="macro_delta_vs_field", limit=limit, ax=ax,
-                         xlabel="macro-score change relative to the field (B − A minus the field's mean change)",
-                         title="Change per model beyond the field's")
+                         xlabel="macro-score change relative to the field", title="Change relative to the field")
 
 
 def domain_shifts(domains: pd.DataFrame, *, limit: int | None = None, ax: Axes | None = None) -> Axes:

@@ -208,15 +208,12 @@ def paired_replicates(scope: Scope, weights: pd.DataFrame | None = None, *, n_bo
     if n_boot <= 0 or not len(scope.scores_a):
         return None
     rng = np.random.default_rng(seed)
-    models = scope.models
-    shared = sorted(set(scope.scores_a["domain"]))
+    models, shared = scope.models, sorted(set(scope.scores_a["domain"]))
     extra = [] if weights is None else sorted(set(weights.columns) - set(shared))  # weighted, not shared: absent
     domains = np.asarray(shared + extra, dtype=object)
-    w = _weights(weights, domains)
-    m = len(models)
-    present = ~np.isnan(_wide(scope.scores_a, models, domains, "score"))
-    keep = fit_cells(present)
-    parts_a, parts_b, field = [], [], []
+    w, m, s_a = _weights(weights, domains), len(models), _wide(scope.scores_a, models, domains, "score")
+    present = ~np.isnan(s_a)
+    keep, parts_a, parts_b, field = fit_cells(present), [], [], []
 
     def add(sa: np.ndarray, sb: np.ndarray, drop: np.ndarray) -> None:
         for side, parts in ((sa, parts_a), (sb, parts_b)):
@@ -239,7 +236,7 @@ def paired_replicates(scope: Scope, weights: pd.DataFrame | None = None, *, n_bo
                 (np.isnan(s[:, :m]) & present[None]).any(axis=2))
         method = rank_method = METHOD_ITEMS
     else:
-        s_a, s_b = _wide(scope.scores_a, models, domains, "score"), _wide(scope.scores_b, models, domains, "score")
+        s_b = _wide(scope.scores_b, models, domains, "score")
         n_a, n_b = _wide(scope.scores_a, models, domains, "n_items"), _wide(scope.scores_b, models, domains, "n_items")
         usable = ~(present & (np.isnan(n_a) | np.isnan(n_b))).any(axis=1)
         for b in _chunks(n_boot, 2 * s_a.size):

@@ -354,9 +354,12 @@ def _tau_text(summary: pd.Series) -> str:
 # --------------------------------------------------------------------------- sentences
 
 def _delta(value: float, lo: float = np.nan, hi: float = np.nan, digits: int = 4) -> str:
-    text = f"{value:+.{digits}f}"
+    def signed(x: float) -> str:  # a change that rounds to 0 is written +0.0000, never -0.0000
+        return f"{x if round(x, digits) else 0.0:+.{digits}f}"
+
+    text = signed(value)
     if np.isfinite(lo) and np.isfinite(hi):
-        text += f" [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+        text += f" [{signed(lo)}, {signed(hi)}]"
     return text
 
 
@@ -400,36 +403,52 @@ def _shares_finding(c: Any) -> Finding | None:
         return Finding("shares", "Benchmark or models", "The benchmark's part of the change cannot be told from the "
                        "models': that needs at least 2 models sharing domains on both sides.")
     text = (f"{shares['benchmark']:.0%} of the squared change on the {shares['n_cells']:,} shared cells is the "
-            f"benchmark's, shared by every model (an overall shift of {shares['overall_shift']:+.4f} and each domain's "
-            f"own shift); {shares['models']:.0%} is the models' (each model's change relative to the field, and what "
-            "is left)")
-    if np.isfinite(shares["noise"]):
-        text += f"; sampling noise alone would put about {shares['noise']:.0%} in the models' part"
+            f"benchmark's, shared by every model (an overall shift of {_delta(shares['overall_shift'])} and each "
+            f"domain's own shift); {shares['models']:.0%} is the models' (each model's change relative to the field, "
+            "and what is left)")
+    noise = shares["noise"]
+    if noise > 1:
+        text += (f"; sampling noise alone is expected to give {noise:.1f} times as much as all that" + (
+            ": A and B share most of their results, and the intervals, which treat the sides as independent, are "
+            "conservative" if c.scope == "domains" else ""))
+    elif np.isfinite(noise):
+        text += f"; sampling noise alone would put about {noise:.0%} in the models' part" + (
+            ", as much as it holds" if noise >= shares["models"] else "")
     if not shares["complete"]:
         text += " (not every model has every domain: the shares are of the parts' sum, not of the total)"
     return Finding("shares", "Benchmark or models", text + ".", statistic="benchmark_share",
                    value=shares["benchmark"], count=shares["n_cells"])
 
 
+def _moved_finding(rows: pd.DataFrame, name: str, value: str, beyond: str, *, section: str, label: str, text: str
+                   ) -> Finding:
+    """A finding about the first of ``rows`` (its ``value`` and interval), counting the rows ``beyond`` noise."""
+    first = rows.iloc[0]
+    return Finding(section, label, text, subject=str(first[name]), statistic=value, value=float(first[value]),
+                   lo=float(first[f"{value}_lo"]), hi=float(first[f"{value}_hi"]), count=float(rows[beyond].sum()),
+                   total=float(len(rows)))
+
+
+def _said(rows: pd.DataFrame, name: str, value: str) -> list[str]:
+    return [f"{r[name]} {_delta(r[value], r[f'{value}_lo'], r[f'{value}_hi'])}" for r in rows.to_dict("records")]
+
+
 def _domains_finding(c: Any, ci: float, top: int = 5) -> Finding | None:
-    table = domain_shifts(c) if c.domains is not None and not unchanged(c) else None
-    if table is None or not table["shift"].notna().any():
+    fit = domain_shifts(c) if c.domains is not None and not unchanged(c) else None
+    fit = None if fit is None else fit[fit["shift"].notna()]
+    if fit is None or not len(fit):
         return None
-    fit = table[table["shift"].notna()]
-    said = [f"{r.domain} {_delta(r.shift, r.shift_lo, r.shift_hi)}" for r in fit.itertuples(index=False)]
-    first = fit.iloc[0]
+    said, n = _said(fit, "domain", "shift"), int(fit["beyond_noise"].sum())
     if not fit["shift_lo"].notna().any():
         text = ("The largest shifts for the field (the mean change over the models; no intervals were computed for "
                 f"them): {listing(said, top)}.")
-    elif fit["beyond_noise"].any():
-        n = int(fit["beyond_noise"].sum())
+    elif n:
         text = (f"{n:,} of {plural(len(fit), 'domain')} moved for every model beyond noise (the field's mean change "
                 f"with its {ci:.0%} interval): {listing(said[:n], top)}.")
     else:
         text = f"No domain moved for every model beyond noise; the largest shift for the field is {said[0]}."
-    return Finding("domains", "Moved for everyone", text, subject=str(first["domain"]), statistic="shift",
-                   value=float(first["shift"]), lo=float(first["shift_lo"]), hi=float(first["shift_hi"]),
-                   count=float(fit["beyond_noise"].sum()), total=float(len(fit)))
+    return _moved_finding(fit, "domain", "shift", "beyond_noise", section="domains", label="Moved for everyone",
+                          text=text)
 
 
 def _field_finding(c: Any, ci: float, top: int = 5) -> Finding | None:
@@ -439,23 +458,19 @@ def _field_finding(c: Any, ci: float, top: int = 5) -> Finding | None:
     fit = moves[moves["macro_delta_vs_field"].notna()]
     if len(fit) < 2:
         return None
-    mean = c.shares["overall_shift"]
-    lead = f"Relative to the field (each model's change minus the field's mean change, {mean:+.4f})"
-    said = [f"{r.model} {_delta(r.macro_delta_vs_field, r.macro_delta_vs_field_lo, r.macro_delta_vs_field_hi)}"
-            for r in fit.itertuples(index=False)]
-    beyond = fit[fit["vs_field_beyond_noise"]]
+    lead = ("Relative to the field (each model's change minus the field's mean change, "
+            f"{_delta(c.shares['overall_shift'])})")
+    said, beyond = _said(fit, "model", "macro_delta_vs_field"), fit["vs_field_beyond_noise"].to_numpy()
     if not fit["macro_delta_vs_field_lo"].notna().any():
         text = f"{lead}, the largest changes are {listing(said, top)} (no intervals were computed for them)."
-    elif len(beyond):
-        said = [s for s, b in zip(said, fit["vs_field_beyond_noise"]) if b]
-        text = (f"{lead}, {len(beyond):,} of {len(fit):,} models changed beyond noise: {listing(said, top)}; about "
-                f"{(1 - ci) * len(fit):.1f} would by chance at the {ci:.0%} level.")
+    elif beyond.any():
+        text = (f"{lead}, {int(beyond.sum()):,} of {len(fit):,} models changed beyond noise: "
+                f"{listing([s for s, b in zip(said, beyond) if b], top)}; about {(1 - ci) * len(fit):.1f} would by "
+                f"chance at the {ci:.0%} level.")
     else:
         text = f"{lead}, no model's change is beyond noise: the models moved together."
-    first = fit.iloc[0]
-    return Finding("models", "Beyond the field", text, subject=str(first["model"]), statistic="macro_delta_vs_field",
-                   value=float(first["macro_delta_vs_field"]), lo=float(first["macro_delta_vs_field_lo"]),
-                   hi=float(first["macro_delta_vs_field_hi"]), count=float(len(beyond)), total=float(len(fit)))
+    return _moved_finding(fit, "model", "macro_delta_vs_field", "vs_field_beyond_noise", section="models",
+                          label="Beyond the field", text=text)
 
 
 def _noise_finding(comparison: Any, ci: float) -> Finding | None:
@@ -509,6 +524,8 @@ def _rank_finding(comparison: Any) -> Finding:
     if unchanged(comparison):
         return Finding("ranks", "Ranking", "Ranking by macro score: the same on both sides.", **numbers)
     text = f"Ranking by macro score: Kendall's tau between the sides is {_tau_text(summary)}"
+    if summary["interval_method"] and not _has_intervals(comparison.models) and " [" in text:
+        text += " (its interval from resampling the domains)"
     if not n_changed:
         text += "; no model changed rank."
     elif n_moved:
