@@ -28,7 +28,7 @@ from jagged.report.debris import make_workdir
 from jagged.report.slug import unique_slugs
 
 JAGGED = [sys.executable, "-m", "jagged.cli"]
-N_MODELS = 6
+N_MODELS = 4
 #: How long every process may take to disappear after the signal (they take well under a second).
 GONE_WITHIN = 20.0
 

@@ -229,12 +229,13 @@ def execute_plan(plan: Plan, *, jobs: int | None = None, progress: bool | None =
     results = {i: Outcome(j, "skipped") for i, j in enumerate(plan.jobs) if j not in plan.todo}
     queue = deque(sorted(((i, j) for i, j in enumerate(plan.jobs) if i not in results),
                          key=lambda item: item[1].kind != "overview"))
-    if queue:
-        (plan.out_dir / MODELS_DIR).mkdir(parents=True, exist_ok=True)
-        for folder in (plan.out_dir, plan.out_dir / MODELS_DIR):
-            remove_stale_workdirs(folder)
+    if not queue:
+        return [results[i] for i in range(len(plan.jobs))]
+    (plan.out_dir / MODELS_DIR).mkdir(parents=True, exist_ok=True)
+    for folder in (plan.out_dir, plan.out_dir / MODELS_DIR):
+        remove_stale_workdirs(folder)
     lock, started, total = threading.Lock(), set(), len(queue)
-    bar = _progress(total, progress) if queue else None
+    bar = _progress(total, progress)
 
     def work() -> None:
         kernel = None
@@ -259,8 +260,9 @@ def execute_plan(plan: Plan, *, jobs: int | None = None, progress: bool | None =
 
     n_threads = max(1, min(jobs or os.cpu_count() or 1, total))
     with stopping(), ThreadPoolExecutor(n_threads, thread_name_prefix="jagged-batch") as pool:
-        futures = [pool.submit(work) for _ in range(n_threads if queue else 0)]
+        futures = []
         try:
+            futures += [pool.submit(work) for _ in range(n_threads)]
             for future in wait(futures, return_when=FIRST_EXCEPTION).done:
                 future.result()
         except BaseException as exc:
@@ -268,7 +270,8 @@ def execute_plan(plan: Plan, *, jobs: int | None = None, progress: bool | None =
             request_stop(signum)  # each thread stops at its next checkpoint
             with lock:
                 queue.clear()
-            while wait(futures, timeout=0.2).not_done:
+            kill_kernels()
+            while wait(futures, timeout=0.2).not_done:  # a kernel started meanwhile, too
                 kill_kernels()
             running = [i for i in started if i not in results]  # a report put in place just before the stop
             results.update({i: Outcome(plan.jobs[i], "written") for i in running if up_to_date(plan.jobs[i])})
@@ -276,8 +279,7 @@ def execute_plan(plan: Plan, *, jobs: int | None = None, progress: bool | None =
                 raise BatchInterrupted(signum, [results[i] for i in sorted(results)]) from None
             raise
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
     return [results[i] for i in range(len(plan.jobs))]
 
 

@@ -69,12 +69,13 @@ class Stopped(SystemExit):
 #: The signal that stopped the runs (empty: none); kept in case the exception raised in the
 #: main thread is swallowed where it lands (e.g. inside jupyter_client's event loop).
 _STOP: list[int] = []
-#: > 0 while the main thread starts a kernel: SIGTERM is recorded and raised once it has started.
-_DEFER = [0]
+#: Open :func:`stopping` blocks, and whether the main thread is starting a kernel (SIGTERM then
+#: takes effect once it has started).
+_DEPTH, _DEFER = [0], [0]
 
 
 def request_stop(signum: int) -> None:
-    """Make :func:`check_stopped` raise :class:`Stopped` in every thread (until :func:`stopping` ends)."""
+    """Make :func:`check_stopped` raise :class:`Stopped` in every thread until the last :func:`stopping` ends."""
     _STOP.append(int(signum))
 
 
@@ -93,19 +94,22 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 @contextmanager
 def stopping() -> Iterator[None]:
-    """Inside, SIGTERM raises :class:`Stopped` in the main thread (if nothing else handles SIGTERM).
+    """Inside, SIGTERM raises :class:`Stopped` in the main thread (unless something else handles SIGTERM).
 
-    Called from another thread, or with SIGTERM handled already, it changes nothing. On
-    the way out SIGTERM gets its default action back and the stop is forgotten.
+    In another thread it installs nothing. When the last open block ends, SIGTERM gets its
+    default action back and the stop is forgotten.
     """
     mine = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     if mine:
         signal.signal(signal.SIGTERM, _on_sigterm)
+    _DEPTH[0] += 1
     try:
         yield
     finally:
+        _DEPTH[0] -= 1
         if mine:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if not _DEPTH[0]:
             _STOP.clear()
 
 
