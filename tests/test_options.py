@@ -73,7 +73,7 @@ def test_analyse_takes_the_notebook_parameters_and_rejects_unknown_options():
     assert analysis.display["max_models"] == 10 and analysis.sections["profiles"]
     assert analyse(bootstrap=0).sections["profiles"]  # the Python API mirrors the report: example profiles
     assert not analyse(bootstrap=0, example_profiles=False).sections["profiles"]
-    with pytest.raises(TypeError, match="unknown option"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bootstrp'; did you mean 'bootstrap'"):
         analyse(bootstrp=0)
 
 

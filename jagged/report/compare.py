@@ -148,6 +148,7 @@ def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float =
     """
     from jagged.stats.compare import compare
 
+    opts.check_keywords(options, "compare_inputs")
     side_a, side_b = load_side(a, options), load_side(b, options)
     check_overlap(side_a, side_b)
     weights = profile_weights(side_a, side_b, options)

@@ -101,9 +101,12 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
         file nor a folder, a bad title, or what the loader and the analysis reject.
     ReportError
         The notebook failed (see :func:`run_report`).
+    TypeError
+        A keyword that is no option (the closest option suggested).
     """
+    opts.check_keywords(options, "jaggedness_report")
     output = check_destination(output)
-    options = {k: opts.check_value(k, v) if k in opts.BY_NAME else v for k, v in options.items()}
+    options = {k: opts.check_value(k, v) for k, v in options.items()}
     sections = opts.parse_sections(options.pop("sections", None))
     title = check_text("the title", title) or DEFAULT_TITLE
     check_input_path(scores, "scores")
