@@ -131,7 +131,7 @@ def _report_run(source: Path | None, output: Path, *, title: str, show_code: boo
                   **opts.notebook_values({k: v for k, v in options.items() if k in declared})}
     facts = input_facts(dataset, bundled=bundled) + version_facts()
     return {"notebook": REPORT_NOTEBOOK, "html_path": output, "parameters": parameters, "title": title,
-            "show_code": show_code, "facts": facts, "subtitle": input_subtitle(dataset, facts), "sections": sections}
+            "show_code": show_code, "facts": facts, "subtitle": input_subtitle(dataset), "sections": sections}
 
 
 def report_from_parameters(source: str | Path | None, output: str | Path, *, notebook: str | None = None,
@@ -205,4 +205,4 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
         params["model"] = resolve_model(dataset.scores, params.get("model", declared["model"]))
     facts = input_facts(dataset, bundled=scores is None) + version_facts()
     return run_report(name, output, params, title=title or stored.title or default_title(name, params),
-                      show_code=show_code, facts=facts, subtitle=input_subtitle(dataset, facts), sections=sections)
+                      show_code=show_code, facts=facts, subtitle=input_subtitle(dataset), sections=sections)
