@@ -293,7 +293,7 @@ def test_where_each_domain_measures_names_domains_and_the_models_beyond(rendered
     section = body[start:body.index("Is it the model or the benchmark?", start)]
     alts = re.findall(r'<img\b[^>]*alt="([^"]*)"', section)
     assert len(alts) == 2
-    assert alts[0].startswith("Line chart: test information") and "14 domains" in alts[0]
+    assert alts[0].startswith("Line charts, one panel per domain (14), on shared axes: test information")
     assert alts[1].startswith("Scatter plot: one dot per item") and "standardised loading" in alts[1]
     text = _text_between(html, 'id="Where-each-domain-measures"', "Is it the model or the benchmark?")
     # the range table: the law domain, measured best above the middle, and the strongest model beyond its top

@@ -248,7 +248,7 @@ def _compare_run(values: dict[str, Any], output: Path, *, title: str | None, sho
              + [(f"B: {label}", value, kind) for label, value, kind in input_facts(side_b, bundled=not values["b"])]
              + version_facts())
     common = len(set(side_a.scores["model"].astype(str)) & set(side_b.scores["model"].astype(str)))
-    subtitle = f"{side_a.source} (A) → {side_b.source} (B): {common:,} models on both sides"
+    subtitle = f"{side_a.name} (A) → {side_b.name} (B): {common:,} models on both sides"
     return {"notebook": COMPARE_NOTEBOOK, "html_path": output, "parameters": values,
             "title": title or f"{DEFAULT_TITLE}: {side_a.source} → {side_b.source}", "show_code": show_code,
             "facts": facts, "subtitle": subtitle}
