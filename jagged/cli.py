@@ -428,28 +428,31 @@ def batch(scores: str | None, out_dir: str, jobs: int | None, models: tuple[str,
 @click.argument("a", type=str)
 @click.argument("b", type=str)
 @click.option("-o", "--output", type=str, default=None,
-              help="Write the per-model table (macro_score_a, macro_score_b, macro_score_delta, ...) to OUT.csv or "
-                   "OUT.json (default: CSV on stdout when no other output is asked for).")
+              help="Write the per-model table (macro_score_a, macro_score_b, macro_score_delta, "
+                   "macro_delta_vs_field, ...) to OUT.csv or OUT.json (default: CSV on stdout when no other output "
+                   "is asked for).")
 @click.option("--items-out", "items_out", type=str, default=None, metavar="FILE",
               help="Write the item ledger (one row per item whose status changed; column change) to FILE.csv or "
                    ".json; needs item-level results on both sides.")
+@click.option("--domains-out", "domains_out", type=str, default=None, metavar="FILE",
+              help="Write the field's shift per shared domain (shift: the mean change over the models, with "
+                   "shift_lo, shift_hi, beyond_noise) to FILE.csv or .json.")
 @click.option("--report", "report_path", type=str, default=None, metavar="OUT.html",
               help="Also write the compare report (findings first) to OUT.html.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
-              show_default=True, help="False discovery rate of the items whose difficulty moved (Benjamini-Hochberg).")
-@click.option("--repeats", is_flag=True, help="A and B are repeated runs of the same models on the same items: add "
-              "the run-to-run noise floor and beyond_run_noise.")
+@opts.cli_options(opts.COMPARE)
 @input_options
 @analysis_options
 @guarded
-def compare_command(a: str, b: str, output: str | None, items_out: str | None, report_path: str | None,
-                    alpha: float, repeats: bool, **kwargs: Any) -> None:
+def compare_command(a: str, b: str, output: str | None, items_out: str | None, domains_out: str | None,
+                    report_path: str | None, alpha: float, repeats: bool, **kwargs: Any) -> None:
     """What changed from run or release A to B? Like-for-like deltas per model, with paired intervals.
 
-    A and B are any two inputs jagged reads. Every delta is B - A on what both share (the
-    items each model answered on both sides, else the domains both score); the item ledger,
-    rank changes (Kendall tau) and added/removed models and domains come with it. Findings
-    go to stderr.
+    A and B are any two inputs jagged reads (the same file twice with --where-a and --where-b
+    for two releases in one file). Every delta is B - A on what both share (the items each
+    model answered on both sides, else the domains both score), split into what every model
+    shares (the field's shift per domain) and each model's change relative to the field; the
+    item ledger, rank changes (Kendall tau) and added/removed models and domains come with it.
+    Findings go to stderr.
     """
     from jagged.report.compare import compare_inputs, compare_report
     from jagged.views.compare import CompareView, findings
@@ -465,10 +468,12 @@ def compare_command(a: str, b: str, output: str | None, items_out: str | None, r
         raise JaggedInputError(f"--items-out needs item-level results on both sides ({side_a.source}: "
                                f"{'yes' if side_a.items is not None else 'no'}, {side_b.source}: "
                                f"{'yes' if side_b.items is not None else 'no'})")
-    if output is not None or (items_out is None and report_path is None):
-        write_table(comparison.models, output)
-    if items_out is not None:
-        write_table(comparison.ledger, items_out)
+    outputs = ((output, comparison.models), (items_out, comparison.ledger), (domains_out, comparison.domains))
+    if output is None and items_out is None and domains_out is None and report_path is None:
+        write_table(comparison.models, None)
+    for path, table in outputs:
+        if path is not None:
+            write_table(table, path)
     view = CompareView(comparison, name_a=side_a.source, name_b=side_b.source, ci=kwargs.get("ci", 0.95),
                        alpha=alpha)
     for sentence in findings(view):

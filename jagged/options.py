@@ -38,8 +38,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from jagged.errors import JaggedInputError
 from jagged.option_checks import MAX_LIST, MAX_TEXT, conform, shown, text_ok
 
-#: Stages an option belongs to.
-LOAD, ANALYSIS, DISPLAY = "load", "analysis", "display"
+#: Stages an option belongs to (``compare``: the compare command's and notebook's own, in :data:`NOTEBOOK_ONLY`).
+LOAD, ANALYSIS, DISPLAY, COMPARE = "load", "analysis", "display", "compare"
 #: Page themes of the report template.
 THEMES = ("light", "dark", "auto")
 #: Every report section ``--sections`` can name, in report order (the optional ones are
@@ -252,13 +252,20 @@ NOTEBOOK_ONLY: dict[str, Option] = {o.name: o for o in (
     Option("model", "notebook", "str", None, "model to report on", cli=False),
     Option("n_extremes", "notebook", "int", 3, "how many best and worst domains to name", cli=False,
            minimum=0, maximum=1000),
-    # the compare notebook's two sides and its own settings
-    Option("a", "notebook", "str", None, "earlier run or release (A): " + _SIDE_HELP, cli=False),
-    Option("b", "notebook", "str", None, "later run or release (B): " + _SIDE_HELP, cli=False),
-    Option("alpha", "notebook", "float", 0.05, "false discovery rate of the items whose difficulty moved "
-           "(Benjamini-Hochberg over items)", cli=False, minimum=0, maximum=1, open_bounds=True),
-    Option("repeats", "notebook", "bool", False, "A and B are repeated runs of the same models on the same "
-           "items: also the run-to-run noise floor", cli=False),
+    # the compare command's and notebook's two sides and own settings (flags of `jagged compare` but a and b)
+    Option("a", COMPARE, "str", None, "earlier run or release (A): " + _SIDE_HELP, cli=False),
+    Option("b", COMPARE, "str", None, "later run or release (B): " + _SIDE_HELP, cli=False),
+    Option("alpha", COMPARE, "float", 0.05, "False discovery rate of the items whose difficulty moved "
+           "(Benjamini-Hochberg over items).", notebook_help="false discovery rate of the items whose difficulty "
+           "moved (Benjamini-Hochberg over items)", minimum=0, maximum=1, open_bounds=True),
+    Option("repeats", COMPARE, "bool", False, "A and B are repeated runs of the same models on the same items: "
+           "add the run-to-run noise floor and beyond_run_noise.", notebook_help="A and B are repeated runs of the "
+           "same models on the same items: also the run-to-run noise floor"),
+    *(Option(f"where_{side}", COMPARE, "list", (), f"Side {side.upper()} only: keep the rows whose COLUMN equals "
+             f"VALUE (repeatable; --where applies to both sides): one file holding several releases is enough, "
+             "jagged compare F F --where-a release=X --where-b release=Y.", metavar="COLUMN=VALUE",
+             notebook_help=f"row filters of side {side.upper()} only, as --where takes them; [] means none")
+      for side in "ab"),
 )}
 #: Loader options that choose what is read: shown with the report's subtitle, in "What was read" and its JSON.
 SELECTION = ("where", "models", "domains", "n_items")
@@ -540,14 +547,15 @@ def cli_options(*stages: str, exclude: Sequence[str] = ()) -> Callable[[Callable
     Parameters
     ----------
     *stages : str
-        ``"load"``, ``"analysis"``, ``"display"``.
+        ``"load"``, ``"analysis"``, ``"display"``, ``"compare"`` (the compare command's own).
     exclude : sequence of str
         Option names to leave out.
     """
     import click
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        for option in reversed([o for o in OPTIONS if o.stage in stages and o.cli and o.name not in exclude]):
+        every = (*OPTIONS, *NOTEBOOK_ONLY.values())
+        for option in reversed([o for o in every if o.stage in stages and o.cli and o.name not in exclude]):
             func = click.option(option.flag, option.name, **_click_kwargs(option))(func)
         return func
 

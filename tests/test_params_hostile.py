@@ -461,3 +461,19 @@ def test_hostile_text_parameters_run_as_data_and_a_rerun_stores_them_as_data(tmp
     refused = _jagged("report", "--params", "bin.yaml", "-o", "out/bin.html", cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "!!binary" in refused.stderr
     assert not marker.exists() and not (tmp_path / "out" / "bin.html").exists()
+
+
+@pytest.mark.parametrize("value, rule", [
+    ("release=x", "a list of at most 1000 texts"),
+    (["release=x", 3], "a list of at most 1000 texts"),
+    (["a\x00b"], "a list of at most 1000 texts"),
+    (["x"] * 1001, "a list of at most 1000 texts"),
+])
+def test_stored_side_filters_of_a_compare_report_are_lists_of_texts(tmp_path, no_kernel, value, rule):
+    (tmp_path / "tiny.csv").write_text(TINY)
+    params = tmp_path / "c.yaml"
+    params.write_text(yaml.safe_dump({"a": str(tmp_path / "tiny.csv"), "b": str(tmp_path / "tiny.csv"),
+                                      "where_b": ["model=a"], "where_a": value}), encoding="utf-8")
+    line = assert_bad_input("report", "--params", params, "--notebook", "compare_report", "-o", tmp_path / "r.html")
+    assert line.startswith(f"jagged: error: --params {params}: parameter 'where_a' must be {rule}, not "), line
+    assert "x" * 100 not in line and not (tmp_path / "r.html").exists()

@@ -8,14 +8,15 @@ its cells show. :func:`compare_report` checks every parameter and both inputs in
 process (bad input fails fast, before a kernel starts), then runs
 ``notebooks/compare_report.ipynb`` with :func:`jagged.report.run.run_report`.
 
-The notebook's own parameters ``a``, ``b``, ``alpha`` and ``repeats`` are declared here
-(:data:`COMPARE_ONLY`) and checked like every option of :mod:`jagged.options`.
+The notebook's own parameters ``a``, ``b``, ``alpha``, ``repeats``, ``where_a`` and ``where_b``
+are declared in :data:`jagged.options.NOTEBOOK_ONLY` (:data:`COMPARE_ONLY`) and checked like every
+option of :mod:`jagged.options`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from jagged import options as opts
 from jagged.errors import JaggedInputError
@@ -25,7 +26,7 @@ from jagged.report.notebooks import COMPARE_NOTEBOOK
 DEFAULT_TITLE = "What changed"
 DEFAULT_OUTPUT = Path("reports") / "compare_report.html"
 #: Parameters of the compare notebook that are no option (declared in :data:`jagged.options.NOTEBOOK_ONLY`).
-COMPARE_ONLY: dict[str, opts.Option] = {name: opts.NOTEBOOK_ONLY[name] for name in ("a", "b", "alpha", "repeats")}
+COMPARE_ONLY: dict[str, opts.Option] = {n: o for n, o in opts.NOTEBOOK_ONLY.items() if o.stage == opts.COMPARE}
 #: Options of :mod:`jagged.options` the compare notebook declares (the loader's, the analysis's, two display ones).
 COMPARE_OPTIONS: tuple[str, ...] = (*opts.names(opts.LOAD), *opts.names(opts.ANALYSIS), "max_models", "theme")
 #: Parameters that name an input file or folder.
@@ -37,9 +38,10 @@ def parameters_source() -> str:
     def own(name: str) -> tuple[str, str, Any, str]:
         option = COMPARE_ONLY[name]
         default = "" if option.default is None else option.default
-        return (name, option.kind, default, option.help)
+        return (name, option.kind, default, option.notebook_help or option.help)
 
-    return opts.parameters_cell([own("a"), own("b"), *COMPARE_OPTIONS, own("alpha"), own("repeats")])
+    return opts.parameters_cell([own("a"), own("b"), *COMPARE_OPTIONS,
+                                 *(own(name) for name in COMPARE_ONLY if name not in ("a", "b"))])
 
 
 def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, Any]:
@@ -48,8 +50,7 @@ def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, A
     Parameters
     ----------
     values : mapping
-        Parameter name → value (``a``, ``b``, ``alpha``, ``repeats`` and the options of
-        :data:`COMPARE_OPTIONS`).
+        Parameter name → value (those of :data:`COMPARE_ONLY` and :data:`COMPARE_OPTIONS`).
     source : str
         Start of every message.
 
@@ -76,15 +77,28 @@ def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, A
     return out
 
 
-def load_side(path: str | Path | None, options: Mapping[str, Any]) -> Any:
-    """One side: any input :func:`jagged.load` reads (loader options from ``options``); "" or None: bundled items."""
+def load_side(path: str | Path | None, options: Mapping[str, Any], where: Sequence[str] = (), side: str = "a") -> Any:
+    """One side: any input :func:`jagged.load` reads (loader options from ``options``); "" or None: bundled items.
+
+    ``where`` filters this side's rows on top of ``options["where"]`` (``--where-a``/``--where-b``);
+    the side is then named after them: ``releases.csv [release=2024-08-31]``.
+    """
     if path in (None, ""):
+        if where:
+            raise JaggedInputError(f"--where-{side}: side {side.upper()} is the bundled item-level responses, which "
+                                   "have no such columns; give the input file")
         from jagged.readers.items import load_bundled_items
 
         return load_bundled_items()
     from jagged.readers.load import load
 
-    return load(path, **opts.load_kwargs(options))
+    kwargs = opts.load_kwargs(options)
+    if where:
+        kwargs["where"] = (*kwargs.get("where", ()), *where)
+    dataset = load(path, **kwargs)
+    if where:
+        dataset.source = f"{dataset.source} [{', '.join(where)}]"
+    return dataset
 
 
 def check_overlap(a: Any, b: Any) -> None:
@@ -120,7 +134,7 @@ def profile_weights(a: Any, b: Any, options: Mapping[str, Any]) -> Any:
 
 
 def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float = 0.05, repeats: bool = False,
-                   **options: Any) -> tuple[Any, Any, Any]:
+                   where_a: Sequence[str] = (), where_b: Sequence[str] = (), **options: Any) -> tuple[Any, Any, Any]:
     """Load two inputs and compare them (``jagged compare A B``).
 
     Parameters
@@ -132,6 +146,10 @@ def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float =
         False discovery rate of the ledger's ``difficulty_moved``.
     repeats : bool
         A and B are repeated runs of the same models: add the run-to-run noise floor.
+    where_a, where_b : sequence of str
+        ``COLUMN=VALUE`` row filters of one side (with ``where``, which applies to both):
+        ``compare_inputs(f, f, where_a=["release=X"], where_b=["release=Y"])`` compares two
+        releases in one file.
     **options
         Loader options (both sides) and analysis options (``weights``, ``profiles``,
         ``missing_weight``, ``bootstrap``, ``seed``, ``ci``) by name (:mod:`jagged.options`).
@@ -149,7 +167,7 @@ def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float =
     from jagged.stats.compare import compare
 
     opts.check_keywords(options, "compare_inputs")
-    side_a, side_b = load_side(a, options), load_side(b, options)
+    side_a, side_b = load_side(a, options, where_a, "a"), load_side(b, options, where_b, "b")
     check_overlap(side_a, side_b)
     weights = profile_weights(side_a, side_b, options)
     analysis = opts.analysis_options(options)
@@ -172,10 +190,12 @@ def compare_notebook(parameters: Mapping[str, Any]) -> Any:
     known = {k: v for k, v in parameters.items() if k in COMPARE_ONLY or k in COMPARE_OPTIONS}
     values = opts.from_notebook(check_parameters(known, "compare notebook"))
     display = {name: values.get(name, opts.BY_NAME[name].surface_default) for name in ("max_models", "theme")}
-    rest = {k: v for k, v in values.items() if k not in ("a", "b", "alpha", "repeats")}
+    rest = {k: v for k, v in values.items() if k not in COMPARE_ONLY}
     side_a, side_b, comparison = compare_inputs(values.get("a") or None, values.get("b") or None,
                                                 alpha=values.get("alpha", 0.05),
-                                                repeats=bool(values.get("repeats", False)), **rest)
+                                                repeats=bool(values.get("repeats", False)),
+                                                where_a=values.get("where_a", ()), where_b=values.get("where_b", ()),
+                                                **rest)
     ci = opts.analysis_options(rest).ci
     return CompareView(comparison, name_a=side_a.source, name_b=side_b.source, ci=ci,
                        alpha=values.get("alpha", 0.05), display=display)
@@ -234,7 +254,7 @@ def _compare_run(values: dict[str, Any], output: Path, *, title: str | None, sho
     from jagged.report.rendering import version_facts
 
     python = opts.from_notebook(values)
-    side_a, side_b = load_side(python["a"], python), load_side(python["b"], python)
+    side_a, side_b = (load_side(python[s], python, python.get(f"where_{s}") or (), s) for s in "ab")
     check_overlap(side_a, side_b)
     profile_weights(side_a, side_b, python)
     if python["repeats"] and (side_a.items is None or side_b.items is None):
@@ -244,7 +264,8 @@ def _compare_run(values: dict[str, Any], output: Path, *, title: str | None, sho
             values[name] = str(Path(values[name]).resolve())
     if values.get("weights"):
         values["weights"] = str(Path(values["weights"]).resolve())
-    facts = ([(f"A: {label}", value, kind) for label, value, kind in input_facts(side_a, bundled=not values["a"])]
+    facts = ([("input", f"{side_a.source} (A) → {side_b.source} (B)", "")]
+             + [(f"A: {label}", value, kind) for label, value, kind in input_facts(side_a, bundled=not values["a"])]
              + [(f"B: {label}", value, kind) for label, value, kind in input_facts(side_b, bundled=not values["b"])]
              + version_facts())
     common = len(set(side_a.scores["model"].astype(str)) & set(side_b.scores["model"].astype(str)))

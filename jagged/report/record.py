@@ -27,7 +27,7 @@ def report_record(nb: Any, *, notebook: str | Path, title: str, parameters: Mapp
     ----------
     nb : nbformat.NotebookNode
         The executed notebook. Its outputs carrying
-        :data:`jagged.views.display.RECORD_MIME` give the tables (``"metrics"``, ``"glance"``).
+        :data:`jagged.views.display.RECORD_MIME` give the tables (``"metrics"``, ``"glance"``, ...).
     notebook : str or pathlib.Path
         The notebook that ran.
     title : str
@@ -49,7 +49,9 @@ def report_record(nb: Any, *, notebook: str | Path, title: str, parameters: Mapp
         ``parameters``, ``sections``, ``glance`` (one object per finding: ``section``,
         ``label``, ``sentence``, ``subject``, ``statistic``, ``value``, ``lo``, ``hi``,
         ``count``, ``total``; only the first three when the notebook records no numbers),
-        ``metrics`` (one object per row of the metrics table). Missing numbers are null.
+        ``metrics`` (one object per row of the metrics table), then any other table the
+        notebook records (the compare report's ``domains`` and ``change_shares``). Missing
+        numbers are null.
     """
     from jagged.views.display import RECORD_MIME
 
@@ -64,7 +66,8 @@ def report_record(nb: Any, *, notebook: str | Path, title: str, parameters: Mapp
             "notebook": notebook_name(notebook), "title": title, "input": provenance.get("input", ""),
             "provenance": provenance, "selection": selection(parameters), "parameters": dict(parameters),
             "sections": None if sections is None else list(sections),
-            "glance": tables.get("glance") or glance_from_html(nb), "metrics": tables.get("metrics", [])}
+            "glance": tables.get("glance") or glance_from_html(nb), "metrics": tables.get("metrics", []),
+            **{k: v for k, v in tables.items() if k not in ("glance", "metrics")}}
 
 
 def glance_from_html(nb: Any) -> list[dict[str, str]]:
