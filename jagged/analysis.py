@@ -329,13 +329,15 @@ def strongest_models(scores: pd.DataFrame, n: int = 5) -> list[str]:
     return table["model"].drop_duplicates().head(n).astype(str).tolist()
 
 
-def analyse(scores: str | Path | None = None, *, example_profiles: bool = True, **options: Any) -> Analysis:
+def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: bool = True,
+            **options: Any) -> Analysis:
     """Load an input and prepare its analysis.
 
     Parameters
     ----------
-    scores : str or pathlib.Path, optional
-        Any input :func:`jagged.load` reads; ``None`` or ``""``: the bundled MMLU-Pro data.
+    scores : str, pathlib.Path or Dataset, optional
+        Any input :func:`jagged.load` reads, or a :class:`Dataset` it returned (then no loader
+        option applies); ``None`` or ``""``: the bundled MMLU-Pro data.
     example_profiles : bool
         For the bundled data without ``weights``, use its illustrative profiles, as the
         reports do (default; see :func:`jagged.stats.weights.report_weights`), so that
@@ -352,18 +354,27 @@ def analyse(scores: str | Path | None = None, *, example_profiles: bool = True, 
     ------
     JaggedInputError
         Bad input (the message names the file and the column or value at fault).
+    TypeError
+        A keyword that is no option (the closest option suggested), or loader options
+        given with a :class:`Dataset`.
     """
-    from jagged.readers.load import load
+    from jagged.readers.load import BUNDLED_SCORES, load
     from jagged.stats.weights import report_weights
 
-    unknown = sorted(set(options) - set(opts.BY_NAME))
-    if unknown:
-        raise TypeError(f"analyse() got unknown option(s) {', '.join(unknown)}")
-    bundled = scores in (None, "")
-    dataset = load(None if bundled else scores, **opts.load_kwargs(options))
+    opts.check_keywords(options, "analyse")
+    if isinstance(scores, Dataset):
+        given = sorted(opts.load_kwargs(options))
+        if given:
+            raise TypeError(f"analyse(): {', '.join(given)} choose how a file is read; the Dataset is already "
+                            "loaded (give them to jagged.load)")
+        dataset = scores
+        bundled = [Path(p) for p in dataset.paths] == [BUNDLED_SCORES] and not dataset.selection
+    else:
+        bundled = scores in (None, "")
+        dataset = load(None if bundled else scores, **opts.load_kwargs(options))
     override = {}
     if example_profiles:
-        override["weights"] = report_weights("" if bundled else str(scores), options.get("weights") or "")
+        override["weights"] = report_weights("" if bundled else dataset.source, options.get("weights") or "")
     display = {name: options.get(name, opts.BY_NAME[name].surface_default) for name in opts.names(opts.DISPLAY)}
     return Analysis(dataset=dataset, options=opts.analysis_options(options, **override), display=display,
                     bundled=bundled)

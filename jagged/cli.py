@@ -75,8 +75,37 @@ input_options = opts.cli_options(opts.LOAD)
 analysis_options = opts.cli_options(opts.ANALYSIS)
 
 
+class OneValueCommand(click.Command):
+    """A command that refuses a single-value option given twice (click would keep the last silently).
+
+    Options that take one value (every option not declared ``multiple``, flags included)
+    may appear once; options sharing a destination (``--abilities`` / ``--by-domain``)
+    count together. Repeatable options (``--where``, ``--models`` ...) are not affected.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        seen: dict[str, list[str]] = {}
+        for param in order:
+            if isinstance(param, click.Option) and not param.multiple and not param.count and param.name:
+                seen.setdefault(param.name, []).append(param.opts[-1])
+        for flags in seen.values():
+            if len(set(flags)) > 1:
+                raise click.UsageError(f"{' and '.join(dict.fromkeys(flags))} choose the same thing; give one of "
+                                       "them", ctx=ctx)
+            if len(flags) > 1:
+                raise click.UsageError(f"{flags[0]} given {len(flags)} times; it takes one value, give it once",
+                                       ctx=ctx)
+        return super().parse_args(ctx, args)
+
+
 class OneLineErrors(click.Group):
-    """A click group whose usage errors (a bad option value, an unknown option) are one line, exit 2."""
+    """A click group whose usage errors (a bad option value, an unknown option) are one line, exit 2.
+
+    Its commands are :class:`OneValueCommand`: a single-value option given twice is refused.
+    """
+
+    command_class = OneValueCommand
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:

@@ -267,6 +267,8 @@ NOTEBOOK_ONLY: dict[str, Option] = {o.name: o for o in (
              notebook_help=f"row filters of side {side.upper()} only, as --where takes them; [] means none")
       for side in "ab"),
 )}
+#: Loader options that choose what is read: shown with the report's subtitle, in "What was read" and its JSON.
+SELECTION = ("where", "models", "domains", "n_items")
 #: Parameters that name a file or folder jagged reads (see :func:`check_input_path`).
 PATH_PARAMETERS = ("scores", "weights", "a", "b")
 
@@ -359,6 +361,34 @@ def check_parameters(values: Mapping[str, Any], source: str, declared: Iterable[
     return {name: check_value(name, value, source) for name, value in values.items()}
 
 
+def check_keywords(given: Iterable[str], function: str, known: Iterable[str] | None = None) -> None:
+    """Refuse keyword arguments that name no option, as Python does, with the closest option suggested.
+
+    Parameters
+    ----------
+    given : iterable of str
+        The keyword arguments' names.
+    function : str
+        The function's name, for the message (``"load"``).
+    known : iterable of str, optional
+        The names it takes (default: every option, :data:`OPTIONS`).
+
+    Raises
+    ------
+    TypeError
+        ``load() got an unexpected keyword argument 'modles'; did you mean 'models'?``
+        (:func:`difflib.get_close_matches`), or the names it takes when none is close.
+    """
+    import difflib
+
+    known = list(BY_NAME) if known is None else list(known)
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(str(name), known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (it takes {', '.join(known)})"
+            raise TypeError(f"{function}() got an unexpected keyword argument {str(name)[:60]!r}{hint}")
+
+
 def names(stage: str) -> tuple[str, ...]:
     """The option names of a stage."""
     return tuple(o.name for o in OPTIONS if o.stage == stage)
@@ -385,6 +415,27 @@ def load_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
     for name in names(LOAD):
         if name in values and _given(values[name]):
             out[name] = values[name]
+    return out
+
+
+def selection(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`SELECTION` options given among ``values`` ("", None and empty lists: not given).
+
+    Returns
+    -------
+    dict
+        In :data:`SELECTION` order: ``where``, ``models``, ``domains`` as lists of text (a
+        single text becomes a list of one), ``n_items`` as text.
+    """
+    out: dict[str, Any] = {}
+    for name in SELECTION:
+        value = values.get(name)
+        if not _given(value) or (isinstance(value, (list, tuple)) and not value):
+            continue
+        if name == "n_items":
+            out[name] = str(value)
+        else:
+            out[name] = [value] if isinstance(value, str) else [str(v) for v in value]
     return out
 
 

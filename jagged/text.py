@@ -91,3 +91,28 @@ def and_more(total: int, shown: int, sep: str = " ") -> str:
         What goes before "and" (``" | "`` after a list of sentences).
     """
     return f"{sep}and {total - shown} more" if total > shown else ""
+
+
+class Summarised:
+    """Mixin for result objects: a one-line ``repr`` and a small HTML table, both from :meth:`_summary`.
+
+    A subclass returns its name and ``(label, value)`` rows from ``_summary()``; ``repr`` is
+    ``<Name: label value; label value ...>`` (no arrays, no tables) and ``_repr_html_`` the
+    same rows as a table, every value escaped. A dataclass using it is declared with
+    ``repr=False``, or the generated ``__repr__`` would replace this one.
+    """
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        name, rows = self._summary()
+        return f"<{name}: " + "; ".join(f"{label} {one_line(value, 80)}" for label, value in rows) + ">"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        name, rows = self._summary()
+        body = "".join(f'<tr><th scope="row">{html.escape(label)}</th><td>{html.escape(str(value))}</td></tr>'
+                       for label, value in rows)
+        return f'<table class="jagged-summary"><caption>{html.escape(name)}</caption><tbody>{body}</tbody></table>'

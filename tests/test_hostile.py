@@ -61,8 +61,9 @@ def run(tmp_path_factory) -> dict:
     os.chdir(root / "cwd")
     try:
         inputs = [str(root / "in" / "scores.csv"), "--weights", str(root / "in" / "weights.csv"), "--bootstrap", "0"]
+        chosen = [word for name in names for word in ("--models", name)]  # every model: the selection names them
         result = CliRunner().invoke(main, ["report", *inputs, "-o", str(out / "report.html"), "--title", TITLE,
-                                           "--focus-model", FOCUS, "--theme", "dark"])
+                                           "--focus-model", FOCUS, "--theme", "dark", *chosen])
         assert result.exit_code == 0, result.output
         batch = None
         if "batch" in main.commands:

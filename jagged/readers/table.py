@@ -347,12 +347,6 @@ class ItemCounts:
     by_domain: dict[str, float] = field(default_factory=dict)
     source: str = ""
 
-    def describe(self) -> str:
-        """What ``jagged validate`` and the report say about the counts."""
-        if self.every is not None:
-            return f"--n-items {self.every:g} for every domain"
-        return f"--n-items {self.source} ({plural(len(self.by_domain), 'domain')})"
-
 
 def _whole(value: Any) -> float | None:
     try:

@@ -42,7 +42,7 @@ from jagged.stats.ledger import item_ledger, noise_floor, paired_items, rescore_
 from jagged.stats.metrics import NOTE_FEW_DOMAINS, jaggedness
 from jagged.stats.shifts import field_change, fit_cells, models_sum_of_squares
 from jagged.stats.uncertainty import place_after
-from jagged.text import join_note_columns
+from jagged.text import Summarised, join_note_columns
 
 STATISTICS: tuple[str, ...] = ("macro_score", "cv_error", "dep_score", "wedge")
 METHOD_ITEMS = "paired stratified item bootstrap over the common items (same resample on both sides)"
@@ -517,8 +517,8 @@ def rank_changes(table: pd.DataFrame, replicates: PairedReplicates | None, *, ci
 
 # --------------------------------------------------------------------------- everything once
 
-@dataclass
-class Comparison:
+@dataclass(repr=False)
+class Comparison(Summarised):
     """Everything :func:`compare` computes; tables are None where the inputs cannot give them.
 
     ``models``: :func:`compare_models` with ``macro_delta_vs_field`` (+ ``beyond_run_noise``
@@ -544,6 +544,12 @@ class Comparison:
     rescoring_domains: pd.DataFrame | None = None
     runs: pd.DataFrame | None = None
     floor: pd.DataFrame | None = None
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        rows = [("models on both sides", f"{self.models['model'].nunique():,}"), ("scope", self.scope)]
+        if self.ledger is not None:
+            rows.append(("items whose status changed", f"{len(self.ledger):,}"))
+        return "Comparison", rows
 
 
 def compare(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, *, n_boot: int = 2000, seed: int = 0,

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.text import listing, plural
+from jagged.text import Summarised, listing, plural
 
 #: Items added to the wrong and to the right answers of every cell (Haldane–Anscombe).
 CONTINUITY: float = 0.5
@@ -262,8 +262,8 @@ def _components(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------------------- decomposition
 
-@dataclass
-class Decomposition:
+@dataclass(repr=False)
+class Decomposition(Summarised):
     """logit(e_md) = μ + a_m + b_d + r_md fitted to a score table (see :func:`decompose`).
 
     Attributes
@@ -327,6 +327,13 @@ class Decomposition:
     converged: bool = True
     notes: list[str] = field(default_factory=list)
     model_notes: dict[str, str] = field(default_factory=dict)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        fitted = self.fitted
+        return "Decomposition", [("models", f"{len(self.models):,}"), ("domains", f"{len(self.domains):,}"),
+                                 ("cells fitted", f"{int(fitted.sum()):,} of {fitted.size:,}"),
+                                 ("weights", "binomial (n_items)" if self.has_n else "equal (no n_items)"),
+                                 ("converged", "yes" if self.converged else "no")]
 
     @property
     def ok(self) -> bool:

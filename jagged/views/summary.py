@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple
 
 import pandas as pd
 
@@ -49,8 +50,9 @@ def read_facts(dataset: Dataset, *, limit: int = 8) -> list[Fact]:
     -------
     list of Fact
         Input, format, scores (rows: model × domain pairs), models, domains, models with every
-        domain, score range, item counts, categories (when any), then each
-        ``Dataset.details`` entry that has a short text (:func:`detail_text`).
+        domain, score range, item counts, categories (when any), the selection options given
+        (:func:`selection_text`, when any), then each ``Dataset.details`` entry that has a
+        short text (:func:`detail_text`; one named like a fact above gets " (listed)").
     """
     facts = summarize(dataset.scores)
     complete = f"{facts['complete_models']} of {facts['models']}"
@@ -68,11 +70,37 @@ def read_facts(dataset: Dataset, *, limit: int = 8) -> list[Fact]:
     ]
     if facts["categories"]:
         rows.append(Fact("categories", "categories", str(facts["categories"])))
+    if dataset.selection:
+        rows.append(Fact("selection", "selection", selection_text(dataset.selection)))
+    fixed = {row.key for row in rows}
     for key, value in dataset.details.items():
         text = detail_text(str(key), value, limit=limit)
         if text:  # objects the report shows in sections of their own have no short text
-            rows.append(Fact(str(key), str(key), text))
+            key = str(key) if str(key) not in fixed else f"{key} (listed)"  # a reader's list of the models
+            rows.append(Fact(key, key, text))
     return rows
+
+
+def selection_text(selection: Mapping[str, Any], limit: int = 5) -> str:
+    """What the selection options chose, in words (:attr:`jagged.Dataset.selection`).
+
+    ``{"where": ["release=2024-08-31"], "n_items": "50"}`` reads ``rows where
+    release=2024-08-31; n_items 50 for every domain (--n-items)``; lists of models or
+    domains name their first ``limit``; a file of item counts is named without its folder.
+    """
+    parts = []
+    if selection.get("where"):
+        parts.append("rows where " + " and ".join(str(c) for c in selection["where"]))
+    for key, word in (("models", "model"), ("domains", "domain")):
+        if selection.get(key):
+            chosen = list(selection[key])
+            parts.append(f"{plural(len(chosen), word)} chosen ({listing(chosen, limit)})")
+    counts = selection.get("n_items")
+    if counts:
+        whole = str(counts).strip().isdigit()
+        parts.append(f"n_items {counts} for every domain (--n-items)" if whole
+                     else f"n_items from {Path(str(counts)).name} (--n-items)")
+    return "; ".join(parts)
 
 
 def describe(dataset: Dataset) -> str:
