@@ -416,15 +416,17 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
         ``p_equal_error``, ``noise_flag`` (:func:`jagged.stats.uncertainty.add_noise`; flagged
         models say so in ``note``). With at least two domain categories:
         ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With
-        ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
-        after ``cv_error``, ``macro_score``, ``dep_score`` and ``wedge``, plus
+        ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi`` for ``cv_error``, ``macro_score``,
+        ``dep_score`` and ``wedge``, each after the estimate it contains (``cv_error_lo``
+        after ``cv_error_corrected``; checked: :func:`jagged.stats.intervals.check_intervals`), plus
         ``interval_method`` and ``interval_note`` (:func:`jagged.stats.bootstrap.add_intervals`).
-        Always before those and ``note``: ``model_effect``, ``relative_jaggedness`` (with its
-        interval when bootstrapped), ``relative_jaggedness_corrected``, ``relative_noise_share``,
+        Always before those and ``note``: ``model_effect``, ``relative_jaggedness``,
+        ``relative_jaggedness_corrected`` (with its interval when bootstrapped), ``relative_noise_share``,
         ``p_model_fit``, ``relative_noise_flag`` (:func:`jagged.stats.structure.add_structure`).
     """
     from jagged.stats.bootstrap import add_intervals
     from jagged.stats.decomposition import decompose
+    from jagged.stats.intervals import check_intervals
     from jagged.stats.relative import replicate_statistic
     from jagged.stats.structure import add_structure
     from jagged.stats.uncertainty import add_noise
@@ -446,6 +448,7 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
                               seed=options.seed, ci=options.ci,
                               statistics={"relative_jaggedness": replicate_statistic(decomposition)},
                               source=lake_path(dataset), engine=options.engine, spark_master=options.spark_master)
+    check_intervals(table)  # invariant: every printed estimate lies in its own interval
     return add_notes(table, dataset.model_notes)
 
 

@@ -109,17 +109,30 @@ def _interval_text(row: pd.Series, analysis: Any, column: str = "cv_error", what
 
 
 def _cv_detail(row: pd.Series, analysis: Any, *, nested: bool = False) -> str:
-    """``cv_error 0.412 (0.398 with sampling noise removed; 95% interval …)`` for a row (commas when ``nested``)."""
+    """``cv_error 0.412 (0.398 with sampling noise removed, 95% interval …)`` for a row.
+
+    The interval is the noise-corrected value's (it contains that value, not the raw one), so
+    it is written right after it; ``nested`` writes the parts with commas.
+    """
     extra = []
     corrected = row.get("cv_error_corrected", math.nan)
     if _finite(corrected):
-        extra.append(f"{float(corrected):.3f} with sampling noise removed")
-    interval = _interval_text(row, analysis)
-    if interval:
-        extra.append(interval)
+        interval = _interval_text(row, analysis)
+        extra.append(f"{float(corrected):.3f} with sampling noise removed"
+                     + (f" ({interval})" if nested and interval else f", {interval}" if interval else ""))
     if nested:
         return ", ".join([f"cv_error {float(row['cv_error']):.3f}", *extra])
     return f"cv_error {float(row['cv_error']):.3f}" + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _cv_numbers(row: pd.Series) -> dict[str, Any]:
+    """A cv_error finding's statistic, value and interval: the noise-corrected value with its interval when it has
+    one (the interval contains that value), else the raw ``cv_error``."""
+    corrected = row.get("cv_error_corrected", math.nan)
+    lo, hi = row.get("cv_error_lo", math.nan), row.get("cv_error_hi", math.nan)
+    if _finite(corrected) and _finite(lo) and _finite(hi):
+        return {"statistic": "cv_error_corrected", "value": float(corrected), "lo": float(lo), "hi": float(hi)}
+    return {"statistic": "cv_error", "value": float(row["cv_error"])}
 
 
 def _raw_findings(analysis: Any, rows: pd.DataFrame) -> list[Finding]:
@@ -136,9 +149,7 @@ def _raw_findings(analysis: Any, rows: pd.DataFrame) -> list[Finding]:
             where = "the most evenly spread errors"
         sentence = (f"{row['model']}: {_cv_detail(row, analysis)}; {where} "
                     f"(macro score {float(row['macro_score']):.3f}).")
-        out.append(Finding("jaggedness", label, sentence, subject=str(row["model"]), statistic="cv_error",
-                           value=float(row["cv_error"]), lo=float(row.get("cv_error_lo", math.nan)),
-                           hi=float(row.get("cv_error_hi", math.nan))))
+        out.append(Finding("jaggedness", label, sentence, subject=str(row["model"]), **_cv_numbers(row)))
     return out
 
 
@@ -159,8 +170,8 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
         Two findings ("Most jagged", "Least jagged"; one with a single model, none when no
         model has a defined value). With a decomposition, ``statistic`` is the relative
         jaggedness column and ``lo``/``hi`` its bootstrap interval when there is one;
-        without, ``statistic="cv_error"`` (``lo``/``hi`` the interval for the noise-free CV
-        when a bootstrap ran).
+        without, ``statistic="cv_error"``, or ``"cv_error_corrected"`` with ``lo``/``hi`` its
+        interval when a bootstrap ran (the value is always the one its interval contains).
     """
     from jagged.stats.structure import level_correlations
     from jagged.views.overview import by_jaggedness
@@ -402,12 +413,18 @@ def glance(analysis: Any, contributors: Sequence[tuple[str, Contributor]] = CONT
     -------
     list of Finding
     """
+    from jagged.stats.intervals import outside
+
     out: list[Finding] = []
     for _, contribute in contributors:
         found = contribute(analysis)
         if found is None:
             continue
         out.extend([found] if isinstance(found, Finding) else list(found))
+    for finding in out:  # invariant: a value printed with an interval lies in it
+        if outside(finding.value, finding.lo, finding.hi):
+            raise RuntimeError(f"internal check failed: the glance's {finding.label!r} gives {finding.statistic} "
+                               f"{finding.value:.6g} outside its interval [{finding.lo:.6g}, {finding.hi:.6g}]")
     return out
 
 
