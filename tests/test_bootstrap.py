@@ -12,6 +12,7 @@ import jagged.readers.load
 from jagged.analysis import AnalysisOptions, metrics_table
 from jagged.cli import main
 from jagged.stats import bootstrap as boot
+from jagged.stats import replicates
 
 
 def long_scores(rows: dict[str, list[tuple[str, float, float]]]) -> pd.DataFrame:
@@ -155,7 +156,7 @@ def _one_item_domains(n_domains: int, n_models: int = 3) -> jagged.Dataset:
 
 def test_the_bootstrap_never_holds_every_replicate_of_every_model_and_domain_at_once():
     """20,000 one-item domains × 3 models × 200 replicates: 96 MiB per B × M × D array, several of them before;
-    now chunks of at most CELL_BUDGET cells, the whole bootstrap (with the relative jaggedness) under 100 MiB."""
+    now chunks of at most replicates.CELL_BUDGET cells, the bootstrap (with the relative jaggedness) under 100 MiB."""
     import tracemalloc
 
     from jagged.stats.decomposition import decompose
@@ -186,7 +187,7 @@ def test_the_same_seed_gives_the_same_intervals_however_the_replicates_are_chunk
 
     weights = resolve_profiles(scores, None, ("uniform", "items"))
     whole = boot.bootstrap_intervals(scores, items, weights=weights, n_boot=150, seed=5)
-    monkeypatch.setattr(boot, "CELL_BUDGET", 7)           # 150 chunks of one replicate
+    monkeypatch.setattr(replicates, "CELL_BUDGET", 7)     # 150 chunks of one replicate
     monkeypatch.setattr(boot, "_BLOCK_ENTRIES", 30)      # and draws of a replicate at a time
     pd.testing.assert_frame_equal(boot.bootstrap_intervals(scores, items, weights=weights, n_boot=150, seed=5),
                                   whole)

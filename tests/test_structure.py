@@ -444,10 +444,12 @@ def test_metrics_table_gains_the_columns_before_note_and_keeps_the_others_in_ord
     before = u.add_noise(jagged.jaggedness(dataset.scores), dataset.scores, dataset.items)
     before = add_deployment(add_hierarchy(before, dataset.scores), dataset.scores, profile_weights(dataset, options))
     before = boot.add_intervals(before, dataset.scores, weights=profile_weights(dataset, options), n_boot=40, seed=2)
-    ours = [c for c in table.columns if c in sdec.METRIC_COLUMNS or c.startswith("relative_jaggedness_")]
+    ours = [c for c in table.columns if c in sdec.METRIC_COLUMNS or c.startswith("relative_jaggedness_")
+            or c.endswith("_rests_on")]
     assert [c for c in table.columns if c not in ours] == list(before.columns)
     assert ours == ["model_effect", "relative_jaggedness", "relative_jaggedness_corrected", "relative_jaggedness_lo",
-                    "relative_jaggedness_hi", "relative_noise_share", "p_model_fit", "relative_noise_flag"]
+                    "relative_jaggedness_hi", "relative_noise_share", "p_model_fit", "relative_noise_flag",
+                    "cv_error_rests_on", "relative_jaggedness_rests_on"]
     assert list(table.columns[-3:]) == ["interval_method", "interval_note", "note"]
     per = srel.relative_jaggedness(dataset.scores).set_index("model")
     first = table.drop_duplicates("model").set_index("model")

@@ -45,7 +45,7 @@ def report_record(nb: Any, *, notebook: str | Path, title: str, parameters: Mapp
         ``input`` (the source as the report names it), ``provenance`` (label → value),
         ``parameters``, ``sections``, ``glance`` (one object per finding: ``section``,
         ``label``, ``sentence``, ``subject``, ``statistic``, ``value``, ``lo``, ``hi``,
-        ``count``, ``total``; only the first three when the notebook records no numbers),
+        ``count``, ``total``, ``rests_on``; only the first three when the notebook records no numbers),
         ``metrics`` (one object per row of the metrics table). Missing numbers are null.
     """
     from jagged.views.display import RECORD_MIME

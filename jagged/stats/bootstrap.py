@@ -15,8 +15,8 @@
 All functions are pure: DataFrames in, DataFrames out; random draws come from
 ``numpy.random.default_rng(seed)``, so a seed gives the same result every time, however the
 replicates are split into chunks. Memory is linear in the items and in models × domains: the
-replicates are summed a chunk at a time (at most :data:`CELL_BUDGET` replicate × model × domain
-cells), never all B × M × D at once.
+replicates are summed a chunk at a time (at most :data:`jagged.stats.replicates.CELL_BUDGET`
+replicate × model × domain cells), never all B × M × D at once.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.stats.intervals import ESTIMATE_OF
-from jagged.stats.replicates import Replicates, ReplicateStatistic, summarise
+from jagged.stats.replicates import Replicates, ReplicateStatistic, chunk_size, summarise
 from jagged.stats.uncertainty import place_after
 
 INTERVAL_STATISTICS: tuple[str, ...] = ("cv_error", "macro_score", "dep_score", "wedge")
@@ -43,15 +43,8 @@ REASON_NO_N_ITEMS = "no interval: the scores carry no n_items, so their sampling
 RANGES: dict[str, tuple[float, float]] = {"macro_score": (0.0, 1.0), "dep_score": (0.0, 1.0), "wedge": (-1.0, 1.0)}
 #: Upper bound on the entries of one block of resampling draws (replicates × items drawn at once).
 _BLOCK_ENTRIES = 4_000_000
-#: Upper bound on the replicate × model × domain cells summed at once (one chunk of replicates).
-CELL_BUDGET = 1 << 19
 
 # --------------------------------------------------------------------------- bootstrap
-
-
-def chunk_size(n_boot: int, cells: int) -> int:
-    """Replicates per chunk: as many as keep ``replicates × cells`` within :data:`CELL_BUDGET`, at least 1."""
-    return int(max(1, min(n_boot, CELL_BUDGET // max(cells, 1))))
 
 
 def _check_settings(n_boot: int, ci: float) -> None:

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.replicates import Replicates, ReplicateStatistic, summarise
+from jagged.stats.replicates import Replicates, ReplicateStatistic, chunk_size, summarise
 
 METHOD_POISSON = "Poisson bootstrap over items (weights from a hash of item and replicate), paired across models"
 #: 2³² − 1: the hash works on unsigned 32-bit values held in 64-bit integers (no overflow on any engine).
@@ -53,7 +53,7 @@ MIX, STRIDE = 0x45D9F3B, 0x9E3779B9
 POISSON_CDF: tuple[float, ...] = tuple(
     math.exp(-1.0) * sum(1.0 / math.factorial(j) for j in range(k + 1)) for k in range(18))
 #: Replicates per engine query at most (each query reads the rows once); fewer when the
-#: query's replicate × model × domain cells would pass :data:`jagged.stats.bootstrap.CELL_BUDGET`.
+#: query's replicate × model × domain cells would pass :data:`jagged.stats.replicates.CELL_BUDGET`.
 BLOCK = 250
 
 
@@ -151,7 +151,6 @@ def replicate_sums(con: Any, rows: Any, n_boot: int, seed: int, models: np.ndarr
     """
     import ibis
 
-    from jagged.stats.bootstrap import chunk_size
     from jagged.stats.item_expr import fetch
 
     block = min(block, chunk_size(n_boot, len(models) * len(domains)))

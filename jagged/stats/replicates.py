@@ -12,6 +12,14 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
+#: Upper bound on the replicate × model × domain cells summed at once (one chunk of replicates).
+CELL_BUDGET = 1 << 19
+
+
+def chunk_size(n_boot: int, cells: int) -> int:
+    """Replicates per chunk: as many as keep ``replicates × cells`` within :data:`CELL_BUDGET`, at least 1."""
+    return int(max(1, min(n_boot, CELL_BUDGET // max(cells, 1))))
+
 
 @dataclass
 class Replicates:
