@@ -677,3 +677,17 @@ def test_one_model_count_everywhere(tmp_path):
     for bench, models in (("RewardBench", 2), ("RewardBench 2", 2)):
         code, out, err = run_cli("validate", tmp_path, "--collection", "reward-bench", "--where", f"dataset={bench}")
         assert code == 0 and f"for {models} models in" in out, err
+
+
+def test_hostile_benchmark_names_stay_one_line_text(tmp_path):
+    names = ["<script>alert(1)</script>\nRewardBench", "RB 2\u2028' onmouseover='x"]
+    for k, name in enumerate(names):
+        doc = aggregate(f"org/m{k}", [("Chat", 0.5), ("Safety", 0.6)])
+        for entry in doc["evaluation_results"]:
+            entry["source_data"]["dataset_name"] = name
+        write(tmp_path / "data" / "board" / "org" / f"m{k}" / "a.json", doc)
+    line = assert_bad_input("validate", tmp_path / "data" / "board", fragments=("holds 2 benchmarks",
+                                                                                "<script>alert(1)</script>"))
+    assert "\n" not in line.strip() and "\u2028" not in line
+    chosen = jagged.load(tmp_path / "data" / "board", where=[f"dataset={names[0]}"])
+    assert chosen.details["benchmark"] == names[0] and set(chosen.scores["model"]) == {"org/m0"}
