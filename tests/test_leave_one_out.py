@@ -142,3 +142,21 @@ def test_the_largest_wedge_says_when_it_rests_on_one_domain(tmp_path):
     without = analysis.leave_one_out["wedge"].loc[("broken", "coders"), "coding"]
     assert finding.subject == "broken under coders" and finding.rests_on == "coding"
     assert f"without coding (where broken scores 0.000) its wedge would be {without:+.3f}" in finding.sentence
+
+
+def test_the_report_table_shows_the_mark_beside_cv_error_only_when_a_model_has_one(monkeypatch):
+    import IPython.display
+
+    from jagged.views import display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append(obj["text/plain"]))
+    s = failed_run()
+    marked = metrics_table(Dataset(scores=table(s, models=MODELS, domains=TASKS), source="t", paths=[],
+                                   format="long"), AnalysisOptions(bootstrap=0))
+    display.show_metrics(marked)
+    header, *rows = shown[0].splitlines()
+    assert header.split().index("cv_error_rests_on") == header.split().index("cv_error") + 1
+    assert any(line.split()[0] == "broken" and "coding" in line.split() for line in rows)
+    display.show_metrics(marked.assign(cv_error_rests_on=""))
+    assert "cv_error_rests_on" not in shown[1]
