@@ -77,6 +77,23 @@ class Analysis:
         return metrics_table(self.dataset, self.options, decomposition=self.decomposition)
 
     @cached_property
+    def leave_one_out(self) -> dict[str, pd.DataFrame]:
+        """Each model's statistics with each domain left out (:mod:`jagged.stats.leave_one_out`), by column name.
+
+        ``cv_error``, ``relative_jaggedness`` and ``relative_jaggedness_corrected``: models ×
+        domains; ``wedge`` (with profiles): (model, profile) × domains. What the glance asks
+        to say when a headline rests on one domain.
+        """
+        from jagged.stats.leave_one_out import cv_without, relative_without, wedge_without
+
+        out = {"cv_error": cv_without(self.dataset.scores),
+               "relative_jaggedness": relative_without(self.decomposition, corrected=False),
+               "relative_jaggedness_corrected": relative_without(self.decomposition, corrected=True)}
+        if len(self.weights):
+            out["wedge"] = wedge_without(self.dataset.scores, self.weights)
+        return out
+
+    @cached_property
     def weights(self) -> pd.DataFrame:
         """The profiles × domains weight matrix (zero rows without profiles)."""
         return profile_weights(self.dataset, self.options)
@@ -427,15 +444,20 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
         ``p_equal_error``, ``noise_flag`` (:func:`jagged.stats.uncertainty.add_noise`; flagged
         models say so in ``note``). With at least two domain categories:
         ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With
-        ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
-        after ``cv_error``, ``macro_score``, ``dep_score`` and ``wedge``, plus
+        ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi`` for ``cv_error``, ``macro_score``,
+        ``dep_score`` and ``wedge``, each after the estimate it contains (``cv_error_lo``
+        after ``cv_error_corrected``; checked: :func:`jagged.stats.intervals.check_intervals`), plus
         ``interval_method`` and ``interval_note`` (:func:`jagged.stats.bootstrap.add_intervals`).
-        Always before those and ``note``: ``model_effect``, ``relative_jaggedness`` (with its
-        interval when bootstrapped), ``relative_jaggedness_corrected``, ``relative_noise_share``,
-        ``p_model_fit``, ``relative_noise_flag`` (:func:`jagged.stats.structure.add_structure`).
+        Always before those and ``note``: ``model_effect``, ``relative_jaggedness``,
+        ``relative_jaggedness_corrected`` (with its interval when bootstrapped), ``relative_noise_share``,
+        ``p_model_fit``, ``relative_noise_flag`` (:func:`jagged.stats.structure.add_structure`),
+        then ``cv_error_rests_on`` and ``relative_jaggedness_rests_on``: the domain without which
+        that value would be at most half (:func:`jagged.stats.leave_one_out.add_rests_on`).
     """
     from jagged.stats.bootstrap import add_intervals
     from jagged.stats.decomposition import decompose
+    from jagged.stats.intervals import check_intervals
+    from jagged.stats.leave_one_out import add_rests_on
     from jagged.stats.relative import replicate_statistic
     from jagged.stats.structure import add_structure
     from jagged.stats.uncertainty import add_noise
@@ -449,6 +471,7 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
     if decomposition is None:
         decomposition = decompose(dataset.scores)
     table = add_structure(table, decomposition, alpha=1.0 - options.ci)
+    table = add_rests_on(table, dataset.scores, decomposition)
     if options.bootstrap > 0:
         from jagged.readers.items_parquet import lake_path
 
@@ -457,6 +480,7 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
                               seed=options.seed, ci=options.ci,
                               statistics={"relative_jaggedness": replicate_statistic(decomposition)},
                               source=lake_path(dataset), engine=options.engine, spark_master=options.spark_master)
+    check_intervals(table)  # invariant: every printed estimate lies in its own interval
     return add_notes(table, dataset.model_notes)
 
 

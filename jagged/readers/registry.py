@@ -210,7 +210,8 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
         if counts is not None:  # the report says where they came from (Dataset.selection)
             scores = with_item_counts(scores, counts, read.label)
         return Dataset(scores=scores, source=source, paths=list(read.paths), format=read.format,
-                       model_notes=dict(read.model_notes), details=dict(read.details))
+                       model_notes=dict(read.model_notes), details=dict(read.details),
+                       benchmark=read.details.get("benchmark"))
     from jagged.readers.items import dataset_from_items
 
     items = read.items

@@ -74,8 +74,20 @@ def name_categories(raw: pd.Series, column: str, source: str, line_offset: int |
     return pd.Categorical.from_codes(remap[codes], categories=pd.Index(merged, dtype=object))
 
 
+def check_percent_scale(largest: float, source: str) -> None:
+    """Refuse ``--score-scale percent`` for scores that are all at most 1: fractions, not percentages.
+
+    ``largest`` is the largest score as read (before dividing by 100). Every score at most 1
+    % would be a table of near-total failures; a table of fractions read as percentages
+    gives scores near 0.007 and silently wrong numbers (issue 29).
+    """
+    if largest <= 1.0:
+        raise JaggedInputError(f"{source}: every score is at most 1 (the largest is {largest:g}), so the scores are "
+                               "fractions, not percentages; drop --score-scale percent")
+
+
 def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = "fraction",
-                line_offset: int | None = 2) -> pd.Series:
+                line_offset: int | None = 2, whole: bool = True) -> pd.Series:
     """Convert a score column to float fractions in [0, 1], or raise a one-line error.
 
     Parameters
@@ -90,6 +102,10 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
         ``"percent"`` divides by 100 before the range check.
     line_offset : int or None
         Added to an integer row label to give the file line (2 for a CSV with a header).
+    whole : bool
+        The column holds every score of the table, so ``"percent"`` with every value at
+        most 1 is refused (:func:`check_percent_scale`); False for one column of a wide
+        table, which the caller checks as a whole.
 
     Returns
     -------
@@ -124,6 +140,8 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
         raise JaggedInputError(
             f"{source}: column '{column}' has an infinite value {arr[inf][0]} ({row_location(first, line_offset)})")
     if score_scale == "percent":
+        if whole and len(arr):
+            check_percent_scale(float(arr.max()), source)
         arr = arr / 100.0
         values = pd.Series(arr, index=values.index)
     out = (arr < 0) | (arr > 1)
@@ -318,8 +336,13 @@ def wide_to_long(frame: pd.DataFrame, source: str = "<table>", *, score_scale: s
     for col in domain_cols:
         cells = frame[col]
         present = cells.notna() & (cells.astype("string").str.strip() != "").fillna(False)
-        converted = to_fraction(cells[present], str(col), source, score_scale=score_scale, line_offset=line_offset)
+        converted = to_fraction(cells[present], str(col), source, score_scale=score_scale, line_offset=line_offset,
+                                whole=False)
         frame[col] = converted.reindex(frame.index)
+    if score_scale == "percent":
+        largest = frame[domain_cols].max().max()
+        if pd.notna(largest):
+            check_percent_scale(100.0 * float(largest), source)
     long = frame.melt(id_vars="model", value_vars=domain_cols, var_name="domain",
                       value_name="score", ignore_index=False)
     long = long[long["score"].notna().to_numpy()]

@@ -48,7 +48,7 @@ def report_record(nb: Any, *, notebook: str | Path, title: str, parameters: Mapp
         ``models``, ``domains`` as lists, ``n_items`` as text; ``{}`` when every row was read),
         ``parameters``, ``sections``, ``glance`` (one object per finding: ``section``,
         ``label``, ``sentence``, ``subject``, ``statistic``, ``value``, ``lo``, ``hi``,
-        ``count``, ``total``; only the first three when the notebook records no numbers),
+        ``count``, ``total``, ``rests_on``; only the first three when the notebook records no numbers),
         ``metrics`` (one object per row of the metrics table), then any other table the
         notebook records (the compare report's ``domains`` and ``change_shares``). Missing
         numbers are null.

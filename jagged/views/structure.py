@@ -85,10 +85,9 @@ def relative_caption(table: pd.DataFrame) -> str:
 def share_table(structure: Structure) -> pd.DataFrame:
     """The variance shares as a reader's table: ``part``, ``variance`` (logits²), ``share``.
 
-    The cross-term row is shown only where the table is unbalanced or the fit weighted
+    The cross-term row is shown only where the table is unbalanced
     (:func:`jagged.stats.relative.cross_causes`) and it reaches half a percent;
-    :func:`cross_sentence` explains it then. On a complete table without item counts it is
-    0 and never shown.
+    :func:`cross_sentence` explains it then. On a complete table it is 0 and never shown.
     """
     shares = structure.shares
     keep = (shares["component"] != "cross") | ((shares["share"].abs() >= ZERO_PART)
@@ -295,16 +294,10 @@ def cross_sentence(structure: Structure) -> str:
     if not (structure.shares["component"] == "cross").any() or \
             not table["part"].astype(str).str.startswith("cross terms").any():
         return ""
-    causes = cross_causes(structure.decomposition)
-    why = []
-    if "unbalanced" in causes:
-        why.append("some models have no score in some domains, so over the cells there are, a model's level "
-                   "and the difficulty of the domains it was scored on are partly confounded")
-    if "weighted" in causes:
-        why.append("the fit weighs each score by its items, so the parts are separated in the weighted sum of "
-                   "squares, not in the plain variance shown here")
-    return (f"The parts overlap by {structure.share('cross'):+.1%} of the variance (the cross-term row): "
-            + "; and ".join(why) + ". Level, difficulty, residual and cross terms add up to 100 %.")
+    return (f"The parts overlap by {structure.share('cross'):+.1%} of the variance (the cross-term row): some "
+            "models have no score in some domains, so over the cells there are, a model's level and the difficulty "
+            "of the domains it was scored on are partly confounded. Level, difficulty, residual and cross terms add "
+            "up to 100 %.")
 
 
 def _relative_sentence(structure: Structure, table: pd.DataFrame | None) -> str:

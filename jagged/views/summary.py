@@ -141,26 +141,30 @@ def describe(dataset: Dataset) -> str:
     return "; ".join(parts) + ". OK"
 
 
-def collections_text(source: str, collections: list[tuple[str, int, int]]) -> str:
+def collections_text(source: str, collections: list[tuple[str, int, int, list[str]]]) -> str:
     """What ``jagged validate`` says about a datastore holding several collections.
 
     Parameters
     ----------
     source : str
         The folder named.
-    collections : list of (name, files, models)
-        :func:`jagged.readers.eee_collection.datastore_collections`.
+    collections : list of (name, files, models, benchmarks)
+        :func:`jagged.readers.eee_collection.datastore_collections` (models counted by id, as
+        every other count of jagged).
 
     Returns
     -------
     str
-        One line per collection under a header line, and how to choose one.
+        One line per collection under a header line, and how to choose one; a collection
+        holding several benchmarks names them (``--where "dataset=NAME"`` reads one).
     """
     lines = [f"{source}: an Every Eval Ever datastore of {plural(len(collections), 'collection')} "
              f"({plural(sum(c[1] for c in collections), 'file')}); read one with --collection NAME:"]
-    width = max(len(name) for name, _, _ in collections)
-    lines += [f"  {name:<{width}}  {plural(files, 'file')}, {plural(models, 'model')}"
-              for name, files, models in collections]
+    width = max(len(c[0]) for c in collections)
+    for name, files, models, benchmarks in collections:
+        several = (f"; {len(benchmarks)} benchmarks ({listing(benchmarks, 4)}), read one with --where "
+                   '"dataset=NAME"' if len(benchmarks) > 1 else "")
+        lines.append(f"  {name:<{width}}  {plural(files, 'file')}, {plural(models, 'model')}{several}")
     return "\n".join(lines)
 
 
