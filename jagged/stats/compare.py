@@ -35,7 +35,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.dataset import Dataset
-from jagged.stats.bootstrap import ItemMatrix, _quantiles, item_matrix, resampled_sums
+from jagged.stats.bootstrap import ItemMatrix, _quantiles, centred_interval, item_matrix, resampled_sums
 from jagged.stats.bootstrap import _chunks as blocks
 from jagged.stats.deployment import deployment_metrics, kendall_tau
 from jagged.stats.ledger import item_ledger, noise_floor, paired_items, rescore_by_domain, rescore_by_model, run_noise
@@ -380,10 +380,10 @@ def compare_models(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, 
     if replicates is not None:
         for s in stats:
             delta = replicates.stats_b[s] - replicates.stats_a[s]  # B × M or B × M × P
-            lo, hi = _quantiles(delta, ci)
-            lo, hi = (lo.T.ravel(), hi.T.ravel()) if lo.ndim == 2 else (np.tile(lo, len(profiles)),
-                                                                         np.tile(hi, len(profiles)))
-            out[f"{s}_delta_lo"], out[f"{s}_delta_hi"] = lo, hi
+            q = _quantiles(delta, [(1.0 - ci) / 2.0, 0.5, (1.0 + ci) / 2.0])
+            lo, mid, hi = (x.T.ravel() if x.ndim == 2 else np.tile(x, len(profiles)) for x in q)
+            est = out[f"{s}_delta"].to_numpy(dtype=float)  # centred on the estimate: it lies inside
+            out[f"{s}_delta_lo"], out[f"{s}_delta_hi"] = est + (lo - mid), est + (hi - mid)
         has = out["macro_score_delta_lo"].notna().to_numpy()
         method[has] = replicates.method
     out["interval_method"] = method
@@ -496,11 +496,11 @@ def rank_changes(table: pd.DataFrame, replicates: PairedReplicates | None, *, ci
         rep_a = _rank_rows(replicates.rank_a * keep)
         rep_b = _rank_rows(replicates.rank_b * keep)
         for name, reps in (("rank_a", rep_a), ("rank_b", rep_b), ("rank_change", rep_a - rep_b)):
-            lo, hi = _quantiles(reps, ci)  # whole ranks: rounded outwards
+            lo, hi = centred_interval(out[name].to_numpy(dtype=float), reps, ci)  # whole ranks: rounded outwards
             out[f"{name}_lo"], out[f"{name}_hi"] = np.floor(lo), np.ceil(hi)
         taus = kendall_tau_rows(replicates.rank_a * keep, replicates.rank_b * keep)
         if np.isfinite(taus).any():
-            tau_lo, tau_hi = _quantiles(taus[:, None], ci)
+            tau_lo, tau_hi = centred_interval(np.array([kendall_tau(ma, mb)]), taus[:, None], ci, bounds=(-1.0, 1.0))
             tau_lo, tau_hi = float(tau_lo[0]), float(tau_hi[0])
         method = replicates.rank_method
     out["moved"] = ((out["rank_change_lo"] > 0) | (out["rank_change_hi"] < 0)).fillna(False).astype(bool)
