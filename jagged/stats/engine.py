@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from jagged.errors import JaggedInputError
+from jagged.paths import DUCKDB_CONFIG, confine_duckdb, engine_path, parquet_parts
 
 #: The engines, the first the default.
 ENGINES: tuple[str, ...] = ("duckdb", "spark")
@@ -108,7 +109,8 @@ def connect(engine: str | None = None, *, spark_master: str | None = None, memor
     spill = os.path.join(tempfile.gettempdir(), f"jagged-duckdb-{os.getpid()}-{uuid.uuid4().hex}")
     con = ibis.duckdb.connect(database=":memory:", memory_limit=memory_limit,
                               threads=threads or min(os.cpu_count() or 1, 4), temp_directory=spill,
-                              preserve_insertion_order=False)
+                              preserve_insertion_order=False, **DUCKDB_CONFIG)
+    con._jagged_spill = spill
 
     def close() -> None:
         with contextlib.suppress(Exception):
@@ -179,12 +181,29 @@ def table_from_frame(con: Any, frame: Any, schema: dict[str, str]) -> Any:
         # converted to Arrow once (numeric columns without a copy) and registered as a view: DuckDB scans it in place
         arrow = pa.Table.from_pandas(frame[list(schema)], preserve_index=False, nthreads=1, schema=pa.schema(
             [(column, _ARROW_TYPES[kind]) for column, kind in schema.items()]))
+        _confined(con, [])  # rows in memory: no file to open
         return con.create_view(name, ibis.memtable(arrow), overwrite=True)
     session = spark_session()
     ddl = ", ".join(f"`{column}` {_SPARK_TYPES[kind]}" for column, kind in schema.items())
     values = frame[list(schema)].astype(object).where(frame[list(schema)].notna(), None)
     session.createDataFrame(values, schema=ddl).createOrReplaceTempView(name)
     return con.table(name)
+
+
+def _confined(con: Any, files: list[Path]) -> list[str]:
+    """Confine a DuckDB backend to ``files`` the first time it is used (:func:`jagged.paths.confine_duckdb`).
+
+    Returns the files as DuckDB reads them. A connection reads one input: asking it for
+    other files later is a programming error.
+    """
+    allowed = getattr(con, "_jagged_files", None)
+    if allowed is None:
+        con._jagged_files = {os.fspath(f) for f in files}
+        spill = getattr(con, "_jagged_spill", None)
+        return confine_duckdb(con.con, files, [spill] if spill else [])
+    if not {os.fspath(f) for f in files} <= allowed:
+        raise RuntimeError("this DuckDB connection may read only the input it was first given; connect() again")
+    return [engine_path(f) for f in files]
 
 
 def read_parquet(con: Any, path: str | Path) -> Any:
@@ -201,31 +220,38 @@ def read_parquet(con: Any, path: str | Path) -> Any:
     Returns
     -------
     ibis.Table
+
+    Notes
+    -----
+    The engine reads exactly the file, or the folder's parts as the reader checked them
+    (:func:`jagged.paths.parquet_parts`), given as a list of literal paths: no path is a
+    glob pattern. DuckDB may open nothing else (:func:`jagged.paths.confine_duckdb`);
+    Spark is given the parts with globbing off and the folder as the partitions' base.
     """
-    path = Path(path)
+    path = Path(os.path.abspath(path))
     if not path.exists():
         raise JaggedInputError(f"{path.name}: no such file or folder")
     folder = path.is_dir()
+    parts = parquet_parts(path) if folder else [path]
     if con.name == "duckdb":
-        source = str(path / "**" / "*.parquet") if folder else str(path)
+        files = _confined(con, parts)
         if folder:
-            return con.read_parquet(source, hive_partitioning=True, hive_types_autocast=False)
-        return con.read_parquet(source)
-    # Spark discovers the partitions itself; their values stay text (a model called 007 is not 7): the data
-    # files' schema plus the partition keys as strings, given to the reader
+            return con.read_parquet(files, hive_partitioning=True, hive_types_autocast=False)
+        return con.read_parquet(files)
+    # Spark discovers the partitions from the parts' paths below the folder; their values stay text (a model
+    # called 007 is not 7): the data files' schema plus the partition keys as strings, given to the reader
     from pyspark.sql.types import StringType, StructField
 
     session = spark_session()
-    if not folder:
-        frame = session.read.parquet(str(path))
-    else:
-        first = next(path.rglob("*.parquet"))
-        keys = [part.split("=", 1)[0] for part in first.relative_to(path).parts[:-1] if "=" in part]
-        schema = session.read.parquet(str(first)).schema
-        for key in keys:
-            if key not in schema.fieldNames():
+    reader = session.read.option("__globPaths__", "false")  # Spark's own switch: paths are files, not patterns
+    if folder:
+        schema = reader.parquet(str(parts[0])).schema
+        for part in parts[0].relative_to(path).parts[:-1]:
+            key = part.split("=", 1)[0]
+            if "=" in part and key not in schema.fieldNames():
                 schema = schema.add(StructField(key, StringType(), True))
-        frame = session.read.schema(schema).parquet(str(path))
+        reader = reader.option("basePath", str(path)).schema(schema)
+    frame = reader.parquet(*map(str, parts))
     name = "jagged_" + uuid.uuid4().hex
     frame.createOrReplaceTempView(name)
     return con.table(name)
