@@ -303,7 +303,7 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
               help="Rerun from a parameter set: papermill-style YAML, or a jagged report (.html/.ipynb) "
                    "whose stored parameters and notebook are reused. Options given here override it. Stored "
                    "parameters are data: plain values checked against each option's type and bounds before "
-                   "anything runs.")
+                   "anything runs; the engine, Spark master and input cap come from this command line only.")
 @click.option("--notebook", type=str, default=None, metavar="NAME",
               help="Packaged notebook to run with --params (default: the one stored in FILE, else "
                    "jaggedness_report); e.g. model_report. Never a path.")

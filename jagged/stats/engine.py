@@ -12,23 +12,29 @@ item table in memory, a Parquet file, or a folder of Parquet files partitioned h
   else a new one. Spark's own configuration is honoured: ``spark-defaults.conf`` under
   ``SPARK_CONF_DIR`` (or ``SPARK_HOME/conf``), ``PYSPARK_SUBMIT_ARGS`` and the environment
   set the master and everything else; only an explicit ``spark_master`` is set over them,
-  and ``local[*]`` is used when nothing names a master. Needs ``pip install jagged[spark]``
-  and Java 17.
+  and ``local[*]`` is used when nothing names a master. A session jagged builds has no web
+  UI, a local one listens on the loopback interface only, and the JVM prints nothing
+  (:func:`spark_session`). Needs ``pip install jagged[spark]`` and Java 17.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import subprocess
 import tempfile
+import threading
 import uuid
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from jagged.errors import JaggedInputError
+from jagged.option_checks import shown
 from jagged.paths import DUCKDB_CONFIG, confine_duckdb, engine_path, parquet_parts
+from jagged.text import one_line
 
 #: The engines, the first the default.
 ENGINES: tuple[str, ...] = ("duckdb", "spark")
@@ -36,6 +42,12 @@ ENGINES: tuple[str, ...] = ("duckdb", "spark")
 DEFAULT_SPARK_MASTER = "local[*]"
 #: DuckDB memory cap of the statistics' sessions (they spill to a temporary folder beyond it).
 DUCKDB_MEMORY_LIMIT = "512MB"
+#: Spark master URLs ``spark_master`` may be: local, local[N], local[*] (each with an optional number of task
+#: failures, local[4,2]), a standalone cluster spark://HOST:PORT[,HOST:PORT...], yarn, k8s://[https://]HOST[:PORT].
+SPARK_MASTER = re.compile(r"local(\[(\*|[1-9]\d{0,4})(,[1-9]\d{0,4})?\])?|spark://[\w.-]+:\d{1,5}(,[\w.-]+:\d{1,5})*"
+                          r"|yarn|k8s://(https?://)?[\w.-]+(:\d{1,5})?/?")
+#: Seconds a session with a cluster's master may take (Java's start included) before the run stops with one line.
+SPARK_CONNECT_SECONDS = 25
 
 
 def check_engine(engine: str | None) -> str:
@@ -64,31 +76,112 @@ def configured_spark_master() -> str | None:
     return None
 
 
+def check_spark_master(master: Any) -> str:
+    """``master`` if it is a Spark master URL (:data:`SPARK_MASTER`), else a one-line :class:`JaggedInputError`."""
+    if not isinstance(master, str) or not SPARK_MASTER.fullmatch(master):
+        raise JaggedInputError(f"--spark-master {shown(master)}: not a Spark master URL (local, local[N], local[*], "
+                               "spark://HOST:PORT, yarn, k8s://URL)")
+    return master
+
+
+def _reach(master: str) -> None:
+    """Refuse at once a cluster master that no socket reaches (``spark://`` and ``k8s://`` URLs)."""
+    import socket
+
+    if master.startswith("spark://"):
+        places = [place.rsplit(":", 1) for place in master[len("spark://"):].split(",")]
+    elif master.startswith("k8s://"):
+        url = master[len("k8s://"):].split("://")[-1].rstrip("/")
+        places = [url.rsplit(":", 1) if ":" in url else [url, "443"]]
+    else:
+        return
+    reasons = []
+    for host, port in places:
+        try:
+            socket.create_connection((host, int(port)), timeout=5).close()
+            return
+        except OSError as exc:
+            reasons.append(f"{host}:{port}: {exc.strerror or type(exc).__name__}")
+    raise JaggedInputError(f"--spark-master {master}: cannot reach the master ({'; '.join(reasons)})")
+
+
+def _spark_reason(exc: BaseException) -> str:
+    """The line of a Spark (Py4J) error that says what went wrong."""
+    lines = [line.strip(" :") for line in str(exc).splitlines() if line.strip(" :")]
+    told = [line for line in lines if ("Exception" in line or "Error" in line) and "error occurred while" not in line]
+    return one_line((told or lines or [type(exc).__name__])[0], 300)
+
+
 def spark_session(spark_master: str | None = None) -> Any:
     """The active Spark session, or a new one (master: ``spark_master``, else Spark's configuration, else local[*]).
 
     Parameters
     ----------
     spark_master : str, optional
-        Master URL (``local[2]``, ``spark://host:7077``, ``yarn`` ...). Set over Spark's
-        configuration only when given; an active session is reused as it is.
+        Master URL (``local[2]``, ``spark://host:7077``, ``yarn`` ...; :data:`SPARK_MASTER`).
+        Set over Spark's configuration only when given; an active session is reused as it is.
 
     Returns
     -------
     pyspark.sql.SparkSession
+
+    Raises
+    ------
+    JaggedInputError
+        No PySpark or Java; a master that is no master URL; a cluster master no socket
+        reaches, or that does not take the session within :data:`SPARK_CONNECT_SECONDS`; any
+        failure to start. One line each, and no output of the JVM on the terminal.
+
+    Notes
+    -----
+    A session jagged builds serves no web UI (``spark.ui.enabled=false``), and with a
+    ``local`` master binds its driver to the loopback interface (127.0.0.1): nothing
+    listens on the network. The JVM's own output (log4j, warnings) goes to /dev/null.
     """
     try:
+        from pyspark import SparkConf, SparkContext
+        from pyspark.java_gateway import launch_gateway
         from pyspark.sql import SparkSession
     except ImportError:
         raise JaggedInputError("engine 'spark' needs PySpark: pip install 'jagged[spark]' (and Java 17)") from None
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    builder = SparkSession.builder
-    master = spark_master or configured_spark_master() or DEFAULT_SPARK_MASTER
-    if spark_master or configured_spark_master() is None:
-        builder = builder.master(master)
-    return builder.getOrCreate()
+    configured = None if spark_master else configured_spark_master()
+    master = check_spark_master(spark_master) if spark_master else configured or DEFAULT_SPARK_MASTER
+    conf = SparkConf().setAll([("spark.ui.enabled", "false"), ("spark.ui.showConsoleProgress", "false")])
+    if configured is None:
+        conf.setMaster(master)
+    local = master.startswith("local")
+    if local:
+        conf.setAll([("spark.driver.bindAddress", "127.0.0.1"), ("spark.driver.host", "127.0.0.1")])
+    else:
+        _reach(master)
+    built: dict[str, Any] = {}
+
+    def build() -> None:
+        try:
+            if SparkContext._gateway is None:  # the JVM's own output (log4j, warnings) never reaches the terminal
+                SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={
+                    "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}))
+            built["session"] = SparkSession.builder.config(conf=conf).getOrCreate()
+        except Exception as exc:
+            built["error"] = exc
+
+    worker = threading.Thread(target=build, name="jagged-spark-session", daemon=True)
+    worker.start()
+    worker.join(None if local else SPARK_CONNECT_SECONDS)
+    if worker.is_alive():
+        raise JaggedInputError(f"--spark-master {master}: no session with the master within {SPARK_CONNECT_SECONDS} s "
+                               "(Java started and the master did not take it)" if SparkContext._gateway is not None else
+                               f"--spark-master {master}: Java did not start within {SPARK_CONNECT_SECONDS} s")
+    if "error" in built:
+        if SparkContext._gateway is None:
+            raise JaggedInputError(f"engine 'spark' could not start Java (Java 17 is needed): "
+                                   f"{_spark_reason(built['error'])}")
+        raise JaggedInputError(f"--spark-master {master}: cannot start a Spark session: "
+                               f"{_spark_reason(built['error'])}")
+    return built["session"]
 
 
 def connect(engine: str | None = None, *, spark_master: str | None = None, memory_limit: str = DUCKDB_MEMORY_LIMIT,
@@ -104,7 +197,10 @@ def connect(engine: str | None = None, *, spark_master: str | None = None, memor
     warnings.filterwarnings("ignore", message=r"fetch_arrow_table\(\) is deprecated", category=DeprecationWarning,
                             module=r"ibis\.backends\.duckdb")
     engine = check_engine(engine)
-    if engine == "spark":
+    if engine == "spark":  # PySpark's and Ibis's own deprecations (pandas 3), Py4J's sockets: not the user's either
+        for category in (DeprecationWarning, FutureWarning):
+            warnings.filterwarnings("ignore", category=category, module=r"(pyspark|py4j|ibis)(\.|$)")
+        warnings.filterwarnings("ignore", message=r"unclosed <socket", category=ResourceWarning)
         return ibis.pyspark.connect(spark_session(spark_master)), lambda: None  # the session is shared: left running
     spill = os.path.join(tempfile.gettempdir(), f"jagged-duckdb-{os.getpid()}-{uuid.uuid4().hex}")
     con = ibis.duckdb.connect(database=":memory:", memory_limit=memory_limit,
