@@ -159,6 +159,43 @@ def confine_duckdb(con: Any, files: Iterable[str | Path] = (), folders: Iterable
     return literal
 
 
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs (a zombie, which has exited but is not reaped yet, does not)."""
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, and belongs to someone else
+        return True
+    try:  # Linux: the state letter follows the parenthesised command name
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rpartition(")")[2].split()
+    except OSError:  # no /proc (macOS), or it has just been reaped: os.kill said it exists
+        return True
+    return not state or state[0] not in ("Z", "X")
+
+
+def spill_folder() -> str:
+    """A new folder (mode 0700) for DuckDB to spill to: ``jagged-duckdb-PID-…`` in the temporary folder.
+
+    The folders of this user that processes no longer running left behind are removed
+    first: a run killed (SIGKILL) or aborted by the C++ runtime cannot remove its own.
+    """
+    import re
+    import shutil
+    import tempfile
+
+    with os.scandir(tempfile.gettempdir()) as entries:
+        for entry in entries:
+            found = re.fullmatch(r"jagged-duckdb-(\d+)-\w+", entry.name)
+            if (found and entry.is_dir(follow_symlinks=False)
+                    and entry.stat(follow_symlinks=False).st_uid == os.getuid()
+                    and not process_alive(int(found.group(1)))):
+                shutil.rmtree(entry.path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"jagged-duckdb-{os.getpid()}-")
+
+
 def _same(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -166,23 +203,27 @@ def _same(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def check_outputs(outputs: Mapping[str, str | Path | None], inputs: Mapping[str, str | Path | None]) -> None:
+def check_outputs(outputs: Mapping[str, str | Path | None], inputs: Mapping[str, str | Path | None],
+                  folders: Mapping[str, str | Path] | None = None) -> None:
     """Refuse, before anything is written, an output that is an input or another output.
 
     Parameters
     ----------
     outputs : mapping
         How each output was asked for (``"-o"``, ``"--items-out"``, ``"--report"``) → its path;
-        None: not asked for. A report's files beside it (``.ipynb``, ``.json``) are outputs too.
+        None: not asked for. Give a report's files beside it (``.ipynb``, ``.json``) too.
     inputs : mapping
         What each input is (``"SCORES"``, ``"--weights"``) → its path; None, "" or a value
         that is no existing path (``--n-items 120``) is skipped.
+    folders : mapping, optional
+        Folders the command fills (``jagged batch``'s ``models/``): no input may lie inside.
 
     Raises
     ------
     JaggedInputError
-        ``OUT FLAG PATH is the input NAME PATH (the same file); an output never replaces an
-        input``, an output inside an input folder, or two outputs that are one file.
+        ``FLAG PATH is the input NAME PATH (the same file); an output never replaces an
+        input``; an output inside an input folder; an input inside an output folder; two
+        outputs that are one file.
 
     Notes
     -----
@@ -190,6 +231,11 @@ def check_outputs(outputs: Mapping[str, str | Path | None], inputs: Mapping[str,
     ``a.csv``) when both exist, else the same :func:`os.path.realpath`.
     """
     read = [(name, os.fspath(p)) for name, p in inputs.items() if p and os.path.exists(p)]
+    for flag, folder in (folders or {}).items():
+        for name, path in read:
+            if _inside(os.path.realpath(path), os.path.realpath(folder)):
+                raise JaggedInputError(f"the input {name} {path} lies inside {folder}, which {flag} fills; keep inputs "
+                                       "out of it")
     written: list[tuple[str, str]] = []
     for flag, out in outputs.items():
         if out is None:
@@ -209,4 +255,4 @@ def check_outputs(outputs: Mapping[str, str | Path | None], inputs: Mapping[str,
 
 
 __all__ = ["DUCKDB_CONFIG", "SKIPPED_PREFIXES", "check_outputs", "confine_duckdb", "engine_path", "file_kind",
-           "holds_parquet", "parquet_parts"]
+           "holds_parquet", "parquet_parts", "process_alive", "spill_folder"]

@@ -219,7 +219,8 @@ def check_footers(parts: list[Path], source: str, root: Path | None = None) -> i
     Returns
     -------
     int
-        The rows the footers declare.
+        The rows the footers' row groups declare (the file's own total may differ, and
+        readers go by the row groups).
 
     Raises
     ------
@@ -250,7 +251,7 @@ def check_footers(parts: list[Path], source: str, root: Path | None = None) -> i
             where = part.relative_to(root).as_posix() if root is not None else part.name
             raise JaggedInputError(f"{source}: {where} is not a readable Parquet file "
                                    f"({first_line(exc)[:160]})") from None
-        rows += meta.num_rows
+        rows += sum(meta.row_group(g).num_rows for g in range(meta.num_row_groups))  # what readers decode
         budget.add(int(size), f"{source} ({rows:,} rows in {len(parts):,} Parquet file(s), by their footers)",
                    how="decodes to")
     return rows

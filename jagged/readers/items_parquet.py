@@ -14,7 +14,7 @@ which datasets have one.
 from __future__ import annotations
 
 import os
-import tempfile
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.paths import DUCKDB_CONFIG, confine_duckdb, holds_parquet, parquet_parts
+from jagged.paths import DUCKDB_CONFIG, confine_duckdb, holds_parquet, parquet_parts, spill_folder
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import check_footers
 from jagged.readers.items import (
@@ -192,7 +192,8 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
     c = sql_name(col["correct"])
     cat = sql_name(col["category"]) if "category" in col else "NULL"
     threads = threads or min(os.cpu_count() or 1, 4)
-    with tempfile.TemporaryDirectory(prefix="jagged-duckdb-") as spill:
+    spill = spill_folder()
+    try:
         con = duckdb.connect(":memory:", config={**DUCKDB_CONFIG, "memory_limit": memory_limit, "threads": threads,
                                                   "temp_directory": spill, "preserve_insertion_order": False})
         try:
@@ -210,6 +211,8 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
             raise JaggedInputError(f"{source}: cannot aggregate item-level Parquet: {first}") from None
         finally:
             con.close()
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
     scores = validate_scores(scores, source, line_offset=None)
     cov = coverage_from_counts(scores, domain_items)
     notes, summary = coverage_notes(cov)

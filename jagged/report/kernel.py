@@ -265,7 +265,7 @@ def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> An
 
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     runtime = Path(jupyter_runtime_dir())
-    runtime.mkdir(parents=True, exist_ok=True)
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)  # Jupyter's own mode: connection files hold keys
     remove_stale_kernel_files(runtime)
     # One name for all of the kernel's files (the connection file would otherwise be a
     # temporary file in TMPDIR that nothing removes after SIGKILL).

@@ -19,6 +19,7 @@ import jagged
 from jagged.options import check_value
 from jagged.report.notebooks import notebook_parameters, plain
 from jagged.resources import templates_dir
+from jagged.text import printable
 
 TEMPLATES_DIR = templates_dir()
 TEMPLATE_NAME = "jagged"
@@ -154,7 +155,10 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
     Returns
     -------
     str
-        The HTML. Every title, fact and parameter is autoescaped by the template.
+        The HTML. Every title, fact and parameter is autoescaped by the template; NUL, the
+        other control characters (but tab and newline) and the bidirectional overrides that
+        a name may hold are written as visible escapes (``\\u202e``, :func:`jagged.text.printable`),
+        so no name reorders or hides the text around it.
 
     Raises
     ------
@@ -169,4 +173,4 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
                             "meta": list(meta.items()), "parameters_yaml": meta.get("parameters"),
                             "theme": theme, "sections": None if sections is None else list(sections)}}
     body, _ = _exporter(bool(show_code)).from_notebook_node(nb, resources=resources)
-    return body
+    return printable(body, keep="\t\n\r")  # NUL, controls and bidi overrides from names: shown as escapes

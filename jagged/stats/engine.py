@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 import uuid
 import warnings
@@ -33,7 +32,7 @@ from typing import Any, Callable, Iterator
 
 from jagged.errors import JaggedInputError
 from jagged.option_checks import shown
-from jagged.paths import DUCKDB_CONFIG, confine_duckdb, engine_path, parquet_parts
+from jagged.paths import DUCKDB_CONFIG, confine_duckdb, engine_path, parquet_parts, spill_folder
 from jagged.text import one_line
 
 #: The engines, the first the default.
@@ -188,8 +187,8 @@ def connect(engine: str | None = None, *, spark_master: str | None = None, memor
             threads: int | None = None) -> tuple[Any, Callable[[], None]]:
     """An Ibis backend for the statistics and the function that closes it (see :func:`backend`).
 
-    DuckDB is given a spill folder that does not exist yet: DuckDB makes it only when it
-    spills and removes it when the connection closes (``close`` removes what is left).
+    DuckDB is given a spill folder of its own (mode 0700), removed by ``close``; it installs
+    and loads no extension, and opens no file but the input :func:`read_parquet` gives it.
     """
     import ibis
 
@@ -202,7 +201,7 @@ def connect(engine: str | None = None, *, spark_master: str | None = None, memor
             warnings.filterwarnings("ignore", category=category, module=r"(pyspark|py4j|ibis)(\.|$)")
         warnings.filterwarnings("ignore", message=r"unclosed <socket", category=ResourceWarning)
         return ibis.pyspark.connect(spark_session(spark_master)), lambda: None  # the session is shared: left running
-    spill = os.path.join(tempfile.gettempdir(), f"jagged-duckdb-{os.getpid()}-{uuid.uuid4().hex}")
+    spill = spill_folder()
     con = ibis.duckdb.connect(database=":memory:", memory_limit=memory_limit,
                               threads=threads or min(os.cpu_count() or 1, 4), temp_directory=spill,
                               preserve_insertion_order=False, **DUCKDB_CONFIG)

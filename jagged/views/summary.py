@@ -13,7 +13,7 @@ import pandas as pd
 
 from jagged.readers.dataset import Dataset
 from jagged.readers.table import summarize
-from jagged.text import and_more, listing, plural
+from jagged.text import and_more, listing, plural, printable
 
 
 class Fact(NamedTuple):
@@ -133,7 +133,7 @@ def collections_text(source: str, collections: list[tuple[str, int, int]]) -> st
     width = max(len(name) for name, _, _ in collections)
     lines += [f"  {name:<{width}}  {plural(files, 'file')}, {plural(models, 'model')}"
               for name, files, models in collections]
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # a folder name is data: its newline never starts a line
 
 
 def _hierarchy_text(paths: dict[str, str]) -> str:
