@@ -214,7 +214,7 @@ def write_table(table: Any, output: str | None) -> None:
     from jagged.fileio import atomic_write_text, csv_text
 
     if output is None:
-        click.echo(csv_text(table), nl=False)
+        click.echo(csv_text(table, keep="\t"), nl=False)
         return
     if table_format(output) == "json":
         text = json_text(table.to_json(orient="records", indent=2, force_ascii=False))

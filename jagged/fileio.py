@@ -101,13 +101,17 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def csv_text(frame: Any) -> str:
+def csv_text(frame: Any, keep: str = "\t\n\r") -> str:
     """A table as CSV text whose text cells a spreadsheet shows as text, never runs.
 
     Parameters
     ----------
     frame : pandas.DataFrame
         The table.
+    keep : str
+        Control characters kept as they are: in a file, tab, newline and carriage return
+        (a cell holding them is quoted); on a terminal only the tab (a newline in a name
+        would start a line of its own).
 
     Returns
     -------
@@ -115,13 +119,13 @@ def csv_text(frame: Any) -> str:
         ``frame.to_csv(index=False)``, where every text cell (and column name) that starts
         with ``= + - @``, a tab or a carriage return gets a leading ``'`` (``=HYPERLINK(...)``
         → ``'=HYPERLINK(...)``), as OWASP recommends, and NUL, the other control characters
-        but tab, newline and carriage return, and the bidirectional overrides are written as
-        escapes (:func:`jagged.text.printable`). Numbers are never changed (``-0.5`` stays).
+        but those in ``keep``, and the bidirectional overrides are written as escapes
+        (:func:`jagged.text.printable`). Numbers are never changed (``-0.5`` stays).
     """
     def cell(value: Any) -> Any:
         if not isinstance(value, str):
             return value
-        value = printable(value, keep="\t\n\r")
+        value = printable(value, keep=keep)
         return "'" + value if value.startswith(FORMULA_START) else value
 
     from pandas.api.types import is_bool_dtype, is_numeric_dtype

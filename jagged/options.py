@@ -389,8 +389,8 @@ def set_aside_capabilities(values: Mapping[str, Any], defaults: Mapping[str, Any
 
     typed = set(typed)
     out = dict(values)
-    aside = [BY_NAME[name] for name, value in values.items() if name in BY_NAME and BY_NAME[name].capability
-             and name not in typed and value != defaults.get(name, BY_NAME[name].notebook_default())]
+    aside = [o for o in OPTIONS if o.capability and o.name in values and o.name not in typed
+             and values[o.name] != defaults.get(o.name, o.notebook_default())]
     for option in aside:
         out[option.name] = defaults.get(option.name, option.notebook_default())
     if aside:

@@ -176,11 +176,12 @@ def process_alive(pid: int) -> bool:
     return not state or state[0] not in ("Z", "X")
 
 
-def spill_folder() -> str:
-    """A new folder (mode 0700) for DuckDB to spill to: ``jagged-duckdb-PID-…`` in the temporary folder.
+def remove_spill_folders(pid: int | None = None) -> None:
+    """Remove the spill folders of process ``pid`` (a kernel just killed), or of every process no longer running.
 
-    The folders of this user that processes no longer running left behind are removed
-    first: a run killed (SIGKILL) or aborted by the C++ runtime cannot remove its own.
+    Only this user's folders named ``jagged-duckdb-PID-…`` in the temporary folder are
+    touched: a process killed (SIGKILL, as a report's kernel is stopped) or aborted by the C++
+    runtime cannot remove its own.
     """
     import re
     import shutil
@@ -189,10 +190,23 @@ def spill_folder() -> str:
     with os.scandir(tempfile.gettempdir()) as entries:
         for entry in entries:
             found = re.fullmatch(r"jagged-duckdb-(\d+)-\w+", entry.name)
-            if (found and entry.is_dir(follow_symlinks=False)
-                    and entry.stat(follow_symlinks=False).st_uid == os.getuid()
-                    and not process_alive(int(found.group(1)))):
+            if not found or not entry.is_dir(follow_symlinks=False):
+                continue
+            owner = int(found.group(1))
+            if (owner == pid if pid is not None else owner != os.getpid() and not process_alive(owner)) \
+                    and entry.stat(follow_symlinks=False).st_uid == os.getuid():
                 shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def spill_folder() -> str:
+    """A new folder (mode 0700: what spills is the user's data) for DuckDB: ``jagged-duckdb-PID-…``.
+
+    In the temporary folder, after :func:`remove_spill_folders` removed those of processes no
+    longer running.
+    """
+    import tempfile
+
+    remove_spill_folders()
     return tempfile.mkdtemp(prefix=f"jagged-duckdb-{os.getpid()}-")
 
 
@@ -255,4 +269,4 @@ def check_outputs(outputs: Mapping[str, str | Path | None], inputs: Mapping[str,
 
 
 __all__ = ["DUCKDB_CONFIG", "SKIPPED_PREFIXES", "check_outputs", "confine_duckdb", "engine_path", "file_kind",
-           "holds_parquet", "parquet_parts", "process_alive", "spill_folder"]
+           "holds_parquet", "parquet_parts", "process_alive", "remove_spill_folders", "spill_folder"]

@@ -42,6 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from jagged.paths import remove_spill_folders
 from jagged.report.debris import (
     guard_termination,
     kernel_stem,
@@ -312,8 +313,8 @@ def external_kernel_kwargs(km: Any) -> dict[str, Any]:
 def stop_kernel(km: Any) -> None:
     """Stop a kernel started by :func:`launch_kernel` at once (no grace period) and remove its files.
 
-    The process gets SIGKILL and its connection file, socket files and ``.kernel`` file are
-    removed; unlike ``shutdown_kernel(now=True)`` this does not wait ~0.1 s for the
+    The process gets SIGKILL and its connection file, socket files, ``.kernel`` file and DuckDB
+    spill folders are removed; unlike ``shutdown_kernel(now=True)`` this does not wait ~0.1 s for the
     process to be reaped (on POSIX; elsewhere it falls back to that). Stopping a kernel
     twice does nothing the second time.
     """
@@ -328,6 +329,7 @@ def stop_kernel(km: Any) -> None:
                 process.wait(timeout=5)  # reaped at once: SIGKILL cannot be ignored
             except (OSError, subprocess.TimeoutExpired):
                 pass
+            remove_spill_folders(process.pid)  # DuckDB's, that the killed kernel could not remove
             try:
                 run_sync(km.cleanup_resources)(restart=False)  # control socket, zmq context, connection file
             except Exception:  # already cleaned up
