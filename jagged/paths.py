@@ -151,7 +151,10 @@ def confine_duckdb(con: Any, files: Iterable[str | Path] = (), folders: Iterable
     """
     files = [os.fspath(f) for f in files]
     literal = [engine_path(f) for f in files]
-    con.execute("SET enable_progress_bar = false")
+    try:  # no bar drawn over the command line's output; in a Jupyter kernel DuckDB refuses the setting (no bar there)
+        con.execute("SET enable_progress_bar = false")
+    except Exception:  # noqa: S110 - duckdb.InvalidInputException: ipywidgets missing
+        pass
     con.execute("SET allowed_paths = ?", [sorted(set(files) | set(literal))])
     con.execute("SET allowed_directories = ?", [[os.fspath(f) for f in folders]])
     con.execute("SET enable_external_access = false")

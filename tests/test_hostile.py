@@ -469,7 +469,7 @@ def test_every_csv_written_shows_formulas_as_text(workdir):
 
 def test_files_are_0644_and_jaggeds_own_folders_0700(workdir):
     from jagged.fileio import atomic_write_text
-    from jagged.paths import spill_folder
+    from jagged.paths import remove_spill_folders, spill_folder
 
     previous = os.umask(0o022)
     try:
@@ -479,11 +479,15 @@ def test_files_are_0644_and_jaggeds_own_folders_0700(workdir):
     finally:
         os.umask(previous)
     dead = Path(spill_folder()).parent / "jagged-duckdb-999999999-stale"  # no process has this id
+    killed = dead.with_name(f"jagged-duckdb-{os.getppid()}-kernel")  # a live process: a sweep keeps it
     dead.mkdir()
+    killed.mkdir()
     spill = Path(spill_folder())
     try:
         assert spill.stat().st_mode & 0o777 == 0o700 and spill.name.startswith(f"jagged-duckdb-{os.getpid()}-")
-        assert not dead.exists()  # a dead run's spill folder is removed by the next
+        assert not dead.exists() and killed.exists()  # a dead run's spill folder is removed by the next
+        remove_spill_folders(os.getppid())  # what stop_kernel does for the kernel it killed
+        assert not killed.exists() and spill.exists()
     finally:
         spill.rmdir()
 

@@ -37,6 +37,7 @@ import yaml
 from jagged import safe_yaml
 from jagged.errors import JaggedInputError
 from jagged.option_checks import shown
+from jagged.paths import file_kind
 from jagged.report.notebooks import notebook_name
 from jagged.text import printable
 
@@ -379,6 +380,4 @@ def check_input_path(value: Any, name: str = "scores", source: str = "") -> None
         return  # missing or unreadable: the reader gives its own one-line error
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return
-    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
-    raise JaggedInputError(f"{where}{name} {os.fspath(value)} is {kind}, not a regular file or folder")
+    raise JaggedInputError(f"{where}{name} {os.fspath(value)} is {file_kind(mode)}, not a regular file or folder")
