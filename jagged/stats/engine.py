@@ -23,7 +23,7 @@ import contextlib
 import os
 import re
 import shutil
-import subprocess
+import tempfile
 import threading
 import uuid
 import warnings
@@ -104,8 +104,8 @@ def _reach(master: str) -> None:
     raise JaggedInputError(f"--spark-master {master}: cannot reach the master ({'; '.join(reasons)})")
 
 
-def _spark_reason(exc: BaseException) -> str:
-    """The line of a Spark (Py4J) error that says what went wrong."""
+def _spark_reason(exc: BaseException | str) -> str:
+    """The line of a Spark (Py4J) error, or of the JVM's output, that says what went wrong."""
     lines = [line.strip(" :") for line in str(exc).splitlines() if line.strip(" :")]
     told = [line for line in lines if ("Exception" in line or "Error" in line) and "error occurred while" not in line]
     return one_line((told or lines or [type(exc).__name__])[0], 300)
@@ -152,17 +152,19 @@ def spark_session(spark_master: str | None = None) -> Any:
     if configured is None:
         conf.setMaster(master)
     local = master.startswith("local")
+    label = f"--spark-master {master}" if spark_master else f"engine 'spark' (master {master})"
     if local:
         conf.setAll([("spark.driver.bindAddress", "127.0.0.1"), ("spark.driver.host", "127.0.0.1")])
     else:
         _reach(master)
     built: dict[str, Any] = {}
+    jvm_output = tempfile.TemporaryFile()  # the JVM's own output (log4j, warnings): read for a reason, shown nowhere
 
     def build() -> None:
         try:
-            if SparkContext._gateway is None:  # the JVM's own output (log4j, warnings) never reaches the terminal
+            if SparkContext._gateway is None:
                 SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={
-                    "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}))
+                    "stdout": jvm_output, "stderr": jvm_output}))
             built["session"] = SparkSession.builder.config(conf=conf).getOrCreate()
         except Exception as exc:
             built["error"] = exc
@@ -171,14 +173,18 @@ def spark_session(spark_master: str | None = None) -> Any:
     worker.start()
     worker.join(None if local else SPARK_CONNECT_SECONDS)
     if worker.is_alive():
-        raise JaggedInputError(f"--spark-master {master}: no session with the master within {SPARK_CONNECT_SECONDS} s "
+        raise JaggedInputError(f"{label}: no session with the master within {SPARK_CONNECT_SECONDS} s "
                                "(Java started and the master did not take it)" if SparkContext._gateway is not None else
-                               f"--spark-master {master}: Java did not start within {SPARK_CONNECT_SECONDS} s")
+                               f"{label}: Java did not start within {SPARK_CONNECT_SECONDS} s")
     if "error" in built:
-        if SparkContext._gateway is None:
+        if SparkContext._gateway is None:  # spark-submit or Java stopped: its output says why, if anything does
+            jvm_output.seek(0)
+            said = jvm_output.read(1 << 16).decode("utf-8", errors="replace")
+            if said.strip():
+                raise JaggedInputError(f"{label}: Spark did not start: {_spark_reason(said)}")
             raise JaggedInputError(f"engine 'spark' could not start Java (Java 17 is needed): "
                                    f"{_spark_reason(built['error'])}")
-        raise JaggedInputError(f"--spark-master {master}: cannot start a Spark session: "
+        raise JaggedInputError(f"{label}: cannot start a Spark session: "
                                f"{_spark_reason(built['error'])}")
     return built["session"]
 
