@@ -100,11 +100,12 @@ def load(path: str | Path | None = None, *, score_scale: str = "fraction", max_i
 def _load(path: Path, *, score_scale: str, **options: Any) -> Dataset:
     options = {**options, "score_scale": score_scale}
     if path.is_dir():
+        from jagged.paths import holds_parquet
         from jagged.readers import folders
 
         if folders.handles_directory(path):
             return folders.load_directory(path, options)
-        if folders.holds_parquet(path):
+        if holds_parquet(path):
             return folders.load_parquet_folder(path, options)
     _check_path(path)
     return registry.read_file(path, options)

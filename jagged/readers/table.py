@@ -24,6 +24,7 @@ the value at fault.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,17 +159,21 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
     return pd.Series(arr, index=values.index, name="score", dtype="float64")
 
 
+#: Most items behind one score: 2**53, the largest whole number a float holds exactly (and a binomial draw takes).
+MAX_N_ITEMS = 2**53
+
+
 def _n_items(raw: pd.Series, source: str, line_offset: int | None) -> pd.Series:
     values = pd.to_numeric(raw, errors="coerce").astype("float64")
     bad = values.isna() & raw.notna() & (raw.astype("string").str.strip() != "")
     arr = values.to_numpy()
-    bad_num = ~np.isnan(arr) & ((arr <= 0) | ~np.isfinite(arr) | (arr != np.round(arr)))
+    bad_num = ~np.isnan(arr) & ((arr <= 0) | ~np.isfinite(arr) | (arr != np.round(arr)) | (arr > MAX_N_ITEMS))
     bad = bad.to_numpy() | bad_num
     if bad.any():
         first = values.index[int(np.argmax(bad))]
         raise JaggedInputError(
             f"{source}: column 'n_items' has value {cell_repr(raw.iloc[int(np.argmax(bad))])}, not a positive whole "
-            f"number ({row_location(first, line_offset)})")
+            f"number of at most 2**53 ({row_location(first, line_offset)})")
     return pd.Series(arr, index=values.index, name="n_items", dtype="float64")
 
 
@@ -371,12 +376,16 @@ class ItemCounts:
     source: str = ""
 
 
+#: What ``--n-items`` reads as a number rather than a file name.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
+
+
 def _whole(value: Any) -> float | None:
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
         return None
-    return number if np.isfinite(number) and number > 0 and number == round(number) else None
+    return number if np.isfinite(number) and 0 < number <= MAX_N_ITEMS and number == round(number) else None
 
 
 def item_counts(value: Any) -> ItemCounts:
@@ -394,13 +403,14 @@ def item_counts(value: Any) -> ItemCounts:
         Neither a positive whole number nor a readable file; the file lacks a column,
         has an empty, non-whole or non-positive count, or gives one domain two counts.
     """
-    if not isinstance(value, (str, Path)) or (isinstance(value, str) and _whole(value) is not None):
+    numeric = isinstance(value, str) and _NUMBER.fullmatch(value.strip()) is not None
+    if not isinstance(value, (str, Path)) or numeric:
         number = None if isinstance(value, bool) else _whole(value)
         if number is None:
-            raise JaggedInputError(f"--n-items {str(value)[:60]!r}: not a positive whole number")
+            raise JaggedInputError(f"--n-items {str(value)[:60]!r}: not a positive whole number of at most 2**53")
         return ItemCounts(every=number, source=f"{number:g}")
     path = Path(value)
-    if not path.is_file():
+    if not os.path.isfile(path):  # os.path: a name too long for the file system is no file either
         raise JaggedInputError(f"--n-items {str(value)[:60]!r}: neither a positive whole number nor a file")
     from jagged.readers.files import read_csv
 

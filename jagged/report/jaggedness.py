@@ -150,7 +150,9 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
         Notebook to run (default: the one stored in ``source``, else the cross-model
         report's).
     overrides : mapping, optional
-        Parameters that replace the stored ones (options given on the command line).
+        Parameters that replace the stored ones (options given on the command line). The
+        stored capabilities (engine, Spark master, input cap) are set aside unless given
+        here (:func:`jagged.options.set_aside_capabilities`).
     title : str, optional
         Title (default: the stored one, else the notebook's default).
     show_code : bool
@@ -185,6 +187,7 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
     overrides = dict(overrides or {})
     sections = opts.parse_sections(overrides.pop("sections", None))  # a choice of the page, no parameter
     overrides = opts.check_parameters(overrides, "the command line", declared)
+    params = opts.set_aside_capabilities(params, declared, overrides, label)
     for key in opts.PATH_PARAMETERS:  # paths typed now are stored absolute, like the batch's
         if overrides.get(key):
             overrides[key] = str(Path(overrides[key]).resolve())

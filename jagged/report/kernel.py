@@ -42,6 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from jagged.paths import remove_spill_folders
 from jagged.report.debris import (
     guard_termination,
     kernel_stem,
@@ -265,7 +266,7 @@ def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> An
 
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     runtime = Path(jupyter_runtime_dir())
-    runtime.mkdir(parents=True, exist_ok=True)
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)  # Jupyter's own mode: connection files hold keys
     remove_stale_kernel_files(runtime)
     # One name for all of the kernel's files (the connection file would otherwise be a
     # temporary file in TMPDIR that nothing removes after SIGKILL).
@@ -312,8 +313,8 @@ def external_kernel_kwargs(km: Any) -> dict[str, Any]:
 def stop_kernel(km: Any) -> None:
     """Stop a kernel started by :func:`launch_kernel` at once (no grace period) and remove its files.
 
-    The process gets SIGKILL and its connection file, socket files and ``.kernel`` file are
-    removed; unlike ``shutdown_kernel(now=True)`` this does not wait ~0.1 s for the
+    The process gets SIGKILL and its connection file, socket files, ``.kernel`` file and DuckDB
+    spill folders are removed; unlike ``shutdown_kernel(now=True)`` this does not wait ~0.1 s for the
     process to be reaped (on POSIX; elsewhere it falls back to that). Stopping a kernel
     twice does nothing the second time.
     """
@@ -328,6 +329,7 @@ def stop_kernel(km: Any) -> None:
                 process.wait(timeout=5)  # reaped at once: SIGKILL cannot be ignored
             except (OSError, subprocess.TimeoutExpired):
                 pass
+            remove_spill_folders(process.pid)  # DuckDB's, that the killed kernel could not remove
             try:
                 run_sync(km.cleanup_resources)(restart=False)  # control socket, zmq context, connection file
             except Exception:  # already cleaned up

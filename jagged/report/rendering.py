@@ -19,7 +19,7 @@ import jagged
 from jagged.options import check_value
 from jagged.report.notebooks import notebook_parameters, plain
 from jagged.resources import templates_dir
-from jagged.text import one_line
+from jagged.text import one_line, printable
 
 TEMPLATES_DIR = templates_dir()
 TEMPLATE_NAME = "jagged"
@@ -155,7 +155,10 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
     Returns
     -------
     str
-        The HTML. Every title, fact and parameter is autoescaped by the template.
+        The HTML. Every title, fact and parameter is autoescaped by the template; NUL, the
+        other control characters (but tab and newline) and the bidirectional overrides that
+        a name may hold are written as visible escapes (``\\u202e``, :func:`jagged.text.printable`),
+        so no name reorders or hides the text around it.
 
     Raises
     ------
@@ -170,7 +173,7 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
                             "meta": list(meta.items()), "parameters_yaml": meta.get("parameters"),
                             "theme": theme, "sections": None if sections is None else list(sections)}}
     body, _ = _exporter(bool(show_code)).from_notebook_node(without_stderr(nb), resources=resources)
-    return body
+    return printable(body, keep="\t\n\r")  # NUL, controls and bidi overrides from names: shown as escapes
 
 
 def _is_stderr(output: Any) -> bool:

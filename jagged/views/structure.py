@@ -19,7 +19,7 @@ from jagged.stats.relative import cross_causes
 from jagged.stats.residual_test import residual_departures
 from jagged.stats.structure import Decomposition, Dimensions, Structure, level_correlations
 from jagged.stats.uncertainty import flag_text
-from jagged.text import and_more, listing, plural
+from jagged.text import and_more, listing, plural, printable
 from jagged.views.overview import domain_order, left_out, model_order, others_label
 
 #: Columns of :func:`relative_table`, in order (interval columns only when present).
@@ -448,7 +448,7 @@ def describe_profile(profile: pd.DataFrame, model: str, *, ci: float = 0.95) -> 
 
 
 def structure_text(structure: Structure) -> str:
-    """The plain-text summary ``jagged structure`` prints."""
+    """The plain-text summary ``jagged structure`` prints, control characters in names escaped."""
     dec, dims = structure.decomposition, structure.dimensions
     lines = [f"jagged structure: {plural(len(dec.models), 'model')} x {plural(len(dec.domains), 'domain')}"]
     if dec.ok:
@@ -467,7 +467,7 @@ def structure_text(structure: Structure) -> str:
         lines += [f"  {r.eigenvalue:10.3f} {r.threshold:10.3f}{'  *' if r.retained else ''}"
                   for r in shown.itertuples()]
     lines += [f"  {s}" for s in structure_sentences(structure)]
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # a name is data: its newline never starts a line
 
 
 # --------------------------------------------------------------------------- alt texts

@@ -14,7 +14,7 @@ import pandas as pd
 
 from jagged.readers.dataset import Dataset
 from jagged.readers.table import summarize
-from jagged.text import and_more, listing, plural
+from jagged.text import and_more, listing, plural, printable
 
 
 class Fact(NamedTuple):
@@ -165,7 +165,7 @@ def collections_text(source: str, collections: list[tuple[str, int, int, list[st
         several = (f"; {len(benchmarks)} benchmarks ({listing(benchmarks, 4)}), read one with --where "
                    '"dataset=NAME"' if len(benchmarks) > 1 else "")
         lines.append(f"  {name:<{width}}  {plural(files, 'file')}, {plural(models, 'model')}{several}")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # a folder name is data: its newline never starts a line
 
 
 def _hierarchy_text(paths: dict[str, str]) -> str:
