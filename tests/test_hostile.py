@@ -285,6 +285,7 @@ ATTACKS = [
     ("compare -o B", "scores", "compare s.csv t.csv -o t.csv", "-o t.csv is the input B t.csv"),
     ("compare --items-out -o", "scores", "compare s.csv t.csv -o x.csv --items-out x.csv",
      "--items-out x.csv and -o x.csv are the same file"),
+    ("compare --domains-out A", "scores", "compare s.csv t.csv --domains-out s.csv", "--domains-out s.csv is the input A"),
     ("compare --report's record", "scores", "compare s.csv t.csv -o r.json --report r.html",
      "--report r.html's record r.json and -o r.json are the same file"),
     ("report over its --params", "report", "report --params r.html -o r.html",
