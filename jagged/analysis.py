@@ -77,6 +77,23 @@ class Analysis:
         return metrics_table(self.dataset, self.options, decomposition=self.decomposition)
 
     @cached_property
+    def leave_one_out(self) -> dict[str, pd.DataFrame]:
+        """Each model's statistics with each domain left out (:mod:`jagged.stats.leave_one_out`), by column name.
+
+        ``cv_error``, ``relative_jaggedness`` and ``relative_jaggedness_corrected``: models ×
+        domains; ``wedge`` (with profiles): (model, profile) × domains. What the glance asks
+        to say when a headline rests on one domain.
+        """
+        from jagged.stats.leave_one_out import cv_without, relative_without, wedge_without
+
+        out = {"cv_error": cv_without(self.dataset.scores),
+               "relative_jaggedness": relative_without(self.decomposition, corrected=False),
+               "relative_jaggedness_corrected": relative_without(self.decomposition, corrected=True)}
+        if len(self.weights):
+            out["wedge"] = wedge_without(self.dataset.scores, self.weights)
+        return out
+
+    @cached_property
     def weights(self) -> pd.DataFrame:
         """The profiles × domains weight matrix (zero rows without profiles)."""
         return profile_weights(self.dataset, self.options)
@@ -329,13 +346,15 @@ def strongest_models(scores: pd.DataFrame, n: int = 5) -> list[str]:
     return table["model"].drop_duplicates().head(n).astype(str).tolist()
 
 
-def analyse(scores: str | Path | None = None, *, example_profiles: bool = True, **options: Any) -> Analysis:
+def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: bool = True,
+            **options: Any) -> Analysis:
     """Load an input and prepare its analysis.
 
     Parameters
     ----------
-    scores : str or pathlib.Path, optional
-        Any input :func:`jagged.load` reads; ``None`` or ``""``: the bundled MMLU-Pro data.
+    scores : str, pathlib.Path or Dataset, optional
+        Any input :func:`jagged.load` reads, or a :class:`Dataset` it returned (then no loader
+        option applies); ``None`` or ``""``: the bundled MMLU-Pro data.
     example_profiles : bool
         For the bundled data without ``weights``, use its illustrative profiles, as the
         reports do (default; see :func:`jagged.stats.weights.report_weights`), so that
@@ -352,18 +371,27 @@ def analyse(scores: str | Path | None = None, *, example_profiles: bool = True, 
     ------
     JaggedInputError
         Bad input (the message names the file and the column or value at fault).
+    TypeError
+        A keyword that is no option (the closest option suggested), or loader options
+        given with a :class:`Dataset`.
     """
-    from jagged.readers.load import load
+    from jagged.readers.load import BUNDLED_SCORES, load
     from jagged.stats.weights import report_weights
 
-    unknown = sorted(set(options) - set(opts.BY_NAME))
-    if unknown:
-        raise TypeError(f"analyse() got unknown option(s) {', '.join(unknown)}")
-    bundled = scores in (None, "")
-    dataset = load(None if bundled else scores, **opts.load_kwargs(options))
+    opts.check_keywords(options, "analyse")
+    if isinstance(scores, Dataset):
+        given = sorted(opts.load_kwargs(options))
+        if given:
+            raise TypeError(f"analyse(): {', '.join(given)} choose how a file is read; the Dataset is already "
+                            "loaded (give them to jagged.load)")
+        dataset = scores
+        bundled = [Path(p) for p in dataset.paths] == [BUNDLED_SCORES] and not dataset.selection
+    else:
+        bundled = scores in (None, "")
+        dataset = load(None if bundled else scores, **opts.load_kwargs(options))
     override = {}
     if example_profiles:
-        override["weights"] = report_weights("" if bundled else str(scores), options.get("weights") or "")
+        override["weights"] = report_weights("" if bundled else dataset.source, options.get("weights") or "")
     display = {name: options.get(name, opts.BY_NAME[name].surface_default) for name in opts.names(opts.DISPLAY)}
     return Analysis(dataset=dataset, options=opts.analysis_options(options, **override), display=display,
                     bundled=bundled)
@@ -416,15 +444,20 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
         ``p_equal_error``, ``noise_flag`` (:func:`jagged.stats.uncertainty.add_noise`; flagged
         models say so in ``note``). With at least two domain categories:
         ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With
-        ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
-        after ``cv_error``, ``macro_score``, ``dep_score`` and ``wedge``, plus
+        ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi`` for ``cv_error``, ``macro_score``,
+        ``dep_score`` and ``wedge``, each after the estimate it contains (``cv_error_lo``
+        after ``cv_error_corrected``; checked: :func:`jagged.stats.intervals.check_intervals`), plus
         ``interval_method`` and ``interval_note`` (:func:`jagged.stats.bootstrap.add_intervals`).
-        Always before those and ``note``: ``model_effect``, ``relative_jaggedness`` (with its
-        interval when bootstrapped), ``relative_jaggedness_corrected``, ``relative_noise_share``,
-        ``p_model_fit``, ``relative_noise_flag`` (:func:`jagged.stats.structure.add_structure`).
+        Always before those and ``note``: ``model_effect``, ``relative_jaggedness``,
+        ``relative_jaggedness_corrected`` (with its interval when bootstrapped), ``relative_noise_share``,
+        ``p_model_fit``, ``relative_noise_flag`` (:func:`jagged.stats.structure.add_structure`),
+        then ``cv_error_rests_on`` and ``relative_jaggedness_rests_on``: the domain without which
+        that value would be at most half (:func:`jagged.stats.leave_one_out.add_rests_on`).
     """
     from jagged.stats.bootstrap import add_intervals
     from jagged.stats.decomposition import decompose
+    from jagged.stats.intervals import check_intervals
+    from jagged.stats.leave_one_out import add_rests_on
     from jagged.stats.relative import replicate_statistic
     from jagged.stats.structure import add_structure
     from jagged.stats.uncertainty import add_noise
@@ -438,6 +471,7 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
     if decomposition is None:
         decomposition = decompose(dataset.scores)
     table = add_structure(table, decomposition, alpha=1.0 - options.ci)
+    table = add_rests_on(table, dataset.scores, decomposition)
     if options.bootstrap > 0:
         from jagged.readers.items_parquet import lake_path
 
@@ -446,6 +480,7 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
                               seed=options.seed, ci=options.ci,
                               statistics={"relative_jaggedness": replicate_statistic(decomposition)},
                               source=lake_path(dataset), engine=options.engine, spark_master=options.spark_master)
+    check_intervals(table)  # invariant: every printed estimate lies in its own interval
     return add_notes(table, dataset.model_notes)
 
 

@@ -86,6 +86,10 @@ class Option:
         click type and :meth:`check`; every numeric option has a maximum.
     open_bounds : bool
         Whether both bounds are excluded (``ci`` lies strictly between 0 and 1).
+    capability : bool
+        Whether it widens what a run may touch (an engine, a cluster, the input cap): then
+        it comes from the command line only, never from stored parameters
+        (:func:`set_aside_capabilities`).
     """
 
     name: str
@@ -102,6 +106,7 @@ class Option:
     minimum: int | float | None = None
     maximum: int | float | None = None
     open_bounds: bool = False
+    capability: bool = False
 
     @property
     def flag(self) -> str:
@@ -192,7 +197,7 @@ def _options() -> tuple[Option, ...]:
         Option("max_input_bytes", LOAD, "int", None, "Most bytes any input file, archive member or compressed "
                "stream may expand to while it is read (default: the readers' cap).", metavar="BYTES",
                notebook_help="most bytes an input file, archive member or compressed stream may expand to; None "
-                             "means the readers' default cap", minimum=1, maximum=MAX_INPUT_BYTES),
+                             "means the readers' default cap", minimum=1, maximum=MAX_INPUT_BYTES, capability=True),
         # -- what to compute
         Option("weights", ANALYSIS, "str", None, "Deployment weights (CSV or YAML: profile, domain, "
                "weight[, comment]); adds dep_score, wedge, wedge_bound, ranks, one row per model x profile.",
@@ -217,11 +222,11 @@ def _options() -> tuple[Option, ...]:
                notebook_help="confidence level of the intervals", minimum=0, maximum=1, open_bounds=True),
         Option("engine", ANALYSIS, "str", "duckdb", "Where the item-level sums run: embedded DuckDB, or Spark "
                "(pip install 'jagged[spark]', Java 17).", choices=("duckdb", "spark"),
-               notebook_help='where the item-level sums run: "duckdb" (embedded) or "spark"'),
+               notebook_help='where the item-level sums run: "duckdb" (embedded) or "spark"', capability=True),
         Option("spark_master", ANALYSIS, "str", None, "With --engine spark: the Spark master URL (default: "
                "Spark's own configuration, else local[*]).", metavar="URL",
                notebook_help='with engine "spark": the master URL; "" means Spark\'s own configuration, else '
-                             "local[*]"),
+                             "local[*]", capability=True),
         # -- what the report shows
         Option("focus_model", DISPLAY, "str", None, "Model for the exposure and drift-bound plots of the "
                "task-mix section (default: the top-ranked by macro score).", metavar="MODEL",
@@ -267,6 +272,8 @@ NOTEBOOK_ONLY: dict[str, Option] = {o.name: o for o in (
              notebook_help=f"row filters of side {side.upper()} only, as --where takes them; [] means none")
       for side in "ab"),
 )}
+#: Loader options that choose what is read: shown with the report's subtitle, in "What was read" and its JSON.
+SELECTION = ("where", "models", "domains", "n_items")
 #: Parameters that name a file or folder jagged reads (see :func:`check_input_path`).
 PATH_PARAMETERS = ("scores", "weights", "a", "b")
 
@@ -359,6 +366,78 @@ def check_parameters(values: Mapping[str, Any], source: str, declared: Iterable[
     return {name: check_value(name, value, source) for name, value in values.items()}
 
 
+def check_keywords(given: Iterable[str], function: str, known: Iterable[str] | None = None) -> None:
+    """Refuse keyword arguments that name no option, as Python does, with the closest option suggested.
+
+    Parameters
+    ----------
+    given : iterable of str
+        The keyword arguments' names.
+    function : str
+        The function's name, for the message (``"load"``).
+    known : iterable of str, optional
+        The names it takes (default: every option, :data:`OPTIONS`).
+
+    Raises
+    ------
+    TypeError
+        ``load() got an unexpected keyword argument 'modles'; did you mean 'models'?``
+        (:func:`difflib.get_close_matches`), or the names it takes when none is close.
+    """
+    import difflib
+
+    known = list(BY_NAME) if known is None else list(known)
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(str(name), known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (it takes {', '.join(known)})"
+            raise TypeError(f"{function}() got an unexpected keyword argument {str(name)[:60]!r}{hint}")
+
+
+def set_aside_capabilities(values: Mapping[str, Any], defaults: Mapping[str, Any], typed: Iterable[str],
+                           source: str) -> dict[str, Any]:
+    """Stored parameters with every capability back at its default, unless typed on the command line.
+
+    A report's parameters (or a ``--params`` YAML) come from whoever sent them: they
+    describe a run, never widen what a rerun may touch. An option declared with
+    ``capability=True`` (the engine, the Spark master, the input cap) keeps its stored value
+    in the report it came from, for provenance; the rerun uses the default unless its flag
+    is given again, and says so in one warning naming what it set aside.
+
+    Parameters
+    ----------
+    values : mapping
+        Checked stored parameters (notebook values).
+    defaults : mapping
+        The notebook's defaults.
+    typed : iterable of str
+        Option names given on the command line.
+    source : str
+        Where the values came from, the start of the warning (``"--params r.html"``).
+
+    Returns
+    -------
+    dict
+        ``values`` with the capabilities not typed at their defaults.
+    """
+    import warnings
+
+    from jagged.errors import JaggedWarning
+
+    typed = set(typed)
+    out = dict(values)
+    aside = [o for o in OPTIONS if o.capability and o.name in values and o.name not in typed
+             and values[o.name] != defaults.get(o.name, o.notebook_default())]
+    for option in aside:
+        out[option.name] = defaults.get(option.name, option.notebook_default())
+    if aside:
+        stored = ", ".join(f"{o.name}={shown(values[o.name])}" for o in aside)
+        warnings.warn(f"{source}: stored {stored} not used: what a rerun may touch comes from the command line; give "
+                      f"{', '.join(o.flag for o in aside)} to use {'it' if len(aside) == 1 else 'them'}", JaggedWarning,
+                      stacklevel=2)
+    return out
+
+
 def names(stage: str) -> tuple[str, ...]:
     """The option names of a stage."""
     return tuple(o.name for o in OPTIONS if o.stage == stage)
@@ -385,6 +464,27 @@ def load_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
     for name in names(LOAD):
         if name in values and _given(values[name]):
             out[name] = values[name]
+    return out
+
+
+def selection(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`SELECTION` options given among ``values`` ("", None and empty lists: not given).
+
+    Returns
+    -------
+    dict
+        In :data:`SELECTION` order: ``where``, ``models``, ``domains`` as lists of text (a
+        single text becomes a list of one), ``n_items`` as text.
+    """
+    out: dict[str, Any] = {}
+    for name in SELECTION:
+        value = values.get(name)
+        if not _given(value) or (isinstance(value, (list, tuple)) and not value):
+            continue
+        if name == "n_items":
+            out[name] = str(value)
+        else:
+            out[name] = [value] if isinstance(value, str) else [str(v) for v in value]
     return out
 
 

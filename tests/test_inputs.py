@@ -72,6 +72,23 @@ def test_percent_looking_scores_suggest_the_option(tmp_path):
     assert_bad_metrics(path, "pct.csv", "'score'", "90", "--score-scale percent")
 
 
+@pytest.mark.parametrize("layout", ["long", "wide"])
+def test_fractions_declared_as_percent_are_refused_naming_the_fix(tmp_path, layout):
+    """Issue 29: --score-scale percent on fractions gave scores near 0.007, exit 0, no word."""
+    text = ("model,domain,score\nA,x,0.9\nA,y,0.8\nB,x,0.5\nB,y,1.0\n" if layout == "long"
+            else "model,x,y\nA,0.9,0.8\nB,0.5,1\n")
+    path = write(tmp_path, f"{layout}.csv", text)
+    line = assert_bad_metrics(path, f"{layout}.csv", "every score is at most 1", "largest is 1",
+                              "drop --score-scale percent", extra=("--score-scale", "percent"))
+    assert "\n" not in line.strip()
+
+
+def test_a_wide_column_of_small_percentages_is_fine_when_the_table_is_percent(tmp_path):
+    path = write(tmp_path, "w.csv", "model,hard,easy\nA,0.5,80\nB,1,60\n")   # one hard domain under 1 %
+    scores = jagged.load_scores(path, score_scale="percent").set_index(["model", "domain"])["score"]
+    assert scores[("A", "hard")] == pytest.approx(0.005) and scores[("B", "easy")] == pytest.approx(0.6)
+
+
 def test_identical_duplicates_collapse(tmp_path):
     path = write(tmp_path, "d.csv", "model,domain,score\nA,x,0.5\nA,x,0.5\nA,y,0.7\n")
     assert len(jagged.load_scores(path)) == 2

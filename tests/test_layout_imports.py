@@ -19,7 +19,7 @@ PACKAGE = Path(jagged.__file__).parent
 STAGES = ("base", "readers", "stats", "analysis", "views", "plots", "report", "cli")
 #: Top-level modules of no stage (used everywhere).
 BASE = {"jagged.errors", "jagged.text", "jagged.resources", "jagged.fileio", "jagged.options", "jagged.option_checks",
-        "jagged.safe_yaml"}
+        "jagged.safe_yaml", "jagged.paths"}
 
 
 def module_name(path: Path) -> str:

@@ -116,12 +116,13 @@ def test_jaggedness_rank_collapses_profiles_and_keeps_intervals():
     assert len(table) == 6
     rank = mv.jaggedness_rank(table, "A")
     assert len(rank) == 1 and rank.iloc[0]["cv_rank"] == 1
-    fake = jaggedness(make_scores()).assign(cv_error_lo=0.1, cv_error_hi=0.9)
+    fake = jaggedness(make_scores()).assign(cv_error_corrected=0.5, cv_error_lo=0.1, cv_error_hi=0.9)
     cols = list(mv.jaggedness_rank(fake, "A").columns)
-    assert cols[cols.index("cv_error") + 1: cols.index("cv_error") + 3] == ["cv_error_lo", "cv_error_hi"]
+    at = cols.index("cv_error_corrected")                    # the interval sits with the value it contains
+    assert cols[at + 1: at + 3] == ["cv_error_lo", "cv_error_hi"]
     card = mv.rank_card(mv.jaggedness_rank(fake, "A")).set_index("column")
-    assert card.loc["cv_error", "lo"] == 0.1 and card.loc["cv_error", "hi"] == 0.9
-    assert np.isnan(card.loc["macro_score", "lo"])
+    assert card.loc["cv_error_corrected", "lo"] == 0.1 and card.loc["cv_error_corrected", "hi"] == 0.9
+    assert np.isnan(card.loc["cv_error", "lo"]) and np.isnan(card.loc["macro_score", "lo"])
     assert "cv_error_lo" not in card.index
 
 
@@ -214,6 +215,7 @@ def test_card_keeps_intervals_where_they_exist(scores):
     model = table["model"].iloc[0]
     card = mv.rank_card(mv.jaggedness_rank(table, model))
     assert {"lo", "hi"} <= set(card.columns)
-    row = card.set_index("column").loc["cv_error"]
+    row = card.set_index("column").loc["cv_error_corrected"]
     assert row["lo"] == table.set_index("model").loc[model, "cv_error_lo"]
+    assert row["lo"] <= row["value"] <= row["hi"]
     assert "cv_error" in mv.describe_intervals(table, mv.domain_errors(scores, model), model, 0.95)

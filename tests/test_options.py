@@ -73,7 +73,7 @@ def test_analyse_takes_the_notebook_parameters_and_rejects_unknown_options():
     assert analysis.display["max_models"] == 10 and analysis.sections["profiles"]
     assert analyse(bootstrap=0).sections["profiles"]  # the Python API mirrors the report: example profiles
     assert not analyse(bootstrap=0, example_profiles=False).sections["profiles"]
-    with pytest.raises(TypeError, match="unknown option"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bootstrp'; did you mean 'bootstrap'"):
         analyse(bootstrp=0)
 
 
@@ -91,3 +91,43 @@ def test_analysis_options_are_the_declared_analysis_options_with_their_library_d
     assert {o.name: o.surface_default for o in opts.OPTIONS if o.stage == opts.ANALYSIS
             and o.surface_default != o.default} == {"bootstrap": 2000}
 
+
+
+def _one_value(param) -> list[str]:
+    """A valid value for a click option, as command-line words (none for a flag)."""
+    import click
+
+    if param.is_flag:
+        return []
+    kind = param.type
+    if isinstance(kind, click.Choice):
+        return [str(kind.choices[0])]
+    if isinstance(kind, (click.IntRange, click.FloatRange)):
+        return [str(kind.min if kind.min is not None and not kind.min_open else 1)]
+    return ["x"]
+
+
+def test_every_single_value_option_of_every_command_refuses_a_second_value():
+    from click.testing import CliRunner
+
+    checked = 0
+    for name, command in main.commands.items():
+        for param in command.params:
+            if not getattr(param, "opts", None) or param.param_type_name != "option" or param.multiple:
+                continue
+            if param.name in ("help", "version"):
+                continue
+            flag = param.opts[-1]
+            words = [flag, *_one_value(param)]
+            result = CliRunner().invoke(main, [name, *words, *words])
+            assert result.exit_code == 2, (name, flag, result.output)
+            lines = result.stderr.strip().splitlines()
+            assert lines == [f"jagged: error: {flag} given 2 times; it takes one value, give it once "
+                             f"(see 'jagged {name} --help')"], (name, flag, lines)
+            checked += 1
+    assert checked >= 60
+    # two flags of one destination are one choice; repeatable options stay repeatable
+    both = CliRunner().invoke(main, ["items", "--abilities", "--by-domain"])
+    assert both.exit_code == 2 and "--abilities and --by-domain choose the same thing" in both.stderr
+    repeated = CliRunner().invoke(main, ["validate", "--where", "a=1", "--where", "b=2", "no-such.csv"])
+    assert repeated.exit_code == 2 and "no such file" in repeated.stderr

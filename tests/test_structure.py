@@ -66,37 +66,36 @@ def simulate(rng: np.random.Generator, *, models: int = 30, domains: int = 15, i
     return {"a": a, "b": b, "rho": rho, "p": p, "n": n, "errors": k / n}
 
 
-def glm_logits(cells: pd.DataFrame, proportion: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Fitted logits of statsmodels' binomial GLM with model and domain indicators."""
+def ols_logits(cells: pd.DataFrame, logits: np.ndarray) -> np.ndarray:
+    """Fitted logits of statsmodels' ordinary least squares with model and domain indicators."""
     import statsmodels.api as sm
 
     design = pd.get_dummies(cells[["model", "domain"]].astype(str), drop_first=True, dtype=float)
     design.insert(0, "const", 1.0)
-    fit = sm.GLM(proportion, design.to_numpy(), family=sm.families.Binomial(), var_weights=weights).fit(tol=1e-13)
-    return design.to_numpy() @ fit.params
+    return sm.OLS(logits, design.to_numpy()).fit().fittedvalues
 
 
 # --------------------------------------------------------------------------- the fit
 
 
-def test_fit_equals_statsmodels_binomial_glm_on_an_incomplete_table_with_zero_cells():
+def test_fit_equals_statsmodels_least_squares_on_an_incomplete_table_with_zero_cells():
     rng = np.random.default_rng(3)
     sim = simulate(rng, models=12, domains=7)
-    errors = sim["errors"].copy()
-    n = rng.integers(40, 400, errors.shape)
+    n = rng.integers(40, 400, sim["errors"].shape)
     errors = rng.binomial(n, sim["p"]) / n
     errors[0, 0], errors[1, 3], errors[2, 5] = 0.0, 1.0, 0.0           # no errors / all wrong
     errors[3, 1] = errors[4, 6] = errors[5, 2] = np.nan                  # models missing domains
     dec = sdec.decompose(long_table(errors, n))
     cells = dec.residuals()
     k = cells["error"] * cells["n_items"]
-    adjusted = (k + 0.5) / (cells["n_items"] + 1.0)
-    expected = glm_logits(cells, adjusted.to_numpy(), (cells["n_items"] + 1.0).to_numpy())
+    adjusted = ((k + 0.5) / (cells["n_items"] + 1.0)).to_numpy()        # the counts place the 0 and 1 cells
+    logits = np.log(adjusted / (1 - adjusted))
+    expected = ols_logits(cells, logits)
     ours = np.log(cells["expected_error"] / (1 - cells["expected_error"])).to_numpy()
-    np.testing.assert_allclose(ours, expected, atol=1e-8)
-    assert len(cells) == errors.size - 3 and dec.converged
+    np.testing.assert_allclose(ours, expected, atol=1e-10)
+    assert len(cells) == errors.size - 3
     # the residual is the corrected empirical logit minus the fit, finite for 0 and 1 cells
-    np.testing.assert_allclose(cells["residual"], np.log(adjusted / (1 - adjusted)) - expected, atol=1e-8)
+    np.testing.assert_allclose(cells["residual"], logits - expected, atol=1e-10)
     assert np.isfinite(cells["residual"]).all()
     # effects: Σa = Σb = 0 and μ + a + b reproduces the fit
     fitted = dec.intercept + dec.model_effect[:, None] + dec.domain_effect[None, :]
@@ -104,14 +103,49 @@ def test_fit_equals_statsmodels_binomial_glm_on_an_incomplete_table_with_zero_ce
     assert abs(np.nansum(dec.model_effect)) < 1e-9 and abs(np.nansum(dec.domain_effect)) < 1e-9
 
 
-def test_continuity_correction_moves_many_item_fits_little_against_the_raw_glm():
-    rng = np.random.default_rng(4)
-    sim = simulate(rng, models=10, domains=6)
-    dec = sdec.decompose(long_table(sim["errors"], sim["n"]))
-    cells = dec.residuals()
-    raw = glm_logits(cells, cells["error"].to_numpy(), cells["n_items"].to_numpy())
-    ours = np.log(cells["expected_error"] / (1 - cells["expected_error"])).to_numpy()
-    assert 0 < np.abs(ours - raw).max() < 0.01
+@pytest.mark.parametrize("counts", ["none", "constant", "varying"])
+def test_complete_table_shares_add_up_with_or_without_item_counts_as_a_two_way_anova(counts):
+    """Issue 29: a constant --n-items 50 changed 54.6/21.8/23.6 % into 45.0/17.6/24.1 % plus 13-25 % cross terms.
+
+    The sums of squares of statsmodels' two-way analysis of variance of the same logits (no
+    interaction term: the residual is the interaction) are the reference.
+    """
+    import statsmodels.api as sm
+    from statsmodels.formula.api import ols
+
+    rng = np.random.default_rng(21)
+    sim = simulate(rng, models=9, domains=6, items=60, residual_sd=0.4)
+    n = {"none": None, "constant": np.full(sim["n"].shape, 50),
+         "varying": rng.integers(10, 500, sim["n"].shape)}[counts]
+    errors = sim["errors"] if n is None else rng.binomial(n, sim["p"]) / n
+    errors[0, 0] = 0.0                                                   # a 0 cell: its place depends on n
+    scores = long_table(errors, n)
+    result = st.structure(scores, draws=20)
+    shares = result.shares.set_index("component")
+    assert abs(shares.loc[["domain", "model", "residual"], "share"].sum() - 1.0) < 1e-12
+    assert abs(shares.loc["cross", "share"]) < 1e-12 and srel.cross_causes(result.decomposition) == []
+    cells = result.decomposition.residuals()
+    size = 100 if n is None else cells["n_items"]
+    adjusted = (size * cells["error"] + 0.5) / (size + 1.0)
+    frame = cells.assign(logit=np.log(adjusted / (1 - adjusted)))
+    table = sm.stats.anova_lm(ols("logit ~ C(model) + C(domain)", data=frame).fit())
+    ss = table["sum_sq"] / len(frame)                                    # population variances over the cells
+    assert shares.loc["model", "variance"] == pytest.approx(ss["C(model)"], rel=1e-10)
+    assert shares.loc["domain", "variance"] == pytest.approx(ss["C(domain)"], rel=1e-10)
+    assert shares.loc["residual", "variance"] == pytest.approx(ss["Residual"], rel=1e-10)
+    noise = shares.loc["noise", "variance"]
+    assert np.isnan(noise) if n is None else 0 < noise < shares.loc["residual", "variance"]
+    assert not any(p.startswith("cross terms") for p in vs.share_table(result)["part"])
+
+
+def test_a_constant_count_of_100_changes_the_noise_not_the_accounting():
+    """Without counts the continuity correction assumes 100 items: --n-items 100 then leaves every share as it was."""
+    sim = simulate(np.random.default_rng(22), models=7, domains=5, items=100)
+    without = st.structure(long_table(sim["errors"], None), draws=20).shares.set_index("component")
+    constant = st.structure(long_table(sim["errors"], sim["n"]), draws=20).shares.set_index("component")
+    parts = ["domain", "model", "residual", "cross"]
+    np.testing.assert_allclose(constant.loc[parts, "share"], without.loc[parts, "share"], atol=1e-12)
+    assert np.isnan(without.loc["noise", "share"]) and constant.loc["noise", "share"] > 0
 
 
 def test_without_n_items_every_cell_weighs_the_same():
@@ -122,7 +156,7 @@ def test_without_n_items_every_cell_weighs_the_same():
     cells = dec.residuals()
     adjusted = (100 * cells["error"] + 0.5) / 101
     logits = np.log(adjusted / (1 - adjusted)).to_numpy()
-    # no counts, no binomial weights: ordinary least squares of the logits on model and domain (dense lstsq)
+    # ordinary least squares of the logits on model and domain (dense lstsq)
     design = pd.get_dummies(cells[["model", "domain"]].astype(str), drop_first=True, dtype=float)
     design.insert(0, "const", 1.0)
     coef, *_ = np.linalg.lstsq(design.to_numpy(), logits, rcond=None)
@@ -410,10 +444,12 @@ def test_metrics_table_gains_the_columns_before_note_and_keeps_the_others_in_ord
     before = u.add_noise(jagged.jaggedness(dataset.scores), dataset.scores, dataset.items)
     before = add_deployment(add_hierarchy(before, dataset.scores), dataset.scores, profile_weights(dataset, options))
     before = boot.add_intervals(before, dataset.scores, weights=profile_weights(dataset, options), n_boot=40, seed=2)
-    ours = [c for c in table.columns if c in sdec.METRIC_COLUMNS or c.startswith("relative_jaggedness_")]
+    ours = [c for c in table.columns if c in sdec.METRIC_COLUMNS or c.startswith("relative_jaggedness_")
+            or c.endswith("_rests_on")]
     assert [c for c in table.columns if c not in ours] == list(before.columns)
-    assert ours == ["model_effect", "relative_jaggedness", "relative_jaggedness_lo", "relative_jaggedness_hi",
-                    "relative_jaggedness_corrected", "relative_noise_share", "p_model_fit", "relative_noise_flag"]
+    assert ours == ["model_effect", "relative_jaggedness", "relative_jaggedness_corrected", "relative_jaggedness_lo",
+                    "relative_jaggedness_hi", "relative_noise_share", "p_model_fit", "relative_noise_flag",
+                    "cv_error_rests_on", "relative_jaggedness_rests_on"]
     assert list(table.columns[-3:]) == ["interval_method", "interval_note", "note"]
     per = srel.relative_jaggedness(dataset.scores).set_index("model")
     first = table.drop_duplicates("model").set_index("model")
@@ -567,8 +603,8 @@ def test_sentences_and_text_quote_the_numbers(bundled):
     printed = vs.structure_text(result)
     assert f"{result.share('residual'):.1%}" in printed and "retained: 1 of 14" in printed
     shares = vs.share_table(result)
-    assert "cross terms (weighted fit)" in shares["part"].tolist()      # -1.2% here: shown, with its cause
-    assert "the fit weighs each score by its items" in text
+    assert not any(p.startswith("cross terms") for p in shares["part"])  # complete table: none, with counts too
+    assert "cross terms" not in text
     rel = vs.relative_table(table)
     assert rel["relative_jaggedness_corrected"].is_monotonic_decreasing
     assert set(rel["relative_noise_flag"]) <= {"noise", ""}

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import jagged
+import jagged.readers.load
 from jagged.analysis import AnalysisOptions, metrics_table
 from jagged.cli import main
 from jagged.stats import bootstrap as boot
@@ -177,7 +178,7 @@ def simulate_regime(n_domains: int, n_items: int, cv: float, rng: np.random.Gene
                            "score": s.ravel(), "n_items": float(n_items)})
     noise = u.sampling_noise(scores).set_index("model").loc[names]
     reps = boot.replicates_from_matrix(matrix, n_boot=SIM_BOOT, seed=int(rng.integers(2 ** 31)))
-    lo, hi = np.nanquantile(reps.cv_error, [0.025, 0.975], axis=0)
+    lo, hi = boot.centred_interval(reps.observed["cv_error"], reps.cv_error, 0.95, squared=True)
     err = 1 - s
     raw = err.std(axis=0) / err.mean(axis=0)
     covered = (lo <= cv) & (cv <= hi)

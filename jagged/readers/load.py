@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.options import LOAD, check_keywords, names, selection
 from jagged.readers import limits, registry, tables
 from jagged.readers.dataset import Dataset
 from jagged.resources import data_dir
@@ -74,28 +75,37 @@ def load(path: str | Path | None = None, *, score_scale: str = "fraction", max_i
     Returns
     -------
     Dataset
+        Its :attr:`~Dataset.selection` holds the selection options given (``where``,
+        ``models``, ``domains``, ``n_items``), for the report to show.
 
     Raises
     ------
     JaggedInputError
         The message names the file and the column or value at fault;
         :class:`~jagged.readers.limits.InputTooLargeError` when an input passes the cap.
+    TypeError
+        A keyword that is no loader option (the closest one suggested).
     """
+    check_keywords(options, "load", [n for n in names(LOAD) if n not in ("score_scale", "max_input_bytes")])
     path = BUNDLED_SCORES if path is None else Path(path)
     if max_input_bytes is None:  # the cap in force stays
-        return _load(path, score_scale=score_scale, **options)
-    with limits.input_cap(max_input_bytes):
-        return _load(path, score_scale=score_scale, **options)
+        dataset = _load(path, score_scale=score_scale, **options)
+    else:
+        with limits.input_cap(max_input_bytes):
+            dataset = _load(path, score_scale=score_scale, **options)
+    dataset.selection = selection(options)
+    return dataset
 
 
 def _load(path: Path, *, score_scale: str, **options: Any) -> Dataset:
     options = {**options, "score_scale": score_scale}
     if path.is_dir():
+        from jagged.paths import holds_parquet
         from jagged.readers import folders
 
         if folders.handles_directory(path):
             return folders.load_directory(path, options)
-        if folders.holds_parquet(path):
+        if holds_parquet(path):
             return folders.load_parquet_folder(path, options)
     _check_path(path)
     return registry.read_file(path, options)

@@ -207,12 +207,11 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
         if selection and not read.selected:
             frame = tables.select_rows(frame, source=read.label, **selection)
         scores = validate_scores(frame, read.label, score_scale=read.score_scale, line_offset=read.line_offset)
-        details = dict(read.details)
-        if counts is not None:
+        if counts is not None:  # the report says where they came from (Dataset.selection)
             scores = with_item_counts(scores, counts, read.label)
-            details["item counts"] = counts.describe()
         return Dataset(scores=scores, source=source, paths=list(read.paths), format=read.format,
-                       model_notes=dict(read.model_notes), details=details)
+                       model_notes=dict(read.model_notes), details=dict(read.details),
+                       benchmark=read.details.get("benchmark"))
     from jagged.readers.items import dataset_from_items
 
     items = read.items

@@ -166,6 +166,7 @@ def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float =
     """
     from jagged.stats.compare import compare
 
+    opts.check_keywords(options, "compare_inputs")
     side_a, side_b = load_side(a, options, where_a, "a"), load_side(b, options, where_b, "b")
     check_overlap(side_a, side_b)
     weights = profile_weights(side_a, side_b, options)
@@ -268,7 +269,7 @@ def _compare_run(values: dict[str, Any], output: Path, *, title: str | None, sho
              + [(f"B: {label}", value, kind) for label, value, kind in input_facts(side_b, bundled=not values["b"])]
              + version_facts())
     common = len(set(side_a.scores["model"].astype(str)) & set(side_b.scores["model"].astype(str)))
-    subtitle = f"{side_a.source} (A) → {side_b.source} (B): {common:,} models on both sides"
+    subtitle = f"{side_a.name} (A) → {side_b.name} (B): {common:,} models on both sides"
     return {"notebook": COMPARE_NOTEBOOK, "html_path": output, "parameters": values,
             "title": title or f"{DEFAULT_TITLE}: {side_a.source} → {side_b.source}", "show_code": show_code,
             "facts": facts, "subtitle": subtitle}

@@ -24,6 +24,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from jagged.paths import process_alive
+
 #: ``.<stem>.<pid>-<host>.<random>``: a run's temporary folder (see :func:`make_workdir`).
 _WORKDIR = re.compile(r"^\..+\.(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8})\.[a-z0-9_]{8}$")
 #: ``jagged-<pid>-<host>-<tag>`` + ``.json`` / ``.kernel`` / ``-ipc-N``: a kernel's files (see the module notes).
@@ -34,23 +36,6 @@ KERNEL_FILE = re.compile(r"^(?P<stem>jagged-(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8}
 def host_tag() -> str:
     """Eight hex digits naming this machine (a folder shared between machines keeps their runs apart)."""
     return f"{zlib.crc32(socket.gethostname().encode('utf-8', 'replace')):08x}"
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs (a zombie, which has exited but is not reaped yet, does not)."""
-    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: it exists, and belongs to someone else
-        return True
-    try:  # Linux: the state letter follows the parenthesised command name
-        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rpartition(")")[2].split()
-    except OSError:  # no /proc (macOS), or it has just been reaped: os.kill said it exists
-        return True
-    return not state or state[0] not in ("Z", "X")
 
 
 def kernel_stem(runtime: str | Path) -> Path:

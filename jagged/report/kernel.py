@@ -36,6 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+from jagged.paths import remove_spill_folders
 from jagged.report.debris import kernel_stem, remove_kernel_files, remove_stale_kernel_files
 
 #: papermill engine name for runs in a kernel the caller owns (see :func:`_register_engine`).
@@ -319,9 +320,10 @@ def external_kernel_kwargs(km: Any) -> dict[str, Any]:
 def stop_kernel(km: Any) -> None:
     """Stop a kernel started by :func:`launch_kernel` at once (SIGKILL, no grace period) and remove its files.
 
-    Unlike ``shutdown_kernel(now=True)`` this does not wait ~0.1 s for the process to be
-    reaped (on POSIX; elsewhere it falls back to that). Stopping a kernel twice does
-    nothing the second time.
+    The process gets SIGKILL and its connection file, socket files, ``.kernel`` file and DuckDB
+    spill folders are removed; unlike ``shutdown_kernel(now=True)`` this does not wait ~0.1 s for
+    the process to be reaped (on POSIX; elsewhere it falls back to that). Stopping a kernel twice
+    does nothing the second time.
     """
     from jupyter_core.utils import run_sync
 
@@ -334,6 +336,7 @@ def stop_kernel(km: Any) -> None:
                 process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 pass
+            remove_spill_folders(process.pid)  # DuckDB's, that the killed kernel could not remove
             run_sync(km.cleanup_resources)(restart=False)  # control socket, zmq context, connection file
         elif process is not None:
             run_sync(km.shutdown_kernel)(now=True)

@@ -19,6 +19,7 @@ import jagged
 from jagged.options import check_value
 from jagged.report.notebooks import notebook_parameters, plain
 from jagged.resources import templates_dir
+from jagged.text import one_line, printable
 
 TEMPLATES_DIR = templates_dir()
 TEMPLATE_NAME = "jagged"
@@ -159,7 +160,10 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
     Returns
     -------
     str
-        The HTML. Every title, fact and parameter is autoescaped by the template.
+        The HTML. Every title, fact and parameter is autoescaped by the template; NUL, the
+        other control characters (but tab and newline) and the bidirectional overrides that
+        a name may hold are written as visible escapes (``\\u202e``, :func:`jagged.text.printable`),
+        so no name reorders or hides the text around it.
 
     Raises
     ------
@@ -174,5 +178,47 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
                             "meta": list(meta.items()), "parameters_yaml": meta.get("parameters"),
                             "theme": theme, "sections": None if sections is None else list(sections)}}
     with _RENDERING:
-        body, _ = _exporter(bool(show_code)).from_notebook_node(nb, resources=resources)
-    return body
+        body, _ = _exporter(bool(show_code)).from_notebook_node(without_stderr(nb), resources=resources)
+    return printable(body, keep="\t\n\r")  # NUL, controls and bidi overrides from names: shown as escapes
+
+
+def _is_stderr(output: Any) -> bool:
+    return output.get("output_type") == "stream" and output.get("name") == "stderr"
+
+
+def without_stderr(nb: Any) -> Any:
+    """The notebook without what its kernel wrote to stderr (warnings); ``nb`` is not changed.
+
+    A report page never shows raw warning text (it names local source files and says
+    nothing to a reader); the executed notebook kept beside the report still holds it, and
+    :func:`kernel_warnings` passes it on to the command line.
+    """
+    import nbformat
+
+    cells = [nbformat.NotebookNode({**cell, "outputs": [o for o in cell["outputs"] if not _is_stderr(o)]})
+             if any(_is_stderr(o) for o in cell.get("outputs", ())) else cell for cell in nb.cells]
+    return nbformat.NotebookNode({**nb, "cells": cells})
+
+
+def kernel_warnings(nb: Any) -> list[str]:
+    """What the kernel wrote to stderr, each warning once as ``Category: message``, jagged's own left out.
+
+    ``path:line: UserWarning: text`` (Python's warning format, its source line after it)
+    becomes ``UserWarning: text``; other lines are kept as they are. A ``JaggedWarning``
+    is left out: the kernel reads the input the command already read and warned about.
+    """
+    found: dict[str, None] = {}
+    for cell in nb.cells:
+        for output in cell.get("outputs", ()):
+            if not _is_stderr(output):
+                continue
+            text = output.get("text", "")
+            for line in ("".join(text) if isinstance(text, list) else str(text)).splitlines():
+                warning = re.match(r"^.*?:\d+: (\w+): (.*)$", line)
+                if warning is not None:
+                    line = f"{warning.group(1)}: {warning.group(2)}"
+                elif not line.strip() or line[:1].isspace():  # the warning's source line
+                    continue
+                if not line.startswith("JaggedWarning:"):
+                    found[one_line(line, 300)] = None
+    return list(found)

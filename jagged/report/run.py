@@ -18,16 +18,17 @@ import errno
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import jagged
-from jagged.errors import JaggedInputError
+from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.report.debris import make_workdir, remove_stale_workdirs
 from jagged.report.execution import KERNEL_NAME, ReportError, execute
 from jagged.report.kernel import check_stopped, external_kernel_kwargs, own_kernel
 from jagged.report.notebooks import DEFAULT_TITLE, find_notebook, full_parameters
-from jagged.report.rendering import Warmup, parameter_rows, render
+from jagged.report.rendering import Warmup, kernel_warnings, parameter_rows, render
 from jagged.report.rerun import report_metadata, rerun_command
 from jagged.text import one_line
 
@@ -264,6 +265,8 @@ def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: 
             raise JaggedInputError(message) from None
         raise ReportError(message, ename=ename, evalue=evalue, failed_notebook=kept) from None
     warm.wait()
+    for text in kernel_warnings(nb):  # never on the page (render leaves stderr out); kept in the .ipynb
+        warnings.warn(f"{Path(notebook).stem}: {text} (kept in {ipynb_path.name})", JaggedWarning, stacklevel=2)
     footer = (f"Made with jagged {jagged.__version__} from notebooks/{find_notebook(notebook).name}. "
               f"The executed notebook is kept beside this file as {ipynb_path.name}.")
     import nbformat

@@ -35,14 +35,14 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.dataset import Dataset
-from jagged.stats.bootstrap import ItemMatrix, _quantiles, item_matrix, resampled_sums
+from jagged.stats.bootstrap import ItemMatrix, _quantiles, centred_interval, item_matrix, resampled_sums
 from jagged.stats.bootstrap import _chunks as blocks
 from jagged.stats.deployment import deployment_metrics, kendall_tau
 from jagged.stats.ledger import item_ledger, noise_floor, paired_items, rescore_by_domain, rescore_by_model, run_noise
 from jagged.stats.metrics import NOTE_FEW_DOMAINS, jaggedness
 from jagged.stats.shifts import field_change, fit_cells, models_sum_of_squares
 from jagged.stats.uncertainty import place_after
-from jagged.text import join_note_columns
+from jagged.text import Summarised, join_note_columns
 
 STATISTICS: tuple[str, ...] = ("macro_score", "cv_error", "dep_score", "wedge")
 METHOD_ITEMS = "paired stratified item bootstrap over the common items (same resample on both sides)"
@@ -380,10 +380,10 @@ def compare_models(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, 
     if replicates is not None:
         for s in stats:
             delta = replicates.stats_b[s] - replicates.stats_a[s]  # B × M or B × M × P
-            lo, hi = _quantiles(delta, ci)
-            lo, hi = (lo.T.ravel(), hi.T.ravel()) if lo.ndim == 2 else (np.tile(lo, len(profiles)),
-                                                                         np.tile(hi, len(profiles)))
-            out[f"{s}_delta_lo"], out[f"{s}_delta_hi"] = lo, hi
+            q = _quantiles(delta, [(1.0 - ci) / 2.0, 0.5, (1.0 + ci) / 2.0])
+            lo, mid, hi = (x.T.ravel() if x.ndim == 2 else np.tile(x, len(profiles)) for x in q)
+            est = out[f"{s}_delta"].to_numpy(dtype=float)  # centred on the estimate: it lies inside
+            out[f"{s}_delta_lo"], out[f"{s}_delta_hi"] = est + (lo - mid), est + (hi - mid)
         has = out["macro_score_delta_lo"].notna().to_numpy()
         method[has] = replicates.method
     out["interval_method"] = method
@@ -496,11 +496,11 @@ def rank_changes(table: pd.DataFrame, replicates: PairedReplicates | None, *, ci
         rep_a = _rank_rows(replicates.rank_a * keep)
         rep_b = _rank_rows(replicates.rank_b * keep)
         for name, reps in (("rank_a", rep_a), ("rank_b", rep_b), ("rank_change", rep_a - rep_b)):
-            lo, hi = _quantiles(reps, ci)  # whole ranks: rounded outwards
+            lo, hi = centred_interval(out[name].to_numpy(dtype=float), reps, ci)  # whole ranks: rounded outwards
             out[f"{name}_lo"], out[f"{name}_hi"] = np.floor(lo), np.ceil(hi)
         taus = kendall_tau_rows(replicates.rank_a * keep, replicates.rank_b * keep)
         if np.isfinite(taus).any():
-            tau_lo, tau_hi = _quantiles(taus[:, None], ci)
+            tau_lo, tau_hi = centred_interval(np.array([kendall_tau(ma, mb)]), taus[:, None], ci, bounds=(-1.0, 1.0))
             tau_lo, tau_hi = float(tau_lo[0]), float(tau_hi[0])
         method = replicates.rank_method
     out["moved"] = ((out["rank_change_lo"] > 0) | (out["rank_change_hi"] < 0)).fillna(False).astype(bool)
@@ -517,8 +517,8 @@ def rank_changes(table: pd.DataFrame, replicates: PairedReplicates | None, *, ci
 
 # --------------------------------------------------------------------------- everything once
 
-@dataclass
-class Comparison:
+@dataclass(repr=False)
+class Comparison(Summarised):
     """Everything :func:`compare` computes; tables are None where the inputs cannot give them.
 
     ``models``: :func:`compare_models` with ``macro_delta_vs_field`` (+ ``beyond_run_noise``
@@ -544,6 +544,12 @@ class Comparison:
     rescoring_domains: pd.DataFrame | None = None
     runs: pd.DataFrame | None = None
     floor: pd.DataFrame | None = None
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        rows = [("models on both sides", f"{self.models['model'].nunique():,}"), ("scope", self.scope)]
+        if self.ledger is not None:
+            rows.append(("items whose status changed", f"{len(self.ledger):,}"))
+        return "Comparison", rows
 
 
 def compare(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, *, n_boot: int = 2000, seed: int = 0,

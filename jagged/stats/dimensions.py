@@ -24,7 +24,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError
 from jagged.stats.decomposition import Decomposition, score_grid
 from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA
-from jagged.text import listing, plural
+from jagged.text import Summarised, listing, plural
 
 #: Permutation draws of the parallel analysis and of the category check.
 DEFAULT_DRAWS: int = 500
@@ -49,8 +49,8 @@ def default_draws(n: int, p: int) -> int:
     return int(max(MIN_DRAWS, min(DEFAULT_DRAWS, WORK_BUDGET // max(n * p * min(n, p), 1))))
 
 
-@dataclass
-class Dimensions:
+@dataclass(repr=False)
+class Dimensions(Summarised):
     """Parallel analysis of the domains (see :func:`parallel_analysis`).
 
     Attributes
@@ -92,6 +92,12 @@ class Dimensions:
     percentile: float
     variables: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        kept = "not computable" if self.n_dimensions is None else str(self.n_dimensions)
+        return "Dimensions", [("kept", kept), ("first share", f"{self.first_share:.1%}"),
+                              ("models", f"{self.n_observations:,}"), ("variables", f"{self.n_variables:,}"),
+                              ("draws", f"{self.draws:,}")]
 
     def table(self) -> pd.DataFrame:
         """``dimension`` (1, 2, …), ``eigenvalue``, ``threshold``, ``share`` (λ/p) and ``retained``."""
@@ -284,8 +290,8 @@ def dimensions(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0,
 
 # --------------------------------------------------------------------------- categories
 
-@dataclass
-class CategoryCheck:
+@dataclass(repr=False)
+class CategoryCheck(Summarised):
     """Do the domain categories behave like distinct dimensions? (see :func:`category_check`).
 
     Attributes
@@ -318,6 +324,10 @@ class CategoryCheck:
     verdict: str
     category_dimensions: Dimensions | None = None
     notes: list[str] = field(default_factory=list)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return "CategoryCheck", [("categories", f"{len(self.categories):,}"), ("verdict", self.verdict),
+                                 ("within - between", f"{self.difference:.3f}"), ("p", f"{self.p_value:.3g}")]
 
 
 def _category_of(scores: pd.DataFrame, domains: np.ndarray) -> np.ndarray | None:

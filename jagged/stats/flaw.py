@@ -32,6 +32,7 @@ from jagged.stats.flaw_likelihood import (
     trait_abilities,
 )
 from jagged.stats.irt import IRTFit, ResponseMatrix, fit_2pl, response_matrix
+from jagged.text import Summarised
 
 #: Grid of the sound items' parameter distribution G(a, c, γ): slopes (positive: a sound item
 #: discriminates the right way) × intercepts × guessing floors (:data:`GRID_GUESS`).
@@ -61,8 +62,8 @@ ITEM_COLUMNS: tuple[str, ...] = (
 DOMAIN_COLUMNS: tuple[str, ...] = ("domain", "n_items", "prevalence", "expected_flawed", "sd", "lower", "upper")
 
 
-@dataclass(frozen=True)
-class FlawPosterior:
+@dataclass(frozen=True, repr=False)
+class FlawPosterior(Summarised):
     """The flawed-item mixture (see :func:`flaw_posterior`).
 
     Attributes
@@ -89,6 +90,13 @@ class FlawPosterior:
     iterations: int
     converged: bool
     uses_choices: bool
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        d = self.domains
+        return "FlawPosterior", [("items", f"{len(self.items):,}"), ("domains", f"{len(d):,}"),
+                                 ("expected flawed", f"{d['expected_flawed'].sum():,.1f}"),
+                                 ("wrong-key share", f"{self.wrong_key_share:.1%}"),
+                                 ("choices used", "yes" if self.uses_choices else "no")]
 
 
 # ---------------------------------------------------------------------------------------

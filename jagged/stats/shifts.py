@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from jagged.stats.bootstrap import _quantiles
+from jagged.stats.bootstrap import centred_interval
 from jagged.stats.decomposition import _components, additive_wls
 
 NOTE_NOT_CONNECTED = "shares no model or domain with the main table: not in the two-way view"
@@ -177,7 +177,7 @@ class FieldChange:
 def _interval(reps: np.ndarray | None, point: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
     if reps is None or not len(reps):
         return np.full_like(point, np.nan), np.full_like(point, np.nan)
-    lo, hi = _quantiles(reps, ci)
+    lo, hi = centred_interval(point, reps, ci)
     ok = np.isfinite(point)
     return np.where(ok, lo, np.nan), np.where(ok, hi, np.nan)
 

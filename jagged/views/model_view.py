@@ -179,13 +179,27 @@ def interval_columns(table: pd.DataFrame) -> list[str]:
     return [c[:-3] for c in names if c.endswith("_lo") and f"{c[:-3]}_hi" in present]
 
 
+def interval_of(column: str, table: pd.DataFrame) -> str | None:
+    """The base name ``x`` of the ``x_lo`` / ``x_hi`` interval that contains ``column`` (None: no interval).
+
+    ``cv_error_lo`` / ``cv_error_hi`` contain ``cv_error_corrected``, not the raw ``cv_error``
+    (:data:`jagged.stats.intervals.ESTIMATE_OF`).
+    """
+    from jagged.stats.intervals import ESTIMATE_OF
+
+    for stat in interval_columns(table):
+        if ESTIMATE_OF.get(stat, stat) == column:
+            return stat
+    return None
+
+
 def _with_intervals(columns: list[str], table: pd.DataFrame) -> list[str]:
-    extra = set(interval_columns(table))
     out: list[str] = []
     for c in columns:
         out.append(c)
-        if c in extra:
-            out += [f"{c}_lo", f"{c}_hi"]
+        stat = interval_of(c, table)
+        if stat is not None:
+            out += [f"{stat}_lo", f"{stat}_hi"]
     return out
 
 
@@ -208,7 +222,8 @@ def jaggedness_rank(table: pd.DataFrame, model: str) -> pd.DataFrame:
         ``cv_error``, ``cv_rank`` (1 = most jagged), ``ranked`` (models with a defined
         ``cv_error``), ``field_median_cv`` (median ``cv_error`` of the other models),
         the :data:`NOISE_COLUMNS` the table has, then any ``*_lo`` / ``*_hi`` interval
-        columns the table carries next to their metric. Ranks are competition ranks
+        columns the table carries next to the value each contains (``cv_error_lo`` after
+        ``cv_error_corrected``). Ranks are competition ranks
         (ties share the best place); a model whose ``cv_error`` is undefined has
         ``cv_rank`` missing.
     """
@@ -263,14 +278,18 @@ def rank_card(rank: pd.DataFrame) -> pd.DataFrame:
         ``measure`` (a label from :data:`CARD_LABELS`), ``column`` (the metrics-table
         column), ``value`` (the value as it is; a ``noise_flag`` that could not be tested
         reads "not tested (…)" with the reason, :func:`untested_reason`), and ``lo`` and
-        ``hi`` (its interval) only when at least one interval exists: a card whose every
+        ``hi`` (the interval that contains the value, :func:`interval_of`: the raw
+        ``cv_error`` has none) only when at least one interval exists: a card whose every
         interval cell would be empty has no interval columns. One row per column of
         ``rank`` except ``model`` and the interval columns.
     """
     row = rank.iloc[0]
     names = [c for c in rank.columns if c != "model" and not (c.endswith(("_lo", "_hi")) and c[:-3] in rank.columns)]
-    lo = pd.to_numeric(pd.Series([row.get(f"{c}_lo", np.nan) for c in names], dtype=object), errors="coerce")
-    hi = pd.to_numeric(pd.Series([row.get(f"{c}_hi", np.nan) for c in names], dtype=object), errors="coerce")
+    of = [interval_of(c, rank) for c in names]
+    lo = pd.to_numeric(pd.Series([row.get(f"{i}_lo", np.nan) if i else np.nan for i in of], dtype=object),
+                       errors="coerce")
+    hi = pd.to_numeric(pd.Series([row.get(f"{i}_hi", np.nan) if i else np.nan for i in of], dtype=object),
+                       errors="coerce")
     values = [row[c] for c in names]
     if "noise_flag" in names and pd.isna(row["noise_flag"]):
         values[names.index("noise_flag")] = f"{NOT_TESTED} ({untested_reason(row)})"

@@ -19,7 +19,7 @@ from jagged.stats.relative import cross_causes
 from jagged.stats.residual_test import residual_departures
 from jagged.stats.structure import Decomposition, Dimensions, Structure, level_correlations
 from jagged.stats.uncertainty import flag_text
-from jagged.text import and_more, listing, plural
+from jagged.text import and_more, listing, plural, printable
 from jagged.views.overview import domain_order, left_out, model_order, others_label
 
 #: Columns of :func:`relative_table`, in order (interval columns only when present).
@@ -85,10 +85,9 @@ def relative_caption(table: pd.DataFrame) -> str:
 def share_table(structure: Structure) -> pd.DataFrame:
     """The variance shares as a reader's table: ``part``, ``variance`` (logits²), ``share``.
 
-    The cross-term row is shown only where the table is unbalanced or the fit weighted
+    The cross-term row is shown only where the table is unbalanced
     (:func:`jagged.stats.relative.cross_causes`) and it reaches half a percent;
-    :func:`cross_sentence` explains it then. On a complete table without item counts it is
-    0 and never shown.
+    :func:`cross_sentence` explains it then. On a complete table it is 0 and never shown.
     """
     shares = structure.shares
     keep = (shares["component"] != "cross") | ((shares["share"].abs() >= ZERO_PART)
@@ -295,16 +294,10 @@ def cross_sentence(structure: Structure) -> str:
     if not (structure.shares["component"] == "cross").any() or \
             not table["part"].astype(str).str.startswith("cross terms").any():
         return ""
-    causes = cross_causes(structure.decomposition)
-    why = []
-    if "unbalanced" in causes:
-        why.append("some models have no score in some domains, so over the cells there are, a model's level "
-                   "and the difficulty of the domains it was scored on are partly confounded")
-    if "weighted" in causes:
-        why.append("the fit weighs each score by its items, so the parts are separated in the weighted sum of "
-                   "squares, not in the plain variance shown here")
-    return (f"The parts overlap by {structure.share('cross'):+.1%} of the variance (the cross-term row): "
-            + "; and ".join(why) + ". Level, difficulty, residual and cross terms add up to 100 %.")
+    return (f"The parts overlap by {structure.share('cross'):+.1%} of the variance (the cross-term row): some "
+            "models have no score in some domains, so over the cells there are, a model's level and the difficulty "
+            "of the domains it was scored on are partly confounded. Level, difficulty, residual and cross terms add "
+            "up to 100 %.")
 
 
 def _relative_sentence(structure: Structure, table: pd.DataFrame | None) -> str:
@@ -455,7 +448,7 @@ def describe_profile(profile: pd.DataFrame, model: str, *, ci: float = 0.95) -> 
 
 
 def structure_text(structure: Structure) -> str:
-    """The plain-text summary ``jagged structure`` prints."""
+    """The plain-text summary ``jagged structure`` prints, control characters in names escaped."""
     dec, dims = structure.decomposition, structure.dimensions
     lines = [f"jagged structure: {plural(len(dec.models), 'model')} x {plural(len(dec.domains), 'domain')}"]
     if dec.ok:
@@ -474,7 +467,7 @@ def structure_text(structure: Structure) -> str:
         lines += [f"  {r.eigenvalue:10.3f} {r.threshold:10.3f}{'  *' if r.retained else ''}"
                   for r in shown.itertuples()]
     lines += [f"  {s}" for s in structure_sentences(structure)]
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # a name is data: its newline never starts a line
 
 
 # --------------------------------------------------------------------------- alt texts
