@@ -491,7 +491,8 @@ def test_warm_kernel_reset_leaves_nothing_from_the_previous_notebook(tmp_path):
     from jagged.report import execute
     from jagged.report.kernel import WarmKernel
 
-    with WarmKernel() as kernel:
+    kernel = WarmKernel()
+    try:
         kernel.reset()
         clean = _probe(kernel, tmp_path, "clean")
         execute(_notebook(tmp_path / "pollute.ipynb", POLLUTE), tmp_path / "pollute.out.ipynb",
@@ -499,6 +500,8 @@ def test_warm_kernel_reset_leaves_nothing_from_the_previous_notebook(tmp_path):
         polluted = _probe(kernel, tmp_path, "polluted")
         kernel.reset()
         after = _probe(kernel, tmp_path, "after")
+    finally:
+        kernel.shutdown()
     assert after == clean
     differs = {k for k in clean if polluted[k] != clean[k]}
     assert {"names", "rc", "figures", "random", "np_random", "np_err", "np_print", "pandas", "warnings_filters",

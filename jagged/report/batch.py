@@ -15,8 +15,8 @@ batch on the same folder refuses at once, naming the first one's process id. The
 2. :func:`execute_plan` runs the rest on ``jobs`` threads of this process, each with one
    :class:`~jagged.report.kernel.WarmKernel` reset before every notebook; the kernels do
    the analysis and the figures, the threads drive them (papermill, nbclient) and render
-   (nbconvert). A notebook that fails, or a kernel that dies, fails its own report only
-   (its ``.failed.ipynb`` is kept and the thread gets a new kernel).
+   (nbconvert). A notebook that fails (kept as ``.failed.ipynb``), or a kernel that dies,
+   fails its own report only; the thread goes on with a new kernel.
 3. :func:`~jagged.report.batch_index.write_index` writes the index when it changed. On a
    full disk the reports already written stay and the error says why there is no index.
 
@@ -174,8 +174,7 @@ def run_job(job: Job, kernel: WarmKernel | None) -> tuple[Outcome, WarmKernel | 
         if kernel is None or not kernel.alive():
             if kernel is not None:
                 kernel.shutdown()
-            kernel = None
-            kernel = WarmKernel().start()
+            kernel = WarmKernel()
         kernel.reset()
         run_report(job.notebook, job.html_path, job.parameters, title=job.title, subtitle=job.subtitle,
                    facts=job.facts, metadata={"input-hash": job.input_hash}, clean_stale=False,

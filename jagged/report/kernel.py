@@ -235,7 +235,7 @@ def _process(km: Any) -> Any:
     return getattr(getattr(km, "provisioner", None), "process", None)
 
 
-def stop_owned_kernels() -> None:
+def _stop_owned_kernels() -> None:
     """Stop every kernel this process started and has not stopped (at exit)."""
     for km in list(_OWNED.values()):
         stop_kernel(km)
@@ -290,7 +290,7 @@ def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> An
     km = AsyncKernelManager(kernel_name=kernel_name, connection_file=f"{stem}.json",
                             **({"transport": "ipc", "ip": f"{stem}-ipc"} if ipc else {}))
     if not _OWNED:
-        atexit.register(stop_owned_kernels)
+        atexit.register(_stop_owned_kernels)
     _OWNED[id(km)] = km
     main = threading.current_thread() is threading.main_thread()
     _DEFER[0] += main
@@ -361,49 +361,44 @@ class KernelStateError(RuntimeError):
 
 
 class WarmKernel:
-    """One Jupyter kernel, started once and reset before each notebook (see the module notes).
+    """One Jupyter kernel, started, preloaded and its clean state recorded; :meth:`reset` before each notebook.
 
     A warm kernel belongs to the thread that starts it: jupyter_client's sockets live in
     that thread's event loop. Another thread may only :func:`kill_kernels`.
 
     Parameters
     ----------
-    startup_timeout : float
+    timeout : float
         Seconds to wait for the kernel to answer.
 
     Examples
     --------
-    >>> with WarmKernel() as kernel:                                   # doctest: +SKIP
-    ...     kernel.reset()
-    ...     run_report("model_report", "m.html", {"model": "m"}, **kernel.engine_kwargs())
+    >>> kernel = WarmKernel()                                          # doctest: +SKIP
+    >>> kernel.reset()                                                 # doctest: +SKIP
+    >>> run_report("model_report", "m.html", {"model": "m"}, **kernel.engine_kwargs())  # doctest: +SKIP
+    >>> kernel.shutdown()                                              # doctest: +SKIP
     """
 
-    def __init__(self, *, startup_timeout: float = 60) -> None:
-        self.startup_timeout = startup_timeout
-        self.km: Any = None
-        self._kc: Any = None
-
-    def start(self) -> "WarmKernel":
-        """Start the kernel, preload the libraries and record its clean state."""
+    def __init__(self, timeout: float = 60) -> None:
         from jupyter_client.session import Session
         from jupyter_core.utils import run_sync
 
         _register_engine()
-        self.km = launch_kernel()
-        # One client for the resets and every notebook, with a session of its own: clients
-        # made from the manager share its session, whose id is the ZMQ identity the kernel
-        # routes replies to, and the kernel hands that identity to the newest client.
-        session = Session(key=self.km.session.key, signature_scheme=self.km.session.signature_scheme)
-        self._kc = self.km.client(session=session)
-        self._kc.allow_stdin = False
-        self._kc.start_channels()
+        self.km: Any = launch_kernel()
+        self._kc: Any = None
         try:
-            run_sync(self._kc.wait_for_ready)(timeout=self.startup_timeout)
+            # One client for the resets and every notebook, with a session of its own: clients
+            # made from the manager share its session, whose id is the ZMQ identity the kernel
+            # routes replies to, and the kernel hands that identity to the newest client.
+            session = Session(key=self.km.session.key, signature_scheme=self.km.session.signature_scheme)
+            self._kc = self.km.client(session=session)
+            self._kc.allow_stdin = False
+            self._kc.start_channels()
+            run_sync(self._kc.wait_for_ready)(timeout=timeout)
             self._run(_SETUP)
         except BaseException:
             self.shutdown()
             raise
-        return self
 
     def alive(self) -> bool:
         """Whether the kernel process is running."""
@@ -418,12 +413,6 @@ class WarmKernel:
         if self.km is not None:
             stop_kernel(self.km)
             self.km = None
-
-    def __enter__(self) -> "WarmKernel":
-        return self.start() if self.km is None else self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.shutdown()
 
     def _run(self, code: str, timeout: float = 60) -> None:
         """Run ``code`` silently; raise :class:`KernelStateError` if it fails, the kernel dies or ``timeout`` passes."""
