@@ -225,7 +225,8 @@ def execute_plan(plan: Plan, *, jobs: int | None = None, progress: bool | None =
 
     from jagged.report.debris import remove_stale_workdirs
 
-    results = {i: Outcome(j, "skipped") for i, j in enumerate(plan.jobs) if j not in plan.todo}
+    todo = {id(j) for j in plan.todo}
+    results = {i: Outcome(j, "skipped") for i, j in enumerate(plan.jobs) if id(j) not in todo}
     queue = deque(sorted(((i, j) for i, j in enumerate(plan.jobs) if i not in results),
                          key=lambda item: item[1].kind != "overview"))
     if not queue:
