@@ -23,6 +23,17 @@ def test_data_path_finds_the_bundled_files_from_any_folder(tmp_path, monkeypatch
         jagged.data_path("x.csv")
 
 
+def test_every_public_name_resolves_and_the_type_checkers_imports_name_the_same():
+    import ast
+
+    for name in jagged.__all__:
+        assert getattr(jagged, name) is not None, name
+    tree = ast.parse(inspect.getsource(jagged))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    typed = {a.name: n.module for n in block.body for a in n.names}
+    assert typed == jagged._LAZY
+
+
 def test_jagged_plots_lists_every_figure_function_of_its_modules():
     import importlib
     import pkgutil

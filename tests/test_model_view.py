@@ -10,8 +10,8 @@ import pytest
 
 from jagged.analysis import AnalysisOptions, metrics_table
 from jagged.errors import JaggedInputError
+from jagged.readers.canonical import validate_scores
 from jagged.readers.dataset import Dataset
-from jagged.readers.table import validate_scores
 from jagged.stats.intervals import wilson_interval
 from jagged.stats.metrics import jaggedness
 from jagged.views import model_view as mv

@@ -12,7 +12,7 @@ others' files are listed in ``details["not used"]``), two families may not.
 
 Readers return rows as read (:class:`~jagged.readers.reader.ScoreRead`,
 :class:`~jagged.readers.reader.ItemRead`); :func:`finish` validates them once, into a
-:class:`~jagged.readers.dataset.Dataset` (:func:`jagged.readers.table.validate_scores`,
+:class:`~jagged.readers.dataset.Dataset` (:func:`jagged.readers.canonical.validate_scores`,
 :func:`jagged.readers.items.dataset_from_items`). Options are the loader options of
 :mod:`jagged.options` (stage ``load``); a reader receives those it declares, and a given
 option it does not declare is warned about and ignored.
@@ -34,7 +34,7 @@ records carry ``sample_id`` and may also carry a ``doc_id``).
 Options every input takes (:data:`GENERIC`): the row selection (``where``, ``models``,
 ``domains``) is applied by :func:`finish` before validation, unless the reader applied it
 already (a table does, before a wide table is melted); ``n_items`` gives the item counts
-of a per-domain table without them (:func:`jagged.readers.table.item_counts`); ``strict``
+of a per-domain table without them (:func:`jagged.readers.canonical.item_counts`); ``strict``
 refuses what a reader would leave out (a damaged file, a value outside its declared range).
 A reader that declares one of them also receives it; none is warned about.
 
@@ -190,7 +190,7 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
         What validation or the selection refuses; ``n_items`` given for item-level data
         or for a table with its own counts.
     """
-    from jagged.readers.table import item_counts, with_item_counts
+    from jagged.readers.canonical import item_counts, with_item_counts
 
     options = options or {}
     selection = {k: options.get(k) for k in tables.SELECTION if options.get(k)}
@@ -201,7 +201,7 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
     if isinstance(read, Dataset):
         return read
     if isinstance(read, ScoreRead):
-        from jagged.readers.table import validate_scores
+        from jagged.readers.canonical import validate_scores
 
         frame = read.scores
         if selection and not read.selected:
