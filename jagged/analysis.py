@@ -29,7 +29,7 @@ from jagged.stats.metrics import jaggedness
 from jagged.text import join_note_columns
 
 #: Report sections that apply only to some inputs, in report order (see :attr:`Analysis.sections`).
-SECTIONS: tuple[str, ...] = ("noise", "hierarchy", "profiles", "items", "irt", "decomposition")
+SECTIONS: tuple[str, ...] = tuple(name for name, optional in opts.REPORT_SECTIONS.items() if optional)
 #: MIME type of the display output that records :attr:`Analysis.sections` in an executed notebook;
 #: the report renderer reads it to drop the cells of sections that do not apply (notebooks/SECTIONS.md).
 SECTIONS_MIME = "application/vnd.jagged.sections+json"
@@ -254,9 +254,10 @@ class Analysis:
         """Which of the optional report sections (:data:`SECTIONS`) apply to this input."""
         from jagged.stats.decomposition import decomposable
 
-        return {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles,
-                "items": self.has_items, "irt": self.has_item_model,
-                "decomposition": decomposable(self.dataset.scores)}
+        applies = {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles,
+                   "items": self.has_items, "irt": self.has_item_model,
+                   "decomposition": decomposable(self.dataset.scores)}
+        return {name: applies[name] for name in SECTIONS}
 
     def __repr__(self) -> str:
         """One line: the size of the input, its source and the options (cheap: computes nothing)."""

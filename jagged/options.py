@@ -42,10 +42,11 @@ from jagged.option_checks import MAX_LIST, MAX_TEXT, conform, shown, text_ok
 LOAD, ANALYSIS, DISPLAY, COMPARE = "load", "analysis", "display", "compare"
 #: Page themes of the report template.
 THEMES = ("light", "dark", "auto")
-#: Every report section ``--sections`` can name, in report order (the optional ones are
-#: :data:`jagged.analysis.SECTIONS`; :data:`jagged.report.sections.CHOICES` is this tuple).
-REPORT_SECTIONS: tuple[str, ...] = ("glance", "provenance", "data", "metrics", "overview", "hierarchy", "noise",
-                                    "profiles", "items", "irt", "decomposition", "meaning")
+#: Every report section ``--sections`` can name, in report order, and whether it is optional: shown only where
+#: ``Analysis.sections`` says it applies, its notebook cells tagged ``section-NAME`` (``tests/test_sections.py``).
+REPORT_SECTIONS: dict[str, bool] = {
+    "glance": False, "provenance": False, "data": False, "metrics": False, "overview": False, "hierarchy": True,
+    "noise": True, "profiles": True, "items": True, "irt": True, "decomposition": True, "meaning": False}
 #: Largest seed (numpy's ``default_rng`` takes any non-negative integer; 2**32 - 1 is plenty).
 MAX_SEED = 2**32 - 1
 #: Largest ``max_input_bytes``: 1 TiB.

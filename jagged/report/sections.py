@@ -1,8 +1,8 @@
 """Render-time removal of report sections that do not apply (an nbconvert preprocessor).
 
 A report notebook marks the cells of an optional section with the tag ``section-NAME``
-(``section-hierarchy``, ``section-profiles`` ...; the names are
-:data:`jagged.analysis.SECTIONS`). Its analysis cell shows the
+(``section-hierarchy``, ``section-profiles`` ...; the optional names of
+:data:`jagged.options.REPORT_SECTIONS`). Its analysis cell shows the
 :class:`~jagged.analysis.Analysis`, whose display output carries, under the MIME type
 :data:`~jagged.analysis.SECTIONS_MIME`, which sections apply to this input (a JSON
 object ``{"hierarchy": false, ...}``). :class:`SectionFilter` reads that record, removes
@@ -33,7 +33,7 @@ from typing import Any
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Unicode
 
-from jagged.analysis import SECTIONS, SECTIONS_MIME
+from jagged.analysis import SECTIONS_MIME
 from jagged.options import REPORT_SECTIONS
 
 #: Prefix of the cell tags that put a cell in a section.
@@ -50,9 +50,8 @@ HEADINGS: tuple[tuple[str, str], ...] = (
     ("How much of the jaggedness is sampling noise", "noise"),
     ("What the numbers mean", "meaning"),
 )
-#: Every section ``--sections`` can name, in report order (the optional ones are :data:`SECTIONS`).
-CHOICES: tuple[str, ...] = REPORT_SECTIONS
-assert set(SECTIONS) <= set(CHOICES)
+#: Every section ``--sections`` can name (:data:`jagged.options.REPORT_SECTIONS`).
+CHOICES = REPORT_SECTIONS
 #: MIME types of outputs that are records for machines (REPORT.json), never shown in the HTML.
 RECORD_MIMES: tuple[str, ...] = (SECTIONS_MIME, "application/vnd.jagged.record+json")
 
