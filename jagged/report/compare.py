@@ -28,20 +28,9 @@ DEFAULT_OUTPUT = Path("reports") / "compare_report.html"
 #: Parameters of the compare notebook that are no option (declared in :data:`jagged.options.NOTEBOOK_ONLY`).
 COMPARE_ONLY: dict[str, opts.Option] = {n: o for n, o in opts.NOTEBOOK_ONLY.items() if o.stage == opts.COMPARE}
 #: Options of :mod:`jagged.options` the compare notebook declares (the loader's, the analysis's, two display ones).
-COMPARE_OPTIONS: tuple[str, ...] = (*opts.names(opts.LOAD), *opts.names(opts.ANALYSIS), "max_models", "theme")
+COMPARE_OPTIONS: tuple[str, ...] = tuple(n for n in opts.NOTEBOOK_PARAMETERS["compare_report"] if n in opts.BY_NAME)
 #: Parameters that name an input file or folder.
 PATH_PARAMETERS: tuple[str, ...] = ("a", "b", "weights")
-
-
-def parameters_source() -> str:
-    """The source of the compare notebook's ``parameters`` cell (the notebook must match it)."""
-    def own(name: str) -> tuple[str, str, Any, str]:
-        option = COMPARE_ONLY[name]
-        default = "" if option.default is None else option.default
-        return (name, option.kind, default, option.notebook_help or option.help)
-
-    return opts.parameters_cell([own("a"), own("b"), *COMPARE_OPTIONS,
-                                 *(own(name) for name in COMPARE_ONLY if name not in ("a", "b"))])
 
 
 def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, Any]:
