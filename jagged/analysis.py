@@ -50,6 +50,8 @@ class Analysis:
         :mod:`jagged.options`), for the notebook's cells.
     bundled : bool
         Whether the input is the data bundled with jagged.
+    draws : int, optional
+        Permutation draws of :attr:`structure` (None: :func:`jagged.stats.dimensions.default_draws`).
 
     Notes
     -----
@@ -60,6 +62,7 @@ class Analysis:
     options: AnalysisOptions = field(default_factory=AnalysisOptions)
     display: dict[str, Any] = field(default_factory=dict)
     bundled: bool = False
+    draws: int | None = None
 
     @cached_property
     def decomposition(self) -> Any:
@@ -106,8 +109,52 @@ class Analysis:
         """
         from jagged.stats.structure import structure
 
-        return structure(self.dataset.scores, seed=self.options.seed, ci=self.options.ci,
+        return structure(self.dataset.scores, draws=self.draws, seed=self.options.seed, ci=self.options.ci,
                          decomposition=self.decomposition)
+
+    @cached_property
+    def level_correlations(self) -> dict[str, dict[str, float]]:
+        """How cv_error and each relative jaggedness relate to the level, by relative column (computed once).
+
+        :func:`jagged.stats.structure.level_correlations` of :attr:`table` with
+        ``relative_jaggedness`` and with ``relative_jaggedness_corrected``.
+        """
+        from jagged.stats.structure import level_correlations
+
+        return {column: level_correlations(self.table, column)
+                for column in ("relative_jaggedness", "relative_jaggedness_corrected")}
+
+    @cached_property
+    def rank_agreement(self) -> pd.DataFrame:
+        """Per profile, how the deployment ranks reorder the models (:func:`jagged.stats.deployment.rank_agreement`)."""
+        from jagged.stats.deployment import rank_agreement
+
+        return rank_agreement(self.table)
+
+    @property
+    def illustrative(self) -> bool:
+        """Whether the profiles are the bundled illustrative ones (:func:`jagged.stats.weights.is_illustrative`)."""
+        from jagged.stats.weights import is_illustrative
+
+        names = pd.unique(self.table["profile"]).astype(str).tolist() if self.has_profiles else []
+        return is_illustrative(self.options.weights, names)
+
+    def rests_on(self, column: str, values: pd.Series, subject: Any, *, largest: bool,
+                 absolute: bool = False) -> tuple[Any, float] | None:
+        """Whether a headline value rests on one domain, and the value without it; None when it does not.
+
+        ``values`` are the ranked values (index: the subjects) of the statistic whose
+        :attr:`leave_one_out` table is ``column``; ``absolute`` ranks by magnitude (the wedge).
+        See :func:`jagged.stats.leave_one_out.headline_rests_on`.
+        """
+        from jagged.stats.leave_one_out import headline_rests_on
+
+        without = self.leave_one_out.get(column)
+        if without is None:
+            return None
+        grid = without.reindex(index=values.index)
+        found = headline_rests_on(values, grid.abs() if absolute else grid, subject, largest=largest)
+        return None if found is None else (found, float(grid.loc[subject, found.domain]))
 
     @cached_property
     def item_source(self) -> Dataset | None:
@@ -132,10 +179,9 @@ class Analysis:
         return audit_items(source, rest=self.item_rest, engine=self.options.engine,
                            spark_master=self.options.spark_master, fit=self.item_model, flaws=self.flaws)
 
-    @property
-    def item_rest(self) -> str:
-        """The trait of the item response model and the audit's rest score: ``"domain"`` unless the options say."""
-        return str(getattr(self.options, "rest", None) or "domain")
+    #: The trait of the report's item response model and the audit's rest score: one per domain (``jagged items
+    #: --rest test`` fits one for the whole test).
+    item_rest = "domain"
 
     @cached_property
     def item_table(self) -> pd.DataFrame | None:
@@ -347,7 +393,7 @@ def strongest_models(scores: pd.DataFrame, n: int = 5) -> list[str]:
     return table["model"].drop_duplicates().head(n).astype(str).tolist()
 
 
-def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: bool = True,
+def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: bool = True, draws: int | None = None,
             **options: Any) -> Analysis:
     """Load an input and prepare its analysis.
 
@@ -360,6 +406,8 @@ def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: boo
         For the bundled data without ``weights``, use its illustrative profiles, as the
         reports do (default; see :func:`jagged.stats.weights.report_weights`), so that
         ``analyse()`` shows what ``jagged report`` shows. Other inputs are not affected.
+    draws : int, optional
+        Permutation draws of :attr:`Analysis.structure` (``jagged structure --draws``).
     **options
         Options by name (:mod:`jagged.options`): loader, analysis and display options.
         ``""`` and ``None`` mean "not given".
@@ -395,7 +443,7 @@ def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: boo
         override["weights"] = report_weights("" if bundled else dataset.source, options.get("weights") or "")
     display = {name: options.get(name, opts.BY_NAME[name].surface_default) for name in opts.names(opts.DISPLAY)}
     return Analysis(dataset=dataset, options=opts.analysis_options(options, **override), display=display,
-                    bundled=bundled)
+                    bundled=bundled, draws=draws)
 
 
 def analyse_notebook(parameters: Mapping[str, Any]) -> Analysis:
