@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from jagged import options as opts
+from jagged.errors import JaggedInputError
 from jagged.options import AnalysisOptions
 from jagged.readers.dataset import Dataset
 from jagged.stats.decomposition import Decomposition
@@ -641,3 +642,100 @@ def add_deployment(table: pd.DataFrame, scores: pd.DataFrame, weights: pd.DataFr
     own = table.set_index("model")["note"].reindex(dep["model"]).fillna("").to_numpy(dtype=object)
     notes = join_note_columns(own, dep["note"])
     return merged.assign(note=notes)
+
+
+# --------------------------------------------------------------------------- two runs or releases
+
+def load_side(path: str | Path | None, options: Mapping[str, Any], where: Sequence[str] = (), side: str = "a") -> Any:
+    """One side: any input :func:`jagged.load` reads (loader options from ``options``); "" or None: bundled items.
+
+    ``where`` filters this side's rows on top of ``options["where"]`` (``--where-a``/``--where-b``);
+    the side is then named after them: ``releases.csv [release=2024-08-31]``.
+    """
+    if path in (None, ""):
+        if where:
+            raise JaggedInputError(f"--where-{side}: side {side.upper()} is the bundled item-level responses, which "
+                                   "have no such columns; give the input file")
+        from jagged.readers.items import load_bundled_items
+
+        return load_bundled_items()
+    from jagged.readers.load import load
+
+    kwargs = opts.load_kwargs(options)
+    if where:
+        kwargs["where"] = (*kwargs.get("where", ()), *where)
+    dataset = load(path, **kwargs)
+    if where:
+        dataset.source = f"{dataset.source} [{', '.join(where)}]"
+    return dataset
+
+
+def check_overlap(a: Any, b: Any) -> None:
+    """Refuse two datasets with no model or no domain in common (nothing to compare like for like).
+
+    Raises
+    ------
+    JaggedInputError
+        ``A and B have no model in common: nothing to compare`` (and the same for domains).
+    """
+    for kind in ("model", "domain"):
+        common = set(a.scores[kind].astype(str)) & set(b.scores[kind].astype(str))
+        if not common:
+            raise JaggedInputError(f"{a.source} and {b.source} have no {kind} in common: nothing to compare")
+
+
+def compare_weights(a: Any, b: Any, options: Mapping[str, Any]) -> Any:
+    """The profiles × domains weights over the domains of both sides (None without profiles).
+
+    ``weights``, ``profiles`` and ``missing_weight`` as in :func:`jagged.analysis.resolve_profiles`
+    (which reads the weights file).
+    """
+    analysis = opts.analysis_options(options)
+    if not analysis.weights and not analysis.profiles:
+        return None
+    both = pd.concat([a.scores.astype({"model": str, "domain": str}), b.scores.astype({"model": str, "domain": str})],
+                     ignore_index=True)
+    return resolve_profiles(both, analysis.weights, analysis.profiles, analysis.missing_weight)
+
+
+def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float = 0.05, repeats: bool = False,
+                   where_a: Sequence[str] = (), where_b: Sequence[str] = (), **options: Any) -> tuple[Any, Any, Any]:
+    """Load two inputs and compare them (``jagged compare A B``).
+
+    Parameters
+    ----------
+    a, b : str or pathlib.Path
+        The earlier and the later run or release: any input :func:`jagged.load` reads
+        (``""``/None: the bundled item-level MMLU-Pro responses).
+    alpha : float
+        False discovery rate of the ledger's ``difficulty_moved``.
+    repeats : bool
+        A and B are repeated runs of the same models: add the run-to-run noise floor.
+    where_a, where_b : sequence of str
+        ``COLUMN=VALUE`` row filters of one side (with ``where``, which applies to both):
+        ``compare_inputs(f, f, where_a=["release=X"], where_b=["release=Y"])`` compares two
+        releases in one file.
+    **options
+        Loader options (both sides) and analysis options (``weights``, ``profiles``,
+        ``missing_weight``, ``bootstrap``, ``seed``, ``ci``) by name (:mod:`jagged.options`).
+
+    Returns
+    -------
+    (Dataset, Dataset, jagged.stats.compare.Comparison)
+
+    Raises
+    ------
+    JaggedInputError
+        What the loaders reject; no model or no domain in common; weights that do not
+        cover the domains of both; ``repeats`` without item-level results on both sides.
+    """
+    from jagged.stats.compare import compare
+
+    opts.check_keywords(options, "compare_inputs")
+    side_a, side_b = load_side(a, options, where_a, "a"), load_side(b, options, where_b, "b")
+    check_overlap(side_a, side_b)
+    weights = compare_weights(side_a, side_b, options)
+    analysis = opts.analysis_options(options)
+    comparison = compare(side_a, side_b, weights, n_boot=analysis.bootstrap, seed=analysis.seed, ci=analysis.ci,
+                         alpha=alpha, repeats=(side_a, side_b) if repeats else None)
+    return side_a, side_b, comparison

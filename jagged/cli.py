@@ -512,7 +512,8 @@ def compare_command(a: str, b: str, output: str | None, items_out: str | None, d
     item ledger, rank changes (Kendall tau) and added/removed models and domains come with it.
     Findings go to stderr.
     """
-    from jagged.report.compare import compare_inputs, compare_report
+    from jagged.analysis import compare_inputs
+    from jagged.report.compare import compare_report
     from jagged.views.compare import CompareView, findings
 
     check_inputs(a, kwargs)

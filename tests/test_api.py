@@ -170,7 +170,7 @@ def test_analyse_takes_a_dataset_as_it_takes_a_path(small_items):
     (lambda: analyse(bootstrp=5), "analyse", "bootstrap"),
     (lambda: __import__("jagged.report", fromlist=["x"]).jaggedness_report(None, "r.html", bootstap=5),
      "jaggedness_report", "bootstrap"),
-    (lambda: __import__("jagged.report.compare", fromlist=["x"]).compare_inputs(None, None, wieghts="w.csv"),
+    (lambda: __import__("jagged.analysis", fromlist=["x"]).compare_inputs(None, None, wieghts="w.csv"),
      "compare_inputs", "weights"),
 ])
 def test_a_misspelt_keyword_is_refused_alike_everywhere_with_the_close_option_named(call, name, suggestion):

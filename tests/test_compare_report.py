@@ -12,8 +12,9 @@ import pytest
 from clitools import assert_bad_input, run_cli
 from compare_pairs import HAND_A, HAND_B, ONLY_A_MODEL, ONLY_B_MODEL, hand_pair, mmlu_pro_pair
 
+from jagged.analysis import compare_inputs
 from jagged.errors import JaggedInputError
-from jagged.report.compare import compare_inputs, compare_report
+from jagged.report.compare import compare_report
 
 
 def _items_csv(dataset, path):

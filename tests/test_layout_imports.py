@@ -201,3 +201,16 @@ def test_views_compute_no_statistic():
         wrong += [f"{module} calls {c}" for c in sorted(set(calls(tree)) & ESTIMATORS)]
         wrong += [f"{module} calls {f}" for f in sorted(stats_functions_used(tree) - VIEWS_MAY_CALL)]
     assert not wrong, "; ".join(wrong)
+
+
+#: Report and CLI modules that still import a statistic, each another helper's (issues 31, 32); may only shrink.
+COMPOSING_DEBT = {("jagged.cli", "jagged.stats.item_audit"), ("jagged.report.batch_index", "jagged.stats.uncertainty"),
+                  ("jagged.report.batch_plan", "jagged.stats.weights")}
+
+
+def test_the_report_and_the_cli_compose_no_statistic():
+    """After the analysis stage nothing composes statistics: the report and the command line import no module of
+    jagged.stats (they call :mod:`jagged.analysis`, which does)."""
+    found = {(m, t) for m, targets in graph().items() if stage(m) in ("report", "cli") for t in targets
+             if stage(t) == "stats"} - COMPOSING_DEBT
+    assert not found, sorted(found)

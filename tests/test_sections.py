@@ -12,10 +12,10 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from jagged import report
 from jagged.analysis import SECTIONS_MIME
 from jagged.errors import JaggedInputError
+from jagged.options import REPORT_SECTIONS as CHOICES
 from jagged.options import parse_sections
 from jagged.report.notebooks import find_notebook
 from jagged.report.sections import (
-    CHOICES,
     SectionFilter,
     cell_blocks,
     cell_sections,

@@ -18,7 +18,6 @@ from clitools import assert_bad_input, run_cli
 from conftest import BUNDLED, TEST_DATA
 
 import jagged
-import jagged.readers.load
 from jagged.analysis import AnalysisOptions, analyse, metrics_table
 from jagged.readers.dataset import Dataset
 from jagged.stats import bootstrap as boot
@@ -323,7 +322,7 @@ def test_item_level_bootstrap_gives_relative_jaggedness_intervals():
     frame = pd.DataFrame({"model": np.repeat(["a", "b", "c"], 240),
                           "domain": np.tile(np.repeat(["w", "x", "y", "z"], 60), 3),
                           "item": np.tile([f"q{j}" for j in range(240)], 3), "correct": correct.ravel()})
-    dataset = jagged.readers.load.frame_to_dataset(frame, source="t", paths=[], line_offset=None)
+    dataset = jagged.load(frame)
     table = metrics_table(dataset, AnalysisOptions(bootstrap=80, seed=0))
     assert set(table["interval_method"]) == {boot.METHOD_ITEMS}
     assert (table["relative_jaggedness_lo"] <= table["relative_jaggedness_hi"]).all()

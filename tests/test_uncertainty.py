@@ -13,7 +13,6 @@ import pytest
 from click.testing import CliRunner
 
 import jagged
-import jagged.readers.load
 from jagged.analysis import AnalysisOptions, metrics_table
 from jagged.cli import main
 from jagged.stats import bootstrap as boot
@@ -69,7 +68,7 @@ def test_noise_formula_is_the_expected_inflation_of_the_observed_variance():
 def test_partial_credit_noise_uses_the_item_variance():
     items = pd.DataFrame({"model": ["A"] * 6, "domain": ["x", "x", "x", "y", "y", "y"],
                           "item": list("abcdef"), "correct": [0.5, 1.0, 0.0, 0.25, 0.25, 1.0]})
-    ds = jagged.readers.load.frame_to_dataset(items, source="t", paths=[], line_offset=None)
+    ds = jagged.load(items)
     noise = u.domain_noise(ds.scores, ds.items).set_index("domain")["noise_var"]
     assert noise["x"] == pytest.approx(statistics.variance([0.5, 1.0, 0.0]) / 3)
     assert noise["y"] == pytest.approx(statistics.variance([0.25, 0.25, 1.0]) / 3)

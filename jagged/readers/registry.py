@@ -152,7 +152,7 @@ def given_options(options: dict[str, Any]) -> dict[str, Any]:
             if k in options and options[k] not in (None, "", False) and options[k] != BY_NAME[k].default}
 
 
-def _options_for(reader: Reader, options: dict[str, Any]) -> dict[str, Any]:
+def options_for(reader: Reader, options: dict[str, Any]) -> dict[str, Any]:
     """Warn about the given options a reader does not take; return the ones it does."""
     for key in options:
         if key not in reader.options and key not in GENERIC:
@@ -251,7 +251,7 @@ def read_found(found: list[Parsed], *, source: str, options: dict[str, Any], ign
     for other in present[1:]:
         if other.unused is not None:
             ignored = ignored + other.unused([p for p in found if p.reader is other])
-    out = reader.read([p for p in found if p.reader is reader], source=source, **_options_for(reader, options))
+    out = reader.read([p for p in found if p.reader is reader], source=source, **options_for(reader, options))
     dataset = finish(out, source, options)
     if ignored:
         dataset.details["not used"] = [*dataset.details.get("not used", []), *ignored]
@@ -297,5 +297,5 @@ def read_file(path: Path, options: dict[str, Any]) -> Dataset:
     return read_found([found], source=Path(path).name, options=given_options(options), ignored=[])
 
 
-__all__ = ["GENERIC", "READERS", "finish", "given_options", "one_line_errors", "parse", "parse_all", "read_file",
-           "read_found", "recognise"]
+__all__ = ["GENERIC", "READERS", "finish", "given_options", "one_line_errors", "options_for", "parse", "parse_all",
+           "read_file", "read_found", "recognise"]
