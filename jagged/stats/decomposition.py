@@ -42,10 +42,6 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "model_effect", "relative_jaggedness", "relative_jaggedness_corrected", "relative_noise_share",
     "p_model_fit", "relative_noise_flag",
 )
-MODEL_COLUMNS: tuple[str, ...] = ("model", "n_domains") + METRIC_COLUMNS + ("structure_note",)
-RESIDUAL_COLUMNS: tuple[str, ...] = (
-    "model", "domain", "error", "n_items", "expected_error", "residual", "residual_se", "z",
-)
 SHARE_COMPONENTS: tuple[str, ...] = ("domain", "model", "residual", "noise", "residual_beyond_noise", "cross")
 SHARE_LABELS: dict[str, str] = {
     "domain": "domain difficulty (b_d)",
@@ -267,7 +263,7 @@ class Decomposition(Summarised):
         Returns
         -------
         pandas.DataFrame
-            One row per fitted cell, models and domains sorted: :data:`RESIDUAL_COLUMNS`:
+            One row per fitted cell, models and domains sorted: ``model``, ``domain``,
             ``error`` (observed e), ``n_items``, ``expected_error`` expit(μ + a_m + b_d)
             (what the model's level and the domain's difficulty predict), ``residual``
             r_md (logits; > 0: more errors than predicted), ``residual_se`` √v_md (its

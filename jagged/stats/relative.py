@@ -69,7 +69,7 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
     Returns
     -------
     pandas.DataFrame
-        One row per model (sorted), :data:`MODEL_COLUMNS`:
+        One row per model (sorted): ``model``, then
 
         ``n_domains``
             D_m, the model's fitted domains;

@@ -10,12 +10,6 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 
-#: Columns of :func:`residual_departures`, in order.
-DEPARTURE_COLUMNS: tuple[str, ...] = (
-    "model", "domain", "error", "expected_error", "residual", "residual_lo", "residual_hi", "z", "z_limit",
-    "departs",
-)
-
 
 def residual_departures(cells: pd.DataFrame, *, ci: float = 0.95) -> pd.DataFrame:
     """Sampling intervals of the residuals and a per-model Bonferroni test of "departs from the field".
@@ -32,7 +26,8 @@ def residual_departures(cells: pd.DataFrame, *, ci: float = 0.95) -> pd.DataFram
     Returns
     -------
     pandas.DataFrame
-        :data:`DEPARTURE_COLUMNS`, one row per cell in the input's order: ``residual_lo`` /
+        ``model``, ``domain``, ``error``, ``expected_error``, ``residual``, ``residual_lo``,
+        ``residual_hi``, ``z``, ``z_limit``, ``departs``, one row per cell in the input's order: ``residual_lo`` /
         ``residual_hi`` the interval residual ∓ z_ci · se (NaN without a standard error),
         ``z_limit`` the model's Bonferroni limit, ``departs`` +1 (more errors than expected,
         z > z_limit), −1 (fewer, z < −z_limit) or 0 (within noise, or z unknown).
