@@ -198,26 +198,16 @@ def main() -> None:
 @guarded
 def metrics(scores: str, output: str | None, **kwargs: Any) -> None:
     """Compute the per-model metrics table (macro_score, cv_error, ...) for SCORES."""
-    from jagged.analysis import metrics_table
-    from jagged.readers.load import load
+    from jagged.analysis import analyse
 
     check_inputs(scores, kwargs)
     check_outputs({"-o": output}, load_inputs(scores, kwargs))
-    dataset = load(scores, **opts.load_kwargs(kwargs))
-    table = metrics_table(dataset, opts.analysis_options(kwargs))
-    write_table(table, output)
-    echo_rank_agreement(table)
-
-
-def echo_rank_agreement(table: Any) -> None:
-    """With profiles, say on stderr how each one reorders the models (Kendall tau)."""
-    if "profile" not in table.columns:
-        return
-    from jagged.stats.deployment import rank_agreement
-
-    for row in rank_agreement(table).itertuples(index=False):
-        say(f"profile {row.profile}: Kendall tau(macro rank, deployment rank) = {row.kendall_tau:.3f} over "
-            f"{row.n_models} models; {row.n_rank_changes} change rank (at most {row.max_rank_change} places)")
+    analysis = analyse(scores, example_profiles=False, **kwargs)
+    write_table(analysis.table, output)
+    if analysis.has_profiles:  # how each profile reorders the models
+        for row in analysis.rank_agreement.itertuples(index=False):
+            say(f"profile {row.profile}: Kendall tau(macro rank, deployment rank) = {row.kendall_tau:.3f} over "
+                f"{row.n_models} models; {row.n_rank_changes} change rank (at most {row.max_rank_change} places)")
 
 
 def table_format(output: str) -> str:
@@ -275,19 +265,16 @@ def structure(scores: str, as_json: bool, output: str | None, draws: int | None,
     """
     import json
 
-    from jagged.readers.load import load
-    from jagged.stats.structure import structure as decompose_table
-    from jagged.views.structure import structure_text
+    from jagged.analysis import analyse
+    from jagged.views.structure import structure_summary, structure_text
 
     check_inputs(scores, kwargs)
     check_outputs({"-o": output}, load_inputs(scores, kwargs))
-    dataset = load(scores, **opts.load_kwargs(kwargs))
-    options = opts.analysis_options(kwargs)
-    result = decompose_table(dataset.scores, draws=draws, seed=options.seed, ci=options.ci)
+    result = analyse(scores, example_profiles=False, draws=draws, **kwargs).structure
     if output is not None:
         write_table(result.decomposition.residuals(), output)
     if as_json:
-        click.echo(json_text(json.dumps(result.summary(), indent=2, ensure_ascii=False)))
+        click.echo(json_text(json.dumps(structure_summary(result), indent=2, ensure_ascii=False)))
     else:
         click.echo(structure_text(result))  # each line escaped by the view
 
@@ -525,7 +512,8 @@ def compare_command(a: str, b: str, output: str | None, items_out: str | None, d
     item ledger, rank changes (Kendall tau) and added/removed models and domains come with it.
     Findings go to stderr.
     """
-    from jagged.report.compare import compare_inputs, compare_report
+    from jagged.analysis import compare_inputs
+    from jagged.report.compare import compare_report
     from jagged.views.compare import CompareView, findings
 
     check_inputs(a, kwargs)

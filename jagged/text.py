@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 #: Plural forms that are not the word + "s".
 IRREGULAR_PLURALS = {"leaf": "leaves", "category": "categories", "was": "were", "is": "are", "has": "have"}
@@ -155,3 +155,17 @@ class Summarised:
         body = "".join(f'<tr><th scope="row">{html.escape(label)}</th><td>{html.escape(str(value))}</td></tr>'
                        for label, value in rows)
         return f'<table class="jagged-summary"><caption>{html.escape(name)}</caption><tbody>{body}</tbody></table>'
+
+
+#: How a missing flag (nothing could be tested) reads in a table.
+NOT_TESTED = "not tested"
+
+
+def flag_text(flags: Any, *, flagged: str = "noise", clear: str = "", untested: str = NOT_TESTED) -> Any:
+    """A nullable flag column as display text: ``flagged`` (True), ``clear`` (False), ``untested`` (missing)."""
+    import numpy as np
+    import pandas as pd
+
+    values = pd.Series(flags).astype("boolean")
+    return np.where(values.isna().to_numpy(), untested, np.where(values.fillna(False).to_numpy(dtype=bool),
+                                                                  flagged, clear))

@@ -104,7 +104,7 @@ def items_dataset(rows: list[tuple], name: str, columns: tuple[str, ...] = ("mod
 
 def scores_dataset(rows: list[tuple], name: str) -> Dataset:
     """A small per-domain Dataset from (model, domain, score, n_items) tuples."""
-    from jagged.readers.table import validate_scores
+    from jagged.readers.canonical import validate_scores
 
     frame = pd.DataFrame(rows, columns=["model", "domain", "score", "n_items"])
     return Dataset(scores=validate_scores(frame, name, line_offset=None), source=name, paths=[], format="long")

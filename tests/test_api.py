@@ -23,6 +23,17 @@ def test_data_path_finds_the_bundled_files_from_any_folder(tmp_path, monkeypatch
         jagged.data_path("x.csv")
 
 
+def test_every_public_name_resolves_and_the_type_checkers_imports_name_the_same():
+    import ast
+
+    for name in jagged.__all__:
+        assert getattr(jagged, name) is not None, name
+    tree = ast.parse(inspect.getsource(jagged))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    typed = {a.name: n.module for n in block.body for a in n.names}
+    assert typed == jagged._LAZY
+
+
 def test_jagged_plots_lists_every_figure_function_of_its_modules():
     import importlib
     import pkgutil
@@ -159,7 +170,7 @@ def test_analyse_takes_a_dataset_as_it_takes_a_path(small_items):
     (lambda: analyse(bootstrp=5), "analyse", "bootstrap"),
     (lambda: __import__("jagged.report", fromlist=["x"]).jaggedness_report(None, "r.html", bootstap=5),
      "jaggedness_report", "bootstrap"),
-    (lambda: __import__("jagged.report.compare", fromlist=["x"]).compare_inputs(None, None, wieghts="w.csv"),
+    (lambda: __import__("jagged.analysis", fromlist=["x"]).compare_inputs(None, None, wieghts="w.csv"),
      "compare_inputs", "weights"),
 ])
 def test_a_misspelt_keyword_is_refused_alike_everywhere_with_the_close_option_named(call, name, suggestion):

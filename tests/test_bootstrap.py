@@ -8,7 +8,6 @@ import pytest
 from click.testing import CliRunner
 
 import jagged
-import jagged.readers.load
 from jagged.analysis import AnalysisOptions, metrics_table
 from jagged.cli import main
 from jagged.stats import bootstrap as boot
@@ -36,7 +35,7 @@ def small_items():
     x = (rng.random((60, 3)) < np.repeat([0.9, 0.6, 0.4], 20)[:, None]).astype(float)
     x = np.column_stack([x, x[:, 0]])                       # model "D" answers exactly like "A"
     frame = items_frame(x, 20, ["A", "B", "C", "D"])
-    return jagged.readers.load.frame_to_dataset(frame, source="t", paths=[], line_offset=None)
+    return jagged.load(frame)
 
 
 def test_bootstrap_is_deterministic_for_a_seed(small_items):
@@ -108,7 +107,7 @@ def test_incomplete_coverage_uses_only_items_the_model_has():
     x = (rng.random((40, 2)) < 0.6).astype(float)
     frame = items_frame(x, 20, ["A", "B"])
     frame = frame[~((frame["model"] == "B") & frame["item"].isin(["q0", "q1", "q25"]))]
-    ds = jagged.readers.load.frame_to_dataset(frame.reset_index(drop=True), source="t", paths=[], line_offset=None)
+    ds = jagged.load(frame.reset_index(drop=True))
     reps = boot.bootstrap_replicates(ds.scores, ds.items, n_boot=400, seed=0)
     assert np.isfinite(reps.macro_score).all()
     # the mean of the replicate macro scores is close to the observed one (no imputation drift)
@@ -151,7 +150,7 @@ def _one_item_domains(n_domains: int, n_models: int = 3) -> jagged.Dataset:
                           "domain": np.tile([f"d{j:05d}" for j in range(n_domains)], n_models),
                           "item": np.tile([f"q{j}" for j in range(n_domains)], n_models),
                           "correct": (rng.random(n_models * n_domains) < 0.7).astype(float)})
-    return jagged.readers.load.frame_to_dataset(frame, source="t", paths=[], line_offset=None)
+    return jagged.load(frame)
 
 
 def test_the_bootstrap_never_holds_every_replicate_of_every_model_and_domain_at_once():
@@ -181,7 +180,7 @@ def test_the_same_seed_gives_the_same_intervals_however_the_replicates_are_chunk
     items = small_items.items
     if route == "partial":                               # partial credit: the Σ c·x² sums too
         items = items.assign(correct=np.where(items["item"].isin(["q1", "q22"]), 0.5, items["correct"]))
-    data = jagged.readers.load.frame_to_dataset(items, source="t", paths=[], line_offset=None)
+    data = jagged.load(items)
     scores, items = data.scores, (None if route == "binomial" else data.items)
     from jagged.stats.weights import resolve_profiles
 

@@ -12,9 +12,9 @@ import pytest
 from clitools import assert_bad_input, run_cli
 from compare_pairs import HAND_A, HAND_B, ONLY_A_MODEL, ONLY_B_MODEL, hand_pair, mmlu_pro_pair
 
+from jagged.analysis import compare_inputs
 from jagged.errors import JaggedInputError
-from jagged.report.compare import compare_inputs, compare_report, parameters_source
-from jagged.report.notebooks import find_notebook
+from jagged.report.compare import compare_report
 
 
 def _items_csv(dataset, path):
@@ -288,12 +288,6 @@ def test_compare_report_checks_parameters_before_a_kernel_starts(hand_files, tmp
     with pytest.raises(JaggedInputError, match="parameter 'bootstrap' must be an integer"):
         compare_report(a, b, tmp_path / "r.html", bootstrap=-1)
     assert not list(tmp_path.iterdir())
-
-
-def test_notebook_parameters_cell_matches_the_declarations():
-    nb = json.loads(find_notebook("compare_report").read_text())
-    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
-    assert "".join(cell["source"]) == parameters_source()
 
 
 def test_compare_report_reruns_from_its_stored_parameters(hand_files, tmp_path):

@@ -206,7 +206,7 @@ def livebench_like() -> pd.DataFrame:
 
 def test_livebench_like_glance_leads_with_the_level_adjusted_model_and_names_the_raw_one_beside_it():
     from jagged.analysis import Analysis
-    from jagged.readers.table import validate_scores
+    from jagged.readers.canonical import validate_scores
 
     scores = validate_scores(livebench_like(), "livebench_like.csv", line_offset=None)
     analysis = Analysis(dataset=Dataset(scores=scores, source="livebench_like.csv", paths=[], format="long"),

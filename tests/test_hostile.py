@@ -285,7 +285,8 @@ ATTACKS = [
     ("compare -o B", "scores", "compare s.csv t.csv -o t.csv", "-o t.csv is the input B t.csv"),
     ("compare --items-out -o", "scores", "compare s.csv t.csv -o x.csv --items-out x.csv",
      "--items-out x.csv and -o x.csv are the same file"),
-    ("compare --domains-out A", "scores", "compare s.csv t.csv --domains-out s.csv", "--domains-out s.csv is the input A"),
+    ("compare --domains-out A", "scores", "compare s.csv t.csv --domains-out s.csv",
+     "--domains-out s.csv is the input A"),
     ("compare --report's record", "scores", "compare s.csv t.csv -o r.json --report r.html",
      "--report r.html's record r.json and -o r.json are the same file"),
     ("report over its --params", "report", "report --params r.html -o r.html",
@@ -525,8 +526,15 @@ context = spark_session().sparkContext
 con, close = connect("spark")
 models = sorted(read_parquet(con, sys.argv[1]).to_pandas()["model"].unique())
 conf = context.getConf()
+refused = []  # a running session is no reason to skip the checks of another master
+for master in ("local[2]; touch x", "spark://127.0.0.1:9", "local[3]"):
+    try:
+        spark_session(master)
+    except Exception as exc:
+        refused.append(str(exc).split(": ", 1)[1][:25])
 print(json.dumps({"ui": conf.get("spark.ui.enabled"), "web": context.uiWebUrl, "models": models,
-                  "driver": [conf.get("spark.driver.host"), conf.get("spark.driver.bindAddress")]}))
+                  "driver": [conf.get("spark.driver.host"), conf.get("spark.driver.bindAddress")],
+                  "refused": refused}))
 """
 
 
@@ -547,4 +555,6 @@ def test_a_spark_session_jagged_builds_listens_on_loopback_only_prints_nothing_a
                             text=True, timeout=600, env=env, cwd=tmp_path)
     assert result.returncode == 0 and result.stderr == "", result.stderr[-2000:]  # the JVM's output goes nowhere
     assert json.loads(result.stdout) == {"ui": "false", "web": None, "models": ["x", "y"],
-                                         "driver": ["127.0.0.1", "127.0.0.1"]}
+                                         "driver": ["127.0.0.1", "127.0.0.1"],
+                                         "refused": ["not a Spark master URL (l", "cannot reach the master (",
+                                                     "this process already runs"]}

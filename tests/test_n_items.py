@@ -1,4 +1,4 @@
-"""--n-items N|FILE: item counts for tables that have none (jagged.readers.table.item_counts)."""
+"""--n-items N|FILE: item counts for tables that have none (jagged.readers.canonical.item_counts)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,6 @@ def test_missing_domains_conflicts_and_bad_values_are_one_line_errors(tmp_path, 
 def test_the_counts_file_is_read_within_the_input_cap(sizes):
     with limits.input_cap(20):
         with pytest.raises(limits.InputTooLargeError):
-            from jagged.readers.table import item_counts
+            from jagged.readers.canonical import item_counts
 
             item_counts(str(sizes))

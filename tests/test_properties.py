@@ -171,9 +171,7 @@ def counted_tables(draw: st.DrawFn) -> tuple[pd.DataFrame, pd.DataFrame | None]:
                for i in range(m) for j in range(d) for q in range(n[0, j] + i % 2) if keep[i, j]]
     frame = pd.DataFrame(records, columns=["model", "domain", "item", "correct"])
     frame["correct"] = np.where(np.arange(len(frame)) % (m + 1) == 0, 1.0 - frame["correct"], frame["correct"])
-    from jagged.readers.load import frame_to_dataset
-
-    dataset = frame_to_dataset(frame, source="t", paths=[], line_offset=None)
+    dataset = jagged.load(frame)
     return dataset.scores, dataset.items
 
 

@@ -18,7 +18,6 @@ from clitools import assert_bad_input, run_cli
 from conftest import BUNDLED, TEST_DATA
 
 import jagged
-import jagged.readers.load
 from jagged.analysis import AnalysisOptions, analyse, metrics_table
 from jagged.readers.dataset import Dataset
 from jagged.stats import bootstrap as boot
@@ -27,6 +26,7 @@ from jagged.stats import dimensions as sdim
 from jagged.stats import relative as srel
 from jagged.stats import structure as st
 from jagged.stats import uncertainty as u
+from jagged.stats.residual_test import residual_profile
 from jagged.views import structure as vs
 
 MMLU_SUBJECTS = TEST_DATA / "mmlu_per_subject_lmeval_5shot.csv"
@@ -152,7 +152,7 @@ def test_without_n_items_every_cell_weighs_the_same():
     rng = np.random.default_rng(5)
     sim = simulate(rng, models=8, domains=5)
     dec = sdec.decompose(long_table(sim["errors"], None))
-    assert not dec.has_n and "n_items" in dec.notes[0]
+    assert not dec.has_n and dec.reasons[0] == ("no_n_items", {})
     cells = dec.residuals()
     adjusted = (100 * cells["error"] + 0.5) / 101
     logits = np.log(adjusted / (1 - adjusted)).to_numpy()
@@ -199,13 +199,16 @@ def test_one_model_or_one_domain_gives_a_note_not_a_crash():
     one_domain = long_table(np.array([[0.2], [0.3], [0.6]]), np.full((3, 1), 100))
     for table in (one_model, one_domain):
         dec = sdec.decompose(table)
-        assert not dec.ok and sdec.NOTE_FEW_MODELS in dec.notes[-1]
+        assert not dec.ok and dec.reasons[-1][0] == "too_small"
+        assert vs.reason_text(dec.reasons[-1]).startswith(sdec.NOTE_FEW_MODELS + "; the table has ")
         per = srel.model_structure(dec)
         assert per["relative_jaggedness"].isna().all() and (per["structure_note"] == sdec.NOTE_FEW_MODELS).all()
         assert srel.variance_shares(dec)["share"].isna().all()
         assert vs.structure_sentences(st.structure(table, draws=20))[0].startswith("No decomposition")
     dims = sdim.dimensions(one_model, draws=20)
-    assert dims.n_dimensions is None and "at least 3" in dims.notes[-1]
+    assert dims.n_dimensions is None
+    assert dims.reasons[-1] == ("too_few_observations", {"observations": 1, "variables": 0})  # one model: no spread
+    assert "at least 3 observations" in vs.dimension_sentence(dims)
 
 
 def test_disconnected_models_are_left_out_with_a_note_and_single_domain_models_have_no_spread():
@@ -216,7 +219,9 @@ def test_disconnected_models_are_left_out_with_a_note_and_single_domain_models_h
     errors[3, 0] = 0.1
     dec = sdec.decompose(long_table(errors, np.full(errors.shape, 200)))
     assert dec.fitted[:4].any() and not dec.fitted[4:].any()
-    assert "share no domain" in dec.notes[0] and "m04" in dec.notes[0]
+    assert dec.reasons[0] == ("not_connected", {"models": ["m04", "m05"]})
+    assert vs.reason_text(dec.reasons[0]) == ("2 models share no domain with the main table and are not decomposed: "
+                                              "m04, m05")
     per = srel.model_structure(dec).set_index("model")
     assert per.loc["m04", "structure_note"] == sdec.NOTE_NOT_CONNECTED
     assert np.isnan(per.loc["m03", "relative_jaggedness"]) and per.loc["m03", "structure_note"] == \
@@ -317,7 +322,7 @@ def test_item_level_bootstrap_gives_relative_jaggedness_intervals():
     frame = pd.DataFrame({"model": np.repeat(["a", "b", "c"], 240),
                           "domain": np.tile(np.repeat(["w", "x", "y", "z"], 60), 3),
                           "item": np.tile([f"q{j}" for j in range(240)], 3), "correct": correct.ravel()})
-    dataset = jagged.readers.load.frame_to_dataset(frame, source="t", paths=[], line_offset=None)
+    dataset = jagged.load(frame)
     table = metrics_table(dataset, AnalysisOptions(bootstrap=80, seed=0))
     assert set(table["interval_method"]) == {boot.METHOD_ITEMS}
     assert (table["relative_jaggedness_lo"] <= table["relative_jaggedness_hi"]).all()
@@ -379,7 +384,7 @@ def test_rank_deficient_when_fewer_models_than_domains():
     table, _ = factor_table(rng, 1, models=10, domains=20)
     dims = sdim.dimensions(table, draws=200)
     assert dims.rank_deficient and dims.rank == 9 and dims.n_dimensions == 1
-    assert "rank-deficient" in dims.notes[-1] and "at most 9" in dims.notes[-1]
+    assert dims.reasons[-1] == ("rank_deficient", {"models": 10, "domains": 20, "rank": 9})
     np.testing.assert_allclose(dims.eigenvalues[9:], 0.0, atol=1e-8)
     assert "rank at most 9" in vs.dimension_sentence(dims)
 
@@ -390,7 +395,8 @@ def test_incomplete_models_and_constant_domains_are_left_out_of_the_parallel_ana
     errors[0, 0] = np.nan
     dims = sdim.dimensions(long_table(errors, None), draws=50)
     assert dims.n_observations == 7 and dims.n_variables == 3
-    assert "1 model lacking" in dims.notes[0] and "d02" in dims.notes[1]
+    assert dims.reasons == [("incomplete_models", {"models": 1}), ("constant_domains", {"domains": ["d02"]})]
+    assert vs.reason_text(dims.reasons[0]).startswith("1 model lacking")
 
 
 def test_categories_as_distinct_dimensions_or_not():
@@ -470,7 +476,8 @@ def test_cli_structure_json_text_and_residuals(tmp_path):
     assert summary["draws"] == 100 and summary["seed"] == 5 and len(summary["thresholds"]) == 14
     assert abs(sum(summary["variance_shares"][c] for c in ("domain", "model", "residual", "cross")) - 1) < 1e-9
     residuals = pd.read_csv(out)
-    assert list(residuals.columns) == list(sdec.RESIDUAL_COLUMNS) and len(residuals) == 29 * 14
+    assert list(residuals.columns) == ["model", "domain", "error", "n_items", "expected_error", "residual",
+                                       "residual_se", "z"] and len(residuals) == 29 * 14
     code, stdout, _ = run_cli("structure", BUNDLED, "--draws", 50)
     assert code == 0 and "retained: 1 of 14" in stdout and "model level" in stdout
     assert "--draws" in run_cli("structure", "--help")[1]
@@ -500,7 +507,9 @@ def test_default_draws_shrink_only_for_very_large_tables(monkeypatch):
     table = long_table(np.random.default_rng(30).uniform(0.1, 0.9, (40, 4)), None)
     monkeypatch.setattr("jagged.stats.dimensions.WORK_BUDGET", 40 * 16 * 120)  # as if huge: 120 draws
     dims = sdim.dimensions(table)
-    assert dims.draws == 120 and "120 permutation draws instead of 500" in dims.notes[0]
+    assert dims.draws == 120
+    assert dims.reasons[0] == ("fewer_draws", {"draws": 120, "default": 500, "models": 40, "domains": 4})
+    assert vs.reason_text(dims.reasons[0]).startswith("120 permutation draws instead of 500")
 
 
 # --------------------------------------------------------------------------- views and plots
@@ -574,15 +583,16 @@ def test_residual_profile_marks_a_planted_departure():
     logit[4, 2] -= 1.0                                             # and much stronger in d02
     errors = rng.binomial(sim["n"], expit(logit)) / sim["n"]
     dec = sdec.decompose(long_table(errors, sim["n"]))
-    profile = vs.residual_profile(dec, "m04")
-    assert list(profile.columns) == list(vs.PROFILE_COLUMNS) and len(profile) == 15
+    profile = vs.profile_table(residual_profile(dec, "m04"))
+    assert list(profile.columns) == ["domain", "error", "expected_error", "residual", "residual_lo", "residual_hi",
+                                     "z", "departs"] and len(profile) == 15
     assert profile.iloc[0]["domain"] == "d07" and profile.iloc[0]["departs"] == "weaker than expected"
     assert profile.iloc[-1]["domain"] == "d02" and profile.iloc[-1]["departs"] == "stronger than expected"
     assert (profile["departs"] != "").sum() == 2                    # nothing else beyond noise
     assert (profile["residual_lo"] < profile["residual"]).all() and (profile["residual"] < profile["residual_hi"]).all()
     text = vs.describe_profile(profile, "m04")
     assert "more errors than expected in d07" in text and "fewer in d02" in text and "2 of 15" in text
-    even = vs.residual_profile(dec, "m05")
+    even = vs.profile_table(residual_profile(dec, "m05"))
     assert (even["departs"] == "").all() and "none of its 15 domains" in vs.describe_profile(even, "m05")
     from jagged.plots import structure as ps
 
@@ -592,7 +602,7 @@ def test_residual_profile_marks_a_planted_departure():
 
 def test_sentences_and_text_quote_the_numbers(bundled):
     dataset, table, result = bundled
-    text = " ".join(vs.structure_sentences(result, table))
+    text = " ".join(vs.structure_sentences(result, {"relative_jaggedness_corrected": st.level_correlations(table)}))
     assert f"{result.share('model'):.0%} is the models' level" in text
     assert f"{result.share('domain'):.0%} the domains' difficulty" in text
     assert "keeps 1" in text and f"{result.dimensions.first_share:.0%} of the variance" in text
@@ -807,7 +817,7 @@ def test_without_counts_views_fall_back_to_the_raw_relative_jaggedness(no_counts
     assert (rel["relative_noise_flag"] == "not tested").all()
     assert "highest first (raw" in vs.relative_caption(table)
     # the models the text names are the table's first rows (the top/bottom cut keeps them)
-    named = vs._relative_sentence(result, table)
+    named = vs._relative_sentence(result, {"relative_jaggedness": st.level_correlations(table, "relative_jaggedness")})
     assert all(m in named for m in expected[:3])
     # the scatter is not empty: every model, raw values, said in the axis, title and alt text
     ax = ps.relative_vs_cv(table)

@@ -2,7 +2,7 @@
 
 Every function takes the data and keyword arguments, draws on ``ax`` (or a new figure sized
 for the data) and returns the Axes, like seaborn. The inputs are the canonical per-domain
-table (:mod:`jagged.readers.table`) and the per-model metrics table (:func:`jagged.jaggedness`);
+table (:mod:`jagged.readers.canonical`) and the per-model metrics table (:func:`jagged.jaggedness`);
 the plots read ``mean_error`` and ``cv_error`` from the metrics table and never compute a
 metric themselves. The error rate drawn for a domain is ``1 - score``.
 

@@ -22,7 +22,7 @@ class Dataset(Summarised):
     Attributes
     ----------
     scores : pandas.DataFrame
-        The canonical per-domain table (see :mod:`jagged.readers.table`).
+        The canonical per-domain table (see :mod:`jagged.readers.canonical`).
     source : str
         Display name of the input (file or folder name).
     paths : list of pathlib.Path

@@ -165,8 +165,6 @@ class AggregateFile:
         ``model_info.additional_details.precision`` (Open LLM Leaderboard runs).
     samples_file : str or None
         ``detailed_evaluation_results.file_path``.
-    source_name : str or None
-        ``source_metadata.source_name``.
     nested_stats : int
         Nested statistics in ``score_details.details`` (never domains).
     collection : str or None
@@ -187,7 +185,6 @@ class AggregateFile:
     left_out: list[tuple[str, str]]
     precision: str | None = None
     samples_file: str | None = None
-    source_name: str | None = None
     nested_stats: int = 0
     collection: str | None = field(default=None)
     benchmark: str | None = None
@@ -386,7 +383,6 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
     info = content["model_info"]
     extra = info.get("additional_details") if isinstance(info.get("additional_details"), dict) else {}
     detailed = content.get("detailed_evaluation_results")
-    source = content.get("source_metadata") if isinstance(content.get("source_metadata"), dict) else {}
     evaluated = parse_timestamp(content.get("evaluation_timestamp"))
     if evaluated is None:
         stamps = [parse_timestamp(e.get("evaluation_timestamp")) for e in content["evaluation_results"]
@@ -400,7 +396,6 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
         precision=str(extra["precision"]) if extra.get("precision") is not None else None,
         samples_file=(detailed.get("file_path") if isinstance(detailed, dict)
                       and isinstance(detailed.get("file_path"), str) else None),
-        source_name=source.get("source_name") if isinstance(source.get("source_name"), str) else None,
         nested_stats=read.nested_stats, collection=collection, benchmark=benchmark_of(content))
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.paths import DUCKDB_CONFIG, confine_duckdb, holds_parquet, parquet_parts, spill_folder
+from jagged.readers.canonical import cell_repr, validate_scores
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import check_footers
 from jagged.readers.items import (
@@ -34,7 +35,6 @@ from jagged.readers.items import (
     parquet_columns,
     sql_name,
 )
-from jagged.readers.table import cell_repr, validate_scores
 
 #: DuckDB memory cap for out-of-core aggregation (it spills to a temporary folder beyond it).
 DUCKDB_MEMORY_LIMIT: str = "1GB"

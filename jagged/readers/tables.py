@@ -25,10 +25,10 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers import items, items_parquet
+from jagged.readers.canonical import wide_to_long
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import check_footers, read_csv, read_parquet, scan_parquet
 from jagged.readers.reader import ItemRead, Parsed, Reader, ScoreRead
-from jagged.readers.table import wide_to_long
 from jagged.text import listing, plural
 
 #: The loader options that select rows.
@@ -174,7 +174,7 @@ def from_frame(frame: pd.DataFrame, *, source: str, paths: list[Path], score_sca
     Raises
     ------
     JaggedInputError
-        A long table missing ``domain`` or ``score``; what :func:`~jagged.readers.table.wide_to_long`
+        A long table missing ``domain`` or ``score``; what :func:`~jagged.readers.canonical.wide_to_long`
         or :func:`select_rows` refuses.
     """
     columns = set(frame.columns)

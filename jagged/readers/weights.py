@@ -227,7 +227,7 @@ def read_weights(path: str | Path) -> pd.DataFrame:
     raw = read_weights_file(path)
     missing = [c for c in ("domain", "weight") if c not in raw.columns]
     if missing:
-        from jagged.readers.table import found_columns  # never echoes a file that is no table
+        from jagged.readers.canonical import found_columns  # never echoes a file that is no table
 
         have = found_columns(raw.drop(columns="_where", errors="ignore"))
         raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} ({have})")

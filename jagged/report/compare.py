@@ -1,9 +1,7 @@
-"""``jagged compare``: two runs or releases side by side, and the compare report.
+"""The compare report: two runs or releases side by side.
 
-:func:`compare_inputs` loads two inputs (any two jagged reads, with the same loader
-options), resolves deployment profiles over the domains of both, and runs
-:func:`jagged.stats.compare.compare` once. :func:`compare_notebook` does the same from the
-compare notebook's parameters and returns the :class:`~jagged.views.compare.CompareView`
+:func:`compare_notebook` runs :func:`jagged.analysis.compare_inputs` from the compare
+notebook's parameters and returns the :class:`~jagged.views.compare.CompareView`
 its cells show. :func:`compare_report` checks every parameter and both inputs in this
 process (bad input fails fast, before a kernel starts), then runs
 ``notebooks/compare_report.ipynb`` with :func:`jagged.report.run.run_report`.
@@ -16,7 +14,7 @@ option of :mod:`jagged.options`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from jagged import options as opts
 from jagged.errors import JaggedInputError
@@ -28,20 +26,9 @@ DEFAULT_OUTPUT = Path("reports") / "compare_report.html"
 #: Parameters of the compare notebook that are no option (declared in :data:`jagged.options.NOTEBOOK_ONLY`).
 COMPARE_ONLY: dict[str, opts.Option] = {n: o for n, o in opts.NOTEBOOK_ONLY.items() if o.stage == opts.COMPARE}
 #: Options of :mod:`jagged.options` the compare notebook declares (the loader's, the analysis's, two display ones).
-COMPARE_OPTIONS: tuple[str, ...] = (*opts.names(opts.LOAD), *opts.names(opts.ANALYSIS), "max_models", "theme")
+COMPARE_OPTIONS: tuple[str, ...] = tuple(n for n in opts.NOTEBOOK_PARAMETERS["compare_report"] if n in opts.BY_NAME)
 #: Parameters that name an input file or folder.
 PATH_PARAMETERS: tuple[str, ...] = ("a", "b", "weights")
-
-
-def parameters_source() -> str:
-    """The source of the compare notebook's ``parameters`` cell (the notebook must match it)."""
-    def own(name: str) -> tuple[str, str, Any, str]:
-        option = COMPARE_ONLY[name]
-        default = "" if option.default is None else option.default
-        return (name, option.kind, default, option.notebook_help or option.help)
-
-    return opts.parameters_cell([own("a"), own("b"), *COMPARE_OPTIONS,
-                                 *(own(name) for name in COMPARE_ONLY if name not in ("a", "b"))])
 
 
 def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, Any]:
@@ -77,107 +64,8 @@ def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, A
     return out
 
 
-def load_side(path: str | Path | None, options: Mapping[str, Any], where: Sequence[str] = (), side: str = "a") -> Any:
-    """One side: any input :func:`jagged.load` reads (loader options from ``options``); "" or None: bundled items.
-
-    ``where`` filters this side's rows on top of ``options["where"]`` (``--where-a``/``--where-b``);
-    the side is then named after them: ``releases.csv [release=2024-08-31]``.
-    """
-    if path in (None, ""):
-        if where:
-            raise JaggedInputError(f"--where-{side}: side {side.upper()} is the bundled item-level responses, which "
-                                   "have no such columns; give the input file")
-        from jagged.readers.items import load_bundled_items
-
-        return load_bundled_items()
-    from jagged.readers.load import load
-
-    kwargs = opts.load_kwargs(options)
-    if where:
-        kwargs["where"] = (*kwargs.get("where", ()), *where)
-    dataset = load(path, **kwargs)
-    if where:
-        dataset.source = f"{dataset.source} [{', '.join(where)}]"
-    return dataset
-
-
-def check_overlap(a: Any, b: Any) -> None:
-    """Refuse two datasets with no model or no domain in common (nothing to compare like for like).
-
-    Raises
-    ------
-    JaggedInputError
-        ``A and B have no model in common: nothing to compare`` (and the same for domains).
-    """
-    for kind in ("model", "domain"):
-        common = set(a.scores[kind].astype(str)) & set(b.scores[kind].astype(str))
-        if not common:
-            raise JaggedInputError(f"{a.source} and {b.source} have no {kind} in common: nothing to compare")
-
-
-def profile_weights(a: Any, b: Any, options: Mapping[str, Any]) -> Any:
-    """The profiles × domains weights over the domains of both sides (None without profiles).
-
-    ``weights``, ``profiles`` and ``missing_weight`` as in :func:`jagged.analysis.resolve_profiles`
-    (which reads the weights file).
-    """
-    analysis = opts.analysis_options(options)
-    if not analysis.weights and not analysis.profiles:
-        return None
-    import pandas as pd
-
-    from jagged.analysis import resolve_profiles
-
-    both = pd.concat([a.scores.astype({"model": str, "domain": str}), b.scores.astype({"model": str, "domain": str})],
-                     ignore_index=True)
-    return resolve_profiles(both, analysis.weights, analysis.profiles, analysis.missing_weight)
-
-
-def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float = 0.05, repeats: bool = False,
-                   where_a: Sequence[str] = (), where_b: Sequence[str] = (), **options: Any) -> tuple[Any, Any, Any]:
-    """Load two inputs and compare them (``jagged compare A B``).
-
-    Parameters
-    ----------
-    a, b : str or pathlib.Path
-        The earlier and the later run or release: any input :func:`jagged.load` reads
-        (``""``/None: the bundled item-level MMLU-Pro responses).
-    alpha : float
-        False discovery rate of the ledger's ``difficulty_moved``.
-    repeats : bool
-        A and B are repeated runs of the same models: add the run-to-run noise floor.
-    where_a, where_b : sequence of str
-        ``COLUMN=VALUE`` row filters of one side (with ``where``, which applies to both):
-        ``compare_inputs(f, f, where_a=["release=X"], where_b=["release=Y"])`` compares two
-        releases in one file.
-    **options
-        Loader options (both sides) and analysis options (``weights``, ``profiles``,
-        ``missing_weight``, ``bootstrap``, ``seed``, ``ci``) by name (:mod:`jagged.options`).
-
-    Returns
-    -------
-    (Dataset, Dataset, jagged.stats.compare.Comparison)
-
-    Raises
-    ------
-    JaggedInputError
-        What the loaders reject; no model or no domain in common; weights that do not
-        cover the domains of both; ``repeats`` without item-level results on both sides.
-    """
-    from jagged.stats.compare import compare
-
-    opts.check_keywords(options, "compare_inputs")
-    side_a, side_b = load_side(a, options, where_a, "a"), load_side(b, options, where_b, "b")
-    check_overlap(side_a, side_b)
-    weights = profile_weights(side_a, side_b, options)
-    analysis = opts.analysis_options(options)
-    comparison = compare(side_a, side_b, weights, n_boot=analysis.bootstrap, seed=analysis.seed, ci=analysis.ci,
-                         alpha=alpha, repeats=(side_a, side_b) if repeats else None)
-    return side_a, side_b, comparison
-
-
 def compare_notebook(parameters: Mapping[str, Any]) -> Any:
-    """:func:`compare_inputs` from the compare notebook's parameters (its ``globals()``).
+    """:func:`jagged.analysis.compare_inputs` from the compare notebook's parameters (its ``globals()``).
 
     Returns
     -------
@@ -185,6 +73,7 @@ def compare_notebook(parameters: Mapping[str, Any]) -> Any:
         The comparison with the sides' names; shown in the notebook, it records which
         optional sections apply.
     """
+    from jagged.analysis import compare_inputs
     from jagged.views.compare import CompareView
 
     known = {k: v for k, v in parameters.items() if k in COMPARE_ONLY or k in COMPARE_OPTIONS}
@@ -209,7 +98,7 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     Parameters
     ----------
     a, b : str or pathlib.Path
-        The two inputs (see :func:`compare_inputs`).
+        The two inputs (see :func:`jagged.analysis.compare_inputs`).
     output : str or pathlib.Path
         Destination ``.html``; the executed notebook is kept beside it as ``.ipynb``.
     title : str, optional
@@ -217,7 +106,7 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     show_code : bool
         Show the notebook's code cells.
     alpha, repeats
-        See :func:`compare_inputs`.
+        See :func:`jagged.analysis.compare_inputs`.
     **options
         Loader, analysis and display options (``max_models``, ``theme``) by name.
 
@@ -230,7 +119,7 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     ------
     JaggedInputError
         Before any kernel starts: a parameter outside its type and bounds, an input that is
-        not a regular file or folder, what :func:`compare_inputs`'s loading rejects, an
+        not a regular file or folder, what :func:`jagged.analysis.compare_inputs`'s loading rejects, an
         output that cannot be written.
     ReportError
         The notebook failed.
@@ -250,13 +139,14 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
 
 def _compare_run(values: dict[str, Any], output: Path, *, title: str | None, show_code: bool) -> dict[str, Any]:
     """:func:`compare_report` once its parameters are checked: both sides loaded, the run's arguments."""
+    from jagged.analysis import check_overlap, compare_weights, load_side
     from jagged.report.facts import input_facts
     from jagged.report.rendering import version_facts
 
     python = opts.from_notebook(values)
     side_a, side_b = (load_side(python[s], python, python.get(f"where_{s}") or (), s) for s in "ab")
     check_overlap(side_a, side_b)
-    profile_weights(side_a, side_b, python)
+    compare_weights(side_a, side_b, python)
     if python["repeats"] and (side_a.items is None or side_b.items is None):
         raise JaggedInputError("--repeats needs item-level results on both sides for the run-to-run noise floor")
     for name in ("a", "b"):  # stored absolute, so a rerun from the report finds them

@@ -86,7 +86,7 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
         analysis options (``weights``, ``profiles``, ``missing_weight``, ...) and display
         options (``max_models``, ``theme``: ``"light"``, ``"dark"`` or ``"auto"``), and
         ``sections``: the sections to show, comma-separated
-        (:data:`jagged.report.sections.CHOICES`; default all that apply).
+        (:data:`jagged.options.REPORT_SECTIONS`; default all that apply).
 
     Returns
     -------

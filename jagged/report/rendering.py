@@ -154,7 +154,7 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
         Page colours; ``"auto"`` follows the reader's system setting
         (``prefers-color-scheme``). Figures keep their white background in every theme.
     sections : sequence of str, optional
-        The sections to show (:data:`jagged.report.sections.CHOICES`, checked by
+        The sections to show (:data:`jagged.options.REPORT_SECTIONS`, checked by
         :func:`~jagged.options.parse_sections`); None: every section that applies.
 
     Returns

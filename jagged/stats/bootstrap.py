@@ -36,8 +36,6 @@ from jagged.stats.uncertainty import place_after
 INTERVAL_STATISTICS: tuple[str, ...] = ("cv_error", "macro_score", "dep_score", "wedge")
 METHOD_ITEMS = "stratified item bootstrap, paired across models"
 METHOD_BINOMIAL = "parametric binomial bootstrap from n_items"
-#: The routes of :func:`interval_route`.
-ROUTES: tuple[str, ...] = ("paired", "poisson", "binomial")
 REASON_NO_N_ITEMS = "no interval: the scores carry no n_items, so their sampling noise is unknown"
 #: The range of a statistic, where it has one; its interval is clipped to it.
 RANGES: dict[str, tuple[float, float]] = {"macro_score": (0.0, 1.0), "dep_score": (0.0, 1.0), "wedge": (-1.0, 1.0)}

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.text import Summarised, listing, plural
+from jagged.text import Summarised
 
 #: Items added to the wrong and to the right answers of every cell (Haldane–Anscombe).
 CONTINUITY: float = 0.5
@@ -41,10 +42,6 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "model_effect", "relative_jaggedness", "relative_jaggedness_corrected", "relative_noise_share",
     "p_model_fit", "relative_noise_flag",
 )
-MODEL_COLUMNS: tuple[str, ...] = ("model", "n_domains") + METRIC_COLUMNS + ("structure_note",)
-RESIDUAL_COLUMNS: tuple[str, ...] = (
-    "model", "domain", "error", "n_items", "expected_error", "residual", "residual_se", "z",
-)
 SHARE_COMPONENTS: tuple[str, ...] = ("domain", "model", "residual", "noise", "residual_beyond_noise", "cross")
 SHARE_LABELS: dict[str, str] = {
     "domain": "domain difficulty (b_d)",
@@ -54,6 +51,10 @@ SHARE_LABELS: dict[str, str] = {
     "residual_beyond_noise": "  residual beyond noise",
     "cross": "cross terms (unbalanced table)",
 }
+
+#: Why something was left out or not computed: a code and its fields (:func:`jagged.views.structure.reason_text`
+#: says it in words).
+Reason = tuple[str, dict[str, Any]]
 
 NOTE_FEW_MODELS = "the decomposition needs at least 2 models and 2 domains"
 NOTE_FEW_DOMAINS_MODEL = "fewer than 2 domains: relative jaggedness undefined"
@@ -215,8 +216,9 @@ class Decomposition(Summarised):
         n_items).
     leverage : numpy.ndarray
         M × D share 1 / M_d of the cell in its domain's effect (M_d: the domain's fitted models).
-    notes : list of str
-        Table-level remarks (why nothing or not everything was fitted).
+    reasons : list of Reason
+        Why nothing or not everything was fitted, or the noise is unknown: ``("no_n_items", {})``,
+        ``("not_connected", {"models": [...]})``, ``("too_small", {"models": m, "domains": d})``.
     model_notes : dict
         Per-model remarks.
     """
@@ -236,20 +238,24 @@ class Decomposition(Summarised):
     residual: np.ndarray
     noise_var: np.ndarray
     leverage: np.ndarray
-    notes: list[str] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)
     model_notes: dict[str, str] = field(default_factory=dict)
 
     def _summary(self) -> tuple[str, list[tuple[str, str]]]:
         fitted = self.fitted
         return "Decomposition", [("models", f"{len(self.models):,}"), ("domains", f"{len(self.domains):,}"),
                                  ("cells fitted", f"{int(fitted.sum()):,} of {fitted.size:,}"),
-                                 ("weights", "binomial (n_items)" if self.has_n else "equal (no n_items)"),
-                                 ("converged", "yes" if self.converged else "no")]
+                                 ("sampling noise", "from n_items" if self.has_n else "unknown (no n_items)")]
 
     @property
     def ok(self) -> bool:
         """Whether anything was fitted (at least 2 models and 2 domains connected)."""
         return bool(self.fitted.any())
+
+    @property
+    def balanced(self) -> bool:
+        """Whether every cell of the fitted models and domains has a score (then the shares have no cross term)."""
+        return bool(self.fitted[np.ix_(self.fitted.any(axis=1), self.fitted.any(axis=0))].all())
 
     def residuals(self) -> pd.DataFrame:
         """Per (model, domain) residuals, the table ``jagged structure -o`` writes.
@@ -257,7 +263,7 @@ class Decomposition(Summarised):
         Returns
         -------
         pandas.DataFrame
-            One row per fitted cell, models and domains sorted: :data:`RESIDUAL_COLUMNS`:
+            One row per fitted cell, models and domains sorted: ``model``, ``domain``,
             ``error`` (observed e), ``n_items``, ``expected_error`` expit(μ + a_m + b_d)
             (what the model's level and the domain's difficulty predict), ``residual``
             r_md (logits; > 0: more errors than predicted), ``residual_se`` √v_md (its
@@ -320,7 +326,7 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
     -------
     Decomposition
         With fewer than 2 models or 2 domains nothing is fitted: every effect is NaN and
-        ``notes`` says why (no error is raised).
+        ``reasons`` says why (no error is raised).
 
     Notes
     -----
@@ -354,11 +360,11 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
     observed = ~np.isnan(error)
     m, d = observed.shape
     has_n = bool(observed.any() and np.isfinite(n[observed]).all() and (n[observed] > 0).all())
-    notes: list[str] = []
+    reasons: list[Reason] = []
     model_notes: dict[str, str] = {}
     fitted = observed.copy()
     if observed.any() and not has_n:
-        notes.append("the scores do not all carry n_items: the sampling noise is unknown")
+        reasons.append(("no_n_items", {}))
     if m >= 2 and d >= 2:
         model_label, domain_label = _components(observed)
         if len(np.unique(model_label)) > 1:
@@ -367,8 +373,7 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
             keep_m, keep_d = model_label == main, domain_label == main
             fitted &= keep_m[:, None] & keep_d[None, :]
             left = models[~keep_m]
-            notes.append(f"{plural(len(left), 'model')} share no domain with the main table and are not "
-                         f"decomposed: {listing(left)}")
+            reasons.append(("not_connected", {"models": [str(name) for name in left]}))
             model_notes.update({str(name): NOTE_NOT_CONNECTED for name in left})
     fit_m = fitted.any(axis=1)
     fit_d = fitted.any(axis=0)
@@ -376,12 +381,11 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
     weight = fitted.astype(float)
     nan = np.full((m, d), np.nan)
     if fit_m.sum() < 2 or fit_d.sum() < 2:
-        found = f"the table has {plural(int(fit_m.sum()), 'model')} and {plural(int(fit_d.sum()), 'domain')}"
-        notes.append(f"{NOTE_FEW_MODELS}; {found}")
+        reasons.append(("too_small", {"models": int(fit_m.sum()), "domains": int(fit_d.sum())}))
         return Decomposition(models=models, domains=domains, error=error, n_items=n, has_n=has_n,
                              fitted=np.zeros((m, d), dtype=bool), adjusted=adjusted, weight=weight * 0.0, eta=nan,
                              intercept=math.nan, model_effect=np.full(m, np.nan), domain_effect=np.full(d, np.nan),
-                             residual=nan, noise_var=nan, leverage=nan, notes=notes, model_notes=model_notes)
+                             residual=nan, noise_var=nan, leverage=nan, reasons=reasons, model_notes=model_notes)
     fit = additive_wls(weight, logit(adjusted))
     sub = fit[np.ix_(fit_m, fit_d)]
     col = sub.mean(axis=0)
@@ -400,4 +404,4 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
     return Decomposition(models=models, domains=domains, error=error, n_items=n, has_n=has_n, fitted=fitted,
                          adjusted=adjusted, weight=weight, eta=eta, intercept=mu, model_effect=model_effect,
                          domain_effect=domain_effect, residual=residual, noise_var=noise, leverage=leverage,
-                         notes=notes, model_notes=model_notes)
+                         reasons=reasons, model_notes=model_notes)

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.decomposition import Decomposition, score_grid
+from jagged.stats.decomposition import Decomposition, Reason, score_grid
 from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA
-from jagged.text import Summarised, listing, plural
+from jagged.text import Summarised
 
 #: Permutation draws of the parallel analysis and of the category check.
 DEFAULT_DRAWS: int = 500
@@ -75,7 +75,11 @@ class Dimensions(Summarised):
     percentile : float
     variables : list of str
         The domains (or categories) used, in column order.
-    notes : list of str
+    reasons : list of Reason
+        What limits the analysis: ``("too_few_observations", {"observations": n, "variables": p})``,
+        ``("rank_deficient", {"models": n, "domains": p, "rank": r})``,
+        ``("incomplete_models", {"models": k})``, ``("constant_domains", {"domains": [...]})``,
+        ``("fewer_draws", {"draws": b, "default": B, "models": n, "domains": p})``.
     """
 
     eigenvalues: np.ndarray
@@ -91,7 +95,7 @@ class Dimensions(Summarised):
     seed: int
     percentile: float
     variables: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)
 
     def _summary(self) -> tuple[str, list[tuple[str, str]]]:
         kept = "not computable" if self.n_dimensions is None else str(self.n_dimensions)
@@ -229,9 +233,7 @@ def parallel_analysis(data: np.ndarray, *, draws: int = DEFAULT_DRAWS, seed: int
         return Dimensions(eigenvalues=empty, thresholds=empty, n_dimensions=None, first_share=math.nan,
                           first_to_second=math.nan, n_observations=n, n_variables=p, rank=rank,
                           rank_deficient=n - 1 < p, draws=int(draws), seed=int(seed), percentile=percentile,
-                          variables=names,
-                          notes=[f"parallel analysis needs at least 3 observations and 2 variables; "
-                                 f"there are {n} and {p}"])
+                          variables=names, reasons=[("too_few_observations", {"observations": n, "variables": p})])
     sd = x.std(axis=0)
     if not (sd > 0).all():
         raise JaggedInputError("parallel analysis: a variable has no variance")
@@ -243,16 +245,12 @@ def parallel_analysis(data: np.ndarray, *, draws: int = DEFAULT_DRAWS, seed: int
     above = eig > thresholds
     above[rank:] = False
     count = int(np.argmin(above)) if not above.all() else p
-    notes = []
-    if n - 1 < p:
-        notes.append(f"rank-deficient: {n} models for {p} domains, so the correlation matrix has rank at most "
-                     f"{rank}; at most {rank} dimensions can show, and loadings on several dimensions cannot be "
-                     f"estimated")
+    reasons: list[Reason] = [("rank_deficient", {"models": n, "domains": p, "rank": rank})] if n - 1 < p else []
     second = eig[1] if p > 1 else math.nan
     return Dimensions(eigenvalues=eig, thresholds=thresholds, n_dimensions=count, first_share=float(eig[0] / p),
                       first_to_second=float(eig[0] / second) if second > 0 else math.inf, n_observations=n,
                       n_variables=p, rank=rank, rank_deficient=n - 1 < p, draws=int(draws), seed=int(seed),
-                      percentile=percentile, variables=names, notes=notes)
+                      percentile=percentile, variables=names, reasons=reasons)
 
 
 def dimensions(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0,
@@ -268,23 +266,21 @@ def dimensions(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0,
     """
     _, domains, error, _ = score_grid(scores)
     complete = ~np.isnan(error).any(axis=1)
-    notes = []
+    reasons: list[Reason] = []
     if (~complete).any():
-        notes.append(f"{plural(int((~complete).sum()), 'model')} lacking domains left out of the parallel "
-                     f"analysis (it needs complete rows)")
+        reasons.append(("incomplete_models", {"models": int((~complete).sum())}))
     x = 1.0 - error[complete]
     varies = x.std(axis=0) > 0 if len(x) else np.zeros(len(domains), dtype=bool)
     if len(x) and (~varies).any():
-        notes.append(f"{plural(int((~varies).sum()), 'domain')} with the same score for every model dropped: "
-                     f"{listing(domains[~varies])}")
+        reasons.append(("constant_domains", {"domains": [str(d) for d in domains[~varies]]}))
     if draws is None:
         draws = default_draws(*x[:, varies].shape)
         if draws < DEFAULT_DRAWS:
-            notes.append(f"{draws} permutation draws instead of {DEFAULT_DRAWS}, to bound the work on "
-                         f"{len(x)} models × {int(varies.sum())} domains")
+            reasons.append(("fewer_draws", {"draws": draws, "default": DEFAULT_DRAWS, "models": len(x),
+                                            "domains": int(varies.sum())}))
     result = parallel_analysis(x[:, varies], draws=draws, seed=seed, percentile=percentile,
                                variables=[str(d) for d in domains[varies]])
-    result.notes = notes + result.notes
+    result.reasons = reasons + result.reasons
     return result
 
 
@@ -311,7 +307,9 @@ class CategoryCheck(Summarised):
         ``"distinct"``, ``"trace"``, ``"not distinct"`` or ``"undetermined"``.
     category_dimensions : Dimensions or None
         Parallel analysis of the category mean scores.
-    notes : list of str
+    reasons : list of Reason
+        Why the verdict is undetermined: ``("too_few_models", {})`` (complete models, or a
+        category with 2 domains), ``("undefined_correlations", {})`` (residual correlations).
     """
 
     categories: list[str]
@@ -323,7 +321,7 @@ class CategoryCheck(Summarised):
     draws: int
     verdict: str
     category_dimensions: Dimensions | None = None
-    notes: list[str] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)
 
     def _summary(self) -> tuple[str, list[tuple[str, str]]]:
         return "CategoryCheck", [("categories", f"{len(self.categories):,}"), ("verdict", self.verdict),
@@ -452,15 +450,14 @@ def category_check(scores: pd.DataFrame, decomposition: Decomposition, dims: Dim
                                  between=math.nan, difference=math.nan, p_value=math.nan, draws=int(draws),
                                  verdict="undetermined", category_dimensions=cat_dims)
     if rows.sum() < 3 or sizes.max() < 2 or not dec.ok:
-        undetermined.notes.append("too few complete models, or no category with 2 domains, to compare "
-                                  "correlations within and between categories")
+        undetermined.reasons.append(("too_few_models", {}))
         return undetermined
     r = dec.residual[rows]
     z, valid = _standardised_columns(r)
     within, between = (float(v[0]) for v in _within_between(z, valid, codes[None], len(names)))
     observed = within - between
     if not np.isfinite(observed):
-        undetermined.notes.append("residual correlations undefined")
+        undetermined.reasons.append(("undefined_correlations", {}))
         return undetermined
     rng = np.random.default_rng(seed)
     shuffled = rng.permuted(np.broadcast_to(codes, (int(draws), len(codes))), axis=1)

@@ -143,11 +143,15 @@ def spark_session(spark_master: str | None = None) -> Any:
         from pyspark.sql import SparkSession
     except ImportError:
         raise JaggedInputError("engine 'spark' needs PySpark: pip install 'jagged[spark]' (and Java 17)") from None
+    if spark_master:
+        check_spark_master(spark_master)
+        if not spark_master.startswith("local"):
+            _reach(spark_master)
     active = SparkSession.getActiveSession()
     if active is not None:
-        return active
+        return _same_master(active, spark_master)
     configured = None if spark_master else configured_spark_master()
-    master = check_spark_master(spark_master) if spark_master else configured or DEFAULT_SPARK_MASTER
+    master = spark_master or configured or DEFAULT_SPARK_MASTER
     conf = SparkConf().setAll([("spark.ui.enabled", "false"), ("spark.ui.showConsoleProgress", "false")])
     if configured is None:
         conf.setMaster(master)
@@ -155,7 +159,7 @@ def spark_session(spark_master: str | None = None) -> Any:
     label = f"--spark-master {master}" if spark_master else f"engine 'spark' (master {master})"
     if local:
         conf.setAll([("spark.driver.bindAddress", "127.0.0.1"), ("spark.driver.host", "127.0.0.1")])
-    else:
+    elif not spark_master:
         _reach(master)
     built: dict[str, Any] = {}
     jvm_output = tempfile.TemporaryFile()  # the JVM's own output (log4j, warnings): read for a reason, shown nowhere
@@ -186,7 +190,15 @@ def spark_session(spark_master: str | None = None) -> Any:
                                    f"{_spark_reason(built['error'])}")
         raise JaggedInputError(f"{label}: cannot start a Spark session: "
                                f"{_spark_reason(built['error'])}")
-    return built["session"]
+    return _same_master(built["session"], spark_master)
+
+
+def _same_master(session: Any, spark_master: str | None) -> Any:
+    """``session``, unless it runs with another master than the one asked for (a process has one session)."""
+    if spark_master and session.sparkContext.master != spark_master:
+        raise JaggedInputError(f"--spark-master {spark_master}: this process already runs a Spark session with "
+                               f"master {session.sparkContext.master}; one process has one session")
+    return session
 
 
 def connect(engine: str | None = None, *, spark_master: str | None = None, memory_limit: str = DUCKDB_MEMORY_LIMIT,

@@ -69,7 +69,7 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
     Returns
     -------
     pandas.DataFrame
-        One row per model (sorted), :data:`MODEL_COLUMNS`:
+        One row per model (sorted): ``model``, then
 
         ``n_domains``
             D_m, the model's fitted domains;
@@ -239,11 +239,7 @@ def cross_causes(decomposition: Decomposition) -> list[str]:
     score, so model and domain effects are correlated over the cells. A complete table, with
     or without item counts, is the two-way analysis of variance of the logits: no cross term.
     """
-    dec = decomposition
-    if not dec.ok:
-        return []
-    rows, cols = dec.fitted.any(axis=1), dec.fitted.any(axis=0)
-    return [] if dec.fitted[np.ix_(rows, cols)].all() else ["unbalanced"]
+    return [] if not decomposition.ok or decomposition.balanced else ["unbalanced"]
 
 
 def cross_label(decomposition: Decomposition) -> str:

@@ -29,8 +29,6 @@ import pandas as pd
 from jagged.text import listing, plural
 from jagged.views.glance import Finding
 
-#: Optional sections of the compare report, in report order (cells tagged ``section-NAME``).
-COMPARE_SECTIONS: tuple[str, ...] = ("field", "items", "changes", "rescoring", "profiles", "repeats")
 #: Kinds of item change, in the ledger's order (:data:`jagged.stats.ledger.CHANGES`).
 ITEM_CHANGES: tuple[str, ...] = ("added", "removed", "key_changed", "text_changed", "difficulty_moved")
 #: Columns of the ledger shown in the report (those present), then ``text_a``/``text_b``/``options_*``.
@@ -63,7 +61,7 @@ SCORE_FORMATS: dict[str, str] = {
 # --------------------------------------------------------------------------- the comparison for a notebook
 
 def compare_sections(comparison: Any) -> dict[str, bool]:
-    """Which optional sections of the compare report apply (:data:`COMPARE_SECTIONS`).
+    """Which optional sections of the compare report apply (its cells tagged ``section-NAME``), in report order.
 
     ``field``: a shared cell changed and at least 2 models are in the two-way view (the
     benchmark's and the models' parts); ``items``: item-level results on both sides (the

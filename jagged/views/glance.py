@@ -119,21 +119,15 @@ def _rests_on(analysis: Any, column: str, values: pd.Series, subject: Any, *, la
     completes "and X would be …" when another subject leads without the domain; with
     ``absolute`` the ranking is by magnitude and the signed value is quoted (the wedge).
     """
-    from jagged.stats.leave_one_out import headline_rests_on
-
-    without = (getattr(analysis, "leave_one_out", None) or {}).get(column)
-    if without is None:
+    rests = analysis.rests_on(column, values, subject, largest=largest, absolute=absolute)
+    if rests is None:
         return "", ""
-    grid = without.reindex(index=values.index)
-    found = headline_rests_on(values, grid.abs() if absolute else grid, subject, largest=largest)
-    if found is None:
-        return "", ""
+    found, value = rests
     model = subject[0] if isinstance(subject, tuple) else subject
     scores = analysis.scores
     there = scores.loc[(scores["model"].astype(str) == str(model)) & (scores["domain"].astype(str) == found.domain),
                        "score"]
     where = f" (where {model} scores {float(there.iloc[0]):.3f})" if len(there) else ""
-    value = float(grid.loc[subject, found.domain])
     shown = f"{value:+.{digits}f}" if absolute else f"{value:.{digits}f}"
     text = f" This rests on one domain: without {found.domain}{where} its {what} would be {shown}"
     if found.leader is not None:
@@ -218,7 +212,6 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
         sentence names that domain, the model's score there and the value without it, and
         ``rests_on`` holds the domain.
     """
-    from jagged.stats.structure import level_correlations
     from jagged.views.overview import by_jaggedness
     from jagged.views.structure import relative_column
 
@@ -234,7 +227,7 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
     corrected = column == "relative_jaggedness_corrected"
     how = "logits, sampling noise removed" if corrected else "logits; raw: no item counts to remove the noise"
     n = len(adjusted)
-    rho = level_correlations(analysis.table, column).get("cv_error", math.nan)
+    rho = analysis.level_correlations[column].get("cv_error", math.nan)
     out = []
     picks = [("Most jagged", adjusted.iloc[0])] + ([("Least jagged", adjusted.iloc[-1])] if n > 1 else [])
     values = pd.Series(adjusted[column].to_numpy(dtype=float), index=adjusted["model"].to_numpy(dtype=object))
@@ -331,10 +324,7 @@ def profiles_finding(analysis: Any) -> Finding | None:
     row = order.iloc[0]
     wedge = float(row["wedge"])
     direction = "overstates" if wedge > 0 else "understates"
-    from jagged.stats.weights import is_illustrative
-
-    illustrative = is_illustrative(analysis.options.weights, pd.unique(table["profile"]).astype(str).tolist())
-    kind = " (an illustrative profile, not measured traffic)" if illustrative else ""
+    kind = " (an illustrative profile, not measured traffic)" if analysis.illustrative else ""
     interval = _interval_text(row, analysis, "wedge")
     sentence = (f"{wedge:+.3f} for {row['model']} under the profile {row['profile']}{kind}: the benchmark "
                 f"average {direction} the score this task mix would see by {abs(wedge) * 100:.1f} percentage "

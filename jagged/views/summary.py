@@ -12,8 +12,8 @@ from typing import Any, Mapping, NamedTuple
 
 import pandas as pd
 
+from jagged.readers.canonical import summarize
 from jagged.readers.dataset import Dataset
-from jagged.readers.table import summarize
 from jagged.text import and_more, listing, plural, printable
 
 
