@@ -142,7 +142,7 @@ def test_stopped_batch_leaves_no_kernel_and_resumes(tmp_path, places, signum, to
     models = out / "models"
     seen = watch_until(popen, lambda: len(list(models.glob("*.html"))) >= 1
                        and sum(is_kernel(p) for p in descendants(psutil.Process(popen.pid))) == 2)
-    assert seen and all(is_kernel(p) for p in seen.values())          # the batch's only processes: its kernels
+    assert sum(is_kernel(p) for p in seen.values()) >= 2               # two warm kernels, no other process waited for
     (os.killpg if to_group else os.kill)(popen.pid, signum)
     _, stderr = popen.communicate(timeout=60)
     assert not survivors(list(seen.values())), "a kernel outlived the batch"
