@@ -444,7 +444,7 @@ def _report_from_parameters(params_file: str | None, notebook: str | None, score
 @click.option("--out-dir", "out_dir", type=str, default="reports/batch", show_default=True,
               help="Output folder: index.html, the cross-model report and models/<slug>.html.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Worker processes, each with one warm kernel (default: the number of CPUs).")
+              help="Reports made at once, each in a warm kernel (default: the number of CPUs).")
 @click.option("--models", "--model", "models", multiple=True, metavar="M",
               help="Report on this model only (repeatable; default: every model; every model is still read).")
 @click.option("--force", is_flag=True, help="Rebuild reports that are up to date.")
@@ -458,9 +458,9 @@ def batch(scores: str | None, out_dir: str, jobs: int | None, models: tuple[str,
 
     Reports whose inputs, parameters, notebook and code are unchanged are skipped (their
     content hash is stored in each report); a failing model is listed as failed in the
-    index and the others are still written (exit 1). Ctrl-C or SIGTERM stops the workers
-    and their kernels, keeps every finished report and writes the index of them (exit 130
-    or 143); run the same command again to resume.
+    index and the others are still written (exit 1). Ctrl-C or SIGTERM stops the kernels,
+    keeps every finished report and writes the index of them (exit 130 or 143); run the
+    same command again to resume.
     """
     from jagged.report.batch import run_batch
     from jagged.report.batch_plan import MODELS_DIR

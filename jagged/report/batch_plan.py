@@ -90,9 +90,7 @@ class Plan:
     todo: list[Job]
     table: Any
     models: list[str]
-    slugs: dict[str, str]
     profiles: list[str]
-    source: str
     index_facts: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -271,8 +269,8 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
     profiles = [str(p) for p in table["profile"].unique()] if "profile" in table.columns else []
     index_facts = [(f.label, f.value) for f in read_facts(dataset) if f.key in INDEX_FACTS]
     index_facts += [(f"SHA-256 of {p.name}", d) for p, d in zip(inputs, digests)]
-    return Plan(out_dir=out_dir, jobs=jobs, todo=todo, table=table, models=chosen, slugs=slugs,
-                profiles=profiles, source=dataset.source, index_facts=index_facts)
+    return Plan(out_dir=out_dir, jobs=jobs, todo=todo, table=table, models=chosen, profiles=profiles,
+                index_facts=index_facts)
 
 
 def up_to_date(job: Job) -> bool:

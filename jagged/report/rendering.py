@@ -39,6 +39,10 @@ def _heading_entries(content: str) -> list[tuple[int, str, str]]:
     return entries
 
 
+#: One render at a time: the exporters are shared by the threads of a batch.
+_RENDERING = threading.Lock()
+
+
 @lru_cache(maxsize=4)
 def _exporter(show_code: bool) -> Any:
     """One HTMLExporter per setting, reused across renders (its template is compiled once)."""
@@ -76,7 +80,8 @@ class Warmup(threading.Thread):
         import nbformat
 
         try:
-            _exporter(self.show_code).from_notebook_node(nbformat.v4.new_notebook(), resources={"jagged": {}})
+            with _RENDERING:
+                _exporter(self.show_code).from_notebook_node(nbformat.v4.new_notebook(), resources={"jagged": {}})
         except Exception as exc:  # handed over to the rendering thread by wait()
             self.error = exc
 
@@ -172,7 +177,8 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
                             "parameters": [tuple(p) for p in parameters], "footer": footer,
                             "meta": list(meta.items()), "parameters_yaml": meta.get("parameters"),
                             "theme": theme, "sections": None if sections is None else list(sections)}}
-    body, _ = _exporter(bool(show_code)).from_notebook_node(without_stderr(nb), resources=resources)
+    with _RENDERING:
+        body, _ = _exporter(bool(show_code)).from_notebook_node(without_stderr(nb), resources=resources)
     return printable(body, keep="\t\n\r")  # NUL, controls and bidi overrides from names: shown as escapes
 
 
