@@ -7,7 +7,7 @@ the CLI's default bootstrap (2000 replicates):
   model_report --params …`` does it: a fresh kernel per report (papermill's default),
   one after the other. The command's own Python start-up is *not* counted (the reports
   are made in this process), which favours the sequential side.
-* **batch**: ``jagged batch`` with ``--jobs`` workers (default 2), the 29 model reports
+* **batch**: ``jagged batch`` with ``--jobs`` warm kernels (default 2), the 29 model reports
   *plus* the cross-model report and the index, from an empty folder.
 * **rerun**: the same batch again with nothing changed (everything skipped, no kernel).
 
@@ -62,7 +62,7 @@ def batch(out: Path, jobs: int, limit: int | None) -> tuple[float, int, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=2, help="batch worker processes (default 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="reports made at once, each in a warm kernel (default 2)")
     parser.add_argument("--models", type=int, default=None, help="only the first N models (quick check)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} CPUs; Python {sys.version.split()[0]}")
     print(f"sequential, fresh kernel per report : {seq_seconds:7.1f} s for {n_seq} model reports "
           f"({seq_seconds / n_seq:.2f} s each)")
-    print(f"batch, {args.jobs} warm workers           : {batch_seconds:7.1f} s for {n_batch} reports "
+    print(f"batch, {args.jobs} warm kernels           : {batch_seconds:7.1f} s for {n_batch} reports "
           f"(the models, the cross-model report and the index)")
     print(f"batch again, nothing changed        : {rerun_seconds:7.1f} s ({n_rerun} written)")
     print(f"batch / sequential = {ratio:.2f} (target <= 0.40): {'ok' if ratio <= 0.4 else 'MISSED'}")

@@ -39,8 +39,13 @@ def loop_replicates(items: pd.DataFrame, weights: pd.DataFrame, n_boot: int, see
     order = pd.factorize(items["item"])[1]
     item_domain = items.drop_duplicates("item").set_index("item")["domain"]
     names = [np.asarray([q for q in order if item_domain[q] == d], dtype=object) for d in matrix.domains]
-    draws = [rng.integers(0, bounds[d + 1] - bounds[d], size=(n_boot, bounds[d + 1] - bounds[d]))
-             for d in range(len(matrix.domains))]
+    sizes = np.diff(bounds)                      # domains of one size share a stream, replicate after replicate
+    groups = [np.flatnonzero(sizes == n) for n in np.unique(sizes[sizes > 1])]
+    draws = [np.zeros((n_boot, int(n)), dtype=np.int64) for n in sizes]
+    for domains, stream in zip(groups, rng.spawn(len(groups))):
+        block = stream.integers(0, sizes[domains[0]], size=(n_boot, len(domains), sizes[domains[0]]))
+        for j, d in enumerate(domains):
+            draws[d] = block[:, j]
     w = weights.reindex(columns=list(matrix.domains))
     out: dict[str, list] = {"cv_error": [], "macro_score": [], "dep_score": [], "wedge": []}
     for r in range(n_boot):
@@ -52,7 +57,7 @@ def loop_replicates(items: pd.DataFrame, weights: pd.DataFrame, n_boot: int, see
         e = 1 - s
         d = s.notna().sum(axis=1)
         noise = (e * (1 - e) / (n - 1)).sum(axis=1) * (d - 1) / d ** 2
-        cv = np.sqrt(np.maximum(e.var(axis=1, ddof=0) - 2 * noise, 0)) / e.mean(axis=1)
+        cv = (e.var(axis=1, ddof=0) - noise) / e.mean(axis=1) ** 2      # the corrected CV's square, before its floor
         macro = s.mean(axis=1)
         dep = s.fillna(0) @ w.T
         out["cv_error"].append(cv.to_numpy())

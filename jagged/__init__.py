@@ -25,11 +25,12 @@ from jagged.errors import JaggedInputError, JaggedWarning
 
 __version__ = "0.1.0"
 
-#: public name -> module that defines it
+#: public name -> module that defines it (``__all__`` and ``dir(jagged)`` follow from it; the imports for type
+#: checkers below must name the same, ``tests/test_api.py`` checks)
 _LAZY: dict[str, str] = {
     "BUNDLED_SCORES": "jagged.readers.load", "Dataset": "jagged.readers.dataset", "load": "jagged.readers.load",
     "load_scores": "jagged.readers.load", "cv_error": "jagged.stats.metrics", "jaggedness": "jagged.stats.metrics",
-    "summarize": "jagged.readers.table", "validate_scores": "jagged.readers.table",
+    "summarize": "jagged.readers.canonical", "validate_scores": "jagged.readers.canonical",
     "deployment_metrics": "jagged.stats.deployment", "resolve_profiles": "jagged.analysis",
     "bootstrap_intervals": "jagged.stats.bootstrap", "sampling_noise": "jagged.stats.uncertainty",
     "analyse": "jagged.analysis", "metrics_table": "jagged.analysis",
@@ -43,9 +44,9 @@ _SUBMODULES = ("plots",)
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from jagged.analysis import analyse, metrics_table, resolve_profiles
     from jagged.options import AnalysisOptions
+    from jagged.readers.canonical import summarize, validate_scores
     from jagged.readers.dataset import Dataset
     from jagged.readers.load import BUNDLED_SCORES, load, load_scores
-    from jagged.readers.table import summarize, validate_scores
     from jagged.stats.bootstrap import bootstrap_intervals
     from jagged.stats.compare import compare
     from jagged.stats.deployment import deployment_metrics
@@ -99,10 +100,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
-__all__ = [
-    "AnalysisOptions", "BUNDLED_SCORES", "Dataset", "analyse", "compare", "data_path", "plots", "item_audit",
-    "metrics_table",
-    "relative_jaggedness", "structure", "JaggedInputError", "JaggedWarning", "__version__", "bootstrap_intervals",
-    "cv_error", "deployment_metrics", "jaggedness", "load", "load_scores", "resolve_profiles",
-    "sampling_noise", "summarize", "validate_scores",
-]
+__all__ = [*_LAZY, *_SUBMODULES, "data_path", "JaggedInputError", "JaggedWarning", "__version__"]

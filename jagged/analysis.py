@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from jagged import options as opts
+from jagged.errors import JaggedInputError
 from jagged.options import AnalysisOptions
 from jagged.readers.dataset import Dataset
 from jagged.stats.decomposition import Decomposition
@@ -29,7 +30,7 @@ from jagged.stats.metrics import jaggedness
 from jagged.text import join_note_columns
 
 #: Report sections that apply only to some inputs, in report order (see :attr:`Analysis.sections`).
-SECTIONS: tuple[str, ...] = ("noise", "hierarchy", "profiles", "items", "irt", "decomposition")
+SECTIONS: tuple[str, ...] = tuple(name for name, optional in opts.REPORT_SECTIONS.items() if optional)
 #: MIME type of the display output that records :attr:`Analysis.sections` in an executed notebook;
 #: the report renderer reads it to drop the cells of sections that do not apply (notebooks/SECTIONS.md).
 SECTIONS_MIME = "application/vnd.jagged.sections+json"
@@ -52,6 +53,8 @@ class Analysis:
         Whether the input is the data bundled with jagged.
     item_rest : {"domain", "test"}
         The trait of the item response model and the item audit's rest score.
+    draws : int, optional
+        Permutation draws of :attr:`structure` (None: :func:`jagged.stats.dimensions.default_draws`).
 
     Notes
     -----
@@ -62,6 +65,7 @@ class Analysis:
     options: AnalysisOptions = field(default_factory=AnalysisOptions)
     display: dict[str, Any] = field(default_factory=dict)
     bundled: bool = False
+    draws: int | None = None
     item_rest: str = "domain"
 
     @cached_property
@@ -80,6 +84,23 @@ class Analysis:
         return metrics_table(self.dataset, self.options, decomposition=self.decomposition)
 
     @cached_property
+    def leave_one_out(self) -> dict[str, pd.DataFrame]:
+        """Each model's statistics with each domain left out (:mod:`jagged.stats.leave_one_out`), by column name.
+
+        ``cv_error``, ``relative_jaggedness`` and ``relative_jaggedness_corrected``: models ×
+        domains; ``wedge`` (with profiles): (model, profile) × domains. What the glance asks
+        to say when a headline rests on one domain.
+        """
+        from jagged.stats.leave_one_out import cv_without, relative_without, wedge_without
+
+        out = {"cv_error": cv_without(self.dataset.scores),
+               "relative_jaggedness": relative_without(self.decomposition, corrected=False),
+               "relative_jaggedness_corrected": relative_without(self.decomposition, corrected=True)}
+        if len(self.weights):
+            out["wedge"] = wedge_without(self.dataset.scores, self.weights)
+        return out
+
+    @cached_property
     def weights(self) -> pd.DataFrame:
         """The profiles × domains weight matrix (zero rows without profiles)."""
         return profile_weights(self.dataset, self.options)
@@ -92,8 +113,52 @@ class Analysis:
         """
         from jagged.stats.structure import structure
 
-        return structure(self.dataset.scores, seed=self.options.seed, ci=self.options.ci,
+        return structure(self.dataset.scores, draws=self.draws, seed=self.options.seed, ci=self.options.ci,
                          decomposition=self.decomposition)
+
+    @cached_property
+    def level_correlations(self) -> dict[str, dict[str, float]]:
+        """How cv_error and each relative jaggedness relate to the level, by relative column (computed once).
+
+        :func:`jagged.stats.structure.level_correlations` of :attr:`table` with
+        ``relative_jaggedness`` and with ``relative_jaggedness_corrected``.
+        """
+        from jagged.stats.structure import level_correlations
+
+        return {column: level_correlations(self.table, column)
+                for column in ("relative_jaggedness", "relative_jaggedness_corrected")}
+
+    @cached_property
+    def rank_agreement(self) -> pd.DataFrame:
+        """Per profile, how the deployment ranks reorder the models (:func:`jagged.stats.deployment.rank_agreement`)."""
+        from jagged.stats.deployment import rank_agreement
+
+        return rank_agreement(self.table)
+
+    @property
+    def illustrative(self) -> bool:
+        """Whether the profiles are the bundled illustrative ones (:func:`jagged.stats.weights.is_illustrative`)."""
+        from jagged.stats.weights import is_illustrative
+
+        names = pd.unique(self.table["profile"]).astype(str).tolist() if self.has_profiles else []
+        return is_illustrative(self.options.weights, names)
+
+    def rests_on(self, column: str, values: pd.Series, subject: Any, *, largest: bool,
+                 absolute: bool = False) -> tuple[Any, float] | None:
+        """Whether a headline value rests on one domain, and the value without it; None when it does not.
+
+        ``values`` are the ranked values (index: the subjects) of the statistic whose
+        :attr:`leave_one_out` table is ``column``; ``absolute`` ranks by magnitude (the wedge).
+        See :func:`jagged.stats.leave_one_out.headline_rests_on`.
+        """
+        from jagged.stats.leave_one_out import headline_rests_on
+
+        without = self.leave_one_out.get(column)
+        if without is None:
+            return None
+        grid = without.reindex(index=values.index)
+        found = headline_rests_on(values, grid.abs() if absolute else grid, subject, largest=largest)
+        return None if found is None else (found, float(grid.loc[subject, found.domain]))
 
     @cached_property
     def item_source(self) -> Dataset | None:
@@ -240,9 +305,10 @@ class Analysis:
         """Which of the optional report sections (:data:`SECTIONS`) apply to this input."""
         from jagged.stats.decomposition import decomposable
 
-        return {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles,
-                "items": self.has_items, "irt": self.has_item_model,
-                "decomposition": decomposable(self.dataset.scores)}
+        applies = {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles,
+                   "items": self.has_items, "irt": self.has_item_model,
+                   "decomposition": decomposable(self.dataset.scores)}
+        return {name: applies[name] for name in SECTIONS}
 
     def __repr__(self) -> str:
         """One line: the size of the input, its source and the options (cheap: computes nothing)."""
@@ -332,17 +398,21 @@ def strongest_models(scores: pd.DataFrame, n: int = 5) -> list[str]:
     return table["model"].drop_duplicates().head(n).astype(str).tolist()
 
 
-def analyse(scores: str | Path | None = None, *, example_profiles: bool = True, **options: Any) -> Analysis:
+def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: bool = True, draws: int | None = None,
+            **options: Any) -> Analysis:
     """Load an input and prepare its analysis.
 
     Parameters
     ----------
-    scores : str or pathlib.Path, optional
-        Any input :func:`jagged.load` reads; ``None`` or ``""``: the bundled MMLU-Pro data.
+    scores : str, pathlib.Path or Dataset, optional
+        Any input :func:`jagged.load` reads, or a :class:`Dataset` it returned (then no loader
+        option applies); ``None`` or ``""``: the bundled MMLU-Pro data.
     example_profiles : bool
         For the bundled data without ``weights``, use its illustrative profiles, as the
         reports do (default; see :func:`jagged.stats.weights.report_weights`), so that
         ``analyse()`` shows what ``jagged report`` shows. Other inputs are not affected.
+    draws : int, optional
+        Permutation draws of :attr:`Analysis.structure` (``jagged structure --draws``).
     **options
         Options by name (:mod:`jagged.options`): loader, analysis and display options.
         ``""`` and ``None`` mean "not given".
@@ -355,21 +425,30 @@ def analyse(scores: str | Path | None = None, *, example_profiles: bool = True, 
     ------
     JaggedInputError
         Bad input (the message names the file and the column or value at fault).
+    TypeError
+        A keyword that is no option (the closest option suggested), or loader options
+        given with a :class:`Dataset`.
     """
-    from jagged.readers.load import load
+    from jagged.readers.load import BUNDLED_SCORES, load
     from jagged.stats.weights import report_weights
 
-    unknown = sorted(set(options) - set(opts.BY_NAME))
-    if unknown:
-        raise TypeError(f"analyse() got unknown option(s) {', '.join(unknown)}")
-    bundled = scores in (None, "")
-    dataset = load(None if bundled else scores, **opts.load_kwargs(options))
+    opts.check_keywords(options, "analyse")
+    if isinstance(scores, Dataset):
+        given = sorted(opts.load_kwargs(options))
+        if given:
+            raise TypeError(f"analyse(): {', '.join(given)} choose how a file is read; the Dataset is already "
+                            "loaded (give them to jagged.load)")
+        dataset = scores
+        bundled = [Path(p) for p in dataset.paths] == [BUNDLED_SCORES] and not dataset.selection
+    else:
+        bundled = scores in (None, "")
+        dataset = load(None if bundled else scores, **opts.load_kwargs(options))
     override = {}
     if example_profiles:
-        override["weights"] = report_weights("" if bundled else str(scores), options.get("weights") or "")
+        override["weights"] = report_weights("" if bundled else dataset.source, options.get("weights") or "")
     display = {name: options.get(name, opts.BY_NAME[name].surface_default) for name in opts.names(opts.DISPLAY)}
     return Analysis(dataset=dataset, options=opts.analysis_options(options, **override), display=display,
-                    bundled=bundled)
+                    bundled=bundled, draws=draws)
 
 
 def analyse_notebook(parameters: Mapping[str, Any]) -> Analysis:
@@ -419,15 +498,20 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
         ``p_equal_error``, ``noise_flag`` (:func:`jagged.stats.uncertainty.add_noise`; flagged
         models say so in ``note``). With at least two domain categories:
         ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With
-        ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi``
-        after ``cv_error``, ``macro_score``, ``dep_score`` and ``wedge``, plus
+        ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi`` for ``cv_error``, ``macro_score``,
+        ``dep_score`` and ``wedge``, each after the estimate it contains (``cv_error_lo``
+        after ``cv_error_corrected``; checked: :func:`jagged.stats.intervals.check_intervals`), plus
         ``interval_method`` and ``interval_note`` (:func:`jagged.stats.bootstrap.add_intervals`).
-        Always before those and ``note``: ``model_effect``, ``relative_jaggedness`` (with its
-        interval when bootstrapped), ``relative_jaggedness_corrected``, ``relative_noise_share``,
-        ``p_model_fit``, ``relative_noise_flag`` (:func:`jagged.stats.structure.add_structure`).
+        Always before those and ``note``: ``model_effect``, ``relative_jaggedness``,
+        ``relative_jaggedness_corrected`` (with its interval when bootstrapped), ``relative_noise_share``,
+        ``p_model_fit``, ``relative_noise_flag`` (:func:`jagged.stats.structure.add_structure`),
+        then ``cv_error_rests_on`` and ``relative_jaggedness_rests_on``: the domain without which
+        that value would be at most half (:func:`jagged.stats.leave_one_out.add_rests_on`).
     """
     from jagged.stats.bootstrap import add_intervals
     from jagged.stats.decomposition import decompose
+    from jagged.stats.intervals import check_intervals
+    from jagged.stats.leave_one_out import add_rests_on
     from jagged.stats.relative import replicate_statistic
     from jagged.stats.structure import add_structure
     from jagged.stats.uncertainty import add_noise
@@ -441,12 +525,14 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
     if decomposition is None:
         decomposition = decompose(dataset.scores)
     table = add_structure(table, decomposition, alpha=1.0 - options.ci)
+    table = add_rests_on(table, dataset.scores, decomposition)
     if options.bootstrap > 0:
         # item-level results out of core (or --engine spark): the Poisson bootstrap in the engine (interval_route)
         table = add_intervals(table, dataset.scores, dataset.items, weights=weights, n_boot=options.bootstrap,
                               seed=options.seed, ci=options.ci,
                               statistics={"relative_jaggedness": replicate_statistic(decomposition)},
                               source=dataset.item_path, engine=options.engine, spark_master=options.spark_master)
+    check_intervals(table)  # invariant: every printed estimate lies in its own interval
     return add_notes(table, dataset.model_notes)
 
 
@@ -558,3 +644,100 @@ def add_deployment(table: pd.DataFrame, scores: pd.DataFrame, weights: pd.DataFr
     own = table.set_index("model")["note"].reindex(dep["model"]).fillna("").to_numpy(dtype=object)
     notes = join_note_columns(own, dep["note"])
     return merged.assign(note=notes)
+
+
+# --------------------------------------------------------------------------- two runs or releases
+
+def load_side(path: str | Path | None, options: Mapping[str, Any], where: Sequence[str] = (), side: str = "a") -> Any:
+    """One side: any input :func:`jagged.load` reads (loader options from ``options``); "" or None: bundled items.
+
+    ``where`` filters this side's rows on top of ``options["where"]`` (``--where-a``/``--where-b``);
+    the side is then named after them: ``releases.csv [release=2024-08-31]``.
+    """
+    if path in (None, ""):
+        if where:
+            raise JaggedInputError(f"--where-{side}: side {side.upper()} is the bundled item-level responses, which "
+                                   "have no such columns; give the input file")
+        from jagged.readers.items import load_bundled_items
+
+        return load_bundled_items()
+    from jagged.readers.load import load
+
+    kwargs = opts.load_kwargs(options)
+    if where:
+        kwargs["where"] = (*kwargs.get("where", ()), *where)
+    dataset = load(path, **kwargs)
+    if where:
+        dataset.source = f"{dataset.source} [{', '.join(where)}]"
+    return dataset
+
+
+def check_overlap(a: Any, b: Any) -> None:
+    """Refuse two datasets with no model or no domain in common (nothing to compare like for like).
+
+    Raises
+    ------
+    JaggedInputError
+        ``A and B have no model in common: nothing to compare`` (and the same for domains).
+    """
+    for kind in ("model", "domain"):
+        common = set(a.scores[kind].astype(str)) & set(b.scores[kind].astype(str))
+        if not common:
+            raise JaggedInputError(f"{a.source} and {b.source} have no {kind} in common: nothing to compare")
+
+
+def compare_weights(a: Any, b: Any, options: Mapping[str, Any]) -> Any:
+    """The profiles × domains weights over the domains of both sides (None without profiles).
+
+    ``weights``, ``profiles`` and ``missing_weight`` as in :func:`jagged.analysis.resolve_profiles`
+    (which reads the weights file).
+    """
+    analysis = opts.analysis_options(options)
+    if not analysis.weights and not analysis.profiles:
+        return None
+    both = pd.concat([a.scores.astype({"model": str, "domain": str}), b.scores.astype({"model": str, "domain": str})],
+                     ignore_index=True)
+    return resolve_profiles(both, analysis.weights, analysis.profiles, analysis.missing_weight)
+
+
+def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float = 0.05, repeats: bool = False,
+                   where_a: Sequence[str] = (), where_b: Sequence[str] = (), **options: Any) -> tuple[Any, Any, Any]:
+    """Load two inputs and compare them (``jagged compare A B``).
+
+    Parameters
+    ----------
+    a, b : str or pathlib.Path
+        The earlier and the later run or release: any input :func:`jagged.load` reads
+        (``""``/None: the bundled item-level MMLU-Pro responses).
+    alpha : float
+        False discovery rate of the ledger's ``difficulty_moved``.
+    repeats : bool
+        A and B are repeated runs of the same models: add the run-to-run noise floor.
+    where_a, where_b : sequence of str
+        ``COLUMN=VALUE`` row filters of one side (with ``where``, which applies to both):
+        ``compare_inputs(f, f, where_a=["release=X"], where_b=["release=Y"])`` compares two
+        releases in one file.
+    **options
+        Loader options (both sides) and analysis options (``weights``, ``profiles``,
+        ``missing_weight``, ``bootstrap``, ``seed``, ``ci``) by name (:mod:`jagged.options`).
+
+    Returns
+    -------
+    (Dataset, Dataset, jagged.stats.compare.Comparison)
+
+    Raises
+    ------
+    JaggedInputError
+        What the loaders reject; no model or no domain in common; weights that do not
+        cover the domains of both; ``repeats`` without item-level results on both sides.
+    """
+    from jagged.stats.compare import compare
+
+    opts.check_keywords(options, "compare_inputs")
+    side_a, side_b = load_side(a, options, where_a, "a"), load_side(b, options, where_b, "b")
+    check_overlap(side_a, side_b)
+    weights = compare_weights(side_a, side_b, options)
+    analysis = opts.analysis_options(options)
+    comparison = compare(side_a, side_b, weights, n_boot=analysis.bootstrap, seed=analysis.seed, ci=analysis.ci,
+                         alpha=alpha, repeats=(side_a, side_b) if repeats else None)
+    return side_a, side_b, comparison

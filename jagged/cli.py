@@ -1,7 +1,9 @@
 """The ``jagged`` command line: parse, call the library, print, exit 0 / 1 / 2.
 
-Exit status: 0 success; 1 internal error (or a batch with failed reports); 2 bad input,
-with a one-line message on stderr that names the file and the column or value at fault.
+Exit status: 0 success; 1 internal error (or a batch with failed reports); 2 bad input (or
+an input too large for the memory this process may use), with a one-line message on stderr
+that names the file and the column or value at fault. Whatever is printed from the data (a
+name, a value) shows its control characters and bidi overrides escaped (:func:`say`).
 """
 
 from __future__ import annotations
@@ -18,15 +20,20 @@ import click
 from jagged import options as opts
 from jagged.errors import JaggedInputError
 from jagged.report.notebooks import DEFAULT_OUTPUT, DEFAULT_TITLE
-from jagged.text import one_line
+from jagged.text import HIDDEN, one_line, printable
 
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 
 
+def say(text: object, err: bool = True) -> None:
+    """Print what jagged found: names are data, so every control character and bidi override shows escaped."""
+    click.echo(printable(text), err=err)
+
+
 def _print_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
                    line: str | None = None) -> None:
-    click.echo(f"jagged: warning: {one_line(str(message))}", err=True)
+    say(f"jagged: warning: {one_line(str(message))}")
 
 
 def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -42,18 +49,23 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
                 warnings.showwarning = _print_warning
                 return func(*args, **kwargs)
         except JaggedInputError as exc:
-            click.echo(f"jagged: error: {one_line(str(exc))}", err=True)
+            say(f"jagged: error: {one_line(str(exc))}")
             sys.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:
             click.echo("jagged: interrupted", err=True)
             sys.exit(130)
+        except MemoryError as exc:  # the input needs more memory than this process may have: say so, like bad input
+            detail = f" ({one_line(str(exc), 120)})" if str(exc).strip() else ""
+            say(f"jagged: error: out of memory{detail}: the input needs more memory than this process may use; "
+                "select models or domains (--models, --domains) or run it where there is more")
+            sys.exit(EXIT_BAD_INPUT)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # the last guard: never a traceback unless asked for
             if os.environ.get("JAGGED_DEBUG"):
                 raise
-            click.echo(f"jagged: internal error: {type(exc).__name__}: {one_line(str(exc))} "
-                       "(set JAGGED_DEBUG=1 to see the traceback)", err=True)
+            say(f"jagged: internal error: {type(exc).__name__}: {one_line(str(exc))} "
+                "(set JAGGED_DEBUG=1 to see the traceback)")
             sys.exit(EXIT_INTERNAL)
         finally:
             warnings.showwarning = previous
@@ -69,14 +81,81 @@ def check_inputs(scores: Any, kwargs: dict[str, Any]) -> None:
     check_input_path(kwargs.get("weights"), "weights")
 
 
+def check_outputs(tables: dict[str, str | None], inputs: dict[str, Any], report: tuple[str, str | None] = ("", None),
+                  folders: dict[str, Any] | None = None) -> None:
+    """Check every output before anything is read or written (a failed check writes nothing).
+
+    Parameters
+    ----------
+    tables : dict
+        Flag → a table output (``-o``, ``--items-out``): ``.csv`` or ``.json``.
+    inputs : dict
+        What each input is → its path (SCORES, --weights, --n-items, --params ...).
+    report : (flag, path)
+        A report's ``.html`` (:func:`jagged.report.run.check_destination`); its ``.ipynb`` and
+        ``.json`` beside it are outputs too.
+    folders : dict, optional
+        Folders the command fills, that hold no input (see :func:`jagged.paths.check_outputs`).
+    """
+    from jagged.paths import check_outputs as apart
+
+    outputs: dict[str, Any] = {}
+    for flag, path in tables.items():
+        if path is not None:
+            table_format(path)
+            outputs[flag] = path
+    flag, html = report
+    if html is not None:
+        from jagged.report.run import check_destination
+
+        html = check_destination(html)
+        outputs.update({flag: html, f"{flag} {html}'s notebook": html.with_suffix(".ipynb"),
+                        f"{flag} {html}'s record": html.with_suffix(".json")})
+    apart(outputs, {name: path for name, path in inputs.items() if isinstance(path, (str, os.PathLike))}, folders)
+
+
+def load_inputs(scores: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The input paths of a command that reads SCORES with the load options (for :func:`check_outputs`)."""
+    return {"SCORES": scores, "--weights": kwargs.get("weights"), "--n-items": kwargs.get("n_items")}
+
+
 #: Options that say how to read SCORES (every command that reads scores).
 input_options = opts.cli_options(opts.LOAD)
 #: Options that say what to compute beyond the jaggedness penalty.
 analysis_options = opts.cli_options(opts.ANALYSIS)
 
 
+class OneValueCommand(click.Command):
+    """A command that refuses a single-value option given twice (click would keep the last silently).
+
+    Options that take one value (every option not declared ``multiple``, flags included)
+    may appear once; options sharing a destination (``--abilities`` / ``--by-domain``)
+    count together. Repeatable options (``--where``, ``--models`` ...) are not affected.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        seen: dict[str, list[str]] = {}
+        for param in order:
+            if isinstance(param, click.Option) and not param.multiple and not param.count and param.name:
+                seen.setdefault(param.name, []).append(param.opts[-1])
+        for flags in seen.values():
+            if len(set(flags)) > 1:
+                raise click.UsageError(f"{' and '.join(dict.fromkeys(flags))} choose the same thing; give one of "
+                                       "them", ctx=ctx)
+            if len(flags) > 1:
+                raise click.UsageError(f"{flags[0]} given {len(flags)} times; it takes one value, give it once",
+                                       ctx=ctx)
+        return super().parse_args(ctx, args)
+
+
 class OneLineErrors(click.Group):
-    """A click group whose usage errors (a bad option value, an unknown option) are one line, exit 2."""
+    """A click group whose usage errors (a bad option value, an unknown option) are one line, exit 2.
+
+    Its commands are :class:`OneValueCommand`: a single-value option given twice is refused.
+    """
+
+    command_class = OneValueCommand
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
@@ -86,7 +165,7 @@ class OneLineErrors(click.Group):
             return super().main(args, prog_name, complete_var, False, **extra)
         except click.UsageError as exc:
             hint = f" (see 'jagged {exc.ctx.info_name} --help')" if exc.ctx is not None and exc.ctx.parent else ""
-            click.echo(f"jagged: error: {one_line(exc.format_message())}{hint}", err=True)
+            say(f"jagged: error: {one_line(exc.format_message())}{hint}")
             sys.exit(EXIT_BAD_INPUT)
         except click.ClickException as exc:
             exc.show()
@@ -119,62 +198,51 @@ def main() -> None:
 @guarded
 def metrics(scores: str, output: str | None, **kwargs: Any) -> None:
     """Compute the per-model metrics table (macro_score, cv_error, ...) for SCORES."""
-    from jagged.analysis import metrics_table
-    from jagged.readers.load import load
+    from jagged.analysis import analyse
 
     check_inputs(scores, kwargs)
-    dataset = load(scores, **opts.load_kwargs(kwargs))
-    table = metrics_table(dataset, opts.analysis_options(kwargs))
-    write_table(table, output)
-    echo_rank_agreement(table)
+    check_outputs({"-o": output}, load_inputs(scores, kwargs))
+    analysis = analyse(scores, example_profiles=False, **kwargs)
+    write_table(analysis.table, output)
+    if analysis.has_profiles:  # how each profile reorders the models
+        for row in analysis.rank_agreement.itertuples(index=False):
+            say(f"profile {row.profile}: Kendall tau(macro rank, deployment rank) = {row.kendall_tau:.3f} over "
+                f"{row.n_models} models; {row.n_rank_changes} change rank (at most {row.max_rank_change} places)")
 
 
-def echo_rank_agreement(table: Any) -> None:
-    """With profiles, say on stderr how each one reorders the models (Kendall tau)."""
-    if "profile" not in table.columns:
-        return
-    from jagged.stats.deployment import rank_agreement
+def table_format(output: str) -> str:
+    """``"csv"`` or ``"json"`` from a table output's name, else a one-line error."""
+    suffix = Path(output).suffix.lower()
+    if suffix not in (".csv", ".json"):
+        raise JaggedInputError(f"{output}: output must end in .csv or .json")
+    if os.path.isdir(output):
+        raise JaggedInputError(f"{output}: is a directory, expected a file name")
+    if os.path.lexists(output) and not os.path.isfile(output):
+        raise JaggedInputError(f"{output}: exists and is not a regular file")
+    return suffix[1:]
 
-    for row in rank_agreement(table).itertuples(index=False):
-        click.echo(f"profile {row.profile}: Kendall tau(macro rank, deployment rank) = {row.kendall_tau:.3f} "
-                   f"over {row.n_models} models; {row.n_rank_changes} change rank (at most "
-                   f"{row.max_rank_change} places)", err=True)
+
+def json_text(text: str) -> str:
+    """JSON text with the bidi overrides and C1 controls in its strings escaped as ``\\uXXXX`` (the same JSON).
+
+    JSON escapes the C0 controls in strings itself; a raw newline is the layout's.
+    """
+    return HIDDEN.sub(lambda m: m.group() if m.group() in "\t\n\r" else f"\\u{ord(m.group()):04x}", text)
 
 
 def write_table(table: Any, output: str | None) -> None:
-    """Write a metrics table as CSV to stdout, or to a .csv / .json file atomically."""
-    from jagged.fileio import atomic_write_text
+    """Write a table as CSV to stdout, or to a .csv / .json file atomically (CSV: :func:`jagged.fileio.csv_text`)."""
+    from jagged.fileio import atomic_write_text, csv_text
 
     if output is None:
-        click.echo(table.to_csv(index=False), nl=False)
+        click.echo(csv_text(table, keep="\t"), nl=False)
         return
-    suffix = Path(output).suffix.lower()
-    if suffix == ".json":
-        text = table.to_json(orient="records", indent=2, force_ascii=False)
-    elif suffix == ".csv":
-        text = table.to_csv(index=False)
+    if table_format(output) == "json":
+        text = json_text(table.to_json(orient="records", indent=2, force_ascii=False))
     else:
-        raise JaggedInputError(f"{output}: output must end in .csv or .json")
+        text = csv_text(table)
     atomic_write_text(output, text)
-    click.echo(f"wrote {output} ({len(table)} rows)", err=True)
-
-
-def check_table_outputs(*outputs: str | None, inputs: tuple[str | None, ...] = ()) -> None:
-    """Refuse, before any work, table outputs that cannot be written: not .csv/.json, a folder, not a regular
-    file, one path given twice, or an input file."""
-    seen: set[Path] = set()
-    sources = {Path(p).resolve() for p in inputs if p}
-    for output in outputs:
-        if output is None:
-            continue
-        path = Path(output)
-        if path.suffix.lower() not in (".csv", ".json"):
-            raise JaggedInputError(f"{output}: output must end in .csv or .json")
-        if path.is_dir() or (path.exists() and not path.is_file()):
-            raise JaggedInputError(f"{output}: exists and is not a regular file")
-        if path.resolve() in seen or path.resolve() in sources:
-            raise JaggedInputError(f"{output}: given twice, or an input file (outputs never overwrite inputs)")
-        seen.add(path.resolve())
+    say(f"wrote {output} ({len(table)} rows)")
 
 
 @main.command()
@@ -199,20 +267,18 @@ def structure(scores: str, as_json: bool, output: str | None, draws: int | None,
     """
     import json
 
-    from jagged.readers.load import load
-    from jagged.stats.structure import structure as decompose_table
-    from jagged.views.structure import structure_text
+    from jagged.analysis import analyse
+    from jagged.views.structure import structure_summary, structure_text
 
     check_inputs(scores, kwargs)
-    dataset = load(scores, **opts.load_kwargs(kwargs))
-    options = opts.analysis_options(kwargs)
-    result = decompose_table(dataset.scores, draws=draws, seed=options.seed, ci=options.ci)
+    check_outputs({"-o": output}, load_inputs(scores, kwargs))
+    result = analyse(scores, example_profiles=False, draws=draws, **kwargs).structure
     if output is not None:
         write_table(result.decomposition.residuals(), output)
     if as_json:
-        click.echo(json.dumps(result.summary(), indent=2, ensure_ascii=False))
+        click.echo(json_text(json.dumps(structure_summary(result), indent=2, ensure_ascii=False)))
     else:
-        click.echo(structure_text(result))
+        click.echo(structure_text(result))  # each line escaped by the view
 
 
 @main.command()
@@ -231,10 +297,10 @@ def validate(scores: str, **kwargs: Any) -> None:
 
         found = datastore_collections(Path(scores))
         if len(found) > 1:  # a datastore root: list what it holds instead of refusing
-            click.echo(collections_text(scores, found))
+            click.echo(collections_text(scores, found))  # each line escaped by the view
             return
     dataset = load(scores, **opts.load_kwargs(kwargs))
-    click.echo(describe(dataset))
+    say(describe(dataset), err=False)
 
 
 @main.command("items")
@@ -284,7 +350,7 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
     from jagged.views import item_audit as item_views
 
     check_inputs(scores, kwargs)
-    check_table_outputs(output, models_out, inputs=(scores,))
+    check_outputs({"-o": output, "--models-out": models_out}, load_inputs(scores, kwargs))
     dataset = load(scores, **opts.load_kwargs(kwargs)) if scores else load_bundled_items()
     analysis = Analysis(dataset, options=opts.analysis_options(kwargs), bundled=not scores, item_rest=rest)
     audit = analysis.item_audit
@@ -305,7 +371,7 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
     if models_out is not None:
         write_table(analysis.flaws.models, models_out)
     for line in item_views.summary_lines(audit):
-        click.echo(f"jagged: {line}", err=True)
+        say(f"jagged: {line}")
 
 
 @main.command()
@@ -318,7 +384,7 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
               help="Rerun from a parameter set: papermill-style YAML, or a jagged report (.html/.ipynb) "
                    "whose stored parameters and notebook are reused. Options given here override it. Stored "
                    "parameters are data: plain values checked against each option's type and bounds before "
-                   "anything runs.")
+                   "anything runs; the engine, Spark master and input cap come from this command line only.")
 @click.option("--notebook", type=str, default=None, metavar="NAME",
               help="Packaged notebook to run with --params (default: the one stored in FILE, else "
                    "jaggedness_report); e.g. model_report. Never a path.")
@@ -336,6 +402,7 @@ def report(scores: str | None, output: str, title: str, show_code: bool, params_
     """
     from jagged.report.jaggedness import jaggedness_report
 
+    check_outputs({}, {**load_inputs(scores, kwargs), "--params": params_file}, report=("-o", output))
     if params_file is not None or notebook is not None:
         write_report(lambda: _report_from_parameters(params_file, notebook, scores, output, title, show_code, kwargs))
     else:
@@ -351,9 +418,9 @@ def write_report(run: Callable[[], Path]) -> None:
     except ReportError as exc:
         if exc.ename == "JaggedInputError":
             raise JaggedInputError(exc.evalue or str(exc)) from None
-        click.echo(f"jagged: report failed: {one_line(str(exc))}", err=True)
+        say(f"jagged: report failed: {one_line(str(exc))}")
         sys.exit(EXIT_INTERNAL)
-    click.echo(f"wrote {path} (executed notebook: {path.with_suffix('.ipynb')})", err=True)
+    say(f"wrote {path} (executed notebook: {path.with_suffix('.ipynb')})")
 
 
 def _report_from_parameters(params_file: str | None, notebook: str | None, scores: str | None, output: str,
@@ -375,7 +442,7 @@ def _report_from_parameters(params_file: str | None, notebook: str | None, score
 @click.option("--out-dir", "out_dir", type=str, default="reports/batch", show_default=True,
               help="Output folder: index.html, the cross-model report and models/<slug>.html.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Worker processes, each with one warm kernel (default: the number of CPUs).")
+              help="Reports made at once, each in a warm kernel (default: the number of CPUs).")
 @click.option("--models", "--model", "models", multiple=True, metavar="M",
               help="Report on this model only (repeatable; default: every model; every model is still read).")
 @click.option("--force", is_flag=True, help="Rebuild reports that are up to date.")
@@ -389,13 +456,16 @@ def batch(scores: str | None, out_dir: str, jobs: int | None, models: tuple[str,
 
     Reports whose inputs, parameters, notebook and code are unchanged are skipped (their
     content hash is stored in each report); a failing model is listed as failed in the
-    index and the others are still written (exit 1). Ctrl-C or SIGTERM stops the workers
-    and their kernels, keeps every finished report and writes the index of them (exit 130
-    or 143); run the same command again to resume.
+    index and the others are still written (exit 1). Ctrl-C or SIGTERM stops the kernels,
+    keeps every finished report and writes the index of them (exit 130 or 143); run the
+    same command again to resume.
     """
     from jagged.report.batch import run_batch
+    from jagged.report.batch_plan import MODELS_DIR
 
     check_inputs(scores, kwargs)
+    check_outputs({}, load_inputs(scores, kwargs), report=("--out-dir", os.path.join(out_dir, "report.html")),
+                  folders={"--out-dir": os.path.join(out_dir, MODELS_DIR)})
     analysis = {k: kwargs[k] for k in opts.names(opts.ANALYSIS) if k in kwargs}
     try:
         result = run_batch(scores, out_dir, jobs=jobs, models=models, force=force, load=opts.load_kwargs(kwargs),
@@ -404,7 +474,7 @@ def batch(scores: str | None, out_dir: str, jobs: int | None, models: tuple[str,
         click.echo("jagged: interrupted; finished reports are kept, run the same command again to resume",
                    err=True)
         sys.exit(128 + getattr(exc, "signum", 2))  # 130 for Ctrl-C, 143 for SIGTERM
-    click.echo(result.summary(), err=True)
+    say(result.summary())
     if result.failed:
         sys.exit(EXIT_INTERNAL)
 
@@ -414,51 +484,56 @@ def batch(scores: str | None, out_dir: str, jobs: int | None, models: tuple[str,
 @click.argument("a", type=str)
 @click.argument("b", type=str)
 @click.option("-o", "--output", type=str, default=None,
-              help="Write the per-model table (macro_score_a, macro_score_b, macro_score_delta, ...) to OUT.csv or "
-                   "OUT.json (default: CSV on stdout when no other output is asked for).")
+              help="Write the per-model table (macro_score_a, macro_score_b, macro_score_delta, "
+                   "macro_delta_vs_field, ...) to OUT.csv or OUT.json (default: CSV on stdout when no other output "
+                   "is asked for).")
 @click.option("--items-out", "items_out", type=str, default=None, metavar="FILE",
               help="Write the item ledger (one row per item whose status changed; column change) to FILE.csv or "
                    ".json; needs item-level results on both sides.")
+@click.option("--domains-out", "domains_out", type=str, default=None, metavar="FILE",
+              help="Write the field's shift per shared domain (shift: the mean change over the models, with "
+                   "shift_lo, shift_hi, beyond_noise) to FILE.csv or .json.")
 @click.option("--report", "report_path", type=str, default=None, metavar="OUT.html",
               help="Also write the compare report (findings first) to OUT.html.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
-              show_default=True, help="False discovery rate of the items whose difficulty moved (Benjamini-Hochberg).")
-@click.option("--repeats", is_flag=True, help="A and B are repeated runs of the same models on the same items: add "
-              "the run-to-run noise floor and beyond_run_noise.")
+@opts.cli_options(opts.COMPARE)
 @input_options
 @analysis_options
 @guarded
-def compare_command(a: str, b: str, output: str | None, items_out: str | None, report_path: str | None,
-                    alpha: float, repeats: bool, **kwargs: Any) -> None:
+def compare_command(a: str, b: str, output: str | None, items_out: str | None, domains_out: str | None,
+                    report_path: str | None, alpha: float, repeats: bool, **kwargs: Any) -> None:
     """What changed from run or release A to B? Like-for-like deltas per model, with paired intervals.
 
-    A and B are any two inputs jagged reads. Every delta is B - A on what both share (the
-    items each model answered on both sides, else the domains both score); the item ledger,
-    rank changes (Kendall tau) and added/removed models and domains come with it. Findings
-    go to stderr.
+    A and B are any two inputs jagged reads (the same file twice with --where-a and --where-b
+    for two releases in one file). Every delta is B - A on what both share (the items each
+    model answered on both sides, else the domains both score), split into what every model
+    shares (the field's shift per domain) and each model's change relative to the field; the
+    item ledger, rank changes (Kendall tau) and added/removed models and domains come with it.
+    Findings go to stderr.
     """
-    from jagged.report.compare import compare_inputs, compare_report
+    from jagged.analysis import compare_inputs
+    from jagged.report.compare import compare_report
     from jagged.views.compare import CompareView, findings
 
     check_inputs(a, kwargs)
     check_inputs(b, {})
-    if report_path is not None:
-        from jagged.report.run import check_destination
-
-        check_destination(report_path)
+    check_outputs({"-o": output, "--items-out": items_out, "--domains-out": domains_out},
+                  {**load_inputs(None, kwargs), "A": a, "B": b},
+                  report=("--report", report_path))
     side_a, side_b, comparison = compare_inputs(a, b, alpha=alpha, repeats=repeats, **kwargs)
     if items_out is not None and comparison.ledger is None:
         raise JaggedInputError(f"--items-out needs item-level results on both sides ({side_a.source}: "
                                f"{'yes' if side_a.items is not None else 'no'}, {side_b.source}: "
                                f"{'yes' if side_b.items is not None else 'no'})")
-    if output is not None or (items_out is None and report_path is None):
-        write_table(comparison.models, output)
-    if items_out is not None:
-        write_table(comparison.ledger, items_out)
+    outputs = ((output, comparison.models), (items_out, comparison.ledger), (domains_out, comparison.domains))
+    if output is None and items_out is None and domains_out is None and report_path is None:
+        write_table(comparison.models, None)
+    for path, table in outputs:
+        if path is not None:
+            write_table(table, path)
     view = CompareView(comparison, name_a=side_a.source, name_b=side_b.source, ci=kwargs.get("ci", 0.95),
                        alpha=alpha)
     for sentence in findings(view):
-        click.echo(f"jagged: {sentence}", err=True)
+        say(f"jagged: {sentence}")
     if report_path is not None:
         write_report(lambda: compare_report(a, b, report_path, alpha=alpha, repeats=repeats, **kwargs))
 

@@ -2,20 +2,24 @@
 
 :func:`atomic_write_bytes` writes beside the destination and renames into place, so a
 reader sees the old file or the new one; a full disk or an unwritable folder becomes a
-one-line :class:`~jagged.errors.JaggedInputError` and leaves the old file as it was.
-:func:`folder_lock` lets one process at a time write a folder (``jagged batch``).
+one-line :class:`~jagged.errors.JaggedInputError` and leaves the old file as it was. Files
+are created 0666 less the umask (0644 under the usual 022), as a report is: they hold no
+secret. :func:`folder_lock` lets one process at a time write a folder (``jagged batch``).
+:func:`csv_text` is the one CSV writer: a text cell a spreadsheet would run as a formula
+is written as text.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import tempfile
+import secrets
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from jagged.errors import JaggedInputError
+from jagged.text import printable
 
 #: The lock file :func:`folder_lock` takes in the folder it guards.
 LOCK_NAME = ".jagged-batch.lock"
@@ -67,7 +71,13 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
+        while True:  # like tempfile.mkstemp, but the umask decides the mode (mkstemp's is 0600)
+            tmp = str(path.parent / f".{path.name[:40]}.{secrets.token_hex(6)}.tmp")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                break
+            except FileExistsError:
+                continue
     except OSError as exc:
         raise write_error(path, exc) from None
     try:
@@ -85,6 +95,43 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """Write UTF-8 text atomically (see :func:`atomic_write_bytes`)."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP's CSV injection rule).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(frame: Any, keep: str = "\t\n\r") -> str:
+    """A table as CSV text whose text cells a spreadsheet shows as text, never runs.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table.
+    keep : str
+        Control characters kept as they are: in a file, tab, newline and carriage return
+        (a cell holding them is quoted); on a terminal only the tab (a newline in a name
+        would start a line of its own).
+
+    Returns
+    -------
+    str
+        ``frame.to_csv(index=False)``, where every text cell (and column name) that starts
+        with ``= + - @``, a tab or a carriage return gets a leading ``'`` (``=HYPERLINK(...)``
+        → ``'=HYPERLINK(...)``), as OWASP recommends, and NUL, the other control characters
+        but those in ``keep``, and the bidirectional overrides are written as escapes
+        (:func:`jagged.text.printable`). Numbers are never changed (``-0.5`` stays).
+    """
+    def cell(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        value = printable(value, keep=keep)
+        return "'" + value if value.startswith(FORMULA_START) else value
+
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    text = [c for c in frame.columns if not (is_numeric_dtype(frame[c]) or is_bool_dtype(frame[c]))]
+    return frame.assign(**{c: frame[c].map(cell) for c in text}).rename(columns=cell).to_csv(index=False)
 
 
 @contextmanager

@@ -10,8 +10,8 @@ defaults and help, and the functions below translate between the roads:
   arguments out of any mapping of values (CLI keyword arguments, notebook parameters);
 * :func:`notebook_values` writes values as notebook parameters ("" for "not given",
   lists for tuples) and :func:`from_notebook` reads them back (None for "");
-* :func:`parameters_cell` is the source of a notebook's ``parameters`` cell, which the
-  notebooks must match (``tests/test_options.py`` checks);
+* :func:`parameters_cell` writes a notebook's ``parameters`` cell from :data:`NOTEBOOK_PARAMETERS`
+  (``tests/nbval_refresh.py`` puts it in the notebook, ``tests/test_options.py`` checks);
 * :func:`check_value` and :func:`check_parameters` hold every value to its option's
   declared type and bounds (the same bounds the CLI's click types use) with the machinery
   of :mod:`jagged.option_checks`, which returns it as plain JSON types or refuses it;
@@ -38,14 +38,15 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from jagged.errors import JaggedInputError
 from jagged.option_checks import MAX_LIST, MAX_TEXT, conform, shown, text_ok
 
-#: Stages an option belongs to.
-LOAD, ANALYSIS, DISPLAY = "load", "analysis", "display"
+#: Stages an option belongs to (``compare``: the compare command's and notebook's own, in :data:`NOTEBOOK_ONLY`).
+LOAD, ANALYSIS, DISPLAY, COMPARE = "load", "analysis", "display", "compare"
 #: Page themes of the report template.
 THEMES = ("light", "dark", "auto")
-#: Every report section ``--sections`` can name, in report order (the optional ones are
-#: :data:`jagged.analysis.SECTIONS`; :data:`jagged.report.sections.CHOICES` is this tuple).
-REPORT_SECTIONS: tuple[str, ...] = ("glance", "provenance", "data", "metrics", "overview", "hierarchy", "noise",
-                                    "profiles", "items", "irt", "decomposition", "meaning")
+#: Every report section ``--sections`` can name, in report order, and whether it is optional: shown only where
+#: ``Analysis.sections`` says it applies, its notebook cells tagged ``section-NAME`` (``tests/test_sections.py``).
+REPORT_SECTIONS: dict[str, bool] = {
+    "glance": False, "provenance": False, "data": False, "metrics": False, "overview": False, "hierarchy": True,
+    "noise": True, "profiles": True, "items": True, "irt": True, "decomposition": True, "meaning": False}
 #: Largest seed (numpy's ``default_rng`` takes any non-negative integer; 2**32 - 1 is plenty).
 MAX_SEED = 2**32 - 1
 #: Largest ``max_input_bytes``: 1 TiB.
@@ -68,9 +69,8 @@ class Option:
     default : object
         The library default (``None``: not given); the CLI default unless ``cli_default``.
     help : str
-        One line for ``--help`` and the notebook's parameters cell.
-    notebook_help : str, optional
-        A different comment for the notebook cell (default: ``help``).
+        One line for ``--help``, the notebook's parameters cell and the report's parameters
+        (no ``=``: papermill could not read the notebook's line).
     cli_default : object, optional
         The CLI's and the notebooks' default when it differs from the library's.
     choices : tuple, optional
@@ -86,6 +86,10 @@ class Option:
         click type and :meth:`check`; every numeric option has a maximum.
     open_bounds : bool
         Whether both bounds are excluded (``ci`` lies strictly between 0 and 1).
+    capability : bool
+        Whether it widens what a run may touch (an engine, a cluster, the input cap): then
+        it comes from the command line only, never from stored parameters
+        (:func:`set_aside_capabilities`).
     """
 
     name: str
@@ -93,7 +97,6 @@ class Option:
     kind: str
     default: Any
     help: str
-    notebook_help: str = ""
     cli_default: Any = ...
     choices: tuple | None = None
     metavar: str | None = None
@@ -102,6 +105,7 @@ class Option:
     minimum: int | float | None = None
     maximum: int | float | None = None
     open_bounds: bool = False
+    capability: bool = False
 
     @property
     def flag(self) -> str:
@@ -149,95 +153,65 @@ class Option:
 def _options() -> tuple[Option, ...]:
     return (
         # -- how to read SCORES
-        Option("score_scale", LOAD, "str", "fraction", "Scale of scores in CSV/Parquet tables; 'percent' "
-               "divides by 100.", notebook_help='scale of scores in CSV/Parquet tables: "fraction" or "percent"',
-               choices=("fraction", "percent")),
+        Option("score_scale", LOAD, "str", "fraction", "Scale of scores in CSV/Parquet tables; 'percent' divides "
+               "by 100.", choices=("fraction", "percent")),
         Option("task", LOAD, "str", None, "lm-eval: the group (or comma-separated tasks) whose leaf tasks are "
-               "the domains; required when a file holds several.", metavar="GROUP",
-               notebook_help="lm-eval outputs: the group (or comma-separated tasks) whose leaf tasks are the "
-                             "domains"),
-        Option("metric", LOAD, "str", None, "lm-eval: metric used as the score (default acc,none, else the only "
-               "higher-is-better one); Inspect: SCORER[,KEY].", metavar="NAME[,FILTER]",
-               notebook_help='evaluator outputs: the metric used as the score; "" means the default'),
+               "the domains; required when a file holds several.", metavar="GROUP"),
+        Option("metric", LOAD, "str", None, "Evaluator outputs: the metric used as the score (lm-eval: default "
+               "acc,none, else the only higher-is-better one; Inspect: SCORER[,KEY]).", metavar="NAME[,FILTER]"),
         Option("model_name", LOAD, "str", None, "Evaluator outputs: model name to use instead of the one in "
-               "the files.", metavar="NAME",
-               notebook_help="evaluator outputs: model name to use instead of the one in the files"),
+               "the files.", metavar="NAME"),
         Option("domain_key", LOAD, "str", None, "Item-level evaluator outputs: the sample field naming the "
                "domain (Inspect sample metadata, lm-eval doc; dotted for nested). Default: the task.",
-               metavar="KEY", notebook_help='item-level evaluator outputs: the sample field naming the domain; '
-                                           '"" means the task'),
+               metavar="KEY"),
         Option("allow_incomplete", LOAD, "bool", False, "Inspect: accept logs whose status is not 'success' "
-               "(cancelled, error, started).",
-               notebook_help='Inspect logs: also accept logs whose status is not "success"'),
+               "(cancelled, error, started)."),
         Option("collection", LOAD, "str", None, "Every Eval Ever datastore: the collection (data/<collection>/) "
-               "to read; required when the folder holds several.", metavar="NAME",
-               notebook_help='Every Eval Ever datastore: the collection (data/<collection>/) to read; "" means '
-                             "the only one"),
-        Option("where", LOAD, "list", (), "Tables: keep only the rows whose COLUMN equals VALUE (repeatable; "
-               "all must hold), before the duplicate check: --where release=2024-08-31.", metavar="COLUMN=VALUE",
-               notebook_help="row filters as --where takes them (all must hold); [] means every row"),
-        Option("models", LOAD, "list", (), "Read only this model (repeatable; default: every model). In batch: "
-               "the models to write reports for, every model still read.", metavar="M",
-               notebook_help="models to read; [] means every model"),
-        Option("domains", LOAD, "list", (), "Read only this domain (repeatable; default: every domain).",
-               metavar="D", notebook_help="domains to read; [] means every domain"),
+               "to read; required when the folder holds several.", metavar="NAME"),
+        Option("where", LOAD, "list", (), "Tables: keep only the rows whose COLUMN equals VALUE (repeatable; all "
+               "must hold), before the duplicate check.", metavar="COLUMN=VALUE"),
+        Option("models", LOAD, "list", (), "Read only these models (repeatable; default: every model).",
+               metavar="M"),
+        Option("domains", LOAD, "list", (), "Read only these domains (repeatable; default: every domain).",
+               metavar="D"),
         Option("n_items", LOAD, "str", None, "Tables without item counts: the items behind each score, one "
                "number for every domain or a CSV of domain,n_items (benchmark sizes); refused when the table "
-               "has n_items.", metavar="N|FILE",
-               notebook_help='tables without item counts: items behind each score, a number or a domain,n_items '
-                             'CSV; "" means none'),
+               "has n_items.", metavar="N|FILE"),
         Option("strict", LOAD, "bool", False, "Every Eval Ever: refuse a bad value or a damaged file instead of "
-               "leaving it out (left-out entries are listed by validate and the report).",
-               notebook_help="Every Eval Ever: refuse a bad value or a damaged file instead of leaving it out"),
+               "leaving it out (left-out entries are listed by validate and the report)."),
         Option("max_input_bytes", LOAD, "int", None, "Most bytes any input file, archive member or compressed "
                "stream may expand to while it is read (default: the readers' cap).", metavar="BYTES",
-               notebook_help="most bytes an input file, archive member or compressed stream may expand to; None "
-                             "means the readers' default cap", minimum=1, maximum=MAX_INPUT_BYTES),
+               minimum=1, maximum=MAX_INPUT_BYTES, capability=True),
         # -- what to compute
         Option("weights", ANALYSIS, "str", None, "Deployment weights (CSV or YAML: profile, domain, "
-               "weight[, comment]); adds dep_score, wedge, wedge_bound, ranks, one row per model x profile.",
-               metavar="FILE", notebook_help='deployment weights file (CSV or YAML); "" means none, except that '
-                                             "the bundled scores come with illustrative example profiles"),
+               "weight[, comment]); adds dep_score, wedge, wedge_bound, ranks, one row per model x profile. "
+               "Reports of the bundled scores use its illustrative profiles without it.", metavar="FILE"),
         Option("profiles", ANALYSIS, "list", (), "Profile to compute (repeatable): a name in the weights file "
                "or the built-in 'uniform' (macro average) or 'items' (weights by n_items). Default: every "
-               "profile in --weights.", metavar="NAME",
-               notebook_help='profile names to compute (weights-file names, "uniform", "items"); [] means all '
-                             "in weights", cli_flag="--profile"),
+               "profile in the weights.", metavar="NAME", cli_flag="--profile"),
         Option("missing_weight", ANALYSIS, "str", "error", "A score domain absent from a weights profile: an "
-               "error, or no exposure.", choices=("error", "zero"),
-               notebook_help='a score domain absent from a profile: "error" or "zero"'),
+               "error, or no exposure.", choices=("error", "zero")),
         Option("bootstrap", ANALYSIS, "int", 0, "Bootstrap replicates for <stat>_lo/_hi intervals of "
                "cv_error, macro_score, dep_score, wedge (items resampled per domain, paired across models; "
                "binomial from n_items otherwise); 0: no intervals.", cli_default=2000, metavar="B",
-               notebook_help="bootstrap replicates for intervals (items resampled per domain, paired); 0 means "
-                             "none", minimum=0, maximum=100_000),
+               minimum=0, maximum=100_000),
         Option("seed", ANALYSIS, "int", 0, "Random seed of the bootstrap (same seed, same intervals).",
-               metavar="S", notebook_help="random seed of the bootstrap", minimum=0, maximum=MAX_SEED),
-        Option("ci", ANALYSIS, "float", 0.95, "Bootstrap interval level.", metavar="LEVEL",
-               notebook_help="confidence level of the intervals", minimum=0, maximum=1, open_bounds=True),
+               metavar="S", minimum=0, maximum=MAX_SEED),
+        Option("ci", ANALYSIS, "float", 0.95, "Bootstrap interval level.", metavar="LEVEL", minimum=0, maximum=1,
+               open_bounds=True),
         Option("engine", ANALYSIS, "str", "duckdb", "Where the item-level sums run: embedded DuckDB, or Spark "
-               "(pip install 'jagged[spark]', Java 17).", choices=("duckdb", "spark"),
-               notebook_help='where the item-level sums run: "duckdb" (embedded) or "spark"'),
+               "(pip install 'jagged[spark]', Java 17).", choices=("duckdb", "spark"), capability=True),
         Option("spark_master", ANALYSIS, "str", None, "With --engine spark: the Spark master URL (default: "
-               "Spark's own configuration, else local[*]).", metavar="URL",
-               notebook_help='with engine "spark": the master URL; "" means Spark\'s own configuration, else '
-                             "local[*]"),
+               "Spark's own configuration, else local[*]).", metavar="URL", capability=True),
         # -- what the report shows
         Option("focus_model", DISPLAY, "str", None, "Model for the exposure and drift-bound plots of the "
-               "task-mix section (default: the top-ranked by macro score).", metavar="MODEL",
-               notebook_help='model for the exposure and drift-bound plots; "" means the top-ranked (highest '
-                             "macro score)"),
+               "task-mix section (default: the top-ranked by macro score).", metavar="MODEL"),
         Option("max_models", DISPLAY, "int", 40, "With more models, the plots show the most and least jagged "
-               "max_models/2 each.", cli=False,
-               notebook_help="with more models, the plots show the most and least jagged max_models/2 each",
-               minimum=2, maximum=1000),
+               "max_models/2 each.", cli=False, minimum=2, maximum=1000),
         Option("sections", DISPLAY, "str", None, "Comma-separated report sections to show (default: all that "
-               f"apply): {', '.join(REPORT_SECTIONS)}.", metavar="NAME[,NAME...]",
-               notebook_help='report sections to show, comma-separated; "" means all that apply'),
+               f"apply): {', '.join(REPORT_SECTIONS)}.", metavar="NAME[,NAME...]"),
         Option("theme", DISPLAY, "str", "light", "Page colours: light, dark, or auto (follows the reader's "
-               "system setting).", choices=THEMES,
-               notebook_help='page colours of the HTML report: "light", "dark" or "auto" (the reader\'s system '
-                             "setting)"),
+               "system setting).", choices=THEMES),
     )
 
 
@@ -247,19 +221,26 @@ BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
 _SIDE_HELP = 'any input jagged reads; "" means the bundled item-level MMLU-Pro responses'
 #: Notebook parameters that are no option: checked like options (:func:`check_parameters`).
 NOTEBOOK_ONLY: dict[str, Option] = {o.name: o for o in (
-    Option("scores", "notebook", "str", None, 'score file or folder to analyse; "" means the bundled MMLU-Pro '
-           "per-category scores", cli=False),
-    Option("model", "notebook", "str", None, "model to report on", cli=False),
-    Option("n_extremes", "notebook", "int", 3, "how many best and worst domains to name", cli=False,
+    Option("scores", "notebook", "str", None, 'Score file or folder to analyse; "" means the bundled MMLU-Pro '
+           "per-category scores.", cli=False),
+    Option("model", "notebook", "str", None, 'Model to report on; "" means the first model in sorted order.',
+           cli=False),
+    Option("n_extremes", "notebook", "int", 3, "How many best and worst domains to name.", cli=False,
            minimum=0, maximum=1000),
-    # the compare notebook's two sides and its own settings
-    Option("a", "notebook", "str", None, "earlier run or release (A): " + _SIDE_HELP, cli=False),
-    Option("b", "notebook", "str", None, "later run or release (B): " + _SIDE_HELP, cli=False),
-    Option("alpha", "notebook", "float", 0.05, "false discovery rate of the items whose difficulty moved "
-           "(Benjamini-Hochberg over items)", cli=False, minimum=0, maximum=1, open_bounds=True),
-    Option("repeats", "notebook", "bool", False, "A and B are repeated runs of the same models on the same "
-           "items: also the run-to-run noise floor", cli=False),
+    # the compare command's and notebook's two sides and own settings (flags of `jagged compare` but a and b)
+    Option("a", COMPARE, "str", None, "Earlier run or release (A): " + _SIDE_HELP + ".", cli=False),
+    Option("b", COMPARE, "str", None, "Later run or release (B): " + _SIDE_HELP + ".", cli=False),
+    Option("alpha", COMPARE, "float", 0.05, "False discovery rate of the items whose difficulty moved "
+           "(Benjamini-Hochberg over items).", minimum=0, maximum=1, open_bounds=True),
+    Option("repeats", COMPARE, "bool", False, "A and B are repeated runs of the same models on the same items: "
+           "add the run-to-run noise floor and beyond_run_noise."),
+    *(Option(f"where_{side}", COMPARE, "list", (), f"Side {side.upper()} only: keep the rows whose COLUMN equals "
+             "VALUE (repeatable; --where applies to both sides), so that one file holding several releases is "
+             "enough.", metavar="COLUMN=VALUE")
+      for side in "ab"),
 )}
+#: Loader options that choose what is read: shown with the report's subtitle, in "What was read" and its JSON.
+SELECTION = ("where", "models", "domains", "n_items")
 #: Parameters that name a file or folder jagged reads (see :func:`check_input_path`).
 PATH_PARAMETERS = ("scores", "weights", "a", "b")
 
@@ -352,6 +333,78 @@ def check_parameters(values: Mapping[str, Any], source: str, declared: Iterable[
     return {name: check_value(name, value, source) for name, value in values.items()}
 
 
+def check_keywords(given: Iterable[str], function: str, known: Iterable[str] | None = None) -> None:
+    """Refuse keyword arguments that name no option, as Python does, with the closest option suggested.
+
+    Parameters
+    ----------
+    given : iterable of str
+        The keyword arguments' names.
+    function : str
+        The function's name, for the message (``"load"``).
+    known : iterable of str, optional
+        The names it takes (default: every option, :data:`OPTIONS`).
+
+    Raises
+    ------
+    TypeError
+        ``load() got an unexpected keyword argument 'modles'; did you mean 'models'?``
+        (:func:`difflib.get_close_matches`), or the names it takes when none is close.
+    """
+    import difflib
+
+    known = list(BY_NAME) if known is None else list(known)
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(str(name), known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (it takes {', '.join(known)})"
+            raise TypeError(f"{function}() got an unexpected keyword argument {str(name)[:60]!r}{hint}")
+
+
+def set_aside_capabilities(values: Mapping[str, Any], defaults: Mapping[str, Any], typed: Iterable[str],
+                           source: str) -> dict[str, Any]:
+    """Stored parameters with every capability back at its default, unless typed on the command line.
+
+    A report's parameters (or a ``--params`` YAML) come from whoever sent them: they
+    describe a run, never widen what a rerun may touch. An option declared with
+    ``capability=True`` (the engine, the Spark master, the input cap) keeps its stored value
+    in the report it came from, for provenance; the rerun uses the default unless its flag
+    is given again, and says so in one warning naming what it set aside.
+
+    Parameters
+    ----------
+    values : mapping
+        Checked stored parameters (notebook values).
+    defaults : mapping
+        The notebook's defaults.
+    typed : iterable of str
+        Option names given on the command line.
+    source : str
+        Where the values came from, the start of the warning (``"--params r.html"``).
+
+    Returns
+    -------
+    dict
+        ``values`` with the capabilities not typed at their defaults.
+    """
+    import warnings
+
+    from jagged.errors import JaggedWarning
+
+    typed = set(typed)
+    out = dict(values)
+    aside = [o for o in OPTIONS if o.capability and o.name in values and o.name not in typed
+             and values[o.name] != defaults.get(o.name, o.notebook_default())]
+    for option in aside:
+        out[option.name] = defaults.get(option.name, option.notebook_default())
+    if aside:
+        stored = ", ".join(f"{o.name}={shown(values[o.name])}" for o in aside)
+        warnings.warn(f"{source}: stored {stored} not used: what a rerun may touch comes from the command line; give "
+                      f"{', '.join(o.flag for o in aside)} to use {'it' if len(aside) == 1 else 'them'}", JaggedWarning,
+                      stacklevel=2)
+    return out
+
+
 def names(stage: str) -> tuple[str, ...]:
     """The option names of a stage."""
     return tuple(o.name for o in OPTIONS if o.stage == stage)
@@ -378,6 +431,27 @@ def load_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
     for name in names(LOAD):
         if name in values and _given(values[name]):
             out[name] = values[name]
+    return out
+
+
+def selection(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`SELECTION` options given among ``values`` ("", None and empty lists: not given).
+
+    Returns
+    -------
+    dict
+        In :data:`SELECTION` order: ``where``, ``models``, ``domains`` as lists of text (a
+        single text becomes a list of one), ``n_items`` as text.
+    """
+    out: dict[str, Any] = {}
+    for name in SELECTION:
+        value = values.get(name)
+        if not _given(value) or (isinstance(value, (list, tuple)) and not value):
+            continue
+        if name == "n_items":
+            out[name] = str(value)
+        else:
+            out[name] = [value] if isinstance(value, str) else [str(v) for v in value]
     return out
 
 
@@ -440,33 +514,29 @@ def from_notebook(values: Mapping[str, Any]) -> dict[str, Any]:
 # Notebooks
 
 
-def parameters_cell(lines: Sequence[str | tuple[str, str, Any, str]], defaults: Mapping[str, Any] | None = None) -> str:
-    """The source of a notebook's ``parameters`` cell.
+#: Each report notebook's parameters, in order (options and :data:`NOTEBOOK_ONLY` names).
+NOTEBOOK_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "jaggedness_report": ("scores", *names(LOAD), *names(ANALYSIS), "focus_model", "max_models", "theme"),
+    "model_report": ("model", "scores", *names(LOAD), *names(ANALYSIS), "n_extremes"),
+    "compare_report": ("a", "b", *names(LOAD), *names(ANALYSIS), "max_models", "theme", "alpha", "repeats",
+                       "where_a", "where_b"),
+}
+#: Notebook defaults that differ from :attr:`Option.surface_default` (a model report runs no bootstrap).
+NOTEBOOK_DEFAULTS: dict[str, dict[str, Any]] = {"model_report": {"bootstrap": 0}}
 
-    Parameters
-    ----------
-    lines : sequence
-        Option names, in order, or ``(name, kind, default, help)`` for a parameter that is
-        no option (``scores``, ``model``).
-    defaults : mapping, optional
-        Defaults that differ in this notebook from :attr:`Option.surface_default`.
 
-    Returns
-    -------
-    str
-        ``name: kind = default  # help`` per line, defaults written with :func:`repr`
-        (the form papermill reads back).
+def parameters_cell(notebook: str) -> str:
+    """The source of a report notebook's ``parameters`` cell, generated from the declarations.
+
+    One line per :data:`NOTEBOOK_PARAMETERS` entry: ``name: kind = default  # help``, the
+    default a literal papermill reads back. ``tests/nbval_refresh.py`` writes it into the
+    notebook; ``tests/test_options.py`` checks that the notebooks hold it.
     """
-    defaults = dict(defaults or {})
     out = []
-    for line in lines:
-        if isinstance(line, tuple):
-            name, kind, default, text = line
-        else:
-            option = BY_NAME[line]
-            name, kind, text = option.name, option.kind, option.notebook_help or option.help
-            default = to_notebook(option, defaults[name]) if name in defaults else option.notebook_default()
-        out.append(f"{name}: {kind} = {_literal(default)}  # {text}")
+    for name in NOTEBOOK_PARAMETERS[notebook]:
+        option = BY_NAME.get(name) or NOTEBOOK_ONLY[name]
+        default = to_notebook(option, NOTEBOOK_DEFAULTS.get(notebook, {}).get(name, option.surface_default))
+        out.append(f"{name}: {option.kind} = {_literal(default)}  # {option.help}")
     return "\n".join(out)
 
 
@@ -489,14 +559,15 @@ def cli_options(*stages: str, exclude: Sequence[str] = ()) -> Callable[[Callable
     Parameters
     ----------
     *stages : str
-        ``"load"``, ``"analysis"``, ``"display"``.
+        ``"load"``, ``"analysis"``, ``"display"``, ``"compare"`` (the compare command's own).
     exclude : sequence of str
         Option names to leave out.
     """
     import click
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        for option in reversed([o for o in OPTIONS if o.stage in stages and o.cli and o.name not in exclude]):
+        every = (*OPTIONS, *NOTEBOOK_ONLY.values())
+        for option in reversed([o for o in every if o.stage in stages and o.cli and o.name not in exclude]):
             func = click.option(option.flag, option.name, **_click_kwargs(option))(func)
         return func
 

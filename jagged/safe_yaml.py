@@ -14,8 +14,28 @@ _CORE = "tag:yaml.org,2002:"
 ALLOWED_TAGS = frozenset(_CORE + t for t in ("str", "int", "float", "bool", "null", "seq", "map")) | {"!"}
 
 
+class _DuplicateKey(yaml.YAMLError):
+    """A mapping gives one key twice (PyYAML would keep the last silently)."""
+
+    def __init__(self, key: Any, line: int) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.line = key, line
+
+
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """PyYAML's safe loader without implicit dates, merge keys or ``=`` (an unquoted date stays text)."""
+    """PyYAML's safe loader without implicit dates, merge keys or ``=`` (an unquoted date stays text), and
+    refusing a key given twice in one mapping (``1`` and ``1.0`` are one key, as in the dict built)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+        mapping = super().construct_mapping(node, deep=deep)
+        if len(mapping) < len(node.value):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise _DuplicateKey(key, key_node.start_mark.line + 1)
+                seen.add(key)
+        return mapping
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -103,7 +123,8 @@ def load_yaml(text: str, source: str, *, max_bytes: int, max_nodes: int, max_dep
     ------
     JaggedInputError
         Not valid YAML; over a bound; an alias, an anchor or a tag other than the core
-        ones. Each one line, with the line number.
+        ones; a key given twice in one mapping (which value would count is not for a
+        loader to guess). Each one line, with the line number.
 
     Notes
     -----
@@ -117,6 +138,9 @@ def load_yaml(text: str, source: str, *, max_bytes: int, max_nodes: int, max_dep
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is PyYAML's safe loader, narrowed
     except JaggedInputError:
         raise
+    except _DuplicateKey as exc:
+        raise JaggedInputError(f"{source}: YAML key {shown(exc.key)} given twice (line {exc.line}); a mapping "
+                               "names each key once") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+import re
+from typing import Any, Iterable, Sequence
 
 #: Plural forms that are not the word + "s".
 IRREGULAR_PLURALS = {"leaf": "leaves", "category": "categories", "was": "were", "is": "are", "has": "have"}
@@ -26,6 +27,44 @@ def one_line(text: object, limit: int | None = None) -> str:
     if limit is not None and len(flat) > limit:
         return flat[: limit - 1] + "…"
     return flat
+
+
+#: Characters shown escaped, never raw: C0 and C1 controls and DEL (a newline forges a line, ESC drives a
+#: terminal, NUL ends a C string), the line and paragraph separators, and the bidirectional embeddings,
+#: overrides and isolates that reorder what follows them (U+202A-U+202E, U+2066-U+2069; "Trojan Source").
+HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: object, keep: str = "") -> str:
+    """Text with every :data:`HIDDEN` character but those in ``keep`` written as an escape (``\\n``, ``\\u202e``).
+
+    Parameters
+    ----------
+    text : object
+        Anything; ``str(text)`` is used.
+    keep : str
+        Characters left as they are (``"\\t\\n\\r"`` in a CSV cell or an HTML page, where a
+        newline is data and quoted or markup).
+
+    Returns
+    -------
+    str
+        What a terminal, a spreadsheet or a browser shows as written: ``a\\nb`` stays one
+        line, ``x\\u202ey`` is not reversed.
+
+    Examples
+    --------
+    >>> printable("gpt\\njagged: error: forged")
+    'gpt\\\\njagged: error: forged'
+    """
+    def escape(match: re.Match) -> str:
+        char = match.group()
+        if char in keep:
+            return char
+        named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char)
+        return named or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+    return HIDDEN.sub(escape, str(text))
 
 
 def first_line(exc: BaseException) -> str:
@@ -91,3 +130,42 @@ def and_more(total: int, shown: int, sep: str = " ") -> str:
         What goes before "and" (``" | "`` after a list of sentences).
     """
     return f"{sep}and {total - shown} more" if total > shown else ""
+
+
+class Summarised:
+    """Mixin for result objects: a one-line ``repr`` and a small HTML table, both from :meth:`_summary`.
+
+    A subclass returns its name and ``(label, value)`` rows from ``_summary()``; ``repr`` is
+    ``<Name: label value; label value ...>`` (no arrays, no tables) and ``_repr_html_`` the
+    same rows as a table, every value escaped. A dataclass using it is declared with
+    ``repr=False``, or the generated ``__repr__`` would replace this one.
+    """
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        name, rows = self._summary()
+        return f"<{name}: " + "; ".join(f"{label} {one_line(value, 80)}" for label, value in rows) + ">"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        name, rows = self._summary()
+        body = "".join(f'<tr><th scope="row">{html.escape(label)}</th><td>{html.escape(str(value))}</td></tr>'
+                       for label, value in rows)
+        return f'<table class="jagged-summary"><caption>{html.escape(name)}</caption><tbody>{body}</tbody></table>'
+
+
+#: How a missing flag (nothing could be tested) reads in a table.
+NOT_TESTED = "not tested"
+
+
+def flag_text(flags: Any, *, flagged: str = "noise", clear: str = "", untested: str = NOT_TESTED) -> Any:
+    """A nullable flag column as display text: ``flagged`` (True), ``clear`` (False), ``untested`` (missing)."""
+    import numpy as np
+    import pandas as pd
+
+    values = pd.Series(flags).astype("boolean")
+    return np.where(values.isna().to_numpy(), untested, np.where(values.fillna(False).to_numpy(dtype=bool),
+                                                                  flagged, clear))

@@ -182,9 +182,13 @@ OVERFLOW_JS = """() => {
   }
   for (const w of document.querySelectorAll('.table-wrap, .table-scroll'))
     if (box(w).right > viewport + 1) out.wrappers.push({label: w.getAttribute('aria-label'), right: box(w).right});
-  for (const img of document.querySelectorAll('main img, .lead img'))
-    if (box(img).right > viewport + 1 || img.getBoundingClientRect().width > img.parentElement.clientWidth + 1)
+  for (const img of document.querySelectorAll('main img, .lead img')) {
+    // a figure may be wider than its box only when the box scrolls sideways (phones); the box stays in view
+    const holder = img.closest('.output') || img.parentElement;
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(holder).overflowX);
+    if (box(holder).right > viewport + 1 || (!scrolls && box(img).width > holder.clientWidth + 1))
       out.figures.push({alt: img.alt.slice(0, 60), right: box(img).right});
+  }
   return out;
 }"""
 

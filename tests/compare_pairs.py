@@ -104,7 +104,7 @@ def items_dataset(rows: list[tuple], name: str, columns: tuple[str, ...] = ("mod
 
 def scores_dataset(rows: list[tuple], name: str) -> Dataset:
     """A small per-domain Dataset from (model, domain, score, n_items) tuples."""
-    from jagged.readers.table import validate_scores
+    from jagged.readers.canonical import validate_scores
 
     frame = pd.DataFrame(rows, columns=["model", "domain", "score", "n_items"])
     return Dataset(scores=validate_scores(frame, name, line_offset=None), source=name, paths=[], format="long")
@@ -150,3 +150,21 @@ def hand_pair() -> tuple[Dataset, Dataset]:
 
     cols = ("model", "domain", "item", "correct", "choice", "key")
     return items_dataset(rows(HAND_A, "A"), "hand_a", cols), items_dataset(rows(HAND_B, "B"), "hand_b", cols)
+
+
+def grader_bug_pair(models: int = 8, seed: int = 4) -> tuple[Dataset, Dataset]:
+    """Item-level A and B on the same 3 × 40 items: in B a grader bug marks 15 law items wrong for every model.
+
+    In A every model got those 15 items right, so each model's law score drops by exactly 15/40 and
+    nothing else changes: a pure benchmark change.
+    """
+    rng = np.random.default_rng(seed)
+    rows_a, rows_b = [], []
+    for m in range(models):
+        for d in ("law", "math", "bio"):
+            for i in range(40):
+                hit = d == "law" and i < 15
+                right = 1 if hit else int(rng.random() < 0.3 + 0.05 * m)
+                rows_a.append((f"m{m}", d, f"{d}{i}", right))
+                rows_b.append((f"m{m}", d, f"{d}{i}", 0 if hit else right))
+    return items_dataset(rows_a, "a"), items_dataset(rows_b, "b")

@@ -4,11 +4,12 @@ Usage (from the repository root)::
 
     .venv/bin/python tests/nbval_refresh.py [notebooks/NAME.ipynb ...]
 
-Runs each notebook (default: every notebook in ``notebooks/``) with its default
-parameters, then rewrites it with outputs only in the cells marked
-``# NBVAL_CHECK_OUTPUT``, taken from that run; all other outputs and execution counts are
-cleared (nbval needs an execution count on the checked cells only). Run it after a deliberate
-change to a checked output (e.g. a new column in the summary table) and review the diff before committing.
+Writes each notebook's parameters cell from ``jagged.options.parameters_cell``, runs the
+notebook (default: every notebook in ``notebooks/``) with its default parameters, then rewrites
+it with outputs only in the cells marked ``# NBVAL_CHECK_OUTPUT``, taken from that run; all other
+outputs and execution counts are cleared (nbval needs an execution count on the checked cells
+only). Run it after a change to an option or to a checked output (e.g. a new column in the
+summary table) and review the diff before committing.
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ MARKER = "# NBVAL_CHECK_OUTPUT"
 
 def refresh(path: Path) -> int:
     """Rewrite one notebook; return the number of checked cells refreshed."""
+    from jagged.options import parameters_cell
     from jagged.report import execute
 
     source = nbformat.read(path, as_version=4)
+    params = next(c for c in source.cells if "parameters" in c.metadata.get("tags", []))
+    params.source = parameters_cell(path.stem)  # generated from jagged/options.py
+    nbformat.write(source, path)
     with tempfile.TemporaryDirectory() as tmp:
         executed = execute(path, Path(tmp) / path.name, cwd=path.parent)
     by_id = {cell.get("id"): cell for cell in executed.cells}

@@ -17,8 +17,7 @@ def _plan(table: pd.DataFrame, out: Path) -> tuple[Plan, list[Outcome]]:
     models = sorted(table["model"].unique())
     jobs = [Job(kind="model", model=m, notebook="model_report.ipynb", html_path=out / f"{m}.html", parameters={},
                 title=m, subtitle="", facts=(), input_hash="") for m in models]
-    plan = Plan(out_dir=out, jobs=jobs, todo=jobs, table=table, models=models, slugs={m: m for m in models},
-                profiles=[], source="t.csv")
+    plan = Plan(out_dir=out, jobs=jobs, todo=jobs, table=table, models=models, profiles=[])
     return plan, [Outcome(job=j, status="written") for j in jobs]
 
 

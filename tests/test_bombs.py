@@ -210,12 +210,21 @@ def repeated_rows(path: Path, rows: int, *, items: bool = False, row_group_size:
 def test_parquet_of_repeated_rows(tmp_path, monkeypatch):
     path = repeated_rows(tmp_path / "rows.parquet", 2_000_000)
     assert path.stat().st_size < 200 * KIB
-    with pytest.raises(InputTooLargeError) as info:
+    with pytest.raises(InputTooLargeError) as info:  # by the footer: 2M rows of at least 16 bytes, before any scan
         jagged.load(path, max_input_bytes=MIB)
+    assert str(info.value).startswith("rows.parquet (2,000,000 rows in 1 Parquet file(s), by their footers) decodes "
+                                      "to more than 1 MiB, the input cap")
+    # 200,000 strings of 1,000 characters: the footer counts their offsets (3.2 MB in all), decoding finds 200 MB
+    n = 200_000
+    model = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array(["m" * 1000]))
+    pq.write_table(pa.table({"model": model, "domain": pa.array(["d"] * n), "score": pa.array(np.full(n, 0.5))}),
+                   path := tmp_path / "long.parquet", store_schema=False)  # read back as plain strings
+    with pytest.raises(InputTooLargeError) as info:
+        jagged.load(path, max_input_bytes=8 * MIB)
     message = str(info.value)
-    assert message.startswith("rows.parquet (decoded, ") and "expands to more than 1 MiB, the input cap" in message
-    assert int(message.split("decoded, ")[1].split(" rows")[0].replace(",", "")) < 100_000  # stopped early
-    bad_via_cli(path, monkeypatch, "rows.parquet (decoded, ", "1 MiB, the input cap", cap=MIB)
+    assert message.startswith("long.parquet (decoded, ") and "expands to more than 8 MiB, the input cap" in message
+    assert int(message.split("decoded, ")[1].split(" rows")[0].replace(",", "")) < n  # stopped early
+    bad_via_cli(path, monkeypatch, "long.parquet (decoded, ", "8 MiB, the input cap", cap=8 * MIB)
 
 
 def test_parquet_within_a_raised_cap_equals_pandas(tmp_path):
@@ -361,9 +370,10 @@ def test_edited_footer_bomb_is_refused_on_its_actual_rows(tmp_path, monkeypatch)
     path = repeated_rows(tmp_path / "edited.parquet", 1_000_000, row_group_size=250_000)
     path.write_bytes(set_footer_rows(path.read_bytes(), 10))
     assert pq.read_metadata(path).num_rows == 10
-    with pytest.raises(InputTooLargeError, match=r"edited.parquet \(decoded, [\d,]+ rows so far\) expands"):
+    with pytest.raises(InputTooLargeError, match=r"edited.parquet \(1,000,000 rows in 1 Parquet file\(s\), by their "
+                                                 r"footers\) decodes"):  # the row groups' counts, not the total
         jagged.load(path, max_input_bytes=MIB)
-    bad_via_cli(path, monkeypatch, "edited.parquet (decoded, ", "1 MiB, the input cap", cap=MIB)
+    bad_via_cli(path, monkeypatch, "edited.parquet (1,000,000 rows", "1 MiB, the input cap", cap=MIB)
 
 
 def test_row_groups_edited_too_read_only_the_declared_rows(tmp_path):

@@ -433,3 +433,23 @@ def test_the_thousand_model_figures_label_the_extremes_without_overlap():
     overlaps = [(texts[i].get_text(), texts[j].get_text()) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
                 if boxes[i].overlaps(boxes[j])]
     assert overlaps == []
+
+
+def test_figures_keep_a_readable_size_at_phone_width_and_scroll_sideways(browser, cross_model):
+    figures_js = """() => Array.from(document.querySelectorAll('main img')).map(img => {
+        const box = img.closest('.output');
+        return {alt: img.alt.slice(0, 40), shown: img.getBoundingClientRect().width, own: +img.getAttribute('width'),
+                box: box.clientWidth, scrolls: box.scrollWidth > box.clientWidth + 1,
+                overflow: getComputedStyle(box).overflowX};
+    })"""
+    with open_page(browser, cross_model, width=390) as (page, log):
+        phone = page.evaluate(figures_js)
+    with open_page(browser, cross_model, width=1400) as (page, log):
+        desk = page.evaluate(figures_js)
+    assert len(phone) >= 8 and all(f["own"] > 0 for f in phone)
+    for figure in phone:  # at its own size (its 8 pt text ~10 px), never shrunk to the 350 px column
+        assert abs(figure["shown"] - figure["own"]) <= 1, figure
+        assert figure["scrolls"] == (figure["own"] > figure["box"] + 1) and figure["overflow"] == "auto", figure
+    assert any(f["scrolls"] for f in phone)
+    for figure in desk:  # a page wide: every figure fits its column as it is
+        assert figure["shown"] <= figure["box"] + 1 and not figure["scrolls"], figure

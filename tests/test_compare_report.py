@@ -12,9 +12,9 @@ import pytest
 from clitools import assert_bad_input, run_cli
 from compare_pairs import HAND_A, HAND_B, ONLY_A_MODEL, ONLY_B_MODEL, hand_pair, mmlu_pro_pair
 
+from jagged.analysis import compare_inputs
 from jagged.errors import JaggedInputError
-from jagged.report.compare import compare_report, parameters_source
-from jagged.report.notebooks import find_notebook
+from jagged.report.compare import compare_report
 
 
 def _items_csv(dataset, path):
@@ -111,6 +111,11 @@ def test_mmlu_report_reads_findings_first(mmlu_files, tmp_path):
     assert headings[1] == "What changed"  # the first section says what changed
     lead = page[page.index('id="What-changed"'):page.index("Contents")]
     assert f"{len(pair.key_changed)} key changed" in lead and ONLY_A_MODEL in lead and "beyond noise" in lead
+    # then what moved for everyone, the models beyond the field, and the items
+    assert headings[2] == "Contents" and headings[3:6] == ["What moved for everyone: the benchmark or the models?",
+                                                           "Models that moved beyond the field",
+                                                           "Items that changed"]
+    assert "The field's shift per domain (B − A)" in page and "Forest plot of the field's shift" in page
     assert "The item ledger: top entries" in page and "Per model: A, B and B − A" in page
     assert "Items that changed" in page and "What the key changes alone do" in page
     # sections that do not apply are dropped: no profiles, no repeated runs
@@ -119,6 +124,10 @@ def test_mmlu_report_reads_findings_first(mmlu_files, tmp_path):
     top = re.search(r"The item ledger: top entries.*?<tbody>(.*?)</tbody>", page, re.S).group(1)
     first_item = re.search(r"<t[hd][^>]*>(.*?)</t[hd]>", top, re.S).group(1)
     assert re.sub(r"<[^>]+>", "", first_item).strip() in pair.key_changed | pair.easier
+    record = json.loads(html_path.with_suffix(".json").read_text(encoding="utf-8"))
+    assert record["input"] == "v1.csv.gz (A) → v2.csv.gz (B)" and record["glance"]
+    assert len(record["metrics"]) == record["change_shares"]["n_models"] == len(pair.a.scores["model"].unique()) - 1
+    assert len(record["domains"]) == record["change_shares"]["n_domains"] == 14
     nb = json.loads(html_path.with_suffix(".ipynb").read_text())
     assert not [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert nb["metadata"]["jagged"]["parameters"]["a"] == str(a.resolve())
@@ -193,6 +202,45 @@ def test_repeats_add_the_run_to_run_noise_floor(hand_files, tmp_path):
     assert "Run-to-run noise:" in stderr
 
 
+def test_two_releases_in_one_file_split_into_the_field_and_the_models(tmp_path):
+    # Δ = B − A: every model drops 0.2 on d1 (the benchmark), m3 gains 0.09 everywhere (the model)
+    a = {"m1": (0.5, 0.6, 0.7), "m2": (0.6, 0.7, 0.8), "m3": (0.4, 0.5, 0.6)}
+    rows = [(m, f"d{j + 1}", s, 100, "r1") for m, v in a.items() for j, s in enumerate(v)]
+    rows += [(m, d, round(s + (-0.2 if d == "d1" else 0) + (0.09 if m == "m3" else 0), 2), n, "r2")
+             for m, d, s, n, _ in rows]
+    both = tmp_path / "releases.csv"
+    pd.DataFrame(rows, columns=["model", "domain", "score", "n_items", "release"]).to_csv(both, index=False)
+    code, stdout, stderr = run_cli("compare", both, both, "--where-a", "release=r1", "--where-b", "release=r2",
+                                   "--bootstrap", 400, "--domains-out", tmp_path / "domains.csv", "-o",
+                                   tmp_path / "models.csv")
+    assert code == 0, stderr
+    assert "A is releases.csv [release=r1], B is releases.csv [release=r2]" in stderr
+    # shift = column means (-0.17, 0.03, 0.03); μ = -0.0367; vs field = row means - μ = (-0.03, -0.03, +0.06);
+    # sums of squares: overall 9μ² = 0.0121, domains 3·Σ(shift - μ)² = 0.08, models 3·Σβ² = 0.0162, residual 0
+    assert "85% of the squared change on the 9 shared cells is the benchmark's" in stderr
+    assert "an overall shift of -0.0367" in stderr and "15% is the models'" in stderr
+    assert "1 of 3 domains moved for every model beyond noise" in stderr and "d1 -0.1700 [" in stderr
+    domains = pd.read_csv(tmp_path / "domains.csv").set_index("domain")
+    np.testing.assert_allclose(domains["shift"], [-0.17, 0.03, 0.03])
+    assert domains["beyond_noise"].tolist() == [True, False, False]
+    assert (domains["shift_lo"] <= domains["shift"]).all() and (domains["shift"] <= domains["shift_hi"]).all()
+    assert stdout == ""
+    models = pd.read_csv(tmp_path / "models.csv").set_index("model")
+    np.testing.assert_allclose(models["macro_delta_vs_field"], [-0.03, -0.03, 0.06], atol=1e-12)
+    np.testing.assert_allclose(models["macro_score_delta"] - models["macro_delta_vs_field"], -0.11 / 3)
+    cols = list(models.columns)
+    assert cols[cols.index("macro_score_delta_hi") + 1] == "macro_delta_vs_field"  # beside the raw change
+    # --where still applies to both sides; a side-only filter that matches nothing names the file and values
+    assert_bad_input("compare", both, both, "--where-a", "release=r9", "--where-b", "release=r2",
+                     fragments=("releases.csv: --where release=r9: no row has release = 'r9'", "'r1', 'r2'"))
+    assert_bad_input("compare", both, both, "--where-a", "release", fragments=("expected COLUMN=VALUE",))
+    assert_bad_input("compare", both, both, "--where-a", "release=r*", fragments=("no row has release = 'r*'",))
+    assert_bad_input("compare", both, both, "--where", "release=r1", "--where-b", "release=r2",
+                     fragments=("no row matches all of",))
+    with pytest.raises(JaggedInputError, match="--where-a: side A is the bundled item-level responses"):
+        compare_inputs(None, both, where_a=["release=r1"], bootstrap=0)
+
+
 # --------------------------------------------------------------------------- bad input: one line, exit 2
 
 def test_no_model_in_common(tmp_path):
@@ -242,26 +290,37 @@ def test_compare_report_checks_parameters_before_a_kernel_starts(hand_files, tmp
     assert not list(tmp_path.iterdir())
 
 
-def test_notebook_parameters_cell_matches_the_declarations():
-    nb = json.loads(find_notebook("compare_report").read_text())
-    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
-    assert "".join(cell["source"]) == parameters_source()
-
-
 def test_compare_report_reruns_from_its_stored_parameters(hand_files, tmp_path):
-    """The "rerun this report" command of a compare report works: the same two inputs, same findings."""
+    """The "rerun this report" command of a compare report works: the same two releases of one file, same
+    findings; the JSON beside it is filled like a report's."""
     a, b = hand_files
+    both = tmp_path / "both.csv"
+    pd.concat([pd.read_csv(a).assign(release="v1"), pd.read_csv(b).assign(release="v2")]).to_csv(both, index=False)
     first = tmp_path / "compare.html"
-    code, _, stderr = run_cli("compare", a, b, "--bootstrap", 0, "--alpha", 0.1, "--report", first)
+    code, _, stderr = run_cli("compare", both, both, "--where-a", "release=v1", "--where-b", "release=v2",
+                              "--bootstrap", 0, "--alpha", 0.1, "--report", first)
     assert code == 0, stderr
+    record = json.loads(first.with_suffix(".json").read_text(encoding="utf-8"))
+    assert record["input"] == "both.csv [release=v1] (A) → both.csv [release=v2] (B)"
+    assert record["provenance"]["A: input"] == "both.csv [release=v1]" and "A: input SHA-256" in record["provenance"]
+    assert record["parameters"]["where_a"] == ["release=v1"] and record["parameters"]["alpha"] == 0.1
+    found = {g["section"]: g for g in record["glance"]}
+    assert found["shares"]["value"] == pytest.approx(1 / 3) and found["shares"]["sentence"].startswith("33% of")
+    assert {g["section"] for g in record["glance"]} >= {"shares", "domains", "models", "changes", "ranks"}
+    assert [m["model"] for m in record["metrics"]] == ["m1", "m2", "m3"]
+    assert record["metrics"][0]["macro_delta_vs_field"] == pytest.approx(1 / 3 - 2 / 9)
+    assert [d["domain"] for d in record["domains"]] == ["d1", "d2", "d3"]
+    shares = record["change_shares"]
+    assert shares["benchmark"] + shares["models"] == pytest.approx(1.0) and shares["noise"] is None  # no bootstrap
     again = tmp_path / "again.html"
     code, _, stderr = run_cli("report", "--params", first, "-o", again)
     assert code == 0, stderr
     html = again.read_text(encoding="utf-8")
-    assert "What changed" in html and "i4" in html
+    assert "What changed" in html and "i4" in html and "both.csv [release=v2]" in html
     from jagged.report.rerun import read_parameters
 
     stored = read_parameters(again)
     assert stored.notebook == "compare_report"
-    assert (stored.parameters["a"], stored.parameters["b"]) == (str(a), str(b))
+    assert (stored.parameters["a"], stored.parameters["b"]) == (str(both), str(both))
+    assert (stored.parameters["where_a"], stored.parameters["where_b"]) == (["release=v1"], ["release=v2"])
     assert stored.parameters["alpha"] == 0.1 and stored.parameters["bootstrap"] == 0

@@ -1,5 +1,5 @@
 """What a run leaves on disk: kernel files named after their run, removed on stop, and after a kill only when
-provably dead; temporary report folders removed only when their run is gone."""
+provably dead; temporary report folders removed only when their run is gone; SIGTERM while a kernel is owned."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jagged.report.debris import host_tag, make_workdir, remove_stale_kernel_files, remove_stale_workdirs
-from jagged.report.kernel import launch_kernel, stop_kernel
+from jagged.report.kernel import Stopped, check_stopped, launch_kernel, own_kernel, stop_kernel, stopping
 
 
 @pytest.fixture
@@ -33,9 +33,8 @@ def test_kernel_files_are_named_after_the_run_and_removed_on_stop(folders):
     import signal
 
     runtime, tmp = folders
-    km = launch_kernel()
-    assert km.transport == "ipc"
-    try:
+    with own_kernel() as km:
+        assert km.transport == "ipc"
         names = sorted(p.name for p in runtime.iterdir())
         stem = Path(km.connection_file).stem
         assert stem.startswith(f"jagged-{os.getpid()}-{host_tag()}-")
@@ -43,8 +42,6 @@ def test_kernel_files_are_named_after_the_run_and_removed_on_stop(folders):
         assert (runtime / f"{stem}.kernel").read_text().strip() == str(km.provisioner.process.pid)
         assert list(tmp.iterdir()) == []
         assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL           # SIGTERM now cleans up first
-    finally:
-        stop_kernel(km)
     assert list(runtime.iterdir()) == [] and list(tmp.iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL                   # and is given back
 
@@ -122,23 +119,23 @@ def test_only_dead_runs_folders_are_removed(tmp_path):
     assert remove_stale_workdirs(tmp_path / "missing") == []
 
 
-def test_a_swallowed_sigterm_is_raised_at_the_next_checkpoint(monkeypatch):
-    """If the exception SIGTERM's handler raises is swallowed where it lands, the run's next checkpoint raises it."""
+def test_sigterm_stops_the_run_even_when_its_exception_is_swallowed():
+    """Inside stopping(), SIGTERM raises Stopped (exit status 143); if that exception is swallowed where it lands
+    (as an event loop might), every later checkpoint raises it; outside, SIGTERM has its default action."""
+    import os
     import signal
+    import time
 
-    from jagged.report import debris
-
-    monkeypatch.setattr(debris, "_RECEIVED", [])
-    previous = signal.getsignal(signal.SIGTERM)
-    try:
+    with stopping():
         try:
-            debris._on_terminate(signal.SIGTERM, None)
-        except debris.Terminated:
-            pass  # swallowed, as an event loop might
-        with pytest.raises(debris.Terminated) as raised:
-            debris.check_terminated()
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)                                              # interrupted by the handler
+        except Stopped:
+            pass
+        else:
+            raise AssertionError("SIGTERM raised nothing")
+        with pytest.raises(Stopped) as raised:
+            check_stopped()
         assert raised.value.code == 128 + signal.SIGTERM
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    monkeypatch.setattr(debris, "_RECEIVED", [])
-    debris.check_terminated()  # nothing received: nothing raised
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    check_stopped()                                                    # forgotten outside: nothing raised

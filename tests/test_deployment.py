@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -178,15 +175,6 @@ def test_kendall_tau_on_bundled_profiles_matches_scipy():
     assert kendall_tau([1.0], [2.0]) != kendall_tau([1.0], [2.0])  # NaN for fewer than 2 pairs
     assert np.isnan(kendall_tau([1, 1, 1], [1, 2, 3]))
     assert kendall_tau([1, 2, np.nan, 3], [1, 2, 0, 3]) == 1.0
-
-
-def test_deployment_module_does_not_import_scipy():
-    code = ("import sys, jagged.stats.deployment, jagged.stats.weights, jagged.analysis; "
-            "import jagged; from jagged.analysis import AnalysisOptions, metrics_table; "
-            "metrics_table(jagged.load(), AnalysisOptions(profiles=('items',))); "
-            "print('scipy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
 
 
 def test_metrics_table_with_and_without_profiles():

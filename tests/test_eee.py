@@ -191,12 +191,12 @@ def test_validate_on_a_datastore_root_lists_its_collections(folder):
     code, out, err = run_cli("validate", folder)
     assert code == 0, err
     lines = out.strip().splitlines()
-    # independently: the .json files under each data/<collection>/ and their distinct folders
+    # independently: the .json files under each data/<collection>/ and their distinct model ids
     expected = {}
     for collection in sorted((EEE / "data").iterdir()):
         files = [f for f in collection.rglob("*.json") if not f.name.startswith(".")]
         if files:
-            expected[collection.name] = (len(files), len({f.parent for f in files}))
+            expected[collection.name] = (len(files), len({load_json(f)["model_info"]["id"] for f in files}))
     assert "datastore of 5 collections (32 files)" in lines[0] and "--collection NAME" in lines[0]
     assert len(lines) == 1 + len(expected) == 6
     for line, (name, (files, models)) in zip(lines[1:], sorted(expected.items(), key=lambda kv: kv[0].lower())):
@@ -610,3 +610,84 @@ def test_instance_level_samples_keep_their_input_and_choices():
     narrative = read_samples([parsed(path)], source="n").items
     raws = [json.loads(line)["input"]["raw"].strip() for line in path.read_text().splitlines()]
     assert narrative["text"].tolist() == raws and narrative["options"].isna().all()
+
+
+# --- benchmarks, collection folders, model counts (issue 29) -------------------------------------
+
+
+def reward_collection(root: Path) -> Path:
+    """A small collection in the shape of the real reward-bench one: RewardBench and RewardBench 2 files, one model
+    evaluated on both (the RewardBench file newer, with fewer domains), a model id without a developer under
+    ``unknown/``, and a file right in the collection folder."""
+    def bench(model: str, name: str, results: list[tuple[str, float]], retrieved: str) -> dict:
+        doc = aggregate(model, results, retrieved=retrieved)
+        doc["source_metadata"]["source_name"] = name
+        for entry in doc["evaluation_results"]:
+            entry["source_data"]["dataset_name"] = name
+        return doc
+
+    folder = root / "data" / "reward-bench"
+    write(folder / "org" / "rm" / "old2.json", bench("org/rm", "RewardBench 2", [("Safety", 0.5), ("Focus", 0.6),
+                                                                                 ("Math", 0.4)], "1700000000"))
+    write(folder / "org" / "rm" / "new2.json", bench("org/rm", "RewardBench 2", [("Safety", 0.7), ("Focus", 0.8),
+                                                                                 ("Math", 0.6)], "1700000300"))
+    write(folder / "org" / "rm" / "v1.json", bench("org/rm", "RewardBench", [("Chat", 0.9), ("Safety", 0.3)],
+                                                   "1700000900"))
+    write(folder / "unknown" / "Cohere May 2024" / "c.json", bench("Cohere May 2024", "RewardBench",
+                                                                    [("Chat", 0.8), ("Safety", 0.6)], "1700000000"))
+    write(folder / "loose.json", bench("org/other", "RewardBench 2", [("Safety", 0.2), ("Focus", 0.3),
+                                                                      ("Math", 0.5)], "1700000000"))
+    return folder
+
+
+@pytest.mark.parametrize("named", ["collection", "datastore"])
+def test_two_benchmarks_in_a_collection_are_kept_apart_and_the_user_chooses(tmp_path, named):
+    folder = reward_collection(tmp_path)
+    target, extra = (folder, ()) if named == "collection" else (tmp_path, ("--collection", "reward-bench"))
+    line = assert_bad_input("metrics", target, *extra, fragments=(
+        "holds 2 benchmarks", "RewardBench (2 files, 2 models)", "RewardBench 2 (3 files, 2 models)",
+        '--where "dataset=NAME"'))
+    assert "outside data/<collection>" not in line     # the collection folder holds every file below it
+    chosen = {"collection": "reward-bench"} if extra else {}
+    two = jagged.load(target, where=["dataset=RewardBench 2"], **chosen)
+    assert two.details["benchmark"] == "RewardBench 2"
+    assert by_pair(two) == pytest.approx({("org/rm", "Safety"): 0.7, ("org/rm", "Focus"): 0.8, ("org/rm", "Math"): 0.6,
+                                          ("org/other", "Safety"): 0.2, ("org/other", "Focus"): 0.3,
+                                          ("org/other", "Math"): 0.5})
+    # supersession within a benchmark only: new2 replaces old2; the newer RewardBench file replaces nothing
+    assert len(two.details["superseded"]) == 1 and two.details["superseded"][0].startswith("old2.json (org/rm")
+    one = jagged.load(target, where=["dataset=RewardBench"], **chosen)
+    assert one.details["benchmark"] == "RewardBench" and "superseded" not in one.details
+    assert by_pair(one) == pytest.approx({("org/rm", "Chat"): 0.9, ("org/rm", "Safety"): 0.3,
+                                          ("Cohere May 2024", "Chat"): 0.8, ("Cohere May 2024", "Safety"): 0.6})
+    assert_bad_input("validate", target, *extra, "--where", "dataset=RewardBench 3",
+                     fragments=("--where dataset=RewardBench 3", "no benchmark of that name", "RewardBench 2"))
+
+
+def test_one_model_count_everywhere(tmp_path):
+    """validate on the datastore counted model folders (327), the report model ids (331); both count ids now."""
+    folder = reward_collection(tmp_path)
+    # a second folder for one id (a folder is a sanitised id), and an id whose folder differs
+    write(folder / "org" / "rm-copy" / "new.json", load_json(folder / "org" / "rm" / "new2.json") | {
+        "retrieved_timestamp": "1700000600"})
+    write(tmp_path / "data" / "other-board" / "x" / "y" / "z.json", aggregate("x/y", [("A", 0.5), ("B", 0.4)]))
+    code, out, err = run_cli("validate", tmp_path)
+    assert code == 0, err
+    assert "reward-bench  6 files, 3 models; 2 benchmarks (RewardBench, RewardBench 2)" in out
+    for bench, models in (("RewardBench", 2), ("RewardBench 2", 2)):
+        code, out, err = run_cli("validate", tmp_path, "--collection", "reward-bench", "--where", f"dataset={bench}")
+        assert code == 0 and f"for {models} models in" in out, err
+
+
+def test_hostile_benchmark_names_stay_one_line_text(tmp_path):
+    names = ["<script>alert(1)</script>\nRewardBench", "RB 2\u2028' onmouseover='x"]
+    for k, name in enumerate(names):
+        doc = aggregate(f"org/m{k}", [("Chat", 0.5), ("Safety", 0.6)])
+        for entry in doc["evaluation_results"]:
+            entry["source_data"]["dataset_name"] = name
+        write(tmp_path / "data" / "board" / "org" / f"m{k}" / "a.json", doc)
+    line = assert_bad_input("validate", tmp_path / "data" / "board", fragments=("holds 2 benchmarks",
+                                                                                "<script>alert(1)</script>"))
+    assert "\n" not in line.strip() and "\u2028" not in line
+    chosen = jagged.load(tmp_path / "data" / "board", where=[f"dataset={names[0]}"])
+    assert chosen.details["benchmark"] == names[0] and set(chosen.scores["model"]) == {"org/m0"}

@@ -26,6 +26,7 @@ def make_analysis(table: pd.DataFrame, *, n_items: float = 100.0, categories: bo
     analysis = Analysis(dataset=Dataset(scores=scores, source="hand.csv", paths=[], format="long"),
                         options=AnalysisOptions(weights=weights, ci=ci))
     analysis.table = table  # the cached table: what every section reads
+    analysis.leave_one_out = {}  # hand-made numbers have no domains behind them to leave out
     return analysis
 
 
@@ -47,13 +48,22 @@ def test_most_and_least_jagged_with_their_intervals():
     found = g.jaggedness_findings(make_analysis(table))
     assert [f.label for f in found] == ["Most jagged", "Least jagged"]
     most, least = found
-    assert (most.subject, most.value, most.lo, most.hi) == ("alpha", 0.40, 0.31, 0.45)
-    assert (least.subject, least.value, least.lo, least.hi) == ("beta", 0.10, 0.0, 0.09)
-    assert most.sentence == ("alpha: cv_error 0.400 (0.380 with sampling noise removed; 95% interval 0.310 to "
+    # the interval is the noise-corrected value's: the finding carries that value (issue 29: beta's raw 0.10
+    # was given with the interval 0.00 to 0.09)
+    assert (most.subject, most.statistic, most.value, most.lo, most.hi) == ("alpha", "cv_error_corrected", 0.38,
+                                                                            0.31, 0.45)
+    assert (least.subject, least.value, least.lo, least.hi) == ("beta", 0.05, 0.0, 0.09)
+    assert most.sentence == ("alpha: cv_error 0.400 (0.380 with sampling noise removed, 95% interval 0.310 to "
                              "0.450); its errors are the most unevenly spread across domains of the 3 models "
                              "(macro score 0.800).")
-    assert "beta: cv_error 0.100 (0.050 with sampling noise removed; 95% interval 0.000 to 0.090)" in least.sentence
+    assert "beta: cv_error 0.100 (0.050 with sampling noise removed, 95% interval 0.000 to 0.090)" in least.sentence
     assert "gamma" not in most.sentence + least.sentence  # undefined CV: not ranked
+
+
+def test_a_finding_outside_its_own_interval_stops_the_glance():
+    table = per_model_table(cv_error_lo=[0.31, 0.06, NAN, 0.15], cv_error_hi=[0.45, 0.09, NAN, 0.26])
+    with pytest.raises(RuntimeError, match="'Least jagged' gives cv_error_corrected 0.05 outside its interval"):
+        g.glance(make_analysis(table), contributors=[("jaggedness", g.jaggedness_findings)])
 
 
 def test_without_intervals_or_noise_estimate_the_sentence_says_only_what_exists():
@@ -142,7 +152,7 @@ def test_the_extension_point_takes_none_one_finding_or_several_in_order():
     assert g.glance(make_analysis(per_model_table()), contributors) == [extra, extra, extra]
     table = g.glance_table([extra])
     assert table.columns.tolist() == ["section", "label", "sentence", "subject", "statistic", "value", "lo", "hi",
-                                      "count", "total"]
+                                      "count", "total", "rests_on"]
     assert table.loc[0, "count"] == 3 and np.isnan(table.loc[0, "value"])
 
 
@@ -196,7 +206,7 @@ def livebench_like() -> pd.DataFrame:
 
 def test_livebench_like_glance_leads_with_the_level_adjusted_model_and_names_the_raw_one_beside_it():
     from jagged.analysis import Analysis
-    from jagged.readers.table import validate_scores
+    from jagged.readers.canonical import validate_scores
 
     scores = validate_scores(livebench_like(), "livebench_like.csv", line_offset=None)
     analysis = Analysis(dataset=Dataset(scores=scores, source="livebench_like.csv", paths=[], format="long"),

@@ -49,6 +49,26 @@ def test_wide_csv_equals_long(tmp_path):
     assert jagged.load(wide).format == "wide"
 
 
+def test_a_data_frame_loads_as_its_csv_file_does(tmp_path):
+    """jagged.load takes a table in memory: the same Dataset as its CSV, the selection and --n-items applied,
+    bad values refused in one line naming the DataFrame, options of other formats warned about."""
+    frame = pd.DataFrame({"model": ["A", "B"], "law": [0.9, 0.4], "math": [0.5, 0.7]})
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    from_file, in_memory = jagged.load(tmp_path / "s.csv"), jagged.load(frame)
+    pd.testing.assert_frame_equal(in_memory.scores, from_file.scores)
+    assert in_memory.format == "wide" and in_memory.source == "DataFrame"
+    chosen = jagged.load(frame, models=["B"], n_items="40")
+    assert chosen.scores["model"].tolist() == ["B", "B"] and (chosen.scores["n_items"] == 40).all()
+    assert chosen.selection == {"models": ["B"], "n_items": "40"}
+    items = pd.DataFrame({"model": ["A"] * 4, "domain": ["x", "x", "y", "y"], "item": list("abcd"),
+                          "correct": [1, 0, 1, 1]})
+    assert jagged.load(items).scores.set_index("domain")["score"].to_dict() == {"x": 0.5, "y": 1.0}
+    with pytest.raises(jagged.JaggedInputError, match=r"^DataFrame.*1\.5"):
+        jagged.load(frame.assign(law=[1.5, 0.4]))
+    with pytest.warns(jagged.JaggedWarning, match="--task does not apply"):
+        jagged.load(frame, task="mmlu")
+
+
 def test_parquet_long_and_wide(tmp_path):
     frame = pd.DataFrame({"model": ["A"] * 3, "domain": ["x", "y", "z"], "score": [0.9, 0.8, 0.5],
                           "n_items": [10, 20, 30]})
@@ -70,6 +90,23 @@ def test_percent_scale(tmp_path):
 def test_percent_looking_scores_suggest_the_option(tmp_path):
     path = write(tmp_path, "pct.csv", "model,domain,score\nA,x,90\nA,y,80\nA,z,50\n")
     assert_bad_metrics(path, "pct.csv", "'score'", "90", "--score-scale percent")
+
+
+@pytest.mark.parametrize("layout", ["long", "wide"])
+def test_fractions_declared_as_percent_are_refused_naming_the_fix(tmp_path, layout):
+    """Issue 29: --score-scale percent on fractions gave scores near 0.007, exit 0, no word."""
+    text = ("model,domain,score\nA,x,0.9\nA,y,0.8\nB,x,0.5\nB,y,1.0\n" if layout == "long"
+            else "model,x,y\nA,0.9,0.8\nB,0.5,1\n")
+    path = write(tmp_path, f"{layout}.csv", text)
+    line = assert_bad_metrics(path, f"{layout}.csv", "every score is at most 1", "largest is 1",
+                              "drop --score-scale percent", extra=("--score-scale", "percent"))
+    assert "\n" not in line.strip()
+
+
+def test_a_wide_column_of_small_percentages_is_fine_when_the_table_is_percent(tmp_path):
+    path = write(tmp_path, "w.csv", "model,hard,easy\nA,0.5,80\nB,1,60\n")   # one hard domain under 1 %
+    scores = jagged.load_scores(path, score_scale="percent").set_index(["model", "domain"])["score"]
+    assert scores[("A", "hard")] == pytest.approx(0.005) and scores[("B", "easy")] == pytest.approx(0.6)
 
 
 def test_identical_duplicates_collapse(tmp_path):

@@ -502,8 +502,8 @@ def test_cli_items_csv_json_and_top(tmp_path):
     os.mkfifo(fifo)
     (tmp_path / "folder.csv").mkdir()
     for args, fragment in (((tmp_path / "models.txt",), "must end in .csv or .json"), ((fifo,), "not a regular file"),
-                           ((tmp_path / "folder.csv",), "not a regular file"),
-                           ((tmp_path / "top3.csv",), "given twice")):
+                           ((tmp_path / "folder.csv",), "is a directory"),
+                           ((tmp_path / "top3.csv",), "are the same file")):
         code, out, err = run_cli("items", "--top", "1", "-o", tmp_path / "top3.csv", "--models-out", *args)
         assert code == 2 and fragment in err and "Traceback" not in err, err
         assert not (tmp_path / "top3.csv").exists()

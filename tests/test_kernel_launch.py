@@ -50,11 +50,14 @@ def test_a_report_leaves_no_open_kernel_sockets(tmp_path):
     import gc
     import warnings
 
+    from test_batch import write_scores
+
     from jagged.report import jaggedness_report
 
+    scores = write_scores(tmp_path / "scores.csv", ["a", "b", "c"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
-        jaggedness_report(None, tmp_path / "r.html", bootstrap=0)
+        jaggedness_report(scores, tmp_path / "r.html", bootstrap=0)
         gc.collect()
     assert not [str(w.message) for w in caught if "Unclosed" in str(w.message)]
 

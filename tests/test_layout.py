@@ -22,7 +22,8 @@ from jagged.plots import uncertainty as uncertainty_plots
 from jagged.plots.model import domain_errors_vs_field
 from jagged.stats import deployment, hierarchy
 from jagged.stats.item_audit import domain_flags
-from jagged.views import display, model_view
+from jagged.stats.metrics import domain_errors
+from jagged.views import display
 from jagged.views import structure as structure_views
 
 #: A model id as long as the longest of the Open LLM Leaderboard (102 characters).
@@ -52,7 +53,7 @@ def _figures(a):
     profile = deployment.most_reordered_profile(table)
     rows = table[table["model"] == focus]
     leaves, categories = hierarchy.leaf_errors(scores), hierarchy.category_table(scores)
-    errors = model_view.domain_errors(scores, focus)
+    errors = domain_errors(scores, focus)
     return {
         "dispersion": lambda: dispersion.error_dispersion(scores, table, limit=10),
         "heatmap": lambda: dispersion.error_heatmap(scores, table, limit=10),

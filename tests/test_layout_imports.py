@@ -19,7 +19,7 @@ PACKAGE = Path(jagged.__file__).parent
 STAGES = ("base", "readers", "stats", "analysis", "views", "plots", "report", "cli")
 #: Top-level modules of no stage (used everywhere).
 BASE = {"jagged.errors", "jagged.text", "jagged.resources", "jagged.fileio", "jagged.options", "jagged.option_checks",
-        "jagged.safe_yaml"}
+        "jagged.safe_yaml", "jagged.paths"}
 
 
 def module_name(path: Path) -> str:
@@ -122,3 +122,93 @@ def test_stats_read_no_files():
              for target in targets if stage(target) == "readers" and target not in STATS_MAY_IMPORT}
     new = sorted(f"{module} imports {target}" for module, target in found - STATS_READER_DEBT)
     assert not new, "stats must not read files: " + "; ".join(new)
+
+
+# --------------------------------------------------------------------------- what a stage's code calls
+
+#: Calls that read a file (``open``, ``pd.read_csv``, ``con.read_parquet``, ``Path.read_text``, ``np.load`` ...).
+FILE_READS = {"open", "read_csv", "read_parquet", "read_json", "read_table", "read_excel", "read_text", "read_bytes",
+              "loadtxt", "genfromtxt", "load"}
+#: Stats modules that still read files, each another helper's (issue 32: the engine as one object); may only shrink.
+STATS_FILE_DEBT = {"jagged.stats.engine", "jagged.stats.item_sums", "jagged.stats.poisson_bootstrap"}
+#: numpy / pandas estimators: a view that calls one computes a statistic (medians order heatmaps and summarise the
+#: models a figure leaves out: the one summary a view may take).
+ESTIMATORS = {"quantile", "nanquantile", "percentile", "nanpercentile", "mean", "nanmean", "std", "nanstd", "var",
+              "nanvar", "corr", "corrcoef", "cov", "rank"}
+#: The one function of jagged.stats a view may call: the check that a printed value lies in its printed interval.
+VIEWS_MAY_CALL = {"jagged.stats.intervals.outside"}
+#: Views that still call statistics, each another helper's module (issue 31); the list may only shrink.
+VIEWS_DEBT = {"jagged.views.item_audit"}
+
+
+def calls(tree: ast.AST) -> list[str]:
+    """The names called in a module: ``f`` for ``f(...)``, the attribute for ``x.f(...)``."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            out.append(func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "")
+    return out
+
+
+def stats_functions_used(tree: ast.AST) -> set[str]:
+    """``module.name`` of every function (a lowercase name) a module takes from jagged.stats, imported or called."""
+    found, modules = set(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("jagged.stats"):
+            for alias in node.names:
+                if node.module == "jagged.stats":
+                    modules[alias.asname or alias.name] = f"jagged.stats.{alias.name}"
+                elif alias.name[0].islower():
+                    found.add(f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            modules.update({a.asname: a.name for a in node.names if a.name.startswith("jagged.stats") and a.asname})
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules \
+                and node.attr[0].islower():
+            found.add(f"{modules[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_the_scanners_find_planted_calls():
+    planted = ast.parse("import pandas as pd\nfrom jagged.stats import metrics as m\nfrom jagged.stats.intervals "
+                        "import ESTIMATE_OF, outside\nx = pd.read_csv(p).quantile(0.5)\nm.cv_error(x)\nopen(p)\n")
+    assert {"read_csv", "quantile", "open", "cv_error"} <= set(calls(planted))
+    assert stats_functions_used(planted) == {"jagged.stats.metrics.cv_error", "jagged.stats.intervals.outside"}
+
+
+def test_stats_call_nothing_that_reads_a_file():
+    """Statistics take tables: no module of jagged.stats opens or reads a file itself."""
+    found = {m: sorted(set(calls(ast.parse(p.read_text(encoding="utf-8")))) & FILE_READS)
+             for m, p in modules().items()
+             if p.name != "__init__.py" and stage(m) == "stats" and m not in STATS_FILE_DEBT}
+    assert not {m: c for m, c in found.items() if c}
+
+
+def test_views_compute_no_statistic():
+    """A view imports no scipy or statsmodels, calls no estimator and no function of jagged.stats (results reach it
+    computed, from the analysis or the notebook); medians and :data:`VIEWS_MAY_CALL` are the exceptions."""
+    wrong = []
+    for module, path in modules().items():
+        if path.name == "__init__.py" or stage(module) != "views" or module in VIEWS_DEBT:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | {
+            n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        wrong += [f"{module} imports {m}" for m in imported if m.split(".")[0] in ("scipy", "statsmodels", "sklearn")]
+        wrong += [f"{module} calls {c}" for c in sorted(set(calls(tree)) & ESTIMATORS)]
+        wrong += [f"{module} calls {f}" for f in sorted(stats_functions_used(tree) - VIEWS_MAY_CALL)]
+    assert not wrong, "; ".join(wrong)
+
+
+#: Report and CLI modules that still import a statistic, each another helper's (issues 31, 32); may only shrink.
+COMPOSING_DEBT = {("jagged.cli", "jagged.stats.item_audit"), ("jagged.report.batch_index", "jagged.stats.uncertainty"),
+                  ("jagged.report.batch_plan", "jagged.stats.weights")}
+
+
+def test_the_report_and_the_cli_compose_no_statistic():
+    """After the analysis stage nothing composes statistics: the report and the command line import no module of
+    jagged.stats (they call :mod:`jagged.analysis`, which does)."""
+    found = {(m, t) for m, targets in graph().items() if stage(m) in ("report", "cli") for t in targets
+             if stage(t) == "stats"} - COMPOSING_DEBT
+    assert not found, sorted(found)

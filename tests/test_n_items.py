@@ -1,4 +1,4 @@
-"""--n-items N|FILE: item counts for tables that have none (jagged.readers.table.item_counts)."""
+"""--n-items N|FILE: item counts for tables that have none (jagged.readers.canonical.item_counts)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_one_number_for_every_domain():
     assert plain.scores["n_items"].isna().all()
     dataset = jagged.load(HENDRYCKS, n_items="100")
     assert (dataset.scores["n_items"] == 100).all() and len(dataset.scores) == len(plain.scores)
-    assert dataset.details["item counts"] == "--n-items 100 for every domain"
+    assert dataset.selection == {"n_items": "100"}
     assert (jagged.load(HENDRYCKS, n_items=250).scores["n_items"] == 250).all()
 
 
@@ -37,10 +37,10 @@ def test_a_domain_file_gives_each_domain_its_count(sizes):
     dataset = jagged.load(HENDRYCKS, n_items=str(sizes))
     expected = dataset.scores["domain"].astype(str).map(MMLU_SIZES)
     assert dataset.scores["n_items"].tolist() == expected.astype(float).tolist()
-    assert dataset.details["item counts"] == "--n-items sizes.csv (4 domains)"
+    assert dataset.selection == {"n_items": str(sizes)}
     assert dataset.scores.groupby("domain", observed=True)["n_items"].first().sum() == 14042
     code, out, err = run_cli("validate", HENDRYCKS, "--n-items", sizes)
-    assert code == 0 and "item counts (n_items) present" in out and "sizes.csv (4 domains)" in out, err
+    assert code == 0 and "item counts (n_items) present" in out and "n_items from sizes.csv (--n-items)" in out, err
 
 
 def test_the_noise_side_works_on_a_leaderboard_table(sizes):
@@ -77,6 +77,6 @@ def test_missing_domains_conflicts_and_bad_values_are_one_line_errors(tmp_path, 
 def test_the_counts_file_is_read_within_the_input_cap(sizes):
     with limits.input_cap(20):
         with pytest.raises(limits.InputTooLargeError):
-            from jagged.readers.table import item_counts
+            from jagged.readers.canonical import item_counts
 
             item_counts(str(sizes))

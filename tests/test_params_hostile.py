@@ -77,15 +77,40 @@ def no_kernel(monkeypatch):
 
 
 @pytest.mark.parametrize("kind", list(HOSTILE))
-@pytest.mark.parametrize("name", REPORT_PARAMETERS)
-def test_every_parameter_refuses_every_hostile_value(tmp_path, no_kernel, name, kind):
+def test_every_parameter_refuses_every_hostile_value(tmp_path, no_kernel, kind):
     params = tmp_path / "p.yaml"
-    params.write_text(f"bootstrap: 0\n{name}: {HOSTILE[kind]}\n" if name != "bootstrap" else
-                      f"{name}: {HOSTILE[kind]}\n", encoding="utf-8")
-    line = assert_bad_input("report", "--params", params, "-o", tmp_path / "out" / "r.html",
-                            fragments=(f"--params {params}", repr(name)))
-    assert "x" * 100 not in line and "9" * 100 not in line  # a huge value is described, not echoed
-    assert not (tmp_path / "out").exists()
+    for name in REPORT_PARAMETERS:  # one kernel-free call each
+        params.write_text(f"bootstrap: 0\n{name}: {HOSTILE[kind]}\n" if name != "bootstrap" else
+                          f"{name}: {HOSTILE[kind]}\n", encoding="utf-8")
+        line = assert_bad_input("report", "--params", params, "-o", tmp_path / "out" / "r.html",
+                                fragments=(f"--params {params}", repr(name)))
+        assert "x" * 100 not in line and "9" * 100 not in line, name  # a huge value is described, not echoed
+        assert not (tmp_path / "out").exists(), name
+
+
+def test_stored_capabilities_are_recorded_never_used(tmp_path, monkeypatch):
+    """A received report's engine, Spark master and input cap: set aside with one warning unless typed again."""
+    import jagged.report.jaggedness as single
+
+    hostile = {"engine": "spark", "spark_master": "spark://127.0.0.1:7077", "max_input_bytes": 2**40}
+    assert {o.name for o in opts.OPTIONS if o.capability} == set(hostile)  # a new capability adds its value here
+    ran: list[dict] = []
+    monkeypatch.setattr(single, "run_report", lambda name, output, params, **kwargs: ran.append(params) or Path(output))
+    (tmp_path / "s.csv").write_text(TINY)
+    params = tmp_path / "p.yaml"
+    params.write_text(yaml.safe_dump({"scores": str(tmp_path / "s.csv"), "bootstrap": 0, **hostile}))
+    monkeypatch.setenv("JAGGED_MAX_INPUT_BYTES", "50")  # the cap in force: the stored 1 TiB must not lift it
+    code, _, err = run_cli("report", "--params", params, "-o", tmp_path / "o.html")
+    assert code == 2 and not ran
+    assert err.splitlines() == [
+        f"jagged: warning: --params {params}: stored max_input_bytes=1099511627776, engine='spark', "
+        "spark_master='spark://127.0.0.1:7077' not used: what a rerun may touch comes from the command line; give "
+        "--max-input-bytes, --engine, --spark-master to use them",
+        "jagged: error: s.csv is more than 50 bytes, the input cap (50 bytes); if the file is trusted, raise it with "
+        "--max-input-bytes N, max_input_bytes=N or JAGGED_MAX_INPUT_BYTES=N"]
+    code, _, err = run_cli("report", "--params", params, "-o", tmp_path / "o.html", "--max-input-bytes", "4096")
+    assert code == 0 and err.splitlines()[0].endswith("give --engine, --spark-master to use them")
+    assert {k: ran[0][k] for k in hostile} == {"engine": "duckdb", "spark_master": "", "max_input_bytes": 4096}
 
 
 @pytest.mark.parametrize("name, value, rule", [
@@ -461,3 +486,19 @@ def test_hostile_text_parameters_run_as_data_and_a_rerun_stores_them_as_data(tmp
     refused = _jagged("report", "--params", "bin.yaml", "-o", "out/bin.html", cwd=tmp_path)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "!!binary" in refused.stderr
     assert not marker.exists() and not (tmp_path / "out" / "bin.html").exists()
+
+
+@pytest.mark.parametrize("value, rule", [
+    ("release=x", "a list of at most 1000 texts"),
+    (["release=x", 3], "a list of at most 1000 texts"),
+    (["a\x00b"], "a list of at most 1000 texts"),
+    (["x"] * 1001, "a list of at most 1000 texts"),
+])
+def test_stored_side_filters_of_a_compare_report_are_lists_of_texts(tmp_path, no_kernel, value, rule):
+    (tmp_path / "tiny.csv").write_text(TINY)
+    params = tmp_path / "c.yaml"
+    params.write_text(yaml.safe_dump({"a": str(tmp_path / "tiny.csv"), "b": str(tmp_path / "tiny.csv"),
+                                      "where_b": ["model=a"], "where_a": value}), encoding="utf-8")
+    line = assert_bad_input("report", "--params", params, "--notebook", "compare_report", "-o", tmp_path / "r.html")
+    assert line.startswith(f"jagged: error: --params {params}: parameter 'where_a' must be {rule}, not "), line
+    assert "x" * 100 not in line and not (tmp_path / "r.html").exists()

@@ -318,3 +318,49 @@ def test_information_plot_shows_no_negative_information_ticks():
     assert min(ax.get_yticks()) >= 0 and ax.get_ylim()[0] < 0       # the rugs sit below 0, unlabelled
     rug = next(line for line in ax.get_lines() if line.get_gid() == "rug:b")
     assert list(rug.get_xdata()) == [0, 1] and all(y < 0 for y in rug.get_ydata())
+
+
+def _curves(n_groups: int, n_models: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Information curves of ``n_groups`` groups (long names) and the abilities of ``n_models`` models in each."""
+    theta = np.linspace(-4, 4, 41)
+    names = [f"subject_number_{k:02d}" for k in range(n_groups)]
+    curves = pd.DataFrame({"group": np.repeat(names, len(theta)), "theta": np.tile(theta, n_groups),
+                           "information": np.concatenate([(k + 1) * np.exp(-theta ** 2 / 2) for k in range(n_groups)])})
+    places = pd.DataFrame({"model": np.tile([f"m{j}" for j in range(n_models)], n_groups),
+                           "group": np.repeat(names, n_models),
+                           "theta": np.tile(np.linspace(-2, 2, n_models), n_groups)})
+    return curves, places
+
+
+def test_information_curves_name_every_domain_in_a_legend_or_in_a_panel_of_its_own():
+    import warnings
+
+    from seaborn import FacetGrid
+
+    from jagged.plots.dispersion import PAGE_WIDTH
+    from jagged.plots.irt import information_plot
+    from jagged.views.display import figure_png
+    from jagged.views.overview import LEGEND_MAX
+
+    curves, places = _curves(LEGEND_MAX)
+    ax = information_plot(curves, abilities=places)
+    names = list(pd.unique(curves["group"]))
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == names  # whole names, every one
+    many, places = _curves(LEGEND_MAX + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing for a report to print: the layout fits
+        grid = information_plot(many, abilities=places)
+        figure_png(grid)
+    assert isinstance(grid, FacetGrid) and len(grid.axes_dict) == LEGEND_MAX + 1
+    assert grid.figure.get_size_inches()[0] <= PAGE_WIDTH
+    names = list(pd.unique(many["group"]))
+    for name, panel in zip(names, grid.axes.flat):
+        assert panel.get_title() == name and panel.get_legend() is None
+        (curve,) = panel.get_lines()
+        assert curve.get_gid() == f"info:{name}"
+        np.testing.assert_allclose(curve.get_ydata(), many.loc[many["group"] == name, "information"])
+        (rug,) = [c for c in panel.collections if c.get_gid() == f"rug:{name}"]
+        assert len(rug.get_segments()) == 5
+    fig, ax = plt.subplots()  # on a given axes: one panel, no legend of 13 entries
+    assert information_plot(many, ax=ax) is ax and ax.get_legend() is None
+    assert f"{LEGEND_MAX + 1} domains, no legend" in ax.get_title(loc="left")

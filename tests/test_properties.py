@@ -149,3 +149,64 @@ def test_one_domain_has_no_cv_and_no_wedge(scores, value):
     dep = jagged.deployment_metrics(table, weight_frame({"p": normalise_weights(np.array([[value]]), ["p"])[0]}, 1))
     assert (dep["wedge"] == 0.0).all() and (dep["wedge_bound"] == 0.0).all()
     np.testing.assert_array_equal(dep["dep_score"], scores)
+
+
+@st.composite
+def counted_tables(draw: st.DrawFn) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """A per-domain table with item counts (2–12 items, any number right, some cells missing), or the item-level
+    table behind one (0/1 or partial credit): the inputs whose intervals the issue found outside their estimate."""
+    m, d = draw(st.integers(2, 4)), draw(st.integers(3, 6))
+    n = draw(hnp.arrays(np.int64, (m, d), elements=st.integers(2, 12)))
+    right = np.minimum(draw(hnp.arrays(np.int64, (m, d), elements=st.integers(0, 12))), n)
+    keep = draw(hnp.arrays(bool, (m, d), elements=st.booleans())) | (np.arange(d) < 3)[None, :]
+    models, domains = [f"m{i}" for i in range(m)], [f"d{j}" for j in range(d)]
+    if draw(st.booleans()):
+        rows = [(models[i], domains[j], right[i, j] / n[i, j], n[i, j]) for i in range(m) for j in range(d)
+                if keep[i, j]]
+        frame = pd.DataFrame(rows, columns=["model", "domain", "score", "n_items"])
+        return jagged.validate_scores(frame, "t", line_offset=None), None
+    partial = draw(st.booleans())
+    records = [(models[i], domains[j], f"{domains[j]}-q{q}", float(q < right[0, j]) * (0.5 if partial and q % 3 == 0
+                                                                                        else 1.0))
+               for i in range(m) for j in range(d) for q in range(n[0, j] + i % 2) if keep[i, j]]
+    frame = pd.DataFrame(records, columns=["model", "domain", "item", "correct"])
+    frame["correct"] = np.where(np.arange(len(frame)) % (m + 1) == 0, 1.0 - frame["correct"], frame["correct"])
+    dataset = jagged.load(frame)
+    return dataset.scores, dataset.items
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(counted_tables())
+def test_every_estimate_lies_in_its_own_interval(case):
+    """Issue 29: each <stat>_lo / <stat>_hi of the metrics table and of the glance contains the value printed with it
+    (cv_error's the noise-corrected value), floors included, on every route of the bootstrap."""
+    from jagged.analysis import Analysis, metrics_table
+    from jagged.options import AnalysisOptions
+    from jagged.readers.dataset import Dataset
+    from jagged.stats.intervals import interval_triples, outside_intervals
+    from jagged.views import glance
+
+    scores, items = case
+    dataset = Dataset(scores=scores, source="t", paths=[], format="long", items=items)
+    options = AnalysisOptions(bootstrap=30, seed=3, profiles=("uniform", "items"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            table = metrics_table(dataset, options)      # its own check raises on a value outside its interval
+        except JaggedInputError:                          # no model with 2 domains
+            return
+    pairs = {estimate for estimate, _, _ in interval_triples(table.columns)}
+    assert {"cv_error_corrected", "macro_score", "dep_score", "wedge", "relative_jaggedness_corrected"} <= pairs
+    assert outside_intervals(table).empty
+    for estimate, lo, hi in interval_triples(table.columns):
+        both = table[lo].notna() & table[estimate].notna()
+        assert (table.loc[both, lo] <= table.loc[both, hi]).all()
+        if estimate.endswith("_corrected"):               # a floored value: a floored interval
+            assert (table.loc[both, lo] >= 0).all()
+    analysis = Analysis(dataset=dataset, options=options)
+    analysis.table = table
+    findings = glance.glance(analysis, contributors=[("jaggedness", glance.jaggedness_findings),
+                                                     ("profiles", glance.profiles_finding)])
+    for f in findings:
+        assert not (np.isfinite(f.lo) and not f.lo - 1e-9 <= f.value <= f.hi + 1e-9), f

@@ -293,7 +293,7 @@ def test_where_each_domain_measures_names_domains_and_the_models_beyond(rendered
     section = body[start:body.index("Is it the model or the benchmark?", start)]
     alts = re.findall(r'<img\b[^>]*alt="([^"]*)"', section)
     assert len(alts) == 2
-    assert alts[0].startswith("Line chart: test information") and "14 domains" in alts[0]
+    assert alts[0].startswith("Line charts, one panel per domain (14), on shared axes: test information")
     assert alts[1].startswith("Scatter plot: one dot per item") and "standardised loading" in alts[1]
     text = _text_between(html, 'id="Where-each-domain-measures"', "Is it the model or the benchmark?")
     # the range table: the law domain, measured best above the middle, and the strongest model beyond its top
@@ -330,3 +330,27 @@ def test_the_model_report_says_where_the_model_sits(tmp_path):
     text = _text_between(html, "Where it sits on each domain", "Where it departs from the field")
     assert "gemini-1.5-pro-002 sits beyond the range, above it, in 13 domains" in text
     assert re.search(r"law \+\d\.\d\d 0\.\d\d -2\.60 to \+3\.55 above", text)
+
+
+def test_kernel_warnings_stay_off_the_page_and_reach_the_command_line(tmp_path):
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    params = nbformat.v4.new_code_cell('scores: str = ""  # unused')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(
+        "import sys, warnings\nfrom jagged.errors import JaggedWarning\n"
+        "warnings.warn('layout gave up', UserWarning)\nwarnings.warn('already said by the loader', JaggedWarning)\n"
+        "warnings.warn('layout gave up', UserWarning)\nprint('a line on stderr', file=sys.stderr)\nprint('kept')")]
+    notebook = tmp_path / "warns.ipynb"
+    nbformat.write(nb, notebook)
+    out = tmp_path / "r.html"
+    with pytest.warns(Warning) as caught:
+        report.run_report(notebook, out, {}, title="t")
+    said = [str(w.message) for w in caught if "warns:" in str(w.message)]
+    assert said == ["warns: UserWarning: layout gave up (kept in r.ipynb)", "warns: a line on stderr (kept in r.ipynb)"]
+    page = out.read_text(encoding="utf-8")
+    assert 'class="stderr"' not in page and "layout gave up" not in page and "warnings.warn" not in page
+    assert "kept" in page
+    kept = nbformat.read(out.with_suffix(".ipynb"), as_version=4)
+    streams = "".join(o.get("text", "") for c in kept.cells for o in c.get("outputs", []) if o.get("name") == "stderr")
+    assert "UserWarning: layout gave up" in streams and "JaggedWarning: already said" in streams

@@ -9,7 +9,10 @@ import pandas as pd
 import pytest
 
 from jagged.errors import JaggedInputError
-from jagged.stats.residual_test import DEPARTURE_COLUMNS, residual_departures
+from jagged.stats.residual_test import residual_departures
+
+COLUMNS = ["model", "domain", "error", "expected_error", "residual", "residual_lo", "residual_hi", "z", "z_limit",
+           "departs"]
 
 
 def cells(rows) -> pd.DataFrame:
@@ -22,7 +25,7 @@ def test_bonferroni_limit_per_model():
     table = cells([("A", "d1", 2.6, 1.0), ("A", "d2", -2.6, 1.0), ("A", "d3", 2.4, 1.0), ("A", "d4", 0.0, 1.0),
                    ("B", "d1", 2.2, 1.0)])
     out = residual_departures(table, ci=0.95)
-    assert list(out.columns) == list(DEPARTURE_COLUMNS)
+    assert list(out.columns) == COLUMNS
     assert out["z_limit"].to_numpy() == pytest.approx([2.497705] * 4 + [1.959964], abs=1e-6)
     assert out["departs"].tolist() == [1, -1, 0, 0, 1]             # 2.4 < 2.4977 for A; 2.2 > 1.96 for B
     assert out["model"].tolist() == table["model"].tolist() and out["domain"].tolist() == table["domain"].tolist()
@@ -62,4 +65,4 @@ def test_bad_input():
         residual_departures(pd.DataFrame({"model": ["A"], "domain": ["d"], "error": [0.1], "expected_error": [0.1],
                                           "residual": [0.0], "z": [0.0]}))
     empty = residual_departures(cells([]))
-    assert list(empty.columns) == list(DEPARTURE_COLUMNS) and len(empty) == 0
+    assert list(empty.columns) == COLUMNS and len(empty) == 0

@@ -5,16 +5,17 @@ from __future__ import annotations
 import re
 
 import nbformat
+import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from jagged import report
 from jagged.analysis import SECTIONS_MIME
 from jagged.errors import JaggedInputError
+from jagged.options import REPORT_SECTIONS as CHOICES
 from jagged.options import parse_sections
 from jagged.report.notebooks import find_notebook
 from jagged.report.sections import (
-    CHOICES,
     SectionFilter,
     cell_blocks,
     cell_sections,
@@ -165,3 +166,22 @@ def test_without_provenance_chosen_the_page_has_no_provenance_block():
     assert 'class="provenance"' not in page and "noise table" in page and "finding one" in page
     page = report.render(nb, title="t", facts=[("input", "x.csv")], sections=["provenance"])
     assert 'class="provenance"' in page and "noise table" not in page and "finding one" not in page
+
+
+def test_the_notebooks_tag_exactly_the_declared_optional_sections(tmp_path):
+    """One declaration (options.REPORT_SECTIONS): the report notebook tags every optional section and nothing else,
+    the model report a subset, Analysis.sections answers for each in report order; the compare report tags its own."""
+    from jagged.analysis import analyse
+    from jagged.options import REPORT_SECTIONS
+    from jagged.views.compare import compare_sections
+
+    optional = [name for name, is_optional in REPORT_SECTIONS.items() if is_optional]
+
+    def tags(name):
+        return {s for c in nbformat.read(str(find_notebook(name)), as_version=4).cells for s in cell_sections(c)}
+
+    assert tags("jaggedness_report") == set(optional) and tags("model_report") <= set(optional)
+    assert list(analyse(bootstrap=0).sections) == optional
+    compared = compare_sections(type("C", (), {"shares": {}, "ledger": None, "changes": [], "rescoring": None,
+                                               "models": pd.DataFrame(), "floor": None})())
+    assert tags("compare_report") == set(compared)

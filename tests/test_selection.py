@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from clitools import assert_bad_input, run_cli
@@ -123,3 +125,37 @@ def test_batch_keeps_models_for_choosing_reports():
 
     flags = [o for p in main.commands["batch"].params for o in getattr(p, "opts", [])]
     assert flags.count("--models") == 1 and "--domains" in flags and "--where" in flags
+
+
+def test_the_selection_is_in_the_subtitle_what_was_read_and_the_json(livebench, tmp_path):
+    from jagged import report
+
+    path, _ = livebench
+    out = tmp_path / "r.html"
+    report.jaggedness_report(path, out, where=["release=2024-08-31"], models=["gpt-4o", "claude-3.5"],
+                             n_items="50", bootstrap=0, sections="data")
+    page = out.read_text(encoding="utf-8")
+    chosen = "rows where release=2024-08-31; 2 models chosen (gpt-4o, claude-3.5); n_items 50 for every domain " \
+             "(--n-items)"
+    assert f'<p class="subtitle">2 models × 3 domains from livebench.csv — {chosen}</p>' in page
+    what_was_read = page[page.index("What was read"):]
+    assert f'<th scope="row">selection</th><td><span class="wrap">{chosen}</span></td>' in what_was_read
+    record = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert record["selection"] == {"where": ["release=2024-08-31"], "models": ["gpt-4o", "claude-3.5"],
+                                   "n_items": "50"}
+    assert record["provenance"]["selection"] == chosen
+    assert f"selection: {chosen}. OK" in run_cli("validate", path, "--where", "release=2024-08-31", "--models",
+                                                   "gpt-4o", "--models", "claude-3.5", "--n-items", "50")[1]
+
+
+def test_a_readers_list_of_model_names_never_takes_the_place_of_the_model_count():
+    from jagged.report.facts import input_facts, input_subtitle
+    from jagged.views.summary import read_facts
+
+    dataset = jagged.load(TEST_DATA / "eee" / "data" / "global-mmlu-lite")  # details["models"]: the names
+    assert input_subtitle(dataset) == "24 models × 16 domains from global-mmlu-lite"
+    dataset.benchmark = "Global-MMLU-Lite"
+    assert input_subtitle(dataset) == "24 models × 16 domains from Global-MMLU-Lite"
+    keys = [f.key for f in read_facts(dataset)]
+    assert keys.count("models") == 1 and "models (listed)" in keys
+    assert [row[1] for row in input_facts(dataset) if row[0] == "models"] == ["24"]

@@ -5,11 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from compare_pairs import hand_pair, items_dataset, scores_dataset
+from compare_pairs import grader_bug_pair, hand_pair, items_dataset, scores_dataset
 from matplotlib.colors import to_hex
 
 from jagged.analysis import SECTIONS_MIME
-from jagged.plots.compare import BEYOND_COLOR, NO_INTERVAL_COLOR, WITHIN_COLOR, a_against_b, delta_forest
+from jagged.plots.compare import (
+    BEYOND_COLOR,
+    NO_INTERVAL_COLOR,
+    WITHIN_COLOR,
+    a_against_b,
+    delta_forest,
+    domain_shifts,
+    field_forest,
+)
 from jagged.stats.compare import compare
 from jagged.stats.ledger import item_ledger
 from jagged.views import compare as views
@@ -97,8 +105,8 @@ def test_ledger_top_puts_the_best_established_changes_first_and_clips_text():
 
 
 def test_sections_and_the_record_the_renderer_reads(hand):
-    assert views.compare_sections(hand) == {"changes": False, "items": True, "rescoring": True, "profiles": False,
-                                            "repeats": False}
+    assert views.compare_sections(hand) == {"field": True, "changes": False, "items": True, "rescoring": True,
+                                            "profiles": False, "repeats": False}
     bundle = views.CompareView(hand, "hand_a", "hand_b")._repr_mimebundle_()
     assert bundle[SECTIONS_MIME] == views.compare_sections(hand)
     assert "hand_a" in bundle["text/plain"]
@@ -106,17 +114,28 @@ def test_sections_and_the_record_the_renderer_reads(hand):
     b = scores_dataset([("m", "d1", 0.5, 10), ("m", "d2", 0.7, 10)], "b")
     weights = pd.DataFrame([[0.75, 0.25]], index=["p"], columns=["d1", "d2"])
     sections = views.compare_sections(compare(a, b, weights, n_boot=0))
-    assert sections == {"changes": True, "items": False, "rescoring": False, "profiles": True, "repeats": False}
+    # one model on both sides: the benchmark's part cannot be told from the model's (no "field" section)
+    assert sections == {"field": False, "changes": True, "items": False, "rescoring": False, "profiles": True,
+                        "repeats": False}
 
 
 def test_findings_of_the_hand_pair(hand):
     text = views.findings(views.CompareView(hand, "hand_a", "hand_b"))
     assert text[0].startswith("A is hand_a, B is hand_b; 3 models on both sides")
     assert text[1] == "What changed: items: 1 added, 1 removed, 1 key changed."
+    # changes of the 9 cells (m × d): m1 (0, +1/2, +1/2), m2 (0, 0, -1/2), m3 (+1, +1/2, 0): μ = 2/9; the shares
+    # are tested in tests/test_shifts.py, the sentence says them
+    assert text[2].startswith("33% of the squared change on the 9 shared cells is the benchmark's")
+    assert "an overall shift of +0.2222" in text[2] and "67% is the models'" in text[2]
+    # d1: only m3 changed, on a domain of one common item: the replicates never vary, so no domain is called
+    assert text[3] == "No domain moved for every model beyond noise; the largest shift for the field is d1 " \
+                      "+0.3333 [+0.3333, +0.3333]."
+    assert text[4].startswith("Relative to the field (each model's change minus the field's mean change, +0.2222)")
     moved = int(views.model_moves(hand)["beyond_noise"].sum())
-    assert text[2].startswith(f"The macro score changed beyond noise for {moved} of 3 models")
-    assert "from -0.1667 to +0.5000" in text[2]
-    assert text[3].startswith("Largest macro-score changes (B − A, like for like): m3 +0.5000 [")
+    field = int(views.model_moves(hand)["vs_field_beyond_noise"].sum())
+    assert text[5].startswith(f"The macro score changed beyond noise for {moved} of 3 models")
+    assert f"relative to the field, {field})" in text[5] and "from -0.1667 to +0.5000" in text[5]
+    assert text[6].startswith("Largest macro-score changes (B − A, like for like): m3 +0.5000 [")
     assert any(s.startswith("Ranking by macro score: Kendall's tau between the sides is -0.816") for s in text)
     # re-scoring: m1 chose the new key of i4 (gains 1, d2 0.5 -> 1: macro +1/6), m2 chose the old one (-1/6)
     rescoring = next(s for s in text if s.startswith("Re-scoring"))
@@ -133,15 +152,29 @@ def test_findings_name_added_and_removed_models_and_say_when_there_are_no_interv
         comparison.models[column] = np.nan
     text = views.findings(views.CompareView(comparison, "v1", "v2"))
     assert text[1] == "What changed: 1 model added (new: only in v2); 1 model removed (old: only in v1)."
-    assert text[2].startswith("The like-for-like macro-score changes range from +0.0500 to +0.0500; no intervals")
+    assert text[2].startswith("The benchmark's part of the change cannot be told from the models'")
+    assert text[3].startswith("The like-for-like macro-score changes range from +0.0500 to +0.0500; no intervals "
+                              "were computed for them")
 
 
-def test_findings_with_nothing_changed_say_so():
+def test_findings_with_nothing_changed_say_so_in_plain_words():
     a, _ = hand_pair()
-    text = views.findings(views.CompareView(compare(a, a, n_boot=200, seed=1), "x", "x"))
+    comparison = compare(a, a, n_boot=200, seed=1)
+    text = views.findings(views.CompareView(comparison, "x", "x"))
     assert text[1] == ("Nothing was added or removed: the same models and domains are on both sides, and no item's "
                        "key, text or difficulty changed.")
-    assert text[2].startswith("No model's macro score changed beyond noise")
+    assert text[2] == ("No shared cell changed: every model scores the same in A and B on the items each model "
+                       "answered on both sides.")
+    assert text[3] == "Ranking by macro score: the same on both sides."
+    assert "+0.0000" not in " ".join(text) and "[1.000, 1.000]" not in " ".join(text)
+    assert not views.compare_sections(comparison)["field"]
+    # without item counts: no interval for the changes, and none shown for tau either
+    rows = [(m, d, s, None) for m, s in (("m", 0.5), ("n", 0.7)) for d in ("d1", "d2")]
+    same = compare(scores_dataset(rows, "v"), scores_dataset(rows, "v"), n_boot=200)
+    table = views.glance_table(same).set_index("measure")["value"]
+    assert table["Kendall's tau of the macro rankings"] == "1.000"
+    assert table["benchmark's share of the squared change (overall + domain shifts)"] == "no shared cell changed"
+    assert views.findings(views.CompareView(same, "v", "v"))[2].startswith("No shared cell changed")
 
 
 def test_findings_html_escapes_names():
@@ -154,6 +187,8 @@ def test_glance_table_counts(hand):
     assert table["models on both sides"] == "3" and table["compared on"] == "common items"
     assert table["items key changed"] == "1" and table["models added"] == "0"
     assert table["Kendall's tau of the macro rankings"].startswith("-0.816 [")
+    assert table["benchmark's share of the squared change (overall + domain shifts)"] == "33.3%"
+    assert table["domains shifted beyond noise for every model"] == "0 of 3"
 
 
 def test_profile_moves_per_profile_and_model():
@@ -218,3 +253,44 @@ def test_items_scope_is_said_in_the_first_finding():
     b = items_dataset([("m", "d1", "i1", 1), ("m", "d2", "i2", 1), ("m", "d2", "i3", 1)], "b")
     text = views.findings(views.CompareView(compare(a, b, n_boot=0), "a", "b"))
     assert "the items each model answered on both sides (up to 3)" in text[0]
+
+
+def test_a_benchmark_change_is_told_as_one_that_every_model_shares():
+    c = compare(*grader_bug_pair(), n_boot=300, seed=1)
+    text = views.findings(views.CompareView(c, "a", "b"))
+    assert text[2].startswith("100% of the squared change on the 24 shared cells is the benchmark's")
+    assert "0% is the models'" in text[2]
+    assert text[3].startswith("1 of 3 domains moved for every model beyond noise (the field's mean change with its "
+                              "95% interval): law -0.3750 [")
+    assert text[4].endswith("no model's change is beyond noise: the models moved together.")
+    assert text[5].startswith("The macro score changed beyond noise for 8 of 8 models (0 up, 8 down") and \
+        "relative to the field, 0)" in text[5]
+    shifts = views.domain_shifts(c)
+    assert shifts["domain"].tolist()[0] == "law" and "interval_method" not in shifts.columns
+    shares = views.shares_table(c).set_index("part")["share"]
+    assert shares.iloc[:2].sum() == pytest.approx(1.0) and shares.iloc[2:].sum() == pytest.approx(0.0)
+    found = {f.section: f for f in views.glance(views.CompareView(c, "a", "b"))}
+    assert found["domains"].subject == "law" and found["domains"].value == pytest.approx(-0.375)
+    assert found["domains"].count == 1 and found["models"].count == 0 and found["changes"].count == 8
+    by_field = views.model_moves(c, by="macro_delta_vs_field")
+    assert not by_field["vs_field_beyond_noise"].any() and by_field["beyond_noise"].all()
+    ax = domain_shifts(c.domains)
+    assert [t.get_text() for t in ax.get_yticklabels()][0] == "law"  # the largest fall at the bottom
+    assert to_hex(ax.collections[-1].get_facecolors()[0]) == to_hex(BEYOND_COLOR)
+    assert "the field's shift" in ax.get_xlabel()
+    alt = views.shifts_alt(c.domains)
+    assert "3 domains" in alt and "1 exclude 0" in alt and "law -0.3750" in alt
+    assert "relative to the field" in field_forest(c.models).get_xlabel()
+    assert "8 models" in views.forest_alt(c.models, "field")
+
+
+def test_an_interval_is_named_by_how_it_was_computed_when_the_changes_have_none():
+    rows_a = [(m, d, s, None) for m, base in (("p", 0.5), ("q", 0.6), ("r", 0.7)) for d, s in
+              (("d1", base), ("d2", base + 0.1), ("d3", base - 0.1))]
+    rows_b = [(m, d, s + (0.4 if (m, d) == ("p", "d1") else 0.0), n) for m, d, s, n in rows_a]  # p passes q
+    text = views.findings(views.CompareView(compare(scores_dataset(rows_a, "a"), scores_dataset(rows_b, "b"),
+                                                    n_boot=300, seed=2), "a", "b"))
+    noise = next(t for t in text if t.startswith("The like-for-like macro-score changes range"))
+    assert "no intervals were computed for them" in noise
+    rank = next(t for t in text if t.startswith("Ranking by macro score"))
+    assert " [" in rank and "(its interval from resampling the domains)" in rank

@@ -13,8 +13,9 @@ from irt_simulation import simulate
 from nbformat.v4 import new_output
 
 from jagged.analysis import SECTIONS, SECTIONS_MIME, analyse
+from jagged.options import REPORT_SECTIONS as CHOICES
 from jagged.report.notebooks import find_notebook
-from jagged.report.sections import CHOICES, SectionFilter
+from jagged.report.sections import SectionFilter
 from jagged.stats.information import (
     ONE_THREAD_BELOW,
     DomainInformation,

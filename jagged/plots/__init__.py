@@ -27,6 +27,7 @@ FIGURES: dict[str, str] = {
     "information_plot": "irt", "loading_difficulty_plot": "irt", "position_plot": "irt",
     # the per-model and compare reports
     "domain_errors_vs_field": "model", "delta_forest": "compare", "a_against_b": "compare",
+    "change_forest": "compare", "field_forest": "compare", "domain_shifts": "compare",
 }
 
 __all__ = sorted(FIGURES)

@@ -1,4 +1,4 @@
-"""Figures of the compare report: the like-for-like change of a statistic per model.
+"""Figures of the compare report: the like-for-like change per model, and the field's shift per domain.
 
 The input is the per-model table of a comparison (:func:`jagged.stats.compare.compare_models`,
 ``Comparison.models``), which carries ``<stat>_a``, ``<stat>_b``, ``<stat>_delta`` and,
@@ -23,11 +23,14 @@ NO_INTERVAL_COLOR = "0.45"
 
 def _rows(models: pd.DataFrame, stat: str) -> pd.DataFrame:
     check_columns(models, ("model", f"{stat}_a", f"{stat}_b", f"{stat}_delta"), "comparison table")
-    rows = models.drop_duplicates("model")
-    rows = rows[rows[f"{stat}_delta"].notna()].reset_index(drop=True)
+    return _with_interval(models.drop_duplicates("model"), f"{stat}_delta")
+
+
+def _with_interval(rows: pd.DataFrame, value: str) -> pd.DataFrame:
+    rows = rows[rows[value].notna()].reset_index(drop=True)
     for end in ("lo", "hi"):
-        if f"{stat}_delta_{end}" not in rows.columns:
-            rows[f"{stat}_delta_{end}"] = np.nan
+        if f"{value}_{end}" not in rows.columns:
+            rows[f"{value}_{end}"] = np.nan
     return rows
 
 
@@ -37,23 +40,23 @@ def _colors(lo: np.ndarray, hi: np.ndarray) -> list[str]:
     return [BEYOND_COLOR if b else (WITHIN_COLOR if h else NO_INTERVAL_COLOR) for b, h in zip(beyond, has)]
 
 
-def delta_forest(models: pd.DataFrame, *, stat: str = "macro_score", limit: int | None = None,
-                 ax: Axes | None = None) -> Axes:
-    """Forest plot of B − A per model: the change and its interval, models sorted by the change.
+def change_forest(table: pd.DataFrame, *, value: str, label: str = "model", limit: int | None = None,
+                  xlabel: str | None = None, title: str | None = None, ax: Axes | None = None) -> Axes:
+    """Forest plot of a change per row: the value and its interval, rows sorted by the value.
 
     Parameters
     ----------
-    models : pandas.DataFrame
-        ``Comparison.models`` (``model``, ``<stat>_a``, ``<stat>_b``, ``<stat>_delta``;
-        optional ``<stat>_delta_lo`` / ``<stat>_delta_hi``).
-    stat : str
-        ``macro_score``, ``cv_error``, ``dep_score`` or ``wedge`` (for the last two, pass
-        the rows of one profile).
+    table : pandas.DataFrame
+        ``label``, ``value`` and optional ``<value>_lo`` / ``<value>_hi`` (one row per label).
+    value, label : str
+        The columns of the change and of the row names.
     limit : int, optional
-        With more models, draw only the ``limit`` largest changes in absolute value (the
-        title says so).
+        With more rows, draw only the ``limit`` largest changes in absolute value (the title
+        says so).
+    xlabel, title : str, optional
+        Axis label and title (default: the column names).
     ax : matplotlib.axes.Axes, optional
-        Where to draw (default: a new figure sized for the number of models).
+        Where to draw (default: a new figure sized for the number of rows).
 
     Returns
     -------
@@ -62,34 +65,57 @@ def delta_forest(models: pd.DataFrame, *, stat: str = "macro_score", limit: int 
     Notes
     -----
     An interval that excludes 0 (red) is a change beyond noise; blue intervals include 0;
-    grey points have no interval. With item-level data the intervals are paired (the same
-    resample of the common items on both sides).
+    grey points have no interval.
     """
-    rows = _rows(models, stat)
+    check_columns(table, (label, value), "table")
+    rows = _with_interval(table, value)
     total = len(rows)
     if limit is not None and total > limit:
-        keep = rows[f"{stat}_delta"].abs().sort_values(ascending=False, kind="mergesort").index[:limit]
-        rows = rows.loc[keep]
-    rows = rows.sort_values([f"{stat}_delta", "model"], kind="mergesort").reset_index(drop=True)
+        rows = rows.loc[rows[value].abs().sort_values(ascending=False, kind="mergesort").index[:limit]]
+    rows = rows.sort_values([value, label], kind="mergesort").reset_index(drop=True)
     if ax is None:
         ax = new_axes(7.0, max(2.2, 0.28 * len(rows) + 1.2))
     y = np.arange(len(rows))
-    delta = rows[f"{stat}_delta"].to_numpy(dtype=float)
-    lo = rows[f"{stat}_delta_lo"].to_numpy(dtype=float)
-    hi = rows[f"{stat}_delta_hi"].to_numpy(dtype=float)
+    delta = rows[value].to_numpy(dtype=float)
+    lo, hi = rows[f"{value}_lo"].to_numpy(dtype=float), rows[f"{value}_hi"].to_numpy(dtype=float)
     colors = _colors(lo, hi)
     has = np.isfinite(lo) & np.isfinite(hi)
     ax.hlines(y[has], lo[has], hi[has], colors=[c for c, h in zip(colors, has) if h], linewidth=2)
     ax.scatter(delta, y, c=colors, s=24, zorder=3)
     ax.axvline(0.0, color="0.3", linewidth=0.8, linestyle="--")
-    ax.set_yticks(y, distinct_labels(rows["model"].astype(str).tolist()))
+    ax.set_yticks(y, distinct_labels(rows[label].astype(str).tolist()))
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_xlabel(f"{stat} change, B − A (like for like)")
-    title = f"Change in {stat} per model"
-    if limit is not None and total > limit:
-        title += f" (the {len(rows)} largest of {total})"
-    ax.set_title(title)
+    ax.set_xlabel(xlabel or value)
+    cut = f" (the {len(rows)} largest of {total})" if limit is not None and total > limit else ""
+    ax.set_title((title or value) + cut)
     return ax
+
+
+def delta_forest(models: pd.DataFrame, *, stat: str = "macro_score", limit: int | None = None,
+                 ax: Axes | None = None) -> Axes:
+    """Forest plot of B − A per model (:func:`change_forest` of ``<stat>_delta``).
+
+    ``models`` is ``Comparison.models`` (``model``, ``<stat>_a``, ``<stat>_b``,
+    ``<stat>_delta``; optional ``<stat>_delta_lo`` / ``_hi``); ``stat`` is ``macro_score``,
+    ``cv_error``, ``dep_score`` or ``wedge`` (for the last two, pass the rows of one
+    profile). With item-level data the intervals are paired (the same resample of the
+    common items on both sides).
+    """
+    return change_forest(_rows(models, stat), value=f"{stat}_delta", limit=limit, ax=ax,
+                         xlabel=f"{stat} change, B − A (like for like)", title=f"Change in {stat} per model")
+
+
+def field_forest(models: pd.DataFrame, *, limit: int | None = None, ax: Axes | None = None) -> Axes:
+    """Forest plot of each model's macro-score change relative to the field (``macro_delta_vs_field``)."""
+    return change_forest(models.drop_duplicates("model"), value="macro_delta_vs_field", limit=limit, ax=ax,
+                         xlabel="macro-score change relative to the field", title="Change relative to the field")
+
+
+def domain_shifts(domains: pd.DataFrame, *, limit: int | None = None, ax: Axes | None = None) -> Axes:
+    """Forest plot of the field's shift per domain (``Comparison.domains``: ``domain``, ``shift``, ``_lo``, ``_hi``)."""
+    return change_forest(domains, value="shift", label="domain", limit=limit, ax=ax,
+                         xlabel="the field's shift, B − A (mean change over the models)",
+                         title="Shift of each domain for every model")
 
 
 def a_against_b(models: pd.DataFrame, *, stat: str = "macro_score", ax: Axes | None = None) -> Axes:

@@ -2,7 +2,7 @@
 
 Every function takes the data and keyword arguments, draws on ``ax`` (or a new figure sized
 for the data) and returns the Axes, like seaborn. The inputs are the canonical per-domain
-table (:mod:`jagged.readers.table`) and the per-model metrics table (:func:`jagged.jaggedness`);
+table (:mod:`jagged.readers.canonical`) and the per-model metrics table (:func:`jagged.jaggedness`);
 the plots read ``mean_error`` and ``cv_error`` from the metrics table and never compute a
 metric themselves. The error rate drawn for a domain is ``1 - score``.
 
@@ -32,7 +32,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from jagged.plots.base import check_columns as _check_columns
-from jagged.plots.base import grid_mesh
+from jagged.plots.base import labelled_heatmap
 from jagged.plots.base import new_axes as _new_axes
 from jagged.plots.labels import distinct_labels, plain
 from jagged.views.overview import (
@@ -219,36 +219,23 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
         hidden = left_out(metrics, limit=limit)
         summary = median_errors(scores, hidden).reindex(columns).to_numpy(dtype=float)
         values = np.insert(values, cut, summary, axis=0)
-    ticks, row_labels = _tick_labels(models, cut, len(hidden))
+    _, row_labels = _tick_labels(models, cut, len(hidden))
     col_labels = [plain(c) for c in columns]
     layout = heatmap_layout(row_labels, col_labels)
     n_rows, n_cols = values.shape
     if ax is None:
         ax = _new_axes(layout.width, layout.height)
-    cmap = mpl.colormaps[HEATMAP_CMAP].with_extremes(bad="0.85")
-    image = grid_mesh(ax, values, cmap=cmap, vmin=0.0, vmax=1.0, gid="errors")
-    values = np.ma.masked_invalid(values)
-    ax.set_yticks(ticks + 0.5, labels=row_labels, fontsize=layout.row_pt)
-    _mark_summary_label(ax, cut)
-    shown_cols = np.arange(0, n_cols, layout.col_step)
-    ax.set_xticks(shown_cols + 0.5, labels=[col_labels[i] for i in shown_cols], fontsize=layout.col_pt,
-                  rotation=layout.rotation, ha="right" if layout.rotation < 90 else "center",
-                  rotation_mode="anchor" if layout.rotation < 90 else "default")
-    ax.tick_params(length=0)
     if annotate is None:
         annotate = n_rows * n_cols <= ANNOTATE_MAX_CELLS
-    if annotate:
-        rows, cols = np.nonzero(~np.ma.getmaskarray(values))
-        for r, c in zip(rows, cols):
-            value = values.data[r, c]
-            ax.text(c + 0.5, r + 0.5, f"{value:.2f}", ha="center", va="center",
-                    fontsize=6, color="white" if value > 0.6 else "black", gid="cell-label", in_layout=False)
+    labelled_heatmap(pd.DataFrame(values, index=row_labels, columns=col_labels), ax=ax,
+                     cmap=mpl.colormaps[HEATMAP_CMAP].with_extremes(bad="0.85"), vmin=0.0, vmax=1.0, gid="errors",
+                     col_step=layout.col_step, row_pt=layout.row_pt, col_pt=layout.col_pt, rotation=layout.rotation,
+                     annotate=".2f" if annotate else None, colorbar="error rate (1 − score)",
+                     shrink=0.6 if n_rows > 8 else 0.9)
+    _mark_summary_label(ax, cut)
     if cut:
         for edge in (cut, cut + 1):
             ax.axhline(edge, color="white", linewidth=2.5, gid="others")
-    colorbar = ax.figure.colorbar(image, ax=ax, shrink=0.6 if n_rows > 8 else 0.9, pad=0.01, aspect=30)
-    colorbar.set_label("error rate (1 − score)", fontsize=8)
-    colorbar.ax.tick_params(labelsize=7)
     title = "Error rate by model and domain (grey: no score)"
     if cut:
         title += f"; {len(models)} of {len(models) + len(hidden)} models"

@@ -7,21 +7,33 @@ the plots never compute a statistic.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
 from jagged.plots.base import check_columns, new_axes
+from jagged.plots.dispersion import PAGE_WIDTH
+from jagged.plots.labels import distinct_labels, plain
+from jagged.views.overview import LEGEND_MAX
+
+if TYPE_CHECKING:  # pragma: no cover
+    from seaborn import FacetGrid
 
 SOUND_COLOR = "#9aa9bd"
 FLAGGED_COLOR = "#c0504d"
 LINE_COLOR = "0.35"
 #: Difficulties beyond this are drawn at the edge (the title counts them).
 DIFFICULTY_LIMIT = 6.0
+#: Size (inches) of one panel of the information curves' small multiples.
+PANEL_WIDTH, PANEL_HEIGHT = 1.7, 1.25
+THETA_LABEL = "ability θ (each domain's own N(0, 1) scale)"
+INFORMATION_LABEL = "test information Σ a²P(1 − P)"
 
 
-def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = None, ax: Axes | None = None) -> Axes:
+def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = None,
+                     ax: Axes | None = None) -> Axes | FacetGrid:
     """Test information against ability, one curve per group, the models as a rug beneath.
 
     Parameters
@@ -37,23 +49,30 @@ def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = Non
 
     Returns
     -------
-    matplotlib.axes.Axes
-        The curves have ``gid`` ``"info:<group>"``, the rugs ``"rug:<group>"``.
+    matplotlib.axes.Axes or seaborn.FacetGrid
+        One panel: the curves have ``gid`` ``"info:<group>"``, the rugs ``"rug:<group>"``, and
+        a legend names the groups. With more than :data:`~jagged.views.overview.LEGEND_MAX`
+        groups and no ``ax``, small multiples instead (a legend that long would not fit):
+        a :class:`seaborn.FacetGrid` of one panel per group, titled with its name, on shared
+        axes, its models as a :func:`seaborn.rugplot` at the foot. Given an ``ax``, that
+        many groups are drawn without a legend (the title says so).
     """
     import seaborn as sns
 
     check_columns(data, ("group", "theta", "information"), "information curves")
     if abilities is not None:
         check_columns(abilities, ("group", "theta"), "abilities")
+    groups = list(pd.unique(data["group"]))
+    if ax is None and len(groups) > LEGEND_MAX:
+        return _information_panels(data, groups, abilities)
     if ax is None:
         ax = new_axes(7.2, 4.4)
-    groups = list(pd.unique(data["group"]))
     palette = sns.color_palette("husl" if len(groups) > 10 else "tab10", len(groups))
     top = float(np.nanmax(data["information"].to_numpy(float))) if len(data) else 1.0
     top = top if np.isfinite(top) and top > 0 else 1.0
     for k, (g, colour) in enumerate(zip(groups, palette)):
         part = data[data["group"] == g]
-        line, = ax.plot(part["theta"], part["information"], color=colour, lw=1.6, label=str(g))
+        line, = ax.plot(part["theta"], part["information"], color=colour, lw=1.6, label=plain(str(g)))
         line.set_gid(f"info:{g}")
         if abilities is not None:
             th = abilities.loc[abilities["group"] == g, "theta"].to_numpy(float)
@@ -65,15 +84,56 @@ def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = Non
         ax.set_ylim(-0.04 * top * (len(groups) + 1.5), top * 1.05)
         ticks = [t for t in ax.get_yticks() if 0 <= t <= top * 1.05]
         ax.set_yticks(ticks)  # no negative information on the axis: below 0 are the models
-    ax.set_xlabel("ability θ (each domain's own N(0, 1) scale)", fontsize=9)
-    ax.set_ylabel("test information Σ a²P(1 − P)", fontsize=9)
+    ax.set_xlabel(THETA_LABEL, fontsize=9)
+    ax.set_ylabel(INFORMATION_LABEL, fontsize=9)
     title = "Where each domain measures"
     if abilities is not None:
         title += " (ticks below: the models)"
+    if len(groups) > LEGEND_MAX:
+        title += f"; {len(groups)} domains, no legend"
+    else:
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(title, fontsize=10, loc="left")
-    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.25)
     return ax
+
+
+def _information_panels(data: pd.DataFrame, groups: list, abilities: pd.DataFrame | None) -> FacetGrid:
+    """:func:`information_plot` as small multiples: a panel per group, a page wide (a seaborn FacetGrid)."""
+    import seaborn as sns
+    from matplotlib.ticker import MaxNLocator
+
+    names = dict(zip(groups, distinct_labels([str(g) for g in groups], limit=26)))
+    columns = int(PAGE_WIDTH // PANEL_WIDTH)
+    top = float(np.nanmax(data["information"].to_numpy(float))) if len(data) else 1.0
+    top = top if np.isfinite(top) and top > 0 else 1.0
+    low, high = float(data["theta"].min()), float(data["theta"].max())
+    # The panels get the same limits and a few fixed ticks, set here: matplotlib's shared axes cost time
+    # quadratic in the panels, and every tick is measured at each layout.
+    ticks = {"xticks": MaxNLocator(4).tick_values(low, high), "yticks": MaxNLocator(3).tick_values(0, top)}
+    grid = sns.FacetGrid(data.assign(panel=data["group"].map(names)), col="panel", col_order=list(names.values()),
+                         col_wrap=columns, height=PANEL_HEIGHT, aspect=PANEL_WIDTH / PANEL_HEIGHT, sharex=False,
+                         sharey=False, xlim=(low, high), ylim=(-0.02 * top, 1.05 * top), subplot_kws=ticks)
+    for k, panel in enumerate(grid.axes.flat):  # tick labels on the outer panels only, as shared axes have them
+        panel.tick_params(labelbottom=k >= len(groups) - columns, labelleft=k % columns == 0, labelsize=7)
+        panel.grid(alpha=0.25)
+    grid.map_dataframe(sns.lineplot, x="theta", y="information", estimator=None, color=SOUND_COLOR, linewidth=1.4)
+    for group, label in names.items():
+        panel = grid.axes_dict[label]
+        panel.lines[0].set_gid(f"info:{group}")
+        if abilities is not None:
+            th = abilities.loc[abilities["group"] == group, "theta"].to_numpy(float)
+            sns.rugplot(x=th, ax=panel, height=0.1, color=LINE_COLOR, alpha=0.8, linewidth=0.8)
+            panel.collections[-1].set_gid(f"rug:{group}")
+    grid.set_titles("{col_name}", size=7.5)
+    grid.set_axis_labels("θ", "information", fontsize=8)
+    title = f"Where each domain measures: test information against ability θ, {len(groups)} domains"
+    if abilities is not None:
+        title += " (ticks at the foot: the models)"
+    figure = grid.figure
+    figure.suptitle(title, x=0.01, ha="left", fontsize=10)
+    figure.subplots_adjust(top=figure.subplotpars.top - 0.3 / figure.get_size_inches()[1])  # room for the title
+    return grid
 
 
 def loading_difficulty_plot(data: pd.DataFrame, *, flagged: Sequence[bool] | str | None = None,

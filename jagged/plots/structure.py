@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.plots.base import check_columns, grid_mesh, new_axes
+from jagged.plots.base import check_columns, labelled_heatmap, new_axes
 from jagged.plots.dispersion import ANNOTATE_MAX_CELLS, heatmap_layout
 from jagged.plots.labels import plain
 from jagged.views.overview import LABEL_ENDS
@@ -98,31 +98,20 @@ def residual_heatmap(grid: pd.DataFrame, *, cut: int = 0, annotate: bool | None 
         ax = new_axes(layout.width, layout.height)
     finite = values[np.isfinite(values)]
     limit = vmax if vmax is not None else max(0.1, float(np.abs(finite).max()) if finite.size else 0.1)
-    cmap = mpl.colormaps[RESIDUAL_CMAP].with_extremes(bad="0.85")
-    image = grid_mesh(ax, values, cmap=cmap, vmin=-limit, vmax=limit, gid="residuals")
-    ax.set_yticks(np.arange(len(row_labels)) + 0.5, labels=row_labels, fontsize=layout.row_pt)
+    if annotate is None:
+        annotate = values.size <= ANNOTATE_MAX_CELLS
+    labelled_heatmap(pd.DataFrame(values, index=row_labels, columns=col_labels), ax=ax,
+                     cmap=mpl.colormaps[RESIDUAL_CMAP].with_extremes(bad="0.85"), vmin=-limit, vmax=limit,
+                     gid="residuals", col_step=layout.col_step, row_pt=layout.row_pt, col_pt=layout.col_pt,
+                     rotation=layout.rotation, annotate="+.2f" if annotate else None,
+                     colorbar="residual (logit of error): + more errors than predicted",
+                     shrink=0.6 if len(row_labels) > 8 else 0.9)
     if cut:
         label = ax.get_yticklabels()[cut]
         label.set_fontstyle("italic")
         label.set_color("0.3")
         for edge in (cut, cut + 1):
             ax.axhline(edge, color="white", linewidth=2.5, gid="others")
-    shown = np.arange(0, len(col_labels), layout.col_step)
-    ax.set_xticks(shown + 0.5, labels=[col_labels[i] for i in shown], fontsize=layout.col_pt,
-                  rotation=layout.rotation, ha="right" if layout.rotation < 90 else "center",
-                  rotation_mode="anchor" if layout.rotation < 90 else "default")
-    ax.tick_params(length=0)
-    if annotate is None:
-        annotate = values.size <= ANNOTATE_MAX_CELLS
-    if annotate:
-        rows, cols = np.nonzero(np.isfinite(values))
-        for r, c in zip(rows, cols):
-            v = values[r, c]
-            ax.text(c + 0.5, r + 0.5, f"{v:+.2f}", ha="center", va="center", fontsize=6,
-                    color="white" if abs(v) > 0.6 * limit else "black", gid="cell-label", in_layout=False)
-    bar = ax.figure.colorbar(image, ax=ax, shrink=0.6 if len(row_labels) > 8 else 0.9, pad=0.01, aspect=30)
-    bar.set_label("residual (logit of error): + more errors than predicted", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
     ax.set_title("Where each model departs from its level and the domain's difficulty (grey: no score)",
                  fontsize=10, loc="left")
     return ax

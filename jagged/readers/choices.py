@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.readers.table import cell_repr, row_location
+from jagged.readers.canonical import cell_repr, row_location
 
 #: Longest option label accepted.
 LABEL_MAX = 40

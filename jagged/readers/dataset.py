@@ -12,15 +12,17 @@ from typing import Any
 
 import pandas as pd
 
+from jagged.text import Summarised
 
-@dataclass
-class Dataset:
+
+@dataclass(repr=False)
+class Dataset(Summarised):
     """Everything a loader learned from its input.
 
     Attributes
     ----------
     scores : pandas.DataFrame
-        The canonical per-domain table (see :mod:`jagged.readers.table`).
+        The canonical per-domain table (see :mod:`jagged.readers.canonical`).
     source : str
         Display name of the input (file or folder name).
     paths : list of pathlib.Path
@@ -37,6 +39,12 @@ class Dataset:
         Per-model remarks a loader wants shown in the metrics ``note`` column.
     details : dict
         Format-specific facts for ``jagged validate`` and the report.
+    selection : dict
+        The loader options that chose what was read, as given (:data:`jagged.options.SELECTION`:
+        ``where``, ``models``, ``domains``, ``n_items``); empty when every row was read as it is.
+    benchmark : str or None
+        The benchmark's name when the reader knows it (e.g. an evaluation's dataset name);
+        None: see :attr:`name`.
     """
 
     scores: pd.DataFrame
@@ -47,6 +55,23 @@ class Dataset:
     item_path: Path | None = None
     model_notes: dict[str, str] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    selection: dict[str, Any] = field(default_factory=dict)
+    benchmark: str | None = None
+
+    @property
+    def name(self) -> str:
+        """What reports call the input: :attr:`benchmark` when known, else :attr:`source` (the file or folder)."""
+        return self.benchmark or self.source
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        scores = self.scores
+        rows = [("input", self.name), ("format", self.format), ("models", f"{scores['model'].nunique():,}"),
+                ("domains", f"{scores['domain'].nunique():,}"), ("scores", f"{len(scores):,}")]
+        if self.items is not None:
+            rows.append(("item rows", f"{len(self.items):,}"))
+        rows += [(key, str(list(value)) if isinstance(value, (list, tuple)) else str(value))
+                 for key, value in self.selection.items()]
+        return "Dataset", rows
 
 
 def sha256_file(path: str | Path) -> str:

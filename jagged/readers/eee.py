@@ -165,12 +165,13 @@ class AggregateFile:
         ``model_info.additional_details.precision`` (Open LLM Leaderboard runs).
     samples_file : str or None
         ``detailed_evaluation_results.file_path``.
-    source_name : str or None
-        ``source_metadata.source_name``.
     nested_stats : int
         Nested statistics in ``score_details.details`` (never domains).
     collection : str or None
         Set by the collection reader from the file's place in the datastore.
+    benchmark : str or None
+        The benchmark the file holds results of (:func:`benchmark_of`): files of one model
+        supersede each other only within a benchmark.
     """
 
     path: Path
@@ -184,9 +185,9 @@ class AggregateFile:
     left_out: list[tuple[str, str]]
     precision: str | None = None
     samples_file: str | None = None
-    source_name: str | None = None
     nested_stats: int = 0
     collection: str | None = field(default=None)
+    benchmark: str | None = None
 
 
 def _model_id(content: dict[str, Any], path: Path) -> str:
@@ -287,6 +288,28 @@ def _sibling_counts(results: list[Result]) -> dict[str, float]:
     return counts
 
 
+def benchmark_of(content: dict[str, Any]) -> str | None:
+    """The benchmark a parsed aggregate file holds results of: what tells RewardBench from RewardBench 2.
+
+    The ``source_data.dataset_name`` every entry of ``evaluation_results`` shares; else (a
+    suite whose results name their own datasets, as HELM's or the Open LLM Leaderboard's)
+    the file's top-level ``source_data.dataset_name`` (schema 0.1); else
+    ``source_metadata.source_name``; else None.
+    """
+    names = []
+    for entry in content.get("evaluation_results") or []:
+        source = entry.get("source_data") if isinstance(entry, dict) else None
+        name = source.get("dataset_name") if isinstance(source, dict) else None
+        names.append(name.strip() if isinstance(name, str) else "")
+    if names and names[0] and len(set(names)) == 1:
+        return names[0]
+    for outer, key in (("source_data", "dataset_name"), ("source_metadata", "source_name")):
+        block = content.get(outer)
+        if isinstance(block, dict) and isinstance(block.get(key), str) and block[key].strip():
+            return block[key].strip()
+    return None
+
+
 def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = None,
                    model_name: str | None = None, collection: str | None = None,
                    strict: bool = False) -> AggregateFile:
@@ -360,7 +383,6 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
     info = content["model_info"]
     extra = info.get("additional_details") if isinstance(info.get("additional_details"), dict) else {}
     detailed = content.get("detailed_evaluation_results")
-    source = content.get("source_metadata") if isinstance(content.get("source_metadata"), dict) else {}
     evaluated = parse_timestamp(content.get("evaluation_timestamp"))
     if evaluated is None:
         stamps = [parse_timestamp(e.get("evaluation_timestamp")) for e in content["evaluation_results"]
@@ -374,9 +396,8 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
         precision=str(extra["precision"]) if extra.get("precision") is not None else None,
         samples_file=(detailed.get("file_path") if isinstance(detailed, dict)
                       and isinstance(detailed.get("file_path"), str) else None),
-        source_name=source.get("source_name") if isinstance(source.get("source_name"), str) else None,
-        nested_stats=read.nested_stats, collection=collection)
+        nested_stats=read.nested_stats, collection=collection, benchmark=benchmark_of(content))
 
 
-__all__ = ["AggregateFile", "KNOWN_SCHEMAS", "is_aggregate", "parse_timestamp", "read_aggregate", "schema_family",
-           "schema_of"]
+__all__ = ["AggregateFile", "KNOWN_SCHEMAS", "benchmark_of", "is_aggregate", "parse_timestamp", "read_aggregate",
+           "schema_family", "schema_of"]

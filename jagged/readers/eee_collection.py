@@ -4,15 +4,26 @@ The EEE datastore keeps one file per model and scrape at
 ``data/<collection>/<developer>/<model>/<uuid>.json``. jagged reads a file, a collection
 folder, the datastore's ``data/`` folder, the folder above it, or any folder of such files:
 
-* **The collection** of a file is the folder below ``data/`` on its path. A folder holding
-  several collections needs ``--collection NAME`` (the error lists them with their file
-  counts); with it, only that collection's files are read. A folder of EEE files outside
-  that layout is one set of files with no collection name.
+* **The collection** of a file is the folder below ``data/`` on its path; every file below a
+  collection folder the user names (``data/reward-bench``) is that collection's, whatever
+  its depth or model folder. A folder holding several collections needs
+  ``--collection NAME`` (the error lists them with their file counts); with it, only that
+  collection's files are read. A folder of EEE files outside that layout is one set of
+  files with no collection name.
+* **The benchmark** of a file is the dataset its results come from
+  (:func:`~jagged.readers.eee.benchmark_of`: the ``source_data.dataset_name`` they share,
+  else the source's name). Benchmarks are kept apart: a collection holding two (the
+  ``reward-bench`` collection holds RewardBench and RewardBench 2 files, often for the same
+  model) is refused with both named, and ``--where dataset=NAME`` reads one; the name read
+  is ``Dataset.details["benchmark"]``, and the scores carry it in a ``dataset`` column while
+  they are read. Comparing a model's domains of one benchmark with another model's of the
+  other would make neither number mean anything, so jagged does not merge them.
 * **The model** is ``model_info.id``, never the folder (the folder is a sanitised id:
   ``amazon/nova-lite-v1_0/`` holds ``amazon/nova-lite-v1:0``). Ids that differ only by case
   are different ids and stay apart (``jagged validate`` lists them).
-* **Several files of one model in a collection**: the newest ``retrieved_timestamp``
-  wins and the others are listed as superseded. **Ties** (the Open LLM Leaderboard has
+* **Several files of one model for one benchmark in a collection**: the newest
+  ``retrieved_timestamp`` wins and the others are listed as superseded (files of other
+  benchmarks never supersede each other). **Ties** (the Open LLM Leaderboard has
   float16 and bfloat16 runs of one model, scraped at the same second) are decided by this
   rule, in order: the later ``evaluation_timestamp``, then the file with more domains, then
   the file whose path sorts last; each tie is reported with the precisions involved.
@@ -32,7 +43,7 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.readers.eee import KNOWN_SCHEMAS, AggregateFile, is_aggregate, read_aggregate, schema_family
+from jagged.readers.eee import KNOWN_SCHEMAS, AggregateFile, benchmark_of, is_aggregate, read_aggregate, schema_family
 from jagged.readers.eee_results import normalised
 from jagged.readers.hierarchy import category_map
 from jagged.readers.limits import InputTooLargeError
@@ -55,14 +66,19 @@ def datastore_data(folder: Path) -> Path | None:
     return None
 
 
-def datastore_collections(folder: Path) -> list[tuple[str, int, int]]:
-    """The collections of a datastore, ``(name, aggregate files, models)``, by its folders alone (nothing parsed).
+def datastore_collections(folder: Path) -> list[tuple[str, int, int, list[str]]]:
+    """The collections of a datastore, ``(name, aggregate files, models, benchmarks)``.
 
     ``folder`` is the datastore's ``data/`` folder or the folder above it; files are the
-    ``.json`` files below ``data/<collection>/`` (hidden ones skipped) and models their
-    distinct ``<developer>/<model>/`` folders. Empty for anything else.
+    ``.json`` files below ``data/<collection>/`` (hidden ones skipped), read (bounded, as the
+    readers read them) for their ``model_info.id`` and benchmark (:func:`~jagged.readers.eee.benchmark_of`):
+    models are counted by id, as the reader counts them, never by folder (a folder name is a
+    sanitised id). A file that is no readable aggregate counts as a file only. Empty for
+    anything else.
     """
     import os
+
+    from jagged.readers.files import head
 
     data = datastore_data(Path(folder)) if Path(folder).is_dir() else None
     if data is None:
@@ -70,15 +86,23 @@ def datastore_collections(folder: Path) -> list[tuple[str, int, int]]:
     out = []
     for entry in sorted((p for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")),
                         key=lambda p: p.name.lower()):
-        files, models = 0, set()
+        files, models, benchmarks = 0, set(), set()
         for here, dirs, names in os.walk(entry):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
-            found = sum(1 for n in names if n.lower().endswith(".json") and not n.startswith("."))
-            if found:
-                files += found
-                models.add(here)
+            for name in names:
+                if not name.lower().endswith(".json") or name.startswith("."):
+                    continue
+                files += 1
+                try:
+                    content = head(Path(here, name), data).content
+                except (JaggedInputError, OSError):
+                    continue
+                info = content.get("model_info") if is_aggregate(content) else None
+                if isinstance(info, dict) and isinstance(info.get("id"), str) and info["id"].strip():
+                    models.add(info["id"].strip())
+                    benchmarks.add(benchmark_of(content))
         if files:
-            out.append((entry.name, files, len(models)))
+            out.append((entry.name, files, len(models), sorted((b for b in benchmarks if b), key=str.lower)))
     return out
 
 
@@ -90,7 +114,9 @@ def collection_of(path: Path, root: Path | None = None, model_id: str | None = N
     path : pathlib.Path
         An aggregate file.
     root : pathlib.Path, optional
-        The folder the user named: a ``data/`` folder at or below it is a datastore's.
+        The folder the user named: a ``data/`` folder at or below it is a datastore's, and
+        when ``root`` itself lies directly in a ``data/`` folder, it is the collection of
+        every file below it.
     model_id : str, optional
         The file's ``model_info.id``. Above ``root`` (or without one) a ``data/`` folder
         counts only in the exact layout ``data/<collection>/<developer>/<model>/<file>``
@@ -107,7 +133,7 @@ def collection_of(path: Path, root: Path | None = None, model_id: str | None = N
     for i in range(len(parts) - 3, -1, -1):
         if parts[i] != "data":
             continue
-        if i >= base:
+        if i >= base - 1:  # data/ at or below the root, or the root a collection folder in data/
             return parts[i + 1]
         developer = (model_id or "").split("/", 1)[0]
         if i == len(parts) - 5 and developer and normalised(developer) == normalised(parts[-3]):
@@ -173,6 +199,42 @@ def select_collection(files: list[AggregateFile], collection: str | None, source
     return files
 
 
+def select_benchmark(files: list[AggregateFile], where: Any, source: str) -> list[AggregateFile]:
+    """The files of the one benchmark chosen (``--where dataset=NAME``), or of the only one.
+
+    Files whose benchmark is unknown join the one named benchmark when there is one.
+
+    Raises
+    ------
+    JaggedInputError
+        Several benchmarks and none chosen, or the one chosen is not there; the message
+        names them with their file and model counts.
+    """
+    from jagged.readers.tables import parse_where
+
+    wanted = [value for column, value in parse_where(where) if column == "dataset"]
+    named: dict[str, list[AggregateFile]] = {}
+    for file in files:
+        if file.benchmark is not None:
+            named.setdefault(file.benchmark, []).append(file)
+    shown = listing([f"{name} ({plural(len(group), 'file')}, {plural(len({f.model for f in group}), 'model')})"
+                     for name, group in sorted(named.items(), key=lambda kv: kv[0].lower())], 10)
+    if wanted:
+        chosen = [f for f in files if f.benchmark in set(wanted)]
+        if not chosen:
+            raise JaggedInputError(f"{source}: --where dataset={wanted[0]}: no benchmark of that name; it holds "
+                                   f"{shown or 'files that name no benchmark'}")
+        return chosen
+    if len(named) > 1:
+        raise JaggedInputError(f"{source}: holds {len(named)} benchmarks: {shown}; their domains are not comparable, "
+                               'so choose one with --where "dataset=NAME"')
+    if len(named) == 1:
+        only = next(iter(named))
+        for file in files:
+            file.benchmark = only
+    return files
+
+
 def _left_out_summary(files: list[AggregateFile]) -> list[str]:
     """One sentence per reason: the names left out for it and in how many files."""
     by_reason: dict[str, dict[str, int]] = {}
@@ -203,7 +265,7 @@ def _records(files: list[AggregateFile]) -> tuple[list[dict[str, Any]], dict[str
     roots = list(dict.fromkeys(p[0] for p in paths.values() if len(p) > 1))
     categories = category_map(paths, roots)
     records = [{"model": file.model, "domain": domain, "score": score, "n_items": n_items,
-                "category": categories.get(domain)}
+                "category": categories.get(domain), "dataset": file.benchmark}
                for file in files for domain, (score, n_items, _, _) in file.scores.items()]
     return records, categories
 
@@ -283,7 +345,7 @@ def _read_files(parsed: list[Any], *, metric: str | None, model_name: str | None
 
 def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = None,
                     metric: str | None = None, model_name: str | None = None, strict: bool = False,
-                    **_: Any) -> ScoreRead:
+                    where: Any = (), **_: Any) -> ScoreRead:
     """Read EEE aggregate files into per-domain scores (validated by the registry).
 
     Parameters
@@ -302,22 +364,27 @@ def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = 
     strict : bool
         Refuse a damaged file or a score outside its declared range; otherwise they are
         left out and listed (``details["not used"]``, ``details["left out"]``).
+    where : sequence of str
+        The ``--where`` conditions; ``dataset=NAME`` chooses the benchmark
+        (:func:`select_benchmark`). All of them are applied to the rows afterwards, whose
+        ``dataset`` column is the benchmark.
 
     Returns
     -------
     jagged.readers.reader.ScoreRead
         ``format="Every Eval Ever aggregate"``; ``details`` holds the collection, schema
-        versions, metric, what was left out and why, missing (-1) cells, superseded files
-        and ties; ``model_notes`` the models with missing (-1) cells.
+        versions, metric, ``benchmark`` (the benchmark read, when the files name it), what
+        was left out and why, missing (-1) cells, superseded files and ties;
+        ``model_notes`` the models with missing (-1) cells.
     """
     files, damaged = _read_files(parsed, metric=metric, model_name=model_name, strict=strict)
     label = files[0].path.name if len(files) == 1 else source
-    chosen = select_collection(files, collection, label)
+    chosen = select_benchmark(select_collection(files, collection, label), where, label)
     found = sorted({f.found_model for f in chosen})
     if model_name and len(found) > 1:
         warnings.warn(f"--model-name {model_name!r} merges files of {len(found)} models ({listing(found)})",
                       JaggedWarning, stacklevel=3)
-    winners, replaced = newest([((f.collection, f.model), f) for f in chosen], rank=_rank)
+    winners, replaced = newest([((f.collection, f.benchmark, f.model), f) for f in chosen], rank=_rank)
     used = list(winners.values())
     records, _ = _records(used)
     if not records:
@@ -326,6 +393,8 @@ def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = 
     notes = [_replacement_note(r) for r in replaced]
     names = {f.collection for f in chosen}
     details = _details(used, chosen, records, notes, next(iter(names)) if len(names) == 1 else None)
+    if used[0].benchmark is not None:
+        details = {"benchmark": used[0].benchmark, **details}
     if damaged:
         details["not used"] = damaged
     model_notes = {f.model: f"not evaluated (-1): {listing(f.missing, 4)}" for f in used if f.missing}
@@ -334,9 +403,9 @@ def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = 
 
 
 READER = Reader(name="EEE aggregate", family="Every Eval Ever files", what="Every Eval Ever aggregate files",
-                options=("collection", "metric", "model_name", "strict"), recognises=is_aggregate,
+                options=("collection", "metric", "model_name", "strict", "where"), recognises=is_aggregate,
                 read=load_aggregates)
 
 
 __all__ = ["FORMAT", "READER", "TIE_RULE", "collection_of", "datastore_collections", "datastore_data",
-           "load_aggregates", "select_collection"]
+           "load_aggregates", "select_benchmark", "select_collection"]

@@ -36,6 +36,7 @@ a model and evaluation wins), its ranges map scores, and its ``checksum`` and
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import math
 import warnings
@@ -121,7 +122,7 @@ def find_aggregate(path: Path, model_id: str | None) -> Link | None:
         for ancestor in list(path.parents)[:6]:
             if (ancestor / "data").is_dir():
                 for folder in dict.fromkeys((model_id, model_id.replace(":", "_"))):
-                    for candidate in sorted((ancestor / "data").glob(f"*/{folder}/*.json")):
+                    for candidate in sorted((ancestor / "data").glob(f"*/{glob.escape(folder)}/*.json")):
                         found = _try_aggregate(candidate, path, named=False)
                         if found:
                             return found

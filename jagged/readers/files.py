@@ -198,6 +198,65 @@ def _batch_bytes(batch: Any, seen: dict[int, tuple[int, ...]]) -> int:
     return total
 
 
+#: Bytes a decoded value takes at least, by Parquet physical type (Arrow offsets or indices for byte arrays).
+_VALUE_BYTES = {"BOOLEAN": 0.125, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12,
+                "BYTE_ARRAY": 4, "FIXED_LEN_BYTE_ARRAY": 4}
+
+
+def check_footers(parts: list[Path], source: str, root: Path | None = None) -> int:
+    """Read the footers of Parquet files and hold what they declare to the input cap, before any scan.
+
+    Parameters
+    ----------
+    parts : list of pathlib.Path
+        The files (one file, or a partitioned folder's parts:
+        :func:`jagged.paths.parquet_parts`).
+    source : str
+        The input's name for messages.
+    root : pathlib.Path, optional
+        The folder; a damaged part is named relative to it.
+
+    Returns
+    -------
+    int
+        The rows the footers' row groups declare (the file's own total may differ, and
+        readers go by the row groups).
+
+    Raises
+    ------
+    jagged.readers.limits.InputTooLargeError
+        What they declare decodes to more than the cap (all parts together).
+    JaggedInputError
+        A footer that cannot be read.
+
+    Notes
+    -----
+    Each column chunk counts ``max(uncompressed bytes, values × width)``, the width being
+    what one decoded value takes at least (8 bytes for INT64 and DOUBLE, 4 for INT32, FLOAT
+    and the offsets of a string ...): run-length encoding makes a billion equal values a few
+    kilobytes of Parquet, never of decoded data. A footer may lie, so the readers still
+    count what they actually decode (:func:`scan_parquet`) or scan (the rows DuckDB reads).
+    """
+    import pyarrow.parquet as pq
+
+    budget = limits.Budget(source)
+    rows = 0
+    for part in parts:
+        try:
+            meta = pq.read_metadata(part)
+            chunks = [meta.row_group(g).column(c) for g in range(meta.num_row_groups) for c in range(meta.num_columns)]
+            size = sum(max(c.total_uncompressed_size, c.num_values * _VALUE_BYTES.get(c.physical_type, 4))
+                       for c in chunks)
+        except Exception as exc:  # the footer only: a damaged part is named here, not deep inside an engine's scan
+            where = part.relative_to(root).as_posix() if root is not None else part.name
+            raise JaggedInputError(f"{source}: {where} is not a readable Parquet file "
+                                   f"({first_line(exc)[:160]})") from None
+        rows += sum(meta.row_group(g).num_rows for g in range(meta.num_row_groups))  # what readers decode
+        budget.add(int(size), f"{source} ({rows:,} rows in {len(parts):,} Parquet file(s), by their footers)",
+                   how="decodes to")
+    return rows
+
+
 def scan_parquet(path: Path, *, keep_bytes: int | None = limits.KEEP_BYTES,
                  keep_rows: int | None = None) -> ParquetScan:
     """Decode a Parquet file batch by batch, counting actual rows and Arrow bytes against the input cap.

@@ -150,51 +150,28 @@ def load_directory(path: Path, options: dict[str, Any]) -> Dataset:
                                    ignored=ignored + outside)
 
 
-def holds_parquet(path: Path) -> bool:
-    """Return True when a folder holds Parquet files (a hive-partitioned store, ``model=a/part-0.parquet``)."""
-    return any(not name.startswith((".", "_")) for _, _, names in os.walk(path) for name in names
-               if name.lower().endswith(".parquet"))
-
-
 @registry.one_line_errors
 def load_parquet_folder(path: Path, options: dict[str, Any]) -> Dataset:
     """Read a hive-partitioned folder of item-level Parquet files out of core, without loading it whole.
 
-    The folder is read by :func:`jagged.readers.items_parquet.dataset_from_parquet` (DuckDB;
-    partition keys such as ``model=...`` become columns). Hidden files and folders and
-    ``_``-files (``_SUCCESS``) are skipped; any other file that is no ``.parquet`` is refused.
+    The folder's parts (:func:`jagged.paths.parquet_parts`: hidden and ``_`` files and
+    folders such as ``_SUCCESS`` or ``_temporary/`` skipped; any other file must be a
+    regular ``.parquet`` file inside the folder) are read by
+    :func:`jagged.readers.items_parquet.dataset_from_parquet` (DuckDB; partition keys such
+    as ``model=...`` become columns), after their footers are held to the input cap.
 
     Raises
     ------
     JaggedInputError
-        A file that is no Parquet, a corrupt file, schemas that do not agree, a selection
-        option (``where``, ``models``, ``domains``: select the rows before), or any check
-        of the item table; one line naming the file.
+        A file that is no Parquet, a FIFO or a symlink leading outside, a corrupt file,
+        schemas that do not agree, more than the input cap, a selection option (``where``,
+        ``models``, ``domains``: select the rows before), or any check of the item table;
+        one line naming the file.
     """
     from jagged.readers import items_parquet
 
     path = Path(path)
     given = registry.given_options(options)
-    parts: list[Path] = []
-    for folder, dirs, names in os.walk(path):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
-        for name in sorted(names):
-            if name.startswith((".", "_")):
-                continue
-            if not name.lower().endswith(".parquet"):
-                where = Path(folder, name).relative_to(path).as_posix()
-                raise JaggedInputError(f"{path.name}: {where} is not a Parquet file; a partitioned folder holds "
-                                       ".parquet files only")
-            parts.append(Path(folder, name))
-    import pyarrow.parquet as pq
-
-    for part in sorted(parts):
-        try:  # the footer only: a damaged part is named here, not deep inside an engine's scan
-            pq.read_metadata(part)
-        except Exception as exc:
-            where = part.relative_to(path).as_posix()
-            raise JaggedInputError(f"{path.name}: {where} is not a readable Parquet file "
-                                   f"({str(exc).splitlines()[0][:160]})") from None
     chosen = [k for k in ("where", "models", "domains") if given.get(k)]
     if chosen:
         raise JaggedInputError(f"{path.name}: --{chosen[0]} is not available for a partitioned Parquet folder (read "
@@ -208,5 +185,5 @@ def load_parquet_folder(path: Path, options: dict[str, Any]) -> Dataset:
     return registry.finish(dataset, path.name or str(path), {k: v for k, v in given.items() if k == "n_items"})
 
 
-__all__ = ["EVALUATOR_SUFFIXES", "handles_directory", "holds_parquet", "load_directory", "load_parquet_folder",
+__all__ = ["EVALUATOR_SUFFIXES", "handles_directory", "load_directory", "load_parquet_folder",
            "paused_gc"]

@@ -27,8 +27,8 @@ format has them; a Parquet file aggregated out of core keeps no text (no item ta
 ``choice``, ``key`` and ``n_options`` are checked by :mod:`jagged.readers.choices`
 (``correct`` must equal ``choice == key`` where a row has a key) and feed the item audit
 (:mod:`jagged.stats.item_audit`). Other columns (e.g. ``pred_missing``) are ignored. Aggregation gives the
-canonical table of :mod:`jagged.readers.table` with ``score`` = mean of ``correct`` over the items the model has in the
-domain and ``n_items`` = the number of those items. Items a model lacks are counted per
+canonical table of :mod:`jagged.readers.canonical` with ``score`` = mean of ``correct`` over the items the model
+has in the domain and ``n_items`` = the number of those items. Items a model lacks are counted per
 model (coverage) and never imputed.
 
 Small tables are validated and aggregated in memory (:func:`dataset_from_items`); a Parquet
@@ -49,8 +49,8 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.readers.canonical import cell_repr, name_categories, row_location
 from jagged.readers.dataset import Dataset
-from jagged.readers.table import cell_repr, name_categories, row_location
 
 ITEM_COLUMNS: tuple[str, ...] = ("model", "domain", "item", "correct")
 ITEM_ALIASES: dict[str, str] = {"item_id": "item"}
@@ -485,8 +485,8 @@ def dataset_from_items(frame: pd.DataFrame, *, source: str, paths: list[Path],
         validated item table; ``model_notes`` a coverage remark for every model that lacks
         items; ``details`` with ``items`` and ``coverage`` summaries.
     """
+    from jagged.readers.canonical import validate_scores
     from jagged.readers.choices import answers_summary
-    from jagged.readers.table import validate_scores
 
     items = validate_items(frame, source, line_offset=line_offset)
     scores = validate_scores(aggregate_items(items), source, line_offset=None)

@@ -14,7 +14,7 @@ with either engine (:func:`jagged.stats.item_sums.lake_item_sums`): the Dataset 
 from __future__ import annotations
 
 import os
-import tempfile
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,10 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.paths import DUCKDB_CONFIG, confine_duckdb, parquet_parts, spill_folder
+from jagged.readers.canonical import cell_repr, validate_scores
 from jagged.readers.dataset import Dataset
+from jagged.readers.files import check_footers
 from jagged.readers.items import (
     ITEM_ALIASES,
     check_columns,
@@ -32,16 +35,9 @@ from jagged.readers.items import (
     parquet_columns,
     sql_name,
 )
-from jagged.readers.table import cell_repr, validate_scores
 
 #: DuckDB memory cap for out-of-core aggregation (it spills to a temporary folder beyond it).
 DUCKDB_MEMORY_LIMIT: str = "1GB"
-
-
-def _parquet_files(folder: Path) -> list[Path]:
-    """The Parquet files below ``folder`` (hidden files and folders, ``_SUCCESS`` and the like skipped), sorted."""
-    return sorted(f for f in folder.rglob("*.parquet") if f.is_file() and not any(
-        part.startswith((".", "_")) for part in f.relative_to(folder).parts))
 
 
 def lake_schema(path: Path) -> Any:
@@ -51,9 +47,7 @@ def lake_schema(path: Path) -> Any:
 
     if not path.is_dir():
         return pq.read_schema(path)
-    files = _parquet_files(path)
-    if not files:
-        raise JaggedInputError(f"{path.name}: the folder holds no Parquet files")
+    files = parquet_parts(path)
     schema = pq.read_schema(files[0])
     for part in files[0].relative_to(path).parts[:-1]:
         if "=" in part:
@@ -152,10 +146,16 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
     Raises
     ------
     JaggedInputError
-        The same checks as :func:`validate_items`, reported with the Parquet row number.
+        The same checks as :func:`validate_items`, reported with the Parquet row number;
+        a folder's parts as :func:`jagged.paths.parquet_parts` refuses them; footers that
+        declare more than the input cap (:func:`jagged.readers.files.check_footers`), or
+        rows beyond what they declare.
 
     Notes
     -----
+    DuckDB is given the file, or the folder's parts, as an explicit list of literal paths
+    and may open nothing else (:func:`jagged.paths.confine_duckdb`).
+
     Why DuckDB rather than a pyarrow-dataset batch loop: aggregation alone is easy either
     way, but two checks need a hash over every (model, item) pair (duplicates) and every
     item (one domain per item). DuckDB does these in C++ with a memory cap and spilling,
@@ -165,6 +165,9 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
 
     path = Path(path)
     source = source or path.name
+    path = Path(os.path.abspath(path))  # DuckDB is allowed these files by name
+    parts = parquet_parts(path, source) if path.is_dir() else [path]
+    declared = check_footers(parts, source, path if path.is_dir() else None)
     schema = lake_schema(path)
     names = [str(n).strip() for n in schema.names]
     raw_names = list(schema.names)
@@ -179,25 +182,27 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
     c = sql_name(col["correct"])
     cat = sql_name(col["category"]) if "category" in col else "NULL"
     threads = threads or min(os.cpu_count() or 1, 4)
-    with tempfile.TemporaryDirectory(prefix="jagged-duckdb-") as spill:
-        con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": threads,
+    spill = spill_folder()
+    try:
+        con = duckdb.connect(":memory:", config={**DUCKDB_CONFIG, "memory_limit": memory_limit, "threads": threads,
                                                   "temp_directory": spill, "preserve_insertion_order": False})
         try:
+            files = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in confine_duckdb(con, parts, [spill])) + "]"
             if rows.folder:
-                literal = "'" + str(path / "**" / "*.parquet").replace("'", "''") + "'"
-                con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({literal}, file_row_number = true, "
+                con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({files}, file_row_number = true, "
                             "filename = true, hive_partitioning = true, hive_types_autocast = false)")
             else:
-                literal = "'" + str(path).replace("'", "''") + "'"
-                con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({literal}, file_row_number = true)")
+                con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet({files}, file_row_number = true)")
             scores, domain_items, partial, n_rows, n_distinct = _duckdb_checks_and_aggregate(
-                con, source, keys["model"], keys["domain"], keys["item"], c, cat, rows)
+                con, source, keys["model"], keys["domain"], keys["item"], c, cat, rows, declared)
             answers = _duckdb_answer_checks(con, source, lake_columns(path), rows)
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise JaggedInputError(f"{source}: cannot aggregate item-level Parquet: {first}") from None
         finally:
             con.close()
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
     scores = validate_scores(scores, source, line_offset=None)
     cov = coverage_from_counts(scores, domain_items)
     notes, summary = coverage_notes(cov)
@@ -286,12 +291,13 @@ def _duckdb_answer_checks(con: Any, source: str, expr: dict[str, str], rows: _Ro
     return "; ".join(parts)
 
 
-def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, c: str,
-                                 cat: str, rows: _RowRef) -> tuple[pd.DataFrame, pd.Series, bool, int, int]:
+def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, c: str, cat: str, rows: _RowRef,
+                                 declared: int) -> tuple[pd.DataFrame, pd.Series, bool, int, int]:
     """Run the validation queries, then the aggregation, on view ``t``.
 
-    Four passes over the file: row checks (one scan, all conditions at once), the domain
-    of every item, distinct (model, item) pairs, and the (model, domain) aggregation.
+    Four passes over the file: row checks (one scan, all conditions at once; no more rows
+    than the ``declared`` ones the footers were held to the input cap for), the domain of
+    every item, distinct (model, item) pairs, and the (model, domain) aggregation.
     """
     _row = rows.label
 
@@ -308,6 +314,8 @@ def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, 
     firsts = ", ".join(f"min({rows.key}) FILTER (WHERE {cond})" for cond in conditions.values())
     row = one(f"SELECT count(*), {firsts} FROM t")
     n_rows = int(row[0])
+    if n_rows > declared:
+        raise JaggedInputError(f"{source}: {n_rows:,} rows read where the Parquet footers declare {declared:,}")
     if n_rows == 0:
         raise JaggedInputError(f"{source}: the table has a header but no rows")
     for name, first in zip(conditions, row[1:]):

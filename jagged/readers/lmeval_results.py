@@ -139,8 +139,6 @@ class ResultsRun:
         The name the file itself gives.
     timestamp : float
         When the run was made (seconds since the epoch).
-    timestamp_source : str
-        Where ``timestamp`` came from: ``date``, ``file name`` or ``file time``.
     rows : dict
         ``results`` (task and group rows).
     children : dict
@@ -161,7 +159,6 @@ class ResultsRun:
     model: str
     found_model: str
     timestamp: float
-    timestamp_source: str
     rows: dict[str, dict[str, Any]]
     children: dict[str, list[str]]
     groups: set[str]
@@ -273,16 +270,16 @@ def read_results(content: dict[str, Any], path: Path, *, model_name: str | None 
     date = finite_number(content.get("date"))
     match = RESULTS_NAME.search(path.name)
     if date is not None and date > 0:
-        stamp, stamp_source = date, "date"
+        stamp = date
     elif match and parse_timestamp(match["ts"]) is not None:
-        stamp, stamp_source = parse_timestamp(match["ts"]), "file name"
+        stamp = parse_timestamp(match["ts"])
     else:
-        stamp, stamp_source = path.stat().st_mtime, "file time"
+        stamp = path.stat().st_mtime
     limit = finite_number(config.get("limit"))
     hib = content.get("higher_is_better") if isinstance(content.get("higher_is_better"), dict) else {}
     n_samples = content.get("n-samples") if isinstance(content.get("n-samples"), dict) else {}
     run = ResultsRun(path=path, model=model_name or found, found_model=found or model_name, timestamp=stamp,
-                     timestamp_source=stamp_source, rows=rows, children=children, groups=groups,
+                     rows=rows, children=children, groups=groups,
                      higher_is_better=hib, n_samples=n_samples, limit=limit if limit else None,
                      structure=structure)
     run.roots = _roots(children, rows)

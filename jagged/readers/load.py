@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.options import LOAD, check_keywords, names, selection
 from jagged.readers import limits, registry, tables
 from jagged.readers.dataset import Dataset
 from jagged.resources import data_dir
@@ -30,35 +31,15 @@ def _check_path(path: Path) -> None:
         raise JaggedInputError(f"{path}: not a regular file (a FIFO, device or socket), expected a score file")
 
 
-def frame_to_dataset(frame: pd.DataFrame, *, source: str, paths: list[Path], score_scale: str = "fraction",
-                     line_offset: int | None = 2) -> Dataset:
-    """Detect the table layout by its columns and build a validated :class:`Dataset`.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        The table as read.
-    source : str
-        Name used in messages.
-    paths : list of pathlib.Path
-        Files behind the table.
-    score_scale : {"fraction", "percent"}
-        Scale of scores in long and wide tables.
-    line_offset : int or None
-        Added to row labels to give file lines in messages (2 for CSV, None otherwise).
-    """
-    read = tables.from_frame(frame, source=source, paths=paths, score_scale=score_scale, line_offset=line_offset)
-    return registry.finish(read, source)
-
-
-def load(path: str | Path | None = None, *, score_scale: str = "fraction", max_input_bytes: int | str | None = None,
-         **options: Any) -> Dataset:
+def load(path: str | Path | pd.DataFrame | None = None, *, score_scale: str = "fraction",
+         max_input_bytes: int | str | None = None, **options: Any) -> Dataset:
     """Load any supported score input into a validated :class:`Dataset`.
 
     Parameters
     ----------
-    path : str or pathlib.Path, optional
-        A CSV / Parquet table, an evaluator output file or folder. ``None`` loads the
+    path : str, pathlib.Path or pandas.DataFrame, optional
+        A CSV / Parquet table, an evaluator output file or folder, or a table in memory
+        (the layouts a CSV file may have: long, wide or item-level). ``None`` loads the
         bundled MMLU-Pro per-category scores.
     score_scale : {"fraction", "percent"}
         Scale of scores in long and wide tables.
@@ -74,28 +55,44 @@ def load(path: str | Path | None = None, *, score_scale: str = "fraction", max_i
     Returns
     -------
     Dataset
+        Its :attr:`~Dataset.selection` holds the selection options given (``where``,
+        ``models``, ``domains``, ``n_items``), for the report to show.
 
     Raises
     ------
     JaggedInputError
         The message names the file and the column or value at fault;
         :class:`~jagged.readers.limits.InputTooLargeError` when an input passes the cap.
+    TypeError
+        A keyword that is no loader option (the closest one suggested).
     """
+    check_keywords(options, "load", [n for n in names(LOAD) if n not in ("score_scale", "max_input_bytes")])
+    if isinstance(path, pd.DataFrame):  # read as a CSV file's table would be, validated once
+        given = registry.given_options({**options, "score_scale": score_scale})
+        read = tables.from_frame(path, source="DataFrame", paths=[], line_offset=None,
+                                 **registry.options_for(tables.READER, given))
+        dataset = registry.finish(read, "DataFrame", given)
+        dataset.selection = selection(options)
+        return dataset
     path = BUNDLED_SCORES if path is None else Path(path)
     if max_input_bytes is None:  # the cap in force stays
-        return _load(path, score_scale=score_scale, **options)
-    with limits.input_cap(max_input_bytes):
-        return _load(path, score_scale=score_scale, **options)
+        dataset = _load(path, score_scale=score_scale, **options)
+    else:
+        with limits.input_cap(max_input_bytes):
+            dataset = _load(path, score_scale=score_scale, **options)
+    dataset.selection = selection(options)
+    return dataset
 
 
 def _load(path: Path, *, score_scale: str, **options: Any) -> Dataset:
     options = {**options, "score_scale": score_scale}
     if path.is_dir():
+        from jagged.paths import holds_parquet
         from jagged.readers import folders
 
         if folders.handles_directory(path):
             return folders.load_directory(path, options)
-        if folders.holds_parquet(path):
+        if holds_parquet(path):
             return folders.load_parquet_folder(path, options)
     _check_path(path)
     return registry.read_file(path, options)

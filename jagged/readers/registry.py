@@ -12,7 +12,7 @@ others' files are listed in ``details["not used"]``), two families may not.
 
 Readers return rows as read (:class:`~jagged.readers.reader.ScoreRead`,
 :class:`~jagged.readers.reader.ItemRead`); :func:`finish` validates them once, into a
-:class:`~jagged.readers.dataset.Dataset` (:func:`jagged.readers.table.validate_scores`,
+:class:`~jagged.readers.dataset.Dataset` (:func:`jagged.readers.canonical.validate_scores`,
 :func:`jagged.readers.items.dataset_from_items`). Options are the loader options of
 :mod:`jagged.options` (stage ``load``); a reader receives those it declares, and a given
 option it does not declare is warned about and ignored.
@@ -34,7 +34,7 @@ records carry ``sample_id`` and may also carry a ``doc_id``).
 Options every input takes (:data:`GENERIC`): the row selection (``where``, ``models``,
 ``domains``) is applied by :func:`finish` before validation, unless the reader applied it
 already (a table does, before a wide table is melted); ``n_items`` gives the item counts
-of a per-domain table without them (:func:`jagged.readers.table.item_counts`); ``strict``
+of a per-domain table without them (:func:`jagged.readers.canonical.item_counts`); ``strict``
 refuses what a reader would leave out (a damaged file, a value outside its declared range).
 A reader that declares one of them also receives it; none is warned about.
 
@@ -152,7 +152,7 @@ def given_options(options: dict[str, Any]) -> dict[str, Any]:
             if k in options and options[k] not in (None, "", False) and options[k] != BY_NAME[k].default}
 
 
-def _options_for(reader: Reader, options: dict[str, Any]) -> dict[str, Any]:
+def options_for(reader: Reader, options: dict[str, Any]) -> dict[str, Any]:
     """Warn about the given options a reader does not take; return the ones it does."""
     for key in options:
         if key not in reader.options and key not in GENERIC:
@@ -190,7 +190,7 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
         What validation or the selection refuses; ``n_items`` given for item-level data
         or for a table with its own counts.
     """
-    from jagged.readers.table import item_counts, with_item_counts
+    from jagged.readers.canonical import item_counts, with_item_counts
 
     options = options or {}
     selection = {k: options.get(k) for k in tables.SELECTION if options.get(k)}
@@ -201,18 +201,17 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
     if isinstance(read, Dataset):
         return read
     if isinstance(read, ScoreRead):
-        from jagged.readers.table import validate_scores
+        from jagged.readers.canonical import validate_scores
 
         frame = read.scores
         if selection and not read.selected:
             frame = tables.select_rows(frame, source=read.label, **selection)
         scores = validate_scores(frame, read.label, score_scale=read.score_scale, line_offset=read.line_offset)
-        details = dict(read.details)
-        if counts is not None:
+        if counts is not None:  # the report says where they came from (Dataset.selection)
             scores = with_item_counts(scores, counts, read.label)
-            details["item counts"] = counts.describe()
         return Dataset(scores=scores, source=source, paths=list(read.paths), format=read.format,
-                       model_notes=dict(read.model_notes), details=details)
+                       model_notes=dict(read.model_notes), details=dict(read.details),
+                       benchmark=read.details.get("benchmark"))
     from jagged.readers.items import dataset_from_items
 
     items = read.items
@@ -252,7 +251,7 @@ def read_found(found: list[Parsed], *, source: str, options: dict[str, Any], ign
     for other in present[1:]:
         if other.unused is not None:
             ignored = ignored + other.unused([p for p in found if p.reader is other])
-    out = reader.read([p for p in found if p.reader is reader], source=source, **_options_for(reader, options))
+    out = reader.read([p for p in found if p.reader is reader], source=source, **options_for(reader, options))
     dataset = finish(out, source, options)
     if ignored:
         dataset.details["not used"] = [*dataset.details.get("not used", []), *ignored]
@@ -298,5 +297,5 @@ def read_file(path: Path, options: dict[str, Any]) -> Dataset:
     return read_found([found], source=Path(path).name, options=given_options(options), ignored=[])
 
 
-__all__ = ["GENERIC", "READERS", "finish", "given_options", "one_line_errors", "parse", "parse_all", "read_file",
-           "read_found", "recognise"]
+__all__ = ["GENERIC", "READERS", "finish", "given_options", "one_line_errors", "options_for", "parse", "parse_all",
+           "read_file", "read_found", "recognise"]

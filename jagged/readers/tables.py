@@ -25,10 +25,10 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers import items, items_parquet
+from jagged.readers.canonical import wide_to_long
 from jagged.readers.dataset import Dataset
-from jagged.readers.files import read_csv, read_parquet, scan_parquet
+from jagged.readers.files import check_footers, read_csv, read_parquet, scan_parquet
 from jagged.readers.reader import ItemRead, Parsed, Reader, ScoreRead
-from jagged.readers.table import wide_to_long
 from jagged.text import listing, plural
 
 #: The loader options that select rows.
@@ -174,7 +174,7 @@ def from_frame(frame: pd.DataFrame, *, source: str, paths: list[Path], score_sca
     Raises
     ------
     JaggedInputError
-        A long table missing ``domain`` or ``score``; what :func:`~jagged.readers.table.wide_to_long`
+        A long table missing ``domain`` or ``score``; what :func:`~jagged.readers.canonical.wide_to_long`
         or :func:`select_rows` refuses.
     """
     columns = set(frame.columns)
@@ -207,6 +207,7 @@ def read_table(found: list[Parsed], *, source: str, score_scale: str = "fraction
         except Exception:  # corrupt footer: scan_parquet gives the one-line error
             is_items = False
         limit = items.IN_MEMORY_MAX_ROWS
+        check_footers([path], path.name)  # what the footer declares, before decoding what it holds
         scan = scan_parquet(path, keep_rows=limit if is_items else None)
         selection = {"where": where, "models": models, "domains": domains}
         if is_items and scan.rows > limit:

@@ -137,12 +137,22 @@ def read_weights_file(path: Path) -> pd.DataFrame:
 # --------------------------------------------------------------------------- checking
 
 
+def _float(value: Any) -> Any:
+    """An integer as a float (one beyond 1.8e308 as ±inf, an infinite weight); anything else as it is."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        try:
+            return float(value)
+        except OverflowError:
+            return float("inf") if value > 0 else float("-inf")
+    return value
+
+
 def _shown(value: Any) -> str:
     """A weight value as the user wrote it: text quoted, numbers plain."""
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
     if isinstance(value, (int, float, np.integer, np.floating)):
-        return f"{float(value):g}"
+        return f"{_float(value):g}"
     text = str(value)
     return repr(text if len(text) <= 30 else text[:27] + "...")
 
@@ -159,7 +169,7 @@ def _weight_values(raw: pd.Series, domain: pd.Series, where: pd.Series, source: 
         return listing(parts, 8)
 
     is_bool = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
-    text = raw.map(lambda v: v.strip() if isinstance(v, str) else v)
+    text = raw.map(lambda v: v.strip() if isinstance(v, str) else _float(v))
     values = pd.to_numeric(text.where(~is_bool, None), errors="coerce").astype("float64").to_numpy()
     blank = raw.isna().to_numpy() | (raw.astype("string").str.strip() == "").fillna(True).to_numpy()
     literal_nan = text.map(lambda v: isinstance(v, str) and v.lower() in ("nan", "na", "n/a", "none", "null"))
@@ -217,7 +227,7 @@ def read_weights(path: str | Path) -> pd.DataFrame:
     raw = read_weights_file(path)
     missing = [c for c in ("domain", "weight") if c not in raw.columns]
     if missing:
-        from jagged.readers.table import found_columns  # never echoes a file that is no table
+        from jagged.readers.canonical import found_columns  # never echoes a file that is no table
 
         have = found_columns(raw.drop(columns="_where", errors="ignore"))
         raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} ({have})")

@@ -11,12 +11,13 @@ Modules, in the order a report passes through them:
 * :mod:`~jagged.report.rerun` — the parameters and hashes a report stores, read back;
 * :mod:`~jagged.report.run` — execute + render into place atomically;
 * :mod:`~jagged.report.jaggedness` — ``jagged report`` and ``jagged report --params``;
-* :mod:`~jagged.report.kernel` — launching kernels, warm kernels reset between notebooks;
+* :mod:`~jagged.report.kernel` — kernels: launched, stopped, kept warm between notebooks;
+  the one SIGTERM handler;
 * :mod:`~jagged.report.debris` — what a run leaves on disk (kernel files, temporary
-  folders), SIGTERM, and removing what dead runs left;
-* :mod:`~jagged.report.batch` — ``jagged batch``: :mod:`~jagged.report.batch_plan` (plan
-  and content hashes), :mod:`~jagged.report.batch_workers` (worker processes, signals,
-  the pool), :mod:`~jagged.report.batch_index` (the index page), :mod:`~jagged.report.slug`
+  folders) and removing what dead runs left;
+* :mod:`~jagged.report.batch` — ``jagged batch`` on threads with warm kernels:
+  :mod:`~jagged.report.batch_plan` (plan and content hashes),
+  :mod:`~jagged.report.batch_index` (the index page), :mod:`~jagged.report.slug`
   (file names from model names);
 * :mod:`~jagged.report.sections` — removing the cells of sections that do not apply.
 

@@ -1,4 +1,4 @@
-"""``jagged batch``: a report per model, the cross-model report and an index, in parallel.
+"""``jagged batch``: a report per model, the cross-model report and an index, in warm kernels.
 
 Layout of the output folder ``DIR``::
 
@@ -6,56 +6,43 @@ Layout of the output folder ``DIR``::
     DIR/jaggedness_report.html         the cross-model report (+ .ipynb)
     DIR/models/<slug>.html             one report per model (+ .ipynb, or .failed.ipynb)
 
-How a batch runs
-----------------
-1. The input is loaded and analysed here, once, so bad input fails before any kernel
-   starts (exit 2), and the index gets its numbers.
-2. Every report gets a *content hash* of the notebook, its full parameter set, the
-   input files, jagged's code and the report template (:func:`jagged.report.batch_plan.content_hash`). A report
-   whose HTML already carries that hash is skipped (``--force`` rebuilds); when nothing is
-   left to do no worker and no kernel starts.
-3. The rest run in ``jobs`` worker processes. Each worker keeps one warm Jupyter kernel
-   (:class:`jagged.report.kernel.WarmKernel`), resets it before each notebook and runs the
-   notebook through :func:`jagged.report.run.run_report`, which writes the HTML and the
-   executed notebook atomically. A failing notebook is kept as ``<slug>.failed.ipynb``,
-   its kernel is replaced, and the batch goes on.
-4. The index is rendered with jinja2 (autoescaped) from ``templates/batch/`` and written
-   only when its content changed.
+A batch holds ``DIR/.jagged-batch.lock`` (:func:`jagged.fileio.folder_lock`), so a second
+batch on the same folder refuses at once, naming the first one's process id. Then:
 
-Stopping a batch
-----------------
-Ctrl-C (SIGINT) or SIGTERM stops the workers and their kernels and writes the index of the
-reports that finished; finished reports are complete files, the others were never moved
-into place, so the next run resumes where this one stopped. Nothing outlives a batch that
-is killed outright (SIGKILL) either: each worker watches its parent and each kernel its
-worker (see :func:`jagged.report.batch_workers.execute_plan`), and the next run removes
-the temporary folders and kernel files the dead processes left
-(:func:`jagged.report.debris.remove_stale_workdirs`,
-:func:`jagged.report.debris.remove_stale_kernel_files`).
+1. :func:`~jagged.report.batch_plan.plan_batch` loads and analyses the input once (bad
+   input fails before any kernel starts, exit 2) and gives every report a content hash;
+   a report whose HTML carries its hash is up to date and skipped (``--force`` rebuilds).
+2. :func:`execute_plan` runs the rest on ``jobs`` threads of this process, each with one
+   :class:`~jagged.report.kernel.WarmKernel` reset before every notebook; the kernels do
+   the analysis and the figures, the threads drive them (papermill, nbclient) and render
+   (nbconvert). A notebook that fails (kept as ``.failed.ipynb``), or a kernel that dies,
+   fails its own report only; the thread goes on with a new kernel.
+3. :func:`~jagged.report.batch_index.write_index` writes the index when it changed. On a
+   full disk the reports already written stay and the error says why there is no index.
 
-The stages are modules of their own: :mod:`~jagged.report.batch_plan` (plan and content
-hashes), :mod:`~jagged.report.batch_workers` (worker processes, signals, the pool) and
-:mod:`~jagged.report.batch_index` (the index page); this module runs them in order
-(:func:`run_batch`).
-
-One batch per folder: a batch holds ``DIR/.jagged-batch.lock`` (:func:`jagged.fileio.folder_lock`)
-while it runs; a second batch on the same folder refuses at once with a one-line message
-naming the first one's process id. On a full disk, a report that cannot be written fails
-like any other and the reports already written stay; an index that cannot be written is a
-one-line error saying so.
+Ctrl-C or SIGTERM (:func:`jagged.report.kernel.stopping`) kills every kernel, lets the
+threads end (a stopped report writes nothing), and writes the index of the reports that
+finished, counting one moved into place just before the signal; the next run resumes.
+A batch killed outright leaves no process: its kernels see their parent die and exit
+within a second, and the next run removes their files and the unfinished reports'
+folders (:mod:`jagged.report.debris`).
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from jagged.errors import JaggedInputError
 from jagged.report.batch_index import write_index
-from jagged.report.batch_plan import Outcome, Plan, plan_batch
-from jagged.report.batch_workers import BatchInterrupted, execute_plan
+from jagged.report.batch_plan import MODELS_DIR, Job, Outcome, Plan, plan_batch, up_to_date
+from jagged.report.kernel import Stopped, WarmKernel, check_stopped, kill_kernels, request_stop, stopping
 from jagged.text import listing
 
 __all__ = ["BatchResult", "run_batch"]
@@ -111,7 +98,7 @@ def run_batch(scores: str | Path | None, out_dir: str | Path, *, jobs: int | Non
     scores, out_dir, models, force, load, analysis
         See :func:`plan_batch`.
     jobs : int, optional
-        Worker processes (default: the number of CPUs).
+        Reports made at once, each in a warm kernel (default: the number of CPUs).
     progress : bool, optional
         Progress bar on stderr (None: when stderr is a terminal).
 
@@ -154,3 +141,150 @@ def _write_final_index(plan: Plan, outcomes: Sequence[Outcome]) -> Path:
         kept = sum(o.job.html_path.is_file() for o in outcomes)
         raise JaggedInputError(f"{exc}: the index was not written; the {kept} reports in place ({written} made by "
                                f"this run) are kept, run the same command again once there is space") from None
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """The batch was stopped by SIGINT (Ctrl-C) or SIGTERM before every report was made.
+
+    Attributes
+    ----------
+    signum : int
+        The signal.
+    outcomes : list of Outcome
+        The jobs that finished (written, failed) or were up to date, in plan order.
+    """
+
+    def __init__(self, signum: int, outcomes: Sequence[Outcome] = ()) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = int(signum)
+        self.outcomes = list(outcomes)
+
+
+def run_job(job: Job, kernel: WarmKernel | None) -> tuple[Outcome, WarmKernel | None]:
+    """Make one report in ``kernel`` (None, or dead: a new one), reset first; return the outcome and the kernel.
+
+    A failure (the notebook, the kernel, a full disk) is the job's outcome, and its kernel
+    is shut down (returned as None), so nothing of it reaches the next report.
+    """
+    from jagged.report.execution import ReportError
+    from jagged.report.run import run_report
+
+    started = time.perf_counter()
+    try:
+        if kernel is None or not kernel.alive():
+            if kernel is not None:
+                kernel.shutdown()
+            kernel = WarmKernel()
+        kernel.reset()
+        run_report(job.notebook, job.html_path, job.parameters, title=job.title, subtitle=job.subtitle,
+                   facts=job.facts, metadata={"input-hash": job.input_hash}, clean_stale=False,
+                   **kernel.engine_kwargs())
+    except Exception as exc:
+        if kernel is not None:
+            kernel.shutdown()
+        if isinstance(exc, ReportError):
+            error = f"{exc.ename}: {exc.evalue}" if exc.ename else str(exc)
+        else:
+            error = f"{type(exc).__name__}: {exc}"
+        return Outcome(job, "failed", error=" ".join(error.split()), seconds=time.perf_counter() - started,
+                       failed_notebook=getattr(exc, "failed_notebook", None)), None
+    return Outcome(job, "written", seconds=time.perf_counter() - started), kernel
+
+
+def execute_plan(plan: Plan, *, jobs: int | None = None, progress: bool | None = None) -> list[Outcome]:
+    """Make the plan's pending reports, ``jobs`` at a time, each thread with one warm kernel.
+
+    Parameters
+    ----------
+    plan : Plan
+        From :func:`~jagged.report.batch_plan.plan_batch`.
+    jobs : int, optional
+        Threads, each driving one kernel (default: the number of CPUs), at most one per job.
+    progress : bool, optional
+        Show a progress bar on stderr (None: when stderr is a terminal).
+
+    Returns
+    -------
+    list of Outcome
+        One per job of the plan, in plan order.
+
+    Raises
+    ------
+    BatchInterrupted
+        On SIGINT or SIGTERM, once every kernel is stopped and every thread has ended; it
+        carries the outcomes of the jobs that finished, a report moved into place (complete,
+        with its content hash) just before the signal among them.
+
+    Notes
+    -----
+    The cross-model report, the longest, starts first. The threads take the next job
+    from a shared queue; the kernels are separate processes, so the work runs on as many
+    cores as there are jobs while the threads only wait for them and render.
+    """
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    from jagged.report.debris import remove_stale_workdirs
+
+    todo = {id(j) for j in plan.todo}
+    results = {i: Outcome(j, "skipped") for i, j in enumerate(plan.jobs) if id(j) not in todo}
+    queue = deque(sorted(((i, j) for i, j in enumerate(plan.jobs) if i not in results),
+                         key=lambda item: item[1].kind != "overview"))
+    if not queue:
+        return [results[i] for i in range(len(plan.jobs))]
+    (plan.out_dir / MODELS_DIR).mkdir(parents=True, exist_ok=True)
+    for folder in (plan.out_dir, plan.out_dir / MODELS_DIR):
+        remove_stale_workdirs(folder)
+    lock, started, total = threading.Lock(), set(), len(queue)
+    bar = _progress(total, progress)
+
+    def work() -> None:
+        kernel = None
+        try:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    i, job = queue.popleft()
+                    started.add(i)
+                outcome, kernel = run_job(job, kernel)
+                with lock:
+                    check_stopped()  # a report failed by the stop is no outcome
+                    results[i] = outcome
+                    done = [o.status for o in results.values() if o.status != "skipped"]
+                    bar.set_postfix_str(f"done {done.count('written')}, failed {done.count('failed')}, "
+                                        f"remaining {total - len(done)}", refresh=False)
+                    bar.update(1)
+        finally:
+            if kernel is not None:
+                kernel.shutdown()
+
+    n_threads = max(1, min(jobs or os.cpu_count() or 1, total))
+    with stopping(), ThreadPoolExecutor(n_threads, thread_name_prefix="jagged-batch") as pool:
+        futures = []
+        try:
+            futures += [pool.submit(work) for _ in range(n_threads)]
+            for future in wait(futures, return_when=FIRST_EXCEPTION).done:
+                future.result()
+        except BaseException as exc:
+            signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
+            request_stop(signum)  # each thread stops at its next checkpoint
+            with lock:
+                queue.clear()
+            kill_kernels()
+            while wait(futures, timeout=0.2).not_done:  # a kernel started meanwhile, too
+                kill_kernels()
+            running = [i for i in started if i not in results]  # a report put in place just before the stop
+            results.update({i: Outcome(plan.jobs[i], "written") for i in running if up_to_date(plan.jobs[i])})
+            if isinstance(exc, (KeyboardInterrupt, Stopped)):
+                raise BatchInterrupted(signum, [results[i] for i in sorted(results)]) from None
+            raise
+        finally:
+            bar.close()
+    return [results[i] for i in range(len(plan.jobs))]
+
+
+def _progress(total: int, enabled: bool | None) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="report", desc="jagged batch", disable=None if enabled is None else not enabled,
+                leave=True, dynamic_ncols=True)

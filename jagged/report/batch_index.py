@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 import jagged
 from jagged.report.batch_plan import Outcome, Plan
 from jagged.resources import templates_dir
+from jagged.text import printable
 
 INDEX_TEMPLATE_DIR = templates_dir() / "batch"
 INDEX_NAME = "index.html"
@@ -101,7 +102,8 @@ def _environment() -> Any:
 def render_index(plan: Plan, outcomes: Sequence[Outcome]) -> str:
     """The index page: self-contained HTML (inline CSS and sort script, no network).
 
-    Every name and message is autoescaped by jinja2; links are built from slugs only.
+    Every name and message is autoescaped by jinja2, its control characters and bidi overrides
+    written as visible escapes (:func:`jagged.text.printable`); links are built from slugs only.
     The page's Content-Security-Policy allows no network access and only the inline
     script whose hash it names.
     """
@@ -113,14 +115,14 @@ def render_index(plan: Plan, outcomes: Sequence[Outcome]) -> str:
     script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     overview = next((o for o in outcomes if o.job.kind == "overview"), None)
     rows = index_rows(plan, outcomes)
-    return env.get_template("index.html.j2").render(
+    return printable(env.get_template("index.html.j2").render(
         title="jagged batch: reports per model", rows=rows, profiles=plan.profiles, facts=plan.index_facts,
         overview=overview and {
             "href": overview.job.html_path.relative_to(plan.out_dir).as_posix(),
             "status": "failed" if overview.status == "failed" else "ok", "error": overview.error,
             "exists": overview.job.html_path.exists()},
         n_failed=sum(r["status"] == "failed" for r in rows), script=script, style=style,
-        script_hash=script_hash, version=jagged.__version__)
+        script_hash=script_hash, version=jagged.__version__), keep="\t\n\r")
 
 
 def write_index(plan: Plan, outcomes: Sequence[Outcome]) -> Path:

@@ -90,9 +90,7 @@ class Plan:
     todo: list[Job]
     table: Any
     models: list[str]
-    slugs: dict[str, str]
     profiles: list[str]
-    source: str
     index_facts: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -217,7 +215,7 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
     from jagged.report.rendering import version_facts
     from jagged.report.slug import output_path, unique_slugs
     from jagged.stats.weights import report_weights
-    from jagged.views.summary import read_facts
+    from jagged.views.summary import read_facts, selection_text
 
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -256,7 +254,8 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
         jobs.append(Job(
             kind="model", model=name, notebook=model_notebook, html_path=output_path(model_dir, slugs[name], ".html"),
             parameters=params, title=default_title(model_notebook, params),
-            subtitle=f"{name} against {n_models - 1} other models × {n_domains} domains from {dataset.source}",
+            subtitle=f"{name} against {n_models - 1} other models × {n_domains} domains from {dataset.name}"
+                     + (f" — {selection_text(dataset.selection)}" if dataset.selection else ""),
             facts=facts, input_hash=content_hash(model_notebook, params, digests)))
     if overview:
         params = _for_notebook(overview_notebook, default_values(overview_notebook), values, {})
@@ -264,14 +263,14 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
             kind="overview", model=None, notebook=overview_notebook,
             html_path=out_dir / DEFAULT_OUTPUT.name,
             parameters=params, title=default_title(overview_notebook, params),
-            subtitle=input_subtitle(dataset, facts),
+            subtitle=input_subtitle(dataset),
             facts=facts, input_hash=content_hash(overview_notebook, params, digests)))
     todo = [j for j in jobs if force or not up_to_date(j)]
     profiles = [str(p) for p in table["profile"].unique()] if "profile" in table.columns else []
     index_facts = [(f.label, f.value) for f in read_facts(dataset) if f.key in INDEX_FACTS]
     index_facts += [(f"SHA-256 of {p.name}", d) for p, d in zip(inputs, digests)]
-    return Plan(out_dir=out_dir, jobs=jobs, todo=todo, table=table, models=chosen, slugs=slugs,
-                profiles=profiles, source=dataset.source, index_facts=index_facts)
+    return Plan(out_dir=out_dir, jobs=jobs, todo=todo, table=table, models=chosen, profiles=profiles,
+                index_facts=index_facts)
 
 
 def up_to_date(job: Job) -> bool:

@@ -1,15 +1,14 @@
-"""``jagged compare``: two runs or releases side by side, and the compare report.
+"""The compare report: two runs or releases side by side.
 
-:func:`compare_inputs` loads two inputs (any two jagged reads, with the same loader
-options), resolves deployment profiles over the domains of both, and runs
-:func:`jagged.stats.compare.compare` once. :func:`compare_notebook` does the same from the
-compare notebook's parameters and returns the :class:`~jagged.views.compare.CompareView`
+:func:`compare_notebook` runs :func:`jagged.analysis.compare_inputs` from the compare
+notebook's parameters and returns the :class:`~jagged.views.compare.CompareView`
 its cells show. :func:`compare_report` checks every parameter and both inputs in this
 process (bad input fails fast, before a kernel starts), then runs
 ``notebooks/compare_report.ipynb`` with :func:`jagged.report.run.run_report`.
 
-The notebook's own parameters ``a``, ``b``, ``alpha`` and ``repeats`` are declared here
-(:data:`COMPARE_ONLY`) and checked like every option of :mod:`jagged.options`.
+The notebook's own parameters ``a``, ``b``, ``alpha``, ``repeats``, ``where_a`` and ``where_b``
+are declared in :data:`jagged.options.NOTEBOOK_ONLY` (:data:`COMPARE_ONLY`) and checked like every
+option of :mod:`jagged.options`.
 """
 
 from __future__ import annotations
@@ -25,21 +24,11 @@ from jagged.report.notebooks import COMPARE_NOTEBOOK
 DEFAULT_TITLE = "What changed"
 DEFAULT_OUTPUT = Path("reports") / "compare_report.html"
 #: Parameters of the compare notebook that are no option (declared in :data:`jagged.options.NOTEBOOK_ONLY`).
-COMPARE_ONLY: dict[str, opts.Option] = {name: opts.NOTEBOOK_ONLY[name] for name in ("a", "b", "alpha", "repeats")}
+COMPARE_ONLY: dict[str, opts.Option] = {n: o for n, o in opts.NOTEBOOK_ONLY.items() if o.stage == opts.COMPARE}
 #: Options of :mod:`jagged.options` the compare notebook declares (the loader's, the analysis's, two display ones).
-COMPARE_OPTIONS: tuple[str, ...] = (*opts.names(opts.LOAD), *opts.names(opts.ANALYSIS), "max_models", "theme")
+COMPARE_OPTIONS: tuple[str, ...] = tuple(n for n in opts.NOTEBOOK_PARAMETERS["compare_report"] if n in opts.BY_NAME)
 #: Parameters that name an input file or folder.
 PATH_PARAMETERS: tuple[str, ...] = ("a", "b", "weights")
-
-
-def parameters_source() -> str:
-    """The source of the compare notebook's ``parameters`` cell (the notebook must match it)."""
-    def own(name: str) -> tuple[str, str, Any, str]:
-        option = COMPARE_ONLY[name]
-        default = "" if option.default is None else option.default
-        return (name, option.kind, default, option.help)
-
-    return opts.parameters_cell([own("a"), own("b"), *COMPARE_OPTIONS, own("alpha"), own("repeats")])
 
 
 def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, Any]:
@@ -48,8 +37,7 @@ def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, A
     Parameters
     ----------
     values : mapping
-        Parameter name → value (``a``, ``b``, ``alpha``, ``repeats`` and the options of
-        :data:`COMPARE_OPTIONS`).
+        Parameter name → value (those of :data:`COMPARE_ONLY` and :data:`COMPARE_OPTIONS`).
     source : str
         Start of every message.
 
@@ -76,89 +64,8 @@ def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, A
     return out
 
 
-def load_side(path: str | Path | None, options: Mapping[str, Any]) -> Any:
-    """One side: any input :func:`jagged.load` reads (loader options from ``options``); "" or None: bundled items."""
-    if path in (None, ""):
-        from jagged.readers.items import load_bundled_items
-
-        return load_bundled_items()
-    from jagged.readers.load import load
-
-    return load(path, **opts.load_kwargs(options))
-
-
-def check_overlap(a: Any, b: Any) -> None:
-    """Refuse two datasets with no model or no domain in common (nothing to compare like for like).
-
-    Raises
-    ------
-    JaggedInputError
-        ``A and B have no model in common: nothing to compare`` (and the same for domains).
-    """
-    for kind in ("model", "domain"):
-        common = set(a.scores[kind].astype(str)) & set(b.scores[kind].astype(str))
-        if not common:
-            raise JaggedInputError(f"{a.source} and {b.source} have no {kind} in common: nothing to compare")
-
-
-def profile_weights(a: Any, b: Any, options: Mapping[str, Any]) -> Any:
-    """The profiles × domains weights over the domains of both sides (None without profiles).
-
-    ``weights``, ``profiles`` and ``missing_weight`` as in :func:`jagged.analysis.resolve_profiles`
-    (which reads the weights file).
-    """
-    analysis = opts.analysis_options(options)
-    if not analysis.weights and not analysis.profiles:
-        return None
-    import pandas as pd
-
-    from jagged.analysis import resolve_profiles
-
-    both = pd.concat([a.scores.astype({"model": str, "domain": str}), b.scores.astype({"model": str, "domain": str})],
-                     ignore_index=True)
-    return resolve_profiles(both, analysis.weights, analysis.profiles, analysis.missing_weight)
-
-
-def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float = 0.05, repeats: bool = False,
-                   **options: Any) -> tuple[Any, Any, Any]:
-    """Load two inputs and compare them (``jagged compare A B``).
-
-    Parameters
-    ----------
-    a, b : str or pathlib.Path
-        The earlier and the later run or release: any input :func:`jagged.load` reads
-        (``""``/None: the bundled item-level MMLU-Pro responses).
-    alpha : float
-        False discovery rate of the ledger's ``difficulty_moved``.
-    repeats : bool
-        A and B are repeated runs of the same models: add the run-to-run noise floor.
-    **options
-        Loader options (both sides) and analysis options (``weights``, ``profiles``,
-        ``missing_weight``, ``bootstrap``, ``seed``, ``ci``) by name (:mod:`jagged.options`).
-
-    Returns
-    -------
-    (Dataset, Dataset, jagged.stats.compare.Comparison)
-
-    Raises
-    ------
-    JaggedInputError
-        What the loaders reject; no model or no domain in common; weights that do not
-        cover the domains of both; ``repeats`` without item-level results on both sides.
-    """
-    from jagged.stats.compare import compare
-
-    side_a, side_b = load_side(a, options), load_side(b, options)
-    check_overlap(side_a, side_b)
-    weights = profile_weights(side_a, side_b, options)
-    analysis = opts.analysis_options(options)
-    comparison = compare(side_a, side_b, weights, n_boot=analysis.bootstrap, seed=analysis.seed, ci=analysis.ci,
-                         alpha=alpha, repeats=(side_a, side_b) if repeats else None)
-    return side_a, side_b, comparison
-
-
 def compare_notebook(parameters: Mapping[str, Any]) -> Any:
-    """:func:`compare_inputs` from the compare notebook's parameters (its ``globals()``).
+    """:func:`jagged.analysis.compare_inputs` from the compare notebook's parameters (its ``globals()``).
 
     Returns
     -------
@@ -166,15 +73,18 @@ def compare_notebook(parameters: Mapping[str, Any]) -> Any:
         The comparison with the sides' names; shown in the notebook, it records which
         optional sections apply.
     """
+    from jagged.analysis import compare_inputs
     from jagged.views.compare import CompareView
 
     known = {k: v for k, v in parameters.items() if k in COMPARE_ONLY or k in COMPARE_OPTIONS}
     values = opts.from_notebook(check_parameters(known, "compare notebook"))
     display = {name: values.get(name, opts.BY_NAME[name].surface_default) for name in ("max_models", "theme")}
-    rest = {k: v for k, v in values.items() if k not in ("a", "b", "alpha", "repeats")}
+    rest = {k: v for k, v in values.items() if k not in COMPARE_ONLY}
     side_a, side_b, comparison = compare_inputs(values.get("a") or None, values.get("b") or None,
                                                 alpha=values.get("alpha", 0.05),
-                                                repeats=bool(values.get("repeats", False)), **rest)
+                                                repeats=bool(values.get("repeats", False)),
+                                                where_a=values.get("where_a", ()), where_b=values.get("where_b", ()),
+                                                **rest)
     ci = opts.analysis_options(rest).ci
     return CompareView(comparison, name_a=side_a.source, name_b=side_b.source, ci=ci,
                        alpha=values.get("alpha", 0.05), display=display)
@@ -188,7 +98,7 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     Parameters
     ----------
     a, b : str or pathlib.Path
-        The two inputs (see :func:`compare_inputs`).
+        The two inputs (see :func:`jagged.analysis.compare_inputs`).
     output : str or pathlib.Path
         Destination ``.html``; the executed notebook is kept beside it as ``.ipynb``.
     title : str, optional
@@ -196,7 +106,7 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     show_code : bool
         Show the notebook's code cells.
     alpha, repeats
-        See :func:`compare_inputs`.
+        See :func:`jagged.analysis.compare_inputs`.
     **options
         Loader, analysis and display options (``max_models``, ``theme``) by name.
 
@@ -209,7 +119,7 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     ------
     JaggedInputError
         Before any kernel starts: a parameter outside its type and bounds, an input that is
-        not a regular file or folder, what :func:`compare_inputs`'s loading rejects, an
+        not a regular file or folder, what :func:`jagged.analysis.compare_inputs`'s loading rejects, an
         output that cannot be written.
     ReportError
         The notebook failed.
@@ -229,13 +139,14 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
 
 def _compare_run(values: dict[str, Any], output: Path, *, title: str | None, show_code: bool) -> dict[str, Any]:
     """:func:`compare_report` once its parameters are checked: both sides loaded, the run's arguments."""
+    from jagged.analysis import check_overlap, compare_weights, load_side
     from jagged.report.facts import input_facts
     from jagged.report.rendering import version_facts
 
     python = opts.from_notebook(values)
-    side_a, side_b = load_side(python["a"], python), load_side(python["b"], python)
+    side_a, side_b = (load_side(python[s], python, python.get(f"where_{s}") or (), s) for s in "ab")
     check_overlap(side_a, side_b)
-    profile_weights(side_a, side_b, python)
+    compare_weights(side_a, side_b, python)
     if python["repeats"] and (side_a.items is None or side_b.items is None):
         raise JaggedInputError("--repeats needs item-level results on both sides for the run-to-run noise floor")
     for name in ("a", "b"):  # stored absolute, so a rerun from the report finds them
@@ -243,11 +154,12 @@ def _compare_run(values: dict[str, Any], output: Path, *, title: str | None, sho
             values[name] = str(Path(values[name]).resolve())
     if values.get("weights"):
         values["weights"] = str(Path(values["weights"]).resolve())
-    facts = ([(f"A: {label}", value, kind) for label, value, kind in input_facts(side_a, bundled=not values["a"])]
+    facts = ([("input", f"{side_a.source} (A) → {side_b.source} (B)", "")]
+             + [(f"A: {label}", value, kind) for label, value, kind in input_facts(side_a, bundled=not values["a"])]
              + [(f"B: {label}", value, kind) for label, value, kind in input_facts(side_b, bundled=not values["b"])]
              + version_facts())
     common = len(set(side_a.scores["model"].astype(str)) & set(side_b.scores["model"].astype(str)))
-    subtitle = f"{side_a.source} (A) → {side_b.source} (B): {common:,} models on both sides"
+    subtitle = f"{side_a.name} (A) → {side_b.name} (B): {common:,} models on both sides"
     return {"notebook": COMPARE_NOTEBOOK, "html_path": output, "parameters": values,
             "title": title or f"{DEFAULT_TITLE}: {side_a.source} → {side_b.source}", "show_code": show_code,
             "facts": facts, "subtitle": subtitle}

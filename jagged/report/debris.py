@@ -1,20 +1,14 @@
-"""What a run leaves on disk and how it is cleaned up: kernel files, temporary folders, SIGTERM, dead runs.
+"""What a run leaves on disk, and removing what dead runs left: kernel files and temporary report folders.
 
-A report is made in a temporary folder beside its destination (:func:`make_workdir`,
-named after the run's process and host); the next run in that folder removes the
-folders of runs that are no longer alive (:func:`remove_stale_workdirs`).
-
-Every kernel this process starts (:func:`jagged.report.kernel.launch_kernel`) keeps its files in the Jupyter
-runtime folder under one name, ``jagged-<pid>-<host>-<tag>`` (the owning process, a tag of
-this machine as in :func:`make_workdir`, and a random tag): the connection
-file ``.json`` (never a temporary file in ``TMPDIR``), the IPC sockets ``-ipc-N`` and a
-``.kernel`` file holding the kernel's process id. :func:`jagged.report.kernel.stop_kernel` removes them all
-(:func:`remove_kernel_files`).
-While this process owns a kernel, SIGTERM (if nothing else handles it) raises
-:class:`Terminated`, so the ``finally`` blocks stop the kernel and remove the files before
-the process exits with status 143. A process killed outright (SIGKILL) cannot; the next
-kernel started on the machine removes the files whose owning process *and* kernel are
-provably gone (:func:`remove_stale_kernel_files`), never a live run's.
+A report is made in a temporary folder beside its destination, ``.<stem>.<pid>-<host>.<random>``
+(:func:`make_workdir`). A kernel keeps its files in the Jupyter runtime folder under one
+name, ``jagged-<pid>-<host>-<tag>`` (:func:`kernel_stem`): the connection file ``.json``,
+the IPC sockets ``-ipc-N`` and a ``.kernel`` file holding the kernel's process id;
+:func:`jagged.report.kernel.stop_kernel` removes them (:func:`remove_kernel_files`). Both
+names carry the owning process and a tag of this machine, so what a run killed outright
+(SIGKILL) left can be told from a live run's: the next run removes the folders and
+kernel files whose owner (and kernel) are provably gone (:func:`remove_stale_workdirs`,
+:func:`remove_stale_kernel_files`), never anything else.
 """
 
 from __future__ import annotations
@@ -23,38 +17,20 @@ import glob
 import os
 import re
 import shutil
-import signal
 import socket
 import tempfile
-import threading
 import uuid
 import zlib
 from pathlib import Path
 from typing import Any
+
+from jagged.paths import process_alive
 
 #: ``.<stem>.<pid>-<host>.<random>``: a run's temporary folder (see :func:`make_workdir`).
 _WORKDIR = re.compile(r"^\..+\.(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8})\.[a-z0-9_]{8}$")
 #: ``jagged-<pid>-<host>-<tag>`` + ``.json`` / ``.kernel`` / ``-ipc-N``: a kernel's files (see the module notes).
 KERNEL_FILE = re.compile(r"^(?P<stem>jagged-(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8})-[0-9a-f]{12})"
                          r"(?:\.json|\.kernel|-ipc-[0-9]+)$")
-_HANDLER_LOCK = threading.Lock()
-
-
-class Terminated(SystemExit):
-    """SIGTERM arrived while this process owned a kernel (exit status 128 + signum once cleaned up).
-
-    A :class:`SystemExit`, so ``except Exception`` blocks let it through and ``finally``
-    blocks (stopping the kernel, removing temporary folders) run on the way out.
-
-    Attributes
-    ----------
-    signum : int
-        The signal.
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(128 + int(signum))
-        self.signum = int(signum)
 
 
 def host_tag() -> str:
@@ -62,70 +38,13 @@ def host_tag() -> str:
     return f"{zlib.crc32(socket.gethostname().encode('utf-8', 'replace')):08x}"
 
 
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id runs (a zombie, which has exited but is not reaped yet, does not)."""
-    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: it exists, and belongs to someone else
-        return True
-    try:  # Linux: the state letter follows the parenthesised command name
-        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rpartition(")")[2].split()
-    except OSError:  # no /proc (macOS), or it has just been reaped: os.kill said it exists
-        return True
-    return not state or state[0] not in ("Z", "X")
-
-
 def kernel_stem(runtime: str | Path) -> Path:
     """A new name for a kernel's files in ``runtime``: ``jagged-<pid>-<host>-<tag>`` (no suffix).
 
-    One name for all of a kernel's files, so no two kernels (workers, restarts) clash and a
-    dead run's files can be recognised (:data:`KERNEL_FILE`).
+    One name for all of a kernel's files, so no two kernels clash and a dead run's files
+    can be recognised (:data:`KERNEL_FILE`).
     """
     return Path(runtime) / f"jagged-{os.getpid()}-{host_tag()}-{uuid.uuid4().hex[:12]}"
-
-
-#: The signal that arrived while a kernel was owned (None: none), kept in case the exception the
-#: handler raises is swallowed where it lands (e.g. inside jupyter_client's event loop).
-_RECEIVED: list[int] = []
-
-
-def _on_terminate(signum: int, frame: Any) -> None:
-    signal.signal(signum, signal.SIG_IGN)  # one is enough; the clean-up must not be cut short
-    _RECEIVED.append(signum)
-    raise Terminated(signum)
-
-
-def check_terminated() -> None:
-    """Raise :class:`Terminated` if SIGTERM arrived earlier and its exception was swallowed.
-
-    A run calls it at its checkpoints (kernel started, notebook executed, before moving the
-    report into place), so a terminated run never writes a report whatever code the signal
-    interrupted.
-    """
-    if _RECEIVED:
-        raise Terminated(_RECEIVED[0])
-
-
-def guard_termination() -> None:
-    """Make SIGTERM raise :class:`Terminated` while this process owns a kernel (unless it is handled already)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    with _HANDLER_LOCK:
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_terminate)
-
-
-def release_termination() -> None:
-    """Give SIGTERM its default action back (if it still has ours); called once no kernel is owned."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    with _HANDLER_LOCK:
-        if signal.getsignal(signal.SIGTERM) is _on_terminate:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def kernel_files(stem: str) -> list[str]:
@@ -151,7 +70,7 @@ def _mentioned_by_a_process(name: str) -> bool:
     return False
 
 
-def remove_stale_kernel_files(folder: str | Path | None = None) -> list[Path]:
+def remove_stale_kernel_files(folder: str | Path) -> list[Path]:
     """Remove the kernel files (connection file, IPC sockets) that dead runs left in the runtime folder.
 
     A group of files named ``jagged-<pid>-<host>-<tag>...`` (see the module notes) is
@@ -162,18 +81,14 @@ def remove_stale_kernel_files(folder: str | Path | None = None) -> list[Path]:
 
     Parameters
     ----------
-    folder : str or pathlib.Path, optional
-        The folder (default: :func:`jupyter_core.paths.jupyter_runtime_dir`).
+    folder : str or pathlib.Path
+        The Jupyter runtime folder.
 
     Returns
     -------
     list of pathlib.Path
         The files removed.
     """
-    if folder is None:
-        from jupyter_core.paths import jupyter_runtime_dir
-
-        folder = jupyter_runtime_dir()
     host, me = host_tag(), os.getpid()
     groups: dict[str, int] = {}
     try:

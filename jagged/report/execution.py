@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import ast
 import keyword
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from jagged.report.kernel import external_kernel_kwargs, own_kernel
 from jagged.report.notebooks import find_notebook, notebook_parameters, plain
 from jagged.text import one_line
 
@@ -61,14 +61,16 @@ def execute(notebook: str | Path, output: str | Path, parameters: Mapping[str, A
         Values for the notebook's ``parameters`` cell. Every name must be declared there;
         values are plain data, written by :func:`parameters_source`.
     cwd : str or pathlib.Path, optional
-        Working directory of the kernel (default: this process's).
+        Working directory of the kernel it starts (default: this process's).
     kernel_name : str
-        Jupyter kernel to run.
+        Jupyter kernel to start.
     timeout : float, optional
         Per-cell time limit in seconds (default: none).
     **engine_kwargs
-        Passed through papermill to :class:`nbclient.NotebookClient` (e.g. ``km`` for a
-        warm kernel manager).
+        Passed through papermill to :class:`nbclient.NotebookClient`. Without ``km`` (a
+        kernel the caller owns, :func:`jagged.report.kernel.external_kernel_kwargs`) the
+        notebook runs in a kernel of its own (:func:`jagged.report.kernel.own_kernel`),
+        stopped however the run ends.
 
     Returns
     -------
@@ -95,16 +97,14 @@ def execute(notebook: str | Path, output: str | Path, parameters: Mapping[str, A
     if unknown:
         raise ValueError(f"{path.name} declares no parameter {', '.join(unknown)} (it has: "
                          f"{', '.join(sorted(declared)) or 'none'})")
-    # ipykernel's debugger prints a frozen-modules warning to the kernel's stderr otherwise.
-    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    engine_kwargs.setdefault("shutdown_kernel", "immediate")
-    if "km" not in engine_kwargs and "config" not in engine_kwargs and os.name == "posix":
-        engine_kwargs["config"] = _client_config()
+    if "km" not in engine_kwargs:
+        with own_kernel(kernel_name, cwd=None if cwd is None else str(cwd)) as km:
+            return execute(path, output, parameters, kernel_name=kernel_name, timeout=timeout,
+                           **engine_kwargs, **external_kernel_kwargs(km))
     try:
         return papermill.execute_notebook(  # papermill formats paths with the parameters: {} stay literal
             _literal_braces(path), _literal_braces(output), parameters=parameters, kernel_name=kernel_name,
-            progress_bar=False, request_save_on_cell_execute=False, cwd=None if cwd is None else str(cwd),
-            execution_timeout=timeout, **engine_kwargs)
+            progress_bar=False, request_save_on_cell_execute=False, execution_timeout=timeout, **engine_kwargs)
     except papermill.PapermillExecutionError as exc:
         where = f"cell [{exc.exec_count}]" if exc.exec_count is not None else f"cell {exc.cell_index + 1}"
         first = next((line.strip() for line in str(exc.source).splitlines() if line.strip()
@@ -113,20 +113,6 @@ def execute(notebook: str | Path, output: str | Path, parameters: Mapping[str, A
             where += f" ({one_line(first, 60)})"
         message = f"{path.name} failed in {where}: {exc.ename}: {one_line(exc.evalue, 300)}"
         raise ReportError(message, ename=exc.ename, evalue=str(exc.evalue)) from None
-
-def _client_config() -> Any:
-    """nbclient configuration: the kernel talks over local IPC sockets, not TCP.
-
-    IPC keeps the traffic off the network stack (ipykernel warns about unencrypted TCP);
-    its socket files live beside the kernel's connection file and are removed on shutdown.
-    ZeroMQ has no IPC transport on Windows, where the default (TCP) is kept.
-    """
-    from traitlets.config import Config
-
-    config = Config()
-    config.KernelManager.transport = "ipc"
-    return config
-
 
 def _literal_braces(path: str | Path) -> str:
     """A path papermill's ``str.format`` with the parameters leaves unchanged (``{x}`` → ``{{x}}``)."""

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 #: The :func:`jagged.views.summary.read_facts` a provenance block shows after the input and its hashes.
-COUNT_FACTS = ("scores", "models", "domains")
+PROVENANCE_FACTS = ("scores", "models", "domains", "selection")
 
 
 def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str]]:
@@ -38,19 +38,20 @@ def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str
             rows.append((f"SHA-256 of {path.name}", sha256_file(path), "hash"))
         if len(paths) > len(shown):
             rows.append(("other files", f"{len(paths) - len(shown)} more (see the executed notebook)", ""))
-    rows += [(f.label, f.value, "") for f in read if f.key in COUNT_FACTS]
+    rows += [(f.label, f.value, "") for f in read if f.key in PROVENANCE_FACTS]
     return rows
 
 
-def input_subtitle(dataset: Any, facts: Sequence[Sequence[str]]) -> str:
-    """The line under a cross-model report's title: ``"29 models × 14 domains from SOURCE"``.
+def input_subtitle(dataset: Any) -> str:
+    """The line under a cross-model report's title: ``"29 models × 14 domains from NAME"``, then the selection.
 
-    Parameters
-    ----------
-    dataset : jagged.Dataset
-        The loaded input.
-    facts : sequence of (label, value, kind)
-        Its :func:`input_facts` (the counts are read from them).
+    ``NAME`` is :attr:`jagged.Dataset.name` (the benchmark when the reader knows it, else
+    the file or folder); the selection options given follow a dash
+    (:func:`jagged.views.summary.selection_text`): ``"23 models × 7 domains from board.csv —
+    rows where release=2024-08-31"``.
     """
-    counts = {row[0]: row[1] for row in facts}
-    return f"{counts['models']} models × {counts['domains']} domains from {dataset.source}"
+    from jagged.views.summary import selection_text
+
+    scores = dataset.scores
+    line = f"{scores['model'].nunique():,} models × {scores['domain'].nunique():,} domains from {dataset.name}"
+    return line + (f" — {selection_text(dataset.selection)}" if dataset.selection else "")

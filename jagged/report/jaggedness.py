@@ -86,7 +86,7 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
         analysis options (``weights``, ``profiles``, ``missing_weight``, ...) and display
         options (``max_models``, ``theme``: ``"light"``, ``"dark"`` or ``"auto"``), and
         ``sections``: the sections to show, comma-separated
-        (:data:`jagged.report.sections.CHOICES`; default all that apply).
+        (:data:`jagged.options.REPORT_SECTIONS`; default all that apply).
 
     Returns
     -------
@@ -101,9 +101,12 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
         file nor a folder, a bad title, or what the loader and the analysis reject.
     ReportError
         The notebook failed (see :func:`run_report`).
+    TypeError
+        A keyword that is no option (the closest option suggested).
     """
+    opts.check_keywords(options, "jaggedness_report")
     output = check_destination(output)
-    options = {k: opts.check_value(k, v) if k in opts.BY_NAME else v for k, v in options.items()}
+    options = {k: opts.check_value(k, v) for k, v in options.items()}
     sections = opts.parse_sections(options.pop("sections", None))
     title = check_text("the title", title) or DEFAULT_TITLE
     check_input_path(scores, "scores")
@@ -128,7 +131,7 @@ def _report_run(source: Path | None, output: Path, *, title: str, show_code: boo
                   **opts.notebook_values({k: v for k, v in options.items() if k in declared})}
     facts = input_facts(dataset, bundled=bundled) + version_facts()
     return {"notebook": REPORT_NOTEBOOK, "html_path": output, "parameters": parameters, "title": title,
-            "show_code": show_code, "facts": facts, "subtitle": input_subtitle(dataset, facts), "sections": sections}
+            "show_code": show_code, "facts": facts, "subtitle": input_subtitle(dataset), "sections": sections}
 
 
 def report_from_parameters(source: str | Path | None, output: str | Path, *, notebook: str | None = None,
@@ -147,7 +150,9 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
         Notebook to run (default: the one stored in ``source``, else the cross-model
         report's).
     overrides : mapping, optional
-        Parameters that replace the stored ones (options given on the command line).
+        Parameters that replace the stored ones (options given on the command line). The
+        stored capabilities (engine, Spark master, input cap) are set aside unless given
+        here (:func:`jagged.options.set_aside_capabilities`).
     title : str, optional
         Title (default: the stored one, else the notebook's default).
     show_code : bool
@@ -182,6 +187,7 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
     overrides = dict(overrides or {})
     sections = opts.parse_sections(overrides.pop("sections", None))  # a choice of the page, no parameter
     overrides = opts.check_parameters(overrides, "the command line", declared)
+    params = opts.set_aside_capabilities(params, declared, overrides, label)
     for key in opts.PATH_PARAMETERS:  # paths typed now are stored absolute, like the batch's
         if overrides.get(key):
             overrides[key] = str(Path(overrides[key]).resolve())
@@ -202,4 +208,4 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
         params["model"] = resolve_model(dataset.scores, params.get("model", declared["model"]))
     facts = input_facts(dataset, bundled=scores is None) + version_facts()
     return run_report(name, output, params, title=title or stored.title or default_title(name, params),
-                      show_code=show_code, facts=facts, subtitle=input_subtitle(dataset, facts), sections=sections)
+                      show_code=show_code, facts=facts, subtitle=input_subtitle(dataset), sections=sections)

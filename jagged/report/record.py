@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import jagged
+from jagged.options import selection
 from jagged.report.notebooks import notebook_name
 
 REPORT_FORMAT = ("format", "jagged-report/1")
@@ -26,7 +27,7 @@ def report_record(nb: Any, *, notebook: str | Path, title: str, parameters: Mapp
     ----------
     nb : nbformat.NotebookNode
         The executed notebook. Its outputs carrying
-        :data:`jagged.views.display.RECORD_MIME` give the tables (``"metrics"``, ``"glance"``).
+        :data:`jagged.views.display.RECORD_MIME` give the tables (``"metrics"``, ``"glance"``, ...).
     notebook : str or pathlib.Path
         The notebook that ran.
     title : str
@@ -43,10 +44,14 @@ def report_record(nb: Any, *, notebook: str | Path, title: str, parameters: Mapp
     dict
         ``format`` (``"jagged-report/1"``), ``jagged_version``, ``notebook``, ``title``,
         ``input`` (the source as the report names it), ``provenance`` (label → value),
+        ``selection`` (the selection options given, :func:`jagged.options.selection`: ``where``,
+        ``models``, ``domains`` as lists, ``n_items`` as text; ``{}`` when every row was read),
         ``parameters``, ``sections``, ``glance`` (one object per finding: ``section``,
         ``label``, ``sentence``, ``subject``, ``statistic``, ``value``, ``lo``, ``hi``,
-        ``count``, ``total``; only the first three when the notebook records no numbers),
-        ``metrics`` (one object per row of the metrics table). Missing numbers are null.
+        ``count``, ``total``, ``rests_on``; only the first three when the notebook records no numbers),
+        ``metrics`` (one object per row of the metrics table), then any other table the
+        notebook records (the compare report's ``domains`` and ``change_shares``). Missing
+        numbers are null.
     """
     from jagged.views.display import RECORD_MIME
 
@@ -59,9 +64,10 @@ def report_record(nb: Any, *, notebook: str | Path, title: str, parameters: Mapp
     provenance = {str(row[0]): str(row[1]) for row in facts}
     return {REPORT_FORMAT[0]: REPORT_FORMAT[1], "jagged_version": jagged.__version__,
             "notebook": notebook_name(notebook), "title": title, "input": provenance.get("input", ""),
-            "provenance": provenance, "parameters": dict(parameters),
+            "provenance": provenance, "selection": selection(parameters), "parameters": dict(parameters),
             "sections": None if sections is None else list(sections),
-            "glance": tables.get("glance") or glance_from_html(nb), "metrics": tables.get("metrics", [])}
+            "glance": tables.get("glance") or glance_from_html(nb), "metrics": tables.get("metrics", []),
+            **{k: v for k, v in tables.items() if k not in ("glance", "metrics")}}
 
 
 def glance_from_html(nb: Any) -> list[dict[str, str]]:

@@ -19,6 +19,7 @@ import jagged
 from jagged.options import check_value
 from jagged.report.notebooks import notebook_parameters, plain
 from jagged.resources import templates_dir
+from jagged.text import one_line, printable
 
 TEMPLATES_DIR = templates_dir()
 TEMPLATE_NAME = "jagged"
@@ -36,6 +37,10 @@ def _heading_entries(content: str) -> list[tuple[int, str, str]]:
         text = html_lib.unescape(re.sub(r"<[^>]+>", "", inner)).strip()
         entries.append((int(level), html_lib.unescape(anchor), text))
     return entries
+
+
+#: One render at a time: the exporters are shared by the threads of a batch.
+_RENDERING = threading.Lock()
 
 
 @lru_cache(maxsize=4)
@@ -75,7 +80,8 @@ class Warmup(threading.Thread):
         import nbformat
 
         try:
-            _exporter(self.show_code).from_notebook_node(nbformat.v4.new_notebook(), resources={"jagged": {}})
+            with _RENDERING:
+                _exporter(self.show_code).from_notebook_node(nbformat.v4.new_notebook(), resources={"jagged": {}})
         except Exception as exc:  # handed over to the rendering thread by wait()
             self.error = exc
 
@@ -148,13 +154,16 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
         Page colours; ``"auto"`` follows the reader's system setting
         (``prefers-color-scheme``). Figures keep their white background in every theme.
     sections : sequence of str, optional
-        The sections to show (:data:`jagged.report.sections.CHOICES`, checked by
+        The sections to show (:data:`jagged.options.REPORT_SECTIONS`, checked by
         :func:`~jagged.options.parse_sections`); None: every section that applies.
 
     Returns
     -------
     str
-        The HTML. Every title, fact and parameter is autoescaped by the template.
+        The HTML. Every title, fact and parameter is autoescaped by the template; NUL, the
+        other control characters (but tab and newline) and the bidirectional overrides that
+        a name may hold are written as visible escapes (``\\u202e``, :func:`jagged.text.printable`),
+        so no name reorders or hides the text around it.
 
     Raises
     ------
@@ -168,5 +177,48 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
                             "parameters": [tuple(p) for p in parameters], "footer": footer,
                             "meta": list(meta.items()), "parameters_yaml": meta.get("parameters"),
                             "theme": theme, "sections": None if sections is None else list(sections)}}
-    body, _ = _exporter(bool(show_code)).from_notebook_node(nb, resources=resources)
-    return body
+    with _RENDERING:
+        body, _ = _exporter(bool(show_code)).from_notebook_node(without_stderr(nb), resources=resources)
+    return printable(body, keep="\t\n\r")  # NUL, controls and bidi overrides from names: shown as escapes
+
+
+def _is_stderr(output: Any) -> bool:
+    return output.get("output_type") == "stream" and output.get("name") == "stderr"
+
+
+def without_stderr(nb: Any) -> Any:
+    """The notebook without what its kernel wrote to stderr (warnings); ``nb`` is not changed.
+
+    A report page never shows raw warning text (it names local source files and says
+    nothing to a reader); the executed notebook kept beside the report still holds it, and
+    :func:`kernel_warnings` passes it on to the command line.
+    """
+    import nbformat
+
+    cells = [nbformat.NotebookNode({**cell, "outputs": [o for o in cell["outputs"] if not _is_stderr(o)]})
+             if any(_is_stderr(o) for o in cell.get("outputs", ())) else cell for cell in nb.cells]
+    return nbformat.NotebookNode({**nb, "cells": cells})
+
+
+def kernel_warnings(nb: Any) -> list[str]:
+    """What the kernel wrote to stderr, each warning once as ``Category: message``, jagged's own left out.
+
+    ``path:line: UserWarning: text`` (Python's warning format, its source line after it)
+    becomes ``UserWarning: text``; other lines are kept as they are. A ``JaggedWarning``
+    is left out: the kernel reads the input the command already read and warned about.
+    """
+    found: dict[str, None] = {}
+    for cell in nb.cells:
+        for output in cell.get("outputs", ()):
+            if not _is_stderr(output):
+                continue
+            text = output.get("text", "")
+            for line in ("".join(text) if isinstance(text, list) else str(text)).splitlines():
+                warning = re.match(r"^.*?:\d+: (\w+): (.*)$", line)
+                if warning is not None:
+                    line = f"{warning.group(1)}: {warning.group(2)}"
+                elif not line.strip() or line[:1].isspace():  # the warning's source line
+                    continue
+                if not line.startswith("JaggedWarning:"):
+                    found[one_line(line, 300)] = None
+    return list(found)

@@ -36,7 +36,10 @@ import yaml
 
 from jagged import safe_yaml
 from jagged.errors import JaggedInputError
+from jagged.option_checks import shown
+from jagged.paths import file_kind
 from jagged.report.notebooks import notebook_name
+from jagged.text import printable
 
 META_PREFIX = "jagged-"
 NOTEBOOK_KEY = "notebook"
@@ -60,13 +63,14 @@ def parameters_yaml(parameters: Mapping[str, Any]) -> str:
     """Papermill-style YAML of a parameter set (``papermill -f FILE`` reads it too).
 
     Non-ASCII text is written as is, unless that would not read back exactly (PyYAML folds
-    a NEL, U+0085, inside single quotes into a space): then every non-ASCII character is
+    a NEL, U+0085, inside single quotes into a space) or holds a character a page shows
+    escaped (a bidi override, :data:`jagged.text.HIDDEN`): then every non-ASCII character is
     escaped.
     """
     values = dict(parameters)
     text = yaml.safe_dump(values, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000)
     try:
-        exact = load_yaml(text, "parameters") == values
+        exact = load_yaml(text, "parameters") == values and printable(text, keep="\n") == text
     except JaggedInputError:  # e.g. more values than a rerun reads: the rerun will say so
         exact = True
     if exact:
@@ -256,9 +260,11 @@ def read_parameters(path: str | Path, source: str | None = None) -> StoredRun:
     if suffix == ".ipynb":
         data = _open_regular(path, name, MAX_REPORT_BYTES)
         try:
-            document = json.loads(data.decode("utf-8"))
+            document = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
         except RecursionError:
             raise JaggedInputError(f"{name}: not a readable notebook (nested too deeply)") from None
+        except KeyError as exc:
+            raise JaggedInputError(f"{name}: JSON key {shown(exc.args[0])} given twice in one object") from None
         except (ValueError, UnicodeDecodeError):
             raise JaggedInputError(f"{name}: not a readable notebook") from None
         stored = document.get("metadata", {}) if isinstance(document, dict) else None
@@ -278,6 +284,16 @@ def read_parameters(path: str | Path, source: str | None = None) -> StoredRun:
     except UnicodeDecodeError:
         raise JaggedInputError(f"{name}: not UTF-8 text") from None
     return StoredRun(None, _check_mapping(load_yaml(text, name), name))
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, or a KeyError naming a key it gives twice (json keeps the last silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise KeyError(key)
+        out[key] = value
+    return out
 
 
 def _text_or_none(value: object, what: str, source: str) -> str | None:
@@ -364,6 +380,4 @@ def check_input_path(value: Any, name: str = "scores", source: str = "") -> None
         return  # missing or unreadable: the reader gives its own one-line error
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return
-    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
-    raise JaggedInputError(f"{where}{name} {os.fspath(value)} is {kind}, not a regular file or folder")
+    raise JaggedInputError(f"{where}{name} {os.fspath(value)} is {file_kind(mode)}, not a regular file or folder")

@@ -1,22 +1,13 @@
 """Run a report: execute a notebook and render it, moving the results into place only when both succeed.
 
-:func:`run_report` executes into a temporary folder beside the destination and moves
-``PATH.html``, ``PATH.ipynb`` and ``PATH.json`` (the key numbers for dashboards and diffs,
-:func:`jagged.report.record.report_record`) into place only when execution and
-rendering succeeded.
-A failing run leaves an earlier report untouched, keeps the failed notebook as
-``PATH.failed.ipynb`` and raises :class:`~jagged.report.execution.ReportError`.
-
-The temporary folder has to be beside the destination (:func:`os.replace` is atomic only
-within one file system). A run that is killed outright (SIGKILL, power loss) cannot
-remove it, so its name carries the run's process id and host (:func:`make_workdir`), and
-the next run in that folder removes the folders of runs that are no longer alive
-(:func:`jagged.report.debris.remove_stale_workdirs`); a live run's folder is never
-touched. The kernel's own files (connection file, sockets) are handled the same way in
-:mod:`jagged.report.debris`; SIGTERM stops the kernel and removes both before the process
-exits with status 143.
-
-A destination that cannot be written, and a full disk, are one-line
+:func:`run_report` executes into a temporary folder beside the destination
+(:func:`jagged.report.debris.make_workdir`; :func:`os.replace` is atomic only within one
+file system) and moves ``PATH.html``, ``PATH.ipynb`` and ``PATH.json`` (the key numbers,
+:func:`jagged.report.record.report_record`) into place only when execution and rendering
+succeeded. A failing run leaves an earlier report untouched, keeps the failed notebook as
+``PATH.failed.ipynb`` and raises :class:`~jagged.report.execution.ReportError`; a run
+stopped by SIGTERM (:func:`jagged.report.kernel.stopping`) writes neither. A destination
+that cannot be written, and a full disk, are one-line
 :class:`~jagged.errors.JaggedInputError` s ("no space left on device writing PATH"): the
 earlier report stays, and a failed notebook is kept only when it is complete JSON.
 """
@@ -27,15 +18,17 @@ import errno
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import jagged
-from jagged.errors import JaggedInputError
-from jagged.report.debris import check_terminated, make_workdir, remove_stale_workdirs
+from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.report.debris import make_workdir, remove_stale_workdirs
 from jagged.report.execution import KERNEL_NAME, ReportError, execute
+from jagged.report.kernel import check_stopped, external_kernel_kwargs, own_kernel
 from jagged.report.notebooks import DEFAULT_TITLE, find_notebook, full_parameters
-from jagged.report.rendering import Warmup, parameter_rows, render
+from jagged.report.rendering import Warmup, kernel_warnings, parameter_rows, render
 from jagged.report.rerun import report_metadata, rerun_command
 from jagged.text import one_line
 
@@ -149,8 +142,7 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
         The sections to show (see :func:`render`); None: all that apply.
     **execute_kwargs
         Passed to :func:`execute` (``cwd``, ``timeout``, ``km``, ...). Without ``km`` the
-        report gets a kernel of its own (:func:`jagged.report.kernel.launch_kernel`),
-        stopped when it ends, however it ends.
+        report gets a kernel of its own, stopped however the run ends.
 
     Returns
     -------
@@ -167,7 +159,7 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
         The destination cannot be written (see :func:`check_destination`; a read-only
         folder), or the disk is full: "no space left on device writing PATH". The earlier
         report is left as it was, and a failed notebook is kept only when it is complete.
-    jagged.report.debris.Terminated
+    jagged.report.kernel.Stopped
         SIGTERM arrived (a :class:`SystemExit` with status 143), after the kernel was
         stopped and the temporary folder removed.
 
@@ -189,24 +181,10 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
         workdir = make_workdir(html_path)
     except OSError as exc:
         raise _unwritable(html_path, exc) from None
-    km = None
     try:
-        if "km" not in execute_kwargs:  # a kernel of its own, with files named after this run
-            from jagged.report.kernel import external_kernel_kwargs, launch_kernel
-
-            cwd = execute_kwargs.pop("cwd", None)
-            km = launch_kernel(execute_kwargs.get("kernel_name", KERNEL_NAME),
-                               cwd=None if cwd is None else str(cwd))
-            execute_kwargs.update(external_kernel_kwargs(km))
-        check_terminated()
         _run_into(workdir, notebook, html_path, parameters, title=title, show_code=show_code, facts=facts,
-                  subtitle=subtitle, metadata=metadata, theme=theme, sections=sections,
-                  execute_kwargs=execute_kwargs)
+                  subtitle=subtitle, metadata=metadata, theme=theme, sections=sections, execute_kwargs=execute_kwargs)
     finally:
-        if km is not None:
-            from jagged.report.kernel import stop_kernel
-
-            stop_kernel(km)
         shutil.rmtree(workdir, ignore_errors=True)
     return html_path
 
@@ -241,13 +219,8 @@ def run_checked(prepare: Callable[[], Mapping[str, Any]]) -> Path:
     no loading (destination, option values, title) belong before this call, so that they
     fail before any kernel starts.
     """
-    from jagged.report.kernel import external_kernel_kwargs, launch_kernel, stop_kernel
-
-    km = launch_kernel(KERNEL_NAME)
-    try:
+    with own_kernel(KERNEL_NAME) as km:
         return run_report(**prepare(), **external_kernel_kwargs(km))
-    finally:
-        stop_kernel(km)
 
 
 def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: dict[str, Any], *, title: str,
@@ -269,6 +242,7 @@ def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: 
     except ValueError:  # an undeclared parameter: a programming error, nothing ran
         raise
     except Exception as exc:
+        check_stopped()  # stopped: its kernel was killed, which is no failure to keep
         kept = None
         if _complete_notebook(executed):  # never a notebook cut short by a full disk
             try:
@@ -291,6 +265,8 @@ def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: 
             raise JaggedInputError(message) from None
         raise ReportError(message, ename=ename, evalue=evalue, failed_notebook=kept) from None
     warm.wait()
+    for text in kernel_warnings(nb):  # never on the page (render leaves stderr out); kept in the .ipynb
+        warnings.warn(f"{Path(notebook).stem}: {text} (kept in {ipynb_path.name})", JaggedWarning, stacklevel=2)
     footer = (f"Made with jagged {jagged.__version__} from notebooks/{find_notebook(notebook).name}. "
               f"The executed notebook is kept beside this file as {ipynb_path.name}.")
     import nbformat
@@ -306,7 +282,7 @@ def _run_into(workdir: Path, notebook: str | Path, html_path: Path, parameters: 
 
     record = report_json(nb, notebook=notebook, title=title, parameters=full, facts=facts, sections=sections)
     rendered, recorded = workdir / "report.html", workdir / "report.json"
-    check_terminated()  # a SIGTERM whose exception was swallowed while the notebook ran: write nothing
+    check_stopped()  # a SIGTERM whose exception was swallowed while the notebook ran: write nothing
     try:
         nbformat.write(nb, str(executed))
         rendered.write_text(page, encoding="utf-8")

@@ -1,8 +1,8 @@
 """Render-time removal of report sections that do not apply (an nbconvert preprocessor).
 
 A report notebook marks the cells of an optional section with the tag ``section-NAME``
-(``section-hierarchy``, ``section-profiles`` ...; the names are
-:data:`jagged.analysis.SECTIONS`). Its analysis cell shows the
+(``section-hierarchy``, ``section-profiles`` ...; the optional names of
+:data:`jagged.options.REPORT_SECTIONS`). Its analysis cell shows the
 :class:`~jagged.analysis.Analysis`, whose display output carries, under the MIME type
 :data:`~jagged.analysis.SECTIONS_MIME`, which sections apply to this input (a JSON
 object ``{"hierarchy": false, ...}``). :class:`SectionFilter` reads that record, removes
@@ -17,7 +17,7 @@ section the record does not know is kept (and listed in ``resources["jagged_sect
 See ``notebooks/SECTIONS.md`` for how to add a section.
 
 Choosing sections (``jagged report --sections glance,metrics``): every cell of the report
-notebook belongs to one of :data:`CHOICES`: a ``report-lead`` cell to ``glance``, a
+notebook belongs to one of :data:`jagged.options.REPORT_SECTIONS`: a ``report-lead`` cell to ``glance``, a
 ``section-NAME`` cell to ``NAME``, and an untagged cell to the block its last ``##``
 heading opens (:data:`HEADINGS` names the untagged headings).
 :func:`jagged.options.parse_sections` checks a choice before anything runs;
@@ -33,8 +33,7 @@ from typing import Any
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Unicode
 
-from jagged.analysis import SECTIONS, SECTIONS_MIME
-from jagged.options import REPORT_SECTIONS
+from jagged.analysis import SECTIONS_MIME
 
 #: Prefix of the cell tags that put a cell in a section.
 TAG_PREFIX = "section-"
@@ -50,9 +49,6 @@ HEADINGS: tuple[tuple[str, str], ...] = (
     ("How much of the jaggedness is sampling noise", "noise"),
     ("What the numbers mean", "meaning"),
 )
-#: Every section ``--sections`` can name, in report order (the optional ones are :data:`SECTIONS`).
-CHOICES: tuple[str, ...] = REPORT_SECTIONS
-assert set(SECTIONS) <= set(CHOICES)
 #: MIME types of outputs that are records for machines (REPORT.json), never shown in the HTML.
 RECORD_MIMES: tuple[str, ...] = (SECTIONS_MIME, "application/vnd.jagged.record+json")
 
@@ -123,7 +119,7 @@ class SectionFilter(Preprocessor):
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """Drop the records' outputs, the cells of sections that do not apply and of sections not chosen.
 
-        The choice is ``resources["jagged"]["sections"]`` (a sequence of :data:`CHOICES`;
+        The choice is ``resources["jagged"]["sections"]`` (a sequence of :data:`jagged.options.REPORT_SECTIONS`;
         None or absent: every section).
         """
         applies = sections_record(nb)

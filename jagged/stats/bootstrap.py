@@ -1,7 +1,8 @@
 """Bootstrap intervals of the per-model statistics: item bootstrap, binomial bootstrap, replicates.
 
-* :func:`bootstrap_intervals` — percentile intervals for ``cv_error``, ``macro_score``,
-  ``dep_score`` and ``wedge``: a paired stratified bootstrap over items when the item
+* :func:`bootstrap_intervals` — intervals for ``cv_error`` (its noise-corrected value),
+  ``macro_score``, ``dep_score`` and ``wedge``, each centred on its estimate
+  (:func:`centred_interval`): a paired stratified bootstrap over items when the item
   table is in memory, a Poisson bootstrap over items computed in the engine
   (:mod:`jagged.stats.poisson_bootstrap`) when the item-level results are out of core (a
   large Parquet file or a partitioned folder) or ``engine="spark"``, else a parametric
@@ -12,7 +13,10 @@
   (:data:`ReplicateStatistic`) computed on the same resampling.
 
 All functions are pure: DataFrames in, DataFrames out; random draws come from
-``numpy.random.default_rng(seed)``, so a seed gives the same result every time.
+``numpy.random.default_rng(seed)``, so a seed gives the same result every time, however the
+replicates are split into chunks. Memory is linear in the items and in models × domains: the
+replicates are summed a chunk at a time (at most :data:`jagged.stats.replicates.CELL_BUDGET`
+replicate × model × domain cells), never all B × M × D at once.
 """
 
 from __future__ import annotations
@@ -25,32 +29,20 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.replicates import Replicates, ReplicateStatistic, replicate_statistics
+from jagged.stats.intervals import ESTIMATE_OF
+from jagged.stats.replicates import Replicates, ReplicateStatistic, chunk_size, summarise
 from jagged.stats.uncertainty import place_after
 
 INTERVAL_STATISTICS: tuple[str, ...] = ("cv_error", "macro_score", "dep_score", "wedge")
 METHOD_ITEMS = "stratified item bootstrap, paired across models"
 METHOD_BINOMIAL = "parametric binomial bootstrap from n_items"
-#: The routes of :func:`interval_route`.
-ROUTES: tuple[str, ...] = ("paired", "poisson", "binomial")
 REASON_NO_N_ITEMS = "no interval: the scores carry no n_items, so their sampling noise is unknown"
-#: Upper bound on the entries of one resampling-count block (replicates × items of a domain).
+#: The range of a statistic, where it has one; its interval is clipped to it.
+RANGES: dict[str, tuple[float, float]] = {"macro_score": (0.0, 1.0), "dep_score": (0.0, 1.0), "wedge": (-1.0, 1.0)}
+#: Upper bound on the entries of one block of resampling draws (replicates × items drawn at once).
 _BLOCK_ENTRIES = 4_000_000
 
 # --------------------------------------------------------------------------- bootstrap
-
-def _collect(chunks: Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]], present: np.ndarray,
-             weights: np.ndarray, statistics: Mapping[str, ReplicateStatistic] | None, models: np.ndarray,
-             domains: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """:func:`replicate_statistics` and the extra ``statistics`` over every chunk of replicate sums."""
-    statistics = dict(statistics or {})
-    parts, extra = [], {name: [] for name in statistics}
-    for num, den, sq in chunks:
-        parts.append(replicate_statistics(num, den, sq, present, weights))
-        for name, func in statistics.items():
-            extra[name].append(func(num, den, present, models, domains))
-    cv, macro, dep, wedge = (np.concatenate([p[i] for p in parts]) for i in range(4))
-    return cv, macro, dep, wedge, {name: np.concatenate(v) for name, v in extra.items()}
 
 
 def _check_settings(n_boot: int, ci: float) -> None:
@@ -133,6 +125,16 @@ def _chunks(n_boot: int, size: int) -> Iterator[int]:
         done += step
 
 
+def domain_sums(matrix: ItemMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The M × D sums Σ x, Σ present and (partial credit) Σ x² of the data as observed (every item once)."""
+    def per_domain(values: np.ndarray) -> np.ndarray:
+        total = np.vstack([np.zeros((1, values.shape[1])), np.cumsum(values, axis=0)])
+        return (total[matrix.bounds[1:]] - total[matrix.bounds[:-1]]).T
+
+    x = matrix.correct
+    return per_domain(x), per_domain(matrix.present.astype(float)), per_domain(x * x) if matrix.partial else None
+
+
 def resampled_sums(matrix: ItemMatrix, n_boot: int, rng: np.random.Generator
                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
     """Stratified, paired item resampling: per chunk of replicates, the domain sums.
@@ -144,44 +146,60 @@ def resampled_sums(matrix: ItemMatrix, n_boot: int, rng: np.random.Generator
     n_boot : int
         Replicates in total.
     rng : numpy.random.Generator
-        Source of the draws.
+        Source of the draws (one independent stream is spawned from it per domain size).
 
     Yields
     ------
     (numpy.ndarray, numpy.ndarray, numpy.ndarray or None)
         b × M × D arrays Σ c·x, Σ c·present and (partial credit only) Σ c·x² for the next
-        b replicates, where c are the resampling counts of the domain's items.
+        b replicates (:func:`chunk_size`), where c are the resampling counts of the
+        domain's items.
 
     Notes
     -----
     For each domain and replicate, n_d items are drawn with replacement from the domain's
     n_d items, and c counts how often each was drawn (a multinomial(n_d, 1/n_d) vector).
-    The same c serves every model (paired). The sums of all models are one matrix
-    product ``C @ X_d`` (b × n_d times n_d × M) per domain; there is no loop over
-    replicates or models.
+    The same c serves every model (paired). Domains of one size n are drawn together, from
+    a stream of their own, replicate after replicate: a block of b' replicates × k domains ×
+    n items at a time, so the draws do not depend on how the replicates are chunked. The
+    sums of all models are one batched matrix product ``C @ X`` (k × b' × n times
+    k × n × M) per block; a one-item domain always draws its item once (no draw). There
+    is no loop over replicates, models or domains.
     """
     x, bounds = matrix.correct, matrix.bounds
+    sizes = np.diff(bounds)
+    n_models, n_domains = x.shape[1], len(sizes)
     complete = bool(matrix.present.all())
-    af = matrix.present.astype(float)
-    x2 = x * x if matrix.partial else None
-    widest = int(np.diff(bounds).max()) if len(bounds) > 1 else 1
-    size = int(max(1, min(n_boot, _BLOCK_ENTRIES // max(widest, 1))))
-    n_models, n_domains = x.shape[1], len(bounds) - 1
-    for b in _chunks(n_boot, size):
-        num = np.zeros((b, n_models, n_domains))
-        den = np.zeros((b, n_models, n_domains))
-        sq = np.zeros((b, n_models, n_domains)) if x2 is not None else None
-        for d in range(n_domains):
-            lo, hi = int(bounds[d]), int(bounds[d + 1])
-            n_d = hi - lo
-            if n_d == 0:
-                continue
-            draws = rng.integers(0, n_d, size=(b, n_d)) + np.arange(b)[:, None] * n_d
-            counts = np.bincount(draws.ravel(), minlength=b * n_d).reshape(b, n_d).astype(float)
-            num[:, :, d] = counts @ x[lo:hi]
-            den[:, :, d] = n_d if complete else counts @ af[lo:hi]
-            if sq is not None:
-                sq[:, :, d] = counts @ x2[lo:hi]
+    sources = [x] + ([] if complete else [matrix.present.astype(float)]) + ([x * x] if matrix.partial else [])
+    single = np.flatnonzero(sizes == 1)
+    groups = []                                    # (domains, items per domain, k × n × M values of each source)
+    for n in np.unique(sizes[sizes > 1]):
+        domains = np.flatnonzero(sizes == n)
+        first, k = int(domains[0]), len(domains)
+        if domains[-1] - first == k - 1:           # consecutive domains: a view, and a slice to write to
+            rows, at = slice(int(bounds[first]), int(bounds[first]) + k * int(n)), slice(first, first + k)
+            groups.append((at, int(n), [v[rows].reshape(k, int(n), n_models) for v in sources]))
+        else:
+            rows = bounds[domains][:, None] + np.arange(n)
+            groups.append((domains, int(n), [v[rows] for v in sources]))
+    streams = rng.spawn(len(groups))
+    for b in _chunks(n_boot, chunk_size(n_boot, n_models * n_domains)):
+        targets = [np.zeros((b, n_models, n_domains)) for _ in sources]
+        for target, values in zip(targets, sources):
+            target[:, :, single] = values[bounds[single]].T
+        for (at, n, values), stream in zip(groups, streams):
+            k = values[0].shape[0]
+            step = max(1, _BLOCK_ENTRIES // (k * n))
+            for lo in range(0, b, step):
+                c = min(step, b - lo)
+                draws = stream.integers(0, n, size=(c, k, n)) + np.arange(c * k).reshape(c, k, 1) * n
+                counts = np.bincount(draws.ravel(), minlength=c * k * n).reshape(c, k, n).astype(float)
+                counts = counts.transpose(1, 0, 2)                                # k × c × n
+                for target, part in zip(targets, values):
+                    target[lo:lo + c][:, :, at] = (counts @ part).transpose(1, 2, 0)
+        num = targets[0]
+        den = np.broadcast_to(sizes.astype(float), num.shape).copy() if complete else targets[1]
+        sq = targets[-1] if matrix.partial else None
         yield num, den, sq
 
 
@@ -191,8 +209,7 @@ def _binomial_replicate_sums(s: np.ndarray, n: np.ndarray, n_boot: int, rng: np.
     present = ~np.isnan(s)
     p = np.where(present, s, 0.0)
     nn = np.where(present, n, 0).astype(np.int64)
-    size = int(max(1, min(n_boot, _BLOCK_ENTRIES // max(s.size, 1))))
-    for b in _chunks(n_boot, size):
+    for b in _chunks(n_boot, chunk_size(n_boot, s.size)):
         k = rng.binomial(nn[None], p[None], size=(b,) + s.shape).astype(float)
         yield k, np.broadcast_to(nn.astype(float), (b,) + s.shape), None
 
@@ -225,15 +242,10 @@ def replicates_from_matrix(matrix: ItemMatrix, *, weights: pd.DataFrame | None =
     Replicates
     """
     _check_settings(n_boot, 0.5)
-    rng = np.random.default_rng(seed)
-    present = np.zeros((len(matrix.models), len(matrix.domains)), dtype=bool)
-    for d in range(len(matrix.domains)):
-        present[:, d] = matrix.present[matrix.bounds[d]:matrix.bounds[d + 1]].any(axis=0)
+    observed = domain_sums(matrix)
     w, profiles = _weight_array(weights, matrix.domains)
-    cv, macro, dep, wedge, extra = _collect(resampled_sums(matrix, n_boot, rng), present, w, statistics,
-                                            matrix.models, matrix.domains)
-    return Replicates(models=matrix.models, profiles=profiles, cv_error=cv, macro_score=macro, dep_score=dep,
-                      wedge=wedge, method=METHOD_ITEMS, extra=extra)
+    return summarise(resampled_sums(matrix, n_boot, np.random.default_rng(seed)), observed, observed[1] > 0, w,
+                     statistics, matrix.models, matrix.domains, profiles, METHOD_ITEMS)
 
 
 def interval_route(items: pd.DataFrame | None, source: str | Path | None = None, engine: str | None = None) -> str:
@@ -331,25 +343,77 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
         columns=domains).to_numpy(dtype=float)
     usable = ~(present & np.isnan(n)).any(axis=1)
     w, profiles = _weight_array(weights, domains)
-    cv, macro, dep, wedge, more = _collect(_binomial_replicate_sums(s, np.nan_to_num(n), n_boot, rng), present, w,
-                                           statistics, models, domains)
-    for arr in (cv, macro, dep, wedge, *more.values()):
+    k, size = np.where(present, s, 0.0) * np.nan_to_num(n), np.where(present, np.nan_to_num(n), 0.0)
+    reps = summarise(_binomial_replicate_sums(s, np.nan_to_num(n), n_boot, rng), (k, size, None), present, w,
+                     statistics, models, domains, profiles, METHOD_BINOMIAL)
+    for arr in (reps.cv_error, reps.macro_score, reps.dep_score, reps.wedge, *reps.extra.values()):
         arr[:, ~usable] = np.nan
-    return Replicates(models=models, profiles=profiles, cv_error=cv, macro_score=macro, dep_score=dep,
-                      wedge=wedge, method=METHOD_BINOMIAL, extra=more)
+    for arr in reps.observed.values():
+        arr[~usable] = np.nan
+    return reps
 
 
-def _quantiles(values: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
+def _quantiles(values: np.ndarray, levels: list[float]) -> np.ndarray:
     import warnings
 
-    levels = [(1.0 - ci) / 2.0, (1.0 + ci) / 2.0]
     if not np.isnan(values).any():  # one vectorised call; nanquantile loops over columns
-        lo, hi = np.quantile(values, levels, axis=0)
-        return lo, hi
+        return np.quantile(values, levels, axis=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, which is the point
-        lo, hi = np.nanquantile(values, levels, axis=0)
+        return np.nanquantile(values, levels, axis=0)
+
+
+def centred_interval(estimate: np.ndarray, replicates: np.ndarray, ci: float, *, squared: bool = False,
+                     bounds: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval of bootstrap replicates, moved so that their median is the estimate.
+
+    Parameters
+    ----------
+    estimate : numpy.ndarray
+        The statistic of the data as observed (shape of one replicate).
+    replicates : numpy.ndarray
+        B × ... replicates of the same statistic, with the same correction (NaN: none).
+    ci : float
+        Interval level.
+    squared : bool
+        The statistic is a square before a floor at 0 (V − N̂ of √max(V − N̂, 0)): the ends
+        are computed on that scale and reported as √max(·, 0), like the estimate.
+    bounds : (float, float), optional
+        The statistic's range; the ends are clipped to it.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``lo`` and ``hi``; NaN where the estimate or every replicate is NaN.
+
+    Notes
+    -----
+    With q_α the α-quantile of the replicates θ*,
+
+        [θ̂ + q_{(1−ci)/2} − q_{1/2},  θ̂ + q_{(1+ci)/2} − q_{1/2}],
+
+    the percentile interval shifted by the bootstrap's median bias q_{1/2} − θ̂. Since
+    q_{(1−ci)/2} ≤ q_{1/2} ≤ q_{(1+ci)/2}, it contains θ̂ by construction, and a monotone
+    map applied to θ̂ and to both ends (the floor and the root of a noise-corrected
+    statistic, clipping to a range) keeps it inside. For a statistic linear in the
+    scores (``macro_score``, ``dep_score``, ``wedge``) the median of the replicates is the
+    estimate up to the resampling's discreteness, and the interval is the plain percentile
+    interval. For a noise-corrected statistic the replicates carry the sampling noise once
+    more than the data (in the bootstrap world the truth is the observed table, already
+    noisy), so their median lies off the estimate; the shift removes that, and the
+    interval is one for the noise-free statistic that the estimate estimates.
+    """
+    lo, mid, hi = _quantiles(replicates, [(1.0 - ci) / 2.0, 0.5, (1.0 + ci) / 2.0])
+    lo, hi = estimate + (lo - mid), estimate + (hi - mid)
+    if squared:
+        lo, hi = np.sqrt(np.maximum(lo, 0.0)), np.sqrt(np.maximum(hi, 0.0))
+    if bounds is not None:
+        lo, hi = np.clip(lo, *bounds), np.clip(hi, *bounds)
     return lo, hi
+
+
+def _interval(reps: Replicates, name: str, values: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
+    return centred_interval(reps.observed[name], values, ci, squared=name in reps.squared, bounds=RANGES.get(name))
 
 
 def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
@@ -398,34 +462,37 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
     count vector c per domain, **the same for every model** (paired). A model's replicate
     domain score is (c · x_m) / (c · a_m), x_m its correctness and a_m its presence over
     the domain's items, so models lacking items use only items they have (never imputed).
-    All models' replicate domain scores come from one matrix product c @ X per domain and
-    chunk of replicates; there is no loop over replicates or models. Without items, each
+    All models' replicate domain scores come from batched matrix products c @ X per domain
+    size and chunk of replicates (:func:`resampled_sums`); there is no loop over replicates,
+    models or domains. Without items, each
     score is redrawn as Binomial(n_d, ŝ_d)/n_d (parametric; independent across models).
     Without ``n_items`` a model gets no interval and ``interval_note`` says why. Item-level
     results out of core (or on Spark) get the Poisson bootstrap instead of the multinomial
     count: each item's weight is Poisson(1), independently, the same for every model
     (:mod:`jagged.stats.poisson_bootstrap`; ``interval_method`` says which was used).
 
-    *Intervals.* ``macro_score``, ``dep_score`` = Σ_d w_d s_d (S_rep @ W.T) and ``wedge``
-    = macro − dep are linear in the scores, so their percentile intervals
-    [q_{(1−ci)/2}, q_{(1+ci)/2}] over replicates are used as is.
-
-    The raw CV is biased upward by noise (see :func:`jagged.stats.uncertainty.sampling_noise`), and a replicate
-    is noisier still: in the bootstrap world the "true" rates are the observed ones, which
-    already carry the noise N once, and resampling adds it again, so E*[V*] ≈ V_true + 2N.
-    Each replicate is therefore corrected twice, cv* = √max(V* − 2N̂*, 0) / ē*, with N̂*
-    computed from the replicate as in :func:`jagged.stats.uncertainty.sampling_noise`. This centres the replicates
-    on the corrected estimate V_obs − N̂ with the spread of the estimator, and the
-    percentile interval of cv* is an interval for the **noise-free** CV (what
-    ``cv_error_corrected`` estimates). It is not centred on the raw ``cv_error``, which can
-    lie above it when noise is large. Its lower end is 0 when equal error in every domain
-    cannot be excluded.
+    *Intervals.* Every interval is :func:`centred_interval` of the replicates of the
+    statistic it is reported with, computed by the same function, with the same
+    correction and the same floor, on the resampled sums and on the data as observed;
+    so it contains its estimate by construction. ``macro_score``, ``dep_score`` =
+    Σ_d w_d s_d and ``wedge`` = macro − dep are linear in the scores: their intervals are
+    the percentile intervals [q_{(1−ci)/2}, q_{(1+ci)/2}] up to the resampling's
+    discreteness. The ``cv_error`` interval is for the **noise-free** CV that
+    ``cv_error_corrected`` = √max(V − N̂, 0)/ē estimates (see
+    :func:`jagged.stats.uncertainty.sampling_noise`): each replicate gives
+    u* = (V* − N̂*)/ē*², the interval is taken on that scale around u = (V − N̂)/ē² and
+    reported as √max(·, 0). In the bootstrap world the "true" rates are the observed ones,
+    which already carry the noise N once, and resampling adds it again (E*[V*] ≈ V_true +
+    2N), so the replicates lie above u; centring on u removes that. The interval is not
+    centred on the raw ``cv_error``, which can lie above it when noise is large; both ends
+    are 0 where the corrected value and the replicates all fall below the floor, and the
+    lower end is 0 when equal error in every domain cannot be excluded.
     """
     _check_settings(n_boot, ci)
     reps = bootstrap_replicates(scores, items, weights=weights, n_boot=n_boot, seed=seed, statistics=statistics,
                                 source=source, engine=engine, spark_master=spark_master)
-    cv_lo, cv_hi = _quantiles(reps.cv_error, ci)
-    mac_lo, mac_hi = _quantiles(reps.macro_score, ci)
+    cv_lo, cv_hi = _interval(reps, "cv_error", reps.cv_error, ci)
+    mac_lo, mac_hi = _interval(reps, "macro_score", reps.macro_score, ci)
     usable = ~np.isnan(reps.macro_score).all(axis=0)
     note = np.where(usable, "", REASON_NO_N_ITEMS).astype(object)
     method = np.where(usable, reps.method, "").astype(object)
@@ -433,12 +500,12 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
                          "macro_score_lo": mac_lo, "macro_score_hi": mac_hi})
     more = []
     for name, values in reps.extra.items():
-        base[f"{name}_lo"], base[f"{name}_hi"] = _quantiles(values, ci)
+        base[f"{name}_lo"], base[f"{name}_hi"] = _interval(reps, name, values, ci)
         more += [f"{name}_lo", f"{name}_hi"]
     if len(reps.profiles) == 0:
         return base.assign(interval_method=method, interval_note=note)
-    dep_lo, dep_hi = _quantiles(reps.dep_score, ci)     # M × P
-    wed_lo, wed_hi = _quantiles(reps.wedge, ci)
+    dep_lo, dep_hi = _interval(reps, "dep_score", reps.dep_score, ci)     # M × P
+    wed_lo, wed_hi = _interval(reps, "wedge", reps.wedge, ci)
     n_models, n_profiles = len(reps.models), len(reps.profiles)
     per_profile = pd.DataFrame({
         "model": np.tile(reps.models, n_profiles),
@@ -470,8 +537,10 @@ def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame
     weights : pandas.DataFrame, optional
         The profiles × domains matrix behind the ``profile`` rows.
     n_boot, seed, ci, statistics
-        See :func:`bootstrap_intervals`; a statistic's interval goes after its column
-        when the table has one.
+        See :func:`bootstrap_intervals`; a statistic's interval goes after the column it
+        contains (:data:`jagged.stats.intervals.ESTIMATE_OF`: ``cv_error_lo`` after
+        ``cv_error_corrected``) when
+        the table has one.
     source, engine, spark_master
         Item-level results out of core and where the Poisson bootstrap runs
         (:func:`interval_route`).
@@ -479,7 +548,7 @@ def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame
     Returns
     -------
     pandas.DataFrame
-        ``table`` with ``<stat>_lo`` / ``<stat>_hi`` after each statistic, and
+        ``table`` with ``<stat>_lo`` / ``<stat>_hi`` after the estimate each contains, and
         ``interval_method`` and ``interval_note`` before ``note``.
     """
     by_profile = "profile" in table.columns and weights is not None and len(weights) > 0
@@ -489,7 +558,8 @@ def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame
     out = table.merge(iv, on=keys, how="left", validate="one_to_one")
     for stat in INTERVAL_STATISTICS + tuple(statistics or ()):
         if stat in out.columns:
-            out = place_after(out, stat, [f"{stat}_lo", f"{stat}_hi"])
+            anchor = ESTIMATE_OF.get(stat, stat)
+            out = place_after(out, anchor if anchor in out.columns else stat, [f"{stat}_lo", f"{stat}_hi"])
         else:
             out = out.drop(columns=[c for c in (f"{stat}_lo", f"{stat}_hi") if c in out.columns])
     out["interval_method"] = out["interval_method"].fillna("")

@@ -16,7 +16,9 @@ Point values reuse :func:`jagged.stats.metrics.jaggedness` and
 :func:`jagged.stats.deployment.deployment_metrics`; the item resampling reuses
 :func:`jagged.stats.bootstrap.resampled_sums`.
 
-The item ledger (items added, removed, re-keyed, re-worded or moved in difficulty), the
+The two-way view of the change (the field's shift per domain, each model's change relative
+to the field, the benchmark's and the models' shares) lives in :mod:`jagged.stats.shifts`;
+the item ledger (items added, removed, re-keyed, re-worded or moved in difficulty), the
 re-scoring of key changes and the run-to-run noise floor of repeated runs (a model name on
 both sides of two runs is a repeat of that model) live in :mod:`jagged.stats.ledger`;
 :func:`compare` composes everything once.
@@ -33,11 +35,14 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.dataset import Dataset
-from jagged.stats.bootstrap import ItemMatrix, item_matrix, resampled_sums
+from jagged.stats.bootstrap import ItemMatrix, _quantiles, centred_interval, item_matrix, resampled_sums
+from jagged.stats.bootstrap import _chunks as blocks
 from jagged.stats.deployment import deployment_metrics, kendall_tau
 from jagged.stats.ledger import item_ledger, noise_floor, paired_items, rescore_by_domain, rescore_by_model, run_noise
 from jagged.stats.metrics import NOTE_FEW_DOMAINS, jaggedness
-from jagged.text import join_note_columns
+from jagged.stats.shifts import field_change, fit_cells, models_sum_of_squares
+from jagged.stats.uncertainty import place_after
+from jagged.text import Summarised, join_note_columns
 
 STATISTICS: tuple[str, ...] = ("macro_score", "cv_error", "dep_score", "wedge")
 METHOD_ITEMS = "paired stratified item bootstrap over the common items (same resample on both sides)"
@@ -122,6 +127,8 @@ class PairedReplicates:
     ``macro_a``, ``cv_a`` ... are B × M (models of :attr:`Scope.models`); ``dep_a``,
     ``wedge_a`` ... B × M × P. ``rank_a``/``rank_b`` are the B × M macro scores the rank
     intervals use (the same replicates with items; a domain bootstrap without).
+    ``field``: the two-way parts of each replicate's changes, ``shift`` (B × shared domains),
+    ``effect`` (B × M) and ``models_ss`` (B) (None when there is no fit).
     """
 
     stats_a: dict[str, np.ndarray]
@@ -130,6 +137,7 @@ class PairedReplicates:
     rank_b: np.ndarray
     method: str
     rank_method: str
+    field: dict[str, np.ndarray] | None = None
 
 
 def _wide(scores: pd.DataFrame, models: np.ndarray, domains: np.ndarray, column: str) -> np.ndarray:
@@ -169,12 +177,7 @@ def side_statistics(s: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _chunks(n_boot: int, per_replicate: int) -> Iterator[int]:
-    size = int(max(1, min(n_boot, _BLOCK_ENTRIES // max(per_replicate, 1))))
-    done = 0
-    while done < n_boot:
-        step = min(size, n_boot - done)
-        yield step
-        done += step
+    return blocks(n_boot, int(max(1, min(n_boot, _BLOCK_ENTRIES // max(per_replicate, 1)))))
 
 
 def _stack(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -199,73 +202,64 @@ def paired_replicates(scope: Scope, weights: pd.DataFrame | None = None, *, n_bo
     side independently (the items behind the two sides may differ). The rank replicates
     then resample the common domains instead (same draw on both sides): the macro score
     of a replicate is Σ_d c_d s_d / Σ_d c_d over the model's domains, c the draw counts.
+    Each replicate's cell changes also give the two-way parts
+    (:func:`jagged.stats.shifts.models_sum_of_squares`), NaN for a replicate that lost a cell.
     """
-    if n_boot <= 0:
+    if n_boot <= 0 or not len(scope.scores_a):
         return None
     rng = np.random.default_rng(seed)
-    models = scope.models
-    shared = sorted(set(scope.scores_a["domain"]))
-    if not shared:
-        return None
+    models, shared = scope.models, sorted(set(scope.scores_a["domain"]))
     extra = [] if weights is None else sorted(set(weights.columns) - set(shared))  # weighted, not shared: absent
     domains = np.asarray(shared + extra, dtype=object)
-    w = _weights(weights, domains)
-    m = len(models)
+    w, m, s_a = _weights(weights, domains), len(models), _wide(scope.scores_a, models, domains, "score")
+    present = ~np.isnan(s_a)
+    keep, parts_a, parts_b, field = fit_cells(present), [], [], []
+
+    def add(sa: np.ndarray, sb: np.ndarray, drop: np.ndarray) -> None:
+        for side, parts in ((sa, parts_a), (sb, parts_b)):
+            one = side_statistics(side, w)
+            for value in one.values():
+                value[drop] = np.nan
+            parts.append(one)
+        if keep.any():
+            shift, effect, models_ss = models_sum_of_squares(sb - sa, keep)
+            field.append({"shift": shift[:, :len(shared)], "effect": effect, "models_ss": models_ss})
+
     if scope.kind == "items":
-        pa = scope.paired.rename(columns={"correct_a": "correct"})
-        pb = scope.paired.rename(columns={"correct_b": "correct"})
-        xa, xb = item_matrix(pa, models, domains), item_matrix(pb, models, domains)
+        xa, xb = (item_matrix(scope.paired.rename(columns={f"correct_{k}": "correct"}), models, domains) for k in "ab")
         matrix = ItemMatrix(correct=np.hstack([xa.correct, xb.correct]), present=np.hstack([xa.present, xb.present]),
                             bounds=xa.bounds, models=np.concatenate([models, models]), domains=domains)
-        present = ~np.isnan(_wide(scope.scores_a, models, domains, "score"))
-        parts_a, parts_b = [], []
         for num, den, _ in resampled_sums(matrix, n_boot, rng):
             with np.errstate(invalid="ignore", divide="ignore"):
                 s = np.where(den > 0, num / den, np.nan)
-            lost = (np.isnan(s[:, :m]) & present[None]).any(axis=2)
-            sa = np.where(present[None], s[:, :m], np.nan)
-            sb = np.where(present[None], s[:, m:], np.nan)
-            one_a, one_b = side_statistics(sa, w), side_statistics(sb, w)
-            for stats in (one_a, one_b):
-                for value in stats.values():
-                    value[lost] = np.nan
-            parts_a.append(one_a)
-            parts_b.append(one_b)
-        stats_a, stats_b = _stack(parts_a), _stack(parts_b)
-        return PairedReplicates(stats_a, stats_b, stats_a["macro_score"], stats_b["macro_score"], METHOD_ITEMS,
-                                METHOD_ITEMS)
-    s_a, s_b = _wide(scope.scores_a, models, domains, "score"), _wide(scope.scores_b, models, domains, "score")
-    n_a, n_b = _wide(scope.scores_a, models, domains, "n_items"), _wide(scope.scores_b, models, domains, "n_items")
-    present = ~np.isnan(s_a)
-    usable = ~(present & (np.isnan(n_a) | np.isnan(n_b))).any(axis=1)
-    parts_a, parts_b, ranks_a, ranks_b = [], [], [], []
-    for b in _chunks(n_boot, 2 * s_a.size):
-        for s, n, parts in ((s_a, n_a, parts_a), (s_b, n_b, parts_b)):
-            nn = np.where(present, np.nan_to_num(n), 0).astype(np.int64)
-            k = rng.binomial(nn[None], np.where(present, s, 0.0)[None], size=(b,) + s.shape)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                rep = np.where(present[None] & (nn[None] > 0), k / nn[None], np.nan)
-            one = side_statistics(rep, w)
-            for value in one.values():
-                value[:, ~usable] = np.nan
-            parts.append(one)
-    for b in _chunks(n_boot, s_a.size):
-        counts = np.zeros((b, len(domains)))
-        counts[:, :len(shared)] = rng.multinomial(len(shared), np.full(len(shared), 1.0 / len(shared)), size=b)
-        for s, out in ((s_a, ranks_a), (s_b, ranks_b)):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out.append((counts @ np.nan_to_num(s).T) / (counts @ present.T.astype(float)))
+            add(np.where(present[None], s[:, :m], np.nan), np.where(present[None], s[:, m:], np.nan),
+                (np.isnan(s[:, :m]) & present[None]).any(axis=2))
+        method = rank_method = METHOD_ITEMS
+    else:
+        s_b = _wide(scope.scores_b, models, domains, "score")
+        n_a, n_b = _wide(scope.scores_a, models, domains, "n_items"), _wide(scope.scores_b, models, domains, "n_items")
+        usable = ~(present & (np.isnan(n_a) | np.isnan(n_b))).any(axis=1)
+        for b in _chunks(n_boot, 2 * s_a.size):
+            reps = []
+            for s, n in ((s_a, n_a), (s_b, n_b)):
+                nn = np.where(present, np.nan_to_num(n), 0).astype(np.int64)
+                k = rng.binomial(nn[None], np.where(present, s, 0.0)[None], size=(b,) + s.shape)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    reps.append(np.where(present[None] & (nn[None] > 0), k / nn[None], np.nan))
+            add(*reps, np.broadcast_to(~usable, (b, m)))
+        ranks_a, ranks_b = [], []
+        for b in _chunks(n_boot, s_a.size):
+            counts = np.zeros((b, len(domains)))
+            counts[:, :len(shared)] = rng.multinomial(len(shared), np.full(len(shared), 1.0 / len(shared)), size=b)
+            for s, out in ((s_a, ranks_a), (s_b, ranks_b)):
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out.append((counts @ np.nan_to_num(s).T) / (counts @ present.T.astype(float)))
+        method, rank_method = METHOD_BINOMIAL if usable.any() else "", METHOD_DOMAINS
     stats_a, stats_b = _stack(parts_a), _stack(parts_b)
-    return PairedReplicates(stats_a, stats_b, np.concatenate(ranks_a), np.concatenate(ranks_b),
-                            METHOD_BINOMIAL if usable.any() else "", METHOD_DOMAINS)
-
-
-def _quantiles(values: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
-    levels = [(1.0 - ci) / 2.0, (1.0 + ci) / 2.0]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN: no interval
-        lo, hi = np.nanquantile(values, levels, axis=0)
-    return lo, hi
+    if scope.kind == "items":
+        ranks_a, ranks_b = [stats_a["macro_score"]], [stats_b["macro_score"]]
+    return PairedReplicates(stats_a, stats_b, np.concatenate(ranks_a), np.concatenate(ranks_b), method, rank_method,
+                            _stack(field) if field else None)
 
 
 # --------------------------------------------------------------------------- models
@@ -386,10 +380,10 @@ def compare_models(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, 
     if replicates is not None:
         for s in stats:
             delta = replicates.stats_b[s] - replicates.stats_a[s]  # B × M or B × M × P
-            lo, hi = _quantiles(delta, ci)
-            lo, hi = (lo.T.ravel(), hi.T.ravel()) if lo.ndim == 2 else (np.tile(lo, len(profiles)),
-                                                                         np.tile(hi, len(profiles)))
-            out[f"{s}_delta_lo"], out[f"{s}_delta_hi"] = lo, hi
+            q = _quantiles(delta, [(1.0 - ci) / 2.0, 0.5, (1.0 + ci) / 2.0])
+            lo, mid, hi = (x.T.ravel() if x.ndim == 2 else np.tile(x, len(profiles)) for x in q)
+            est = out[f"{s}_delta"].to_numpy(dtype=float)  # centred on the estimate: it lies inside
+            out[f"{s}_delta_lo"], out[f"{s}_delta_hi"] = est + (lo - mid), est + (hi - mid)
         has = out["macro_score_delta_lo"].notna().to_numpy()
         method[has] = replicates.method
     out["interval_method"] = method
@@ -482,39 +476,35 @@ def rank_changes(table: pd.DataFrame, replicates: PairedReplicates | None, *, ci
     (:func:`jagged.stats.deployment.kendall_tau`, = ``scipy.stats.kendalltau``). Its
     interval and the rank intervals are percentiles over the paired replicates (items
     resampled within domain, or domains resampled, the same draw on both sides), rounded
-    outwards to whole ranks. A model
-    **moved beyond noise** when the interval of its replicate rank change rank_a* − rank_b*
-    excludes 0; because both sides come from the same draw, this is a paired rule.
+    outwards to whole ranks. A model **moved beyond noise** when the interval of its replicate
+    rank change rank_a* − rank_b* excludes 0; both sides come from the same draw, so this is a
+    paired rule, and a shift every model shares moves no rank: it is judged relative to the field.
     """
     rows = table.drop_duplicates("model").reset_index(drop=True)
     ma, mb = rows["macro_score_a"].to_numpy(dtype=float), rows["macro_score_b"].to_numpy(dtype=float)
     ok = ~(np.isnan(ma) | np.isnan(mb))
-    ra = _rank_rows(np.where(ok, ma, np.nan)[None])[0]
-    rb = _rank_rows(np.where(ok, mb, np.nan)[None])[0]
+    ra, rb = (_rank_rows(np.where(ok, v, np.nan)[None])[0] for v in (ma, mb))
     aa, ab = rows["macro_score_all_a"].to_numpy(dtype=float), rows["macro_score_all_b"].to_numpy(dtype=float)
     ok_all = ~(np.isnan(aa) | np.isnan(ab))
     out = pd.DataFrame({"model": rows["model"], "macro_score_a": ma, "macro_score_b": mb, "rank_a": ra,
                         "rank_b": rb, "rank_change": ra - rb})
     out = out.assign(**dict.fromkeys(["rank_a_lo", "rank_a_hi", "rank_b_lo", "rank_b_hi", "rank_change_lo",
                                       "rank_change_hi"], np.nan))
-    tau_lo = tau_hi = np.nan
-    method = ""
+    tau_lo, tau_hi, method = np.nan, np.nan, ""
     if replicates is not None:
         keep = np.where(ok, 1.0, np.nan)[None]
         rep_a = _rank_rows(replicates.rank_a * keep)
         rep_b = _rank_rows(replicates.rank_b * keep)
         for name, reps in (("rank_a", rep_a), ("rank_b", rep_b), ("rank_change", rep_a - rep_b)):
-            lo, hi = _quantiles(reps, ci)  # whole ranks: rounded outwards
+            lo, hi = centred_interval(out[name].to_numpy(dtype=float), reps, ci)  # whole ranks: rounded outwards
             out[f"{name}_lo"], out[f"{name}_hi"] = np.floor(lo), np.ceil(hi)
         taus = kendall_tau_rows(replicates.rank_a * keep, replicates.rank_b * keep)
         if np.isfinite(taus).any():
-            tau_lo, tau_hi = _quantiles(taus[:, None], ci)
+            tau_lo, tau_hi = centred_interval(np.array([kendall_tau(ma, mb)]), taus[:, None], ci, bounds=(-1.0, 1.0))
             tau_lo, tau_hi = float(tau_lo[0]), float(tau_hi[0])
         method = replicates.rank_method
-    moved = (out["rank_change_lo"] > 0) | (out["rank_change_hi"] < 0)
-    out["moved"] = moved.fillna(False).astype(bool)
-    out["rank_all_a"] = _rank_rows(np.where(ok_all, aa, np.nan)[None])[0]
-    out["rank_all_b"] = _rank_rows(np.where(ok_all, ab, np.nan)[None])[0]
+    out["moved"] = ((out["rank_change_lo"] > 0) | (out["rank_change_hi"] < 0)).fillna(False).astype(bool)
+    out["rank_all_a"], out["rank_all_b"] = (_rank_rows(np.where(ok_all, v, np.nan)[None])[0] for v in (aa, ab))
     out = out.sort_values(["rank_a", "model"], na_position="last", kind="mergesort").reset_index(drop=True)
     summary = pd.DataFrame([{
         "n_models": int(ok.sum()), "kendall_tau": kendall_tau(ma, mb), "kendall_tau_lo": tau_lo,
@@ -527,11 +517,13 @@ def rank_changes(table: pd.DataFrame, replicates: PairedReplicates | None, *, ci
 
 # --------------------------------------------------------------------------- everything once
 
-@dataclass
-class Comparison:
+@dataclass(repr=False)
+class Comparison(Summarised):
     """Everything :func:`compare` computes; tables are None where the inputs cannot give them.
 
-    ``models``: :func:`compare_models` (+ ``beyond_run_noise`` with repeated runs);
+    ``models``: :func:`compare_models` with ``macro_delta_vs_field`` (+ ``beyond_run_noise``
+    with repeated runs); ``domains``, ``shares``: the field's shift per domain and the
+    :func:`~jagged.stats.shifts.change_shares` (:func:`jagged.stats.shifts.field_change`);
     ``changes``: :func:`added_removed`; ``ranks``, ``rank_summary``: :func:`rank_changes`;
     ``scope``: ``"items"`` or ``"domains"``; ``ledger``: :func:`jagged.stats.ledger.item_ledger`
     (item results on both sides); ``rescoring``, ``rescoring_domains``:
@@ -545,11 +537,19 @@ class Comparison:
     ranks: pd.DataFrame
     rank_summary: pd.DataFrame
     scope: str
+    domains: pd.DataFrame | None = None
+    shares: dict | None = None
     ledger: pd.DataFrame | None = None
     rescoring: pd.DataFrame | None = None
     rescoring_domains: pd.DataFrame | None = None
     runs: pd.DataFrame | None = None
     floor: pd.DataFrame | None = None
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        rows = [("models on both sides", f"{self.models['model'].nunique():,}"), ("scope", self.scope)]
+        if self.ledger is not None:
+            rows.append(("items whose status changed", f"{len(self.ledger):,}"))
+        return "Comparison", rows
 
 
 def compare(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, *, n_boot: int = 2000, seed: int = 0,
@@ -581,7 +581,13 @@ def compare(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, *, n_bo
     reps = paired_replicates(scope, weights, n_boot=n_boot, seed=seed)
     models = compare_models(a, b, weights, n_boot=n_boot, seed=seed, ci=ci, scope=scope, replicates=reps)
     ranks, summary = rank_changes(models, reps, ci=ci)
-    out = Comparison(models=models, changes=added_removed(a, b), ranks=ranks, rank_summary=summary, scope=scope.kind)
+    parts = reps.field if reps is not None else None
+    field = field_change(scope.scores_a, scope.scores_b, scope.models, ci=ci, replicates=parts and (
+        parts["shift"], parts["effect"], parts["models_ss"], reps.method))
+    models = place_after(models.merge(field.models, on="model", how="left"), "macro_score_delta_hi",
+                         list(field.models.columns[1:]))
+    out = Comparison(models=models, changes=added_removed(a, b), ranks=ranks, rank_summary=summary, scope=scope.kind,
+                     domains=field.domains, shares=field.shares)
     if scope.kind == "items":
         out.ledger = item_ledger(a.items, b.items, alpha=alpha)
         keyed = out.ledger["changes"].str.contains("key_changed", regex=False)
@@ -589,10 +595,9 @@ def compare(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, *, n_bo
             out.rescoring_domains = rescore_by_domain(a.items, out.ledger)
             out.rescoring = rescore_by_model(out.rescoring_domains)
     if repeats is not None:
-        first, second = repeats
-        if first.items is None or second.items is None:
+        if any(side.items is None for side in repeats):
             raise JaggedInputError("repeated runs need item-level results on both sides for the noise floor")
-        out.runs = run_noise(first.items, second.items)
+        out.runs = run_noise(*(side.items for side in repeats))
         out.floor = noise_floor(out.runs, z=z)
         limit = float(out.floor["min_detectable_difference"].iloc[0])
         out.models["beyond_run_noise"] = out.models["macro_score_delta"].abs() > limit

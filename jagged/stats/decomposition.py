@@ -1,9 +1,11 @@
 """The logit decomposition logit(e_md) = μ + a_m + b_d + r_md: the fit and its :class:`Decomposition`.
 
-* :func:`decompose` fits a binomial model with model and domain effects, weighted by the
-  items behind each score (:class:`Decomposition`): a_m is the model's level (higher: more
-  errors), b_d the domain's difficulty for the field, r_md the residual — where this model
-  is unusually weak (r > 0) or strong (r < 0) given both.
+* :func:`decompose` fits model and domain effects to the logits of the error rates by least
+  squares, every cell weighing the same (:class:`Decomposition`): a_m is the model's level
+  (higher: more errors), b_d the domain's difficulty for the field, r_md the residual — where
+  this model is unusually weak (r > 0) or strong (r < 0) given both. Item counts move where a
+  score of 0 or 1 lands on the logit scale and give the sampling noise; they do not weigh the
+  fit, so on a complete table the variance shares add up with or without them.
 What follows from the fit is in :mod:`jagged.stats.relative`:
 
 * :func:`~jagged.stats.relative.model_structure` gives per model ``relative_jaggedness`` (the spread of its
@@ -22,29 +24,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.text import listing, plural
+from jagged.text import Summarised
 
 #: Items added to the wrong and to the right answers of every cell (Haldane–Anscombe).
 CONTINUITY: float = 0.5
 #: Items assumed behind a score for the continuity correction when ``n_items`` is unknown.
 NOMINAL_ITEMS: int = 100
-#: Convergence of the fit: largest change of a fitted logit between iterations.
-TOLERANCE: float = 1e-10
-MAX_ITERATIONS: int = 100
 
 #: Per-model columns :func:`jagged.stats.structure.add_structure` adds to the metrics table, in order.
 METRIC_COLUMNS: tuple[str, ...] = (
     "model_effect", "relative_jaggedness", "relative_jaggedness_corrected", "relative_noise_share",
     "p_model_fit", "relative_noise_flag",
-)
-MODEL_COLUMNS: tuple[str, ...] = ("model", "n_domains") + METRIC_COLUMNS + ("structure_note",)
-RESIDUAL_COLUMNS: tuple[str, ...] = (
-    "model", "domain", "error", "n_items", "expected_error", "residual", "residual_se", "z",
 )
 SHARE_COMPONENTS: tuple[str, ...] = ("domain", "model", "residual", "noise", "residual_beyond_noise", "cross")
 SHARE_LABELS: dict[str, str] = {
@@ -53,8 +49,12 @@ SHARE_LABELS: dict[str, str] = {
     "residual": "model × domain residual (r_md), noise included",
     "noise": "  of which expected sampling noise",
     "residual_beyond_noise": "  residual beyond noise",
-    "cross": "cross terms (unbalanced table or weighted fit)",
+    "cross": "cross terms (unbalanced table)",
 }
+
+#: Why something was left out or not computed: a code and its fields (:func:`jagged.views.structure.reason_text`
+#: says it in words).
+Reason = tuple[str, dict[str, Any]]
 
 NOTE_FEW_MODELS = "the decomposition needs at least 2 models and 2 domains"
 NOTE_FEW_DOMAINS_MODEL = "fewer than 2 domains: relative jaggedness undefined"
@@ -130,84 +130,8 @@ def additive_wls(weights: np.ndarray, response: np.ndarray) -> np.ndarray:
     return u[..., :, None] + v[..., None, :]
 
 
-@dataclass
-class LogitFit:
-    """A fitted binomial model with row and column effects (see :func:`fit_logit`).
-
-    Attributes
-    ----------
-    eta : numpy.ndarray
-        (..., R, C) fitted logits.
-    working_weights : numpy.ndarray
-        (..., R, C) the last IRLS weights w · p̂(1 − p̂) (0 for missing cells).
-    iterations : int
-    converged : bool
-    """
-
-    eta: np.ndarray
-    working_weights: np.ndarray
-    iterations: int
-    converged: bool
-
-
-def fit_logit(proportion: np.ndarray, weights: np.ndarray, *, start: np.ndarray | None = None,
-              tol: float = TOLERANCE, max_iter: int = MAX_ITERATIONS) -> LogitFit:
-    """Binomial maximum likelihood of logit(p_rc) = u_r + v_c by iteratively reweighted least squares.
-
-    Parameters
-    ----------
-    proportion : numpy.ndarray
-        (..., R, C) observed proportions y_rc in (0, 1).
-    weights : numpy.ndarray
-        (..., R, C) binomial weights (trials); 0 marks a missing cell.
-    start : numpy.ndarray, optional
-        Starting logits (default: the empirical logits, whose first step is Berkson's
-        minimum logit chi-square fit).
-    tol, max_iter
-        Stop when no fitted logit moves by more than ``tol``, or after ``max_iter`` steps.
-
-    Returns
-    -------
-    LogitFit
-
-    Notes
-    -----
-    Each step is the Fisher scoring (= Newton, canonical link) step of the binomial GLM:
-    with p = expit(η), working weights ω = w p(1 − p) and working response
-    z = η + (y − p)/(p(1 − p)), the new η is the :func:`additive_wls` fit of z with
-    weights ω. It maximises Σ w [y log p + (1 − y) log(1 − p)], the likelihood of
-    ``statsmodels.GLM(y, X, family=Binomial(), var_weights=w)`` with X the model and
-    domain indicators. Batched over leading axes (bootstrap replicates).
-    """
-    y = np.clip(np.asarray(proportion, dtype=float), 1e-12, 1.0 - 1e-12)
-    w = np.asarray(weights, dtype=float)
-    observed = w > 0
-    if start is None:
-        eta = logit(y)
-    else:
-        eta = np.broadcast_to(np.asarray(start, dtype=float), y.shape).copy()
-    eta = np.where(observed, eta, 0.0)
-    omega = w
-    converged = False
-    step = 0
-    for _ in range(max_iter):
-        step += 1
-        p = np.clip(expit(eta), 1e-12, 1.0 - 1e-12)
-        var = p * (1.0 - p)
-        omega = w * var
-        z = eta + (y - p) / var
-        new = additive_wls(omega, z)
-        change = float(np.max(np.abs(new - eta), where=observed, initial=0.0))
-        eta = new
-        if change < tol:
-            converged = True
-            break
-    p = np.clip(expit(eta), 1e-12, 1.0 - 1e-12)
-    return LogitFit(eta=eta, working_weights=w * p * (1.0 - p), iterations=step, converged=converged)
-
-
-def adjusted_errors(errors: np.ndarray, n_items: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The continuity-corrected error rates and the binomial weights of the fit.
+def adjusted_errors(errors: np.ndarray, n_items: np.ndarray | None) -> np.ndarray:
+    """The continuity-corrected error rates.
 
     Parameters
     ----------
@@ -218,20 +142,13 @@ def adjusted_errors(errors: np.ndarray, n_items: np.ndarray | None) -> tuple[np.
 
     Returns
     -------
-    (numpy.ndarray, numpy.ndarray)
-        ẽ = (n e + ½)/(n + 1) and the weight n + 1 (0 for missing cells); with unknown
-        ``n_items``, n = :data:`NOMINAL_ITEMS` in ẽ and weight 1.
+    numpy.ndarray
+        ẽ = (n e + ½)/(n + 1) (0.5 for missing cells); with unknown ``n_items``,
+        n = :data:`NOMINAL_ITEMS`.
     """
     e = np.asarray(errors, dtype=float)
-    missing = np.isnan(e)
-    if n_items is None:
-        n = np.full(e.shape, float(NOMINAL_ITEMS))
-        weight = np.where(missing, 0.0, 1.0)
-    else:
-        n = np.asarray(n_items, dtype=float)
-        weight = np.where(missing, 0.0, n + 2 * CONTINUITY)
-    adjusted = np.where(missing, 0.5, (n * np.nan_to_num(e) + CONTINUITY) / (n + 2 * CONTINUITY))
-    return adjusted, weight
+    n = np.full(e.shape, float(NOMINAL_ITEMS)) if n_items is None else np.asarray(n_items, dtype=float)
+    return np.where(np.isnan(e), 0.5, (n * np.nan_to_num(e) + CONTINUITY) / (n + 2 * CONTINUITY))
 
 
 def logit_noise(adjusted: np.ndarray, n_items: np.ndarray) -> np.ndarray:
@@ -262,8 +179,8 @@ def _components(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------------------- decomposition
 
-@dataclass
-class Decomposition:
+@dataclass(repr=False)
+class Decomposition(Summarised):
     """logit(e_md) = μ + a_m + b_d + r_md fitted to a score table (see :func:`decompose`).
 
     Attributes
@@ -283,8 +200,7 @@ class Decomposition:
     adjusted : numpy.ndarray
         M × D continuity-corrected error rates ẽ.
     weight : numpy.ndarray
-        M × D weights of the fit (binomial n + 1; 1 without n_items, where the fit is least
-        squares on the logits; 0 outside the fit).
+        M × D weights of the least-squares fit: 1 for a fitted cell, 0 outside the fit.
     eta : numpy.ndarray
         M × D fitted logits μ + a_m + b_d (NaN outside the fit).
     intercept : float
@@ -299,11 +215,10 @@ class Decomposition:
         M × D delta-method variance v_md of logit(ẽ) (:func:`logit_noise`; NaN without
         n_items).
     leverage : numpy.ndarray
-        M × D share ω_md / Σ_m ω_md of the cell in its domain's effect (ω: working weights).
-    iterations : int
-    converged : bool
-    notes : list of str
-        Table-level remarks (why nothing or not everything was fitted).
+        M × D share 1 / M_d of the cell in its domain's effect (M_d: the domain's fitted models).
+    reasons : list of Reason
+        Why nothing or not everything was fitted, or the noise is unknown: ``("no_n_items", {})``,
+        ``("not_connected", {"models": [...]})``, ``("too_small", {"models": m, "domains": d})``.
     model_notes : dict
         Per-model remarks.
     """
@@ -323,15 +238,24 @@ class Decomposition:
     residual: np.ndarray
     noise_var: np.ndarray
     leverage: np.ndarray
-    iterations: int = 0
-    converged: bool = True
-    notes: list[str] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)
     model_notes: dict[str, str] = field(default_factory=dict)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        fitted = self.fitted
+        return "Decomposition", [("models", f"{len(self.models):,}"), ("domains", f"{len(self.domains):,}"),
+                                 ("cells fitted", f"{int(fitted.sum()):,} of {fitted.size:,}"),
+                                 ("sampling noise", "from n_items" if self.has_n else "unknown (no n_items)")]
 
     @property
     def ok(self) -> bool:
         """Whether anything was fitted (at least 2 models and 2 domains connected)."""
         return bool(self.fitted.any())
+
+    @property
+    def balanced(self) -> bool:
+        """Whether every cell of the fitted models and domains has a score (then the shares have no cross term)."""
+        return bool(self.fitted[np.ix_(self.fitted.any(axis=1), self.fitted.any(axis=0))].all())
 
     def residuals(self) -> pd.DataFrame:
         """Per (model, domain) residuals, the table ``jagged structure -o`` writes.
@@ -339,7 +263,7 @@ class Decomposition:
         Returns
         -------
         pandas.DataFrame
-            One row per fitted cell, models and domains sorted: :data:`RESIDUAL_COLUMNS`:
+            One row per fitted cell, models and domains sorted: ``model``, ``domain``,
             ``error`` (observed e), ``n_items``, ``expected_error`` expit(μ + a_m + b_d)
             (what the model's level and the domain's difficulty predict), ``residual``
             r_md (logits; > 0: more errors than predicted), ``residual_se`` √v_md (its
@@ -402,33 +326,31 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
     -------
     Decomposition
         With fewer than 2 models or 2 domains nothing is fitted: every effect is NaN and
-        ``notes`` says why (no error is raised).
+        ``reasons`` says why (no error is raised).
 
     Notes
     -----
-    *Model.* The error count k_md = n_md e_md is Binomial(n_md, p_md) with
-    logit p_md = μ + a_m + b_d. a_m (Σ_m a_m = 0) is the model's level on the logit scale
-    of the error, b_d (Σ_d b_d = 0) the domain's difficulty for the field, and the
-    residual r_md = logit(ẽ_md) − (μ + a_m + b_d) what neither explains. The effects are
-    maximum-likelihood estimates (:func:`fit_logit`), so a cell weighs by its items: a
-    domain score from 1,000 items pins the fit more than one from 100. Without n_items
-    for every score there is no binomial weight to give: every cell weighs the same, the
-    effects are the ordinary least-squares fit of the two-way table of logits (on a
-    complete table: row and column means, the classical two-way analysis of variance,
-    so the variance shares add up exactly), and the noise is unknown. (A binomial fit
-    with equal trials would weigh each cell by p̂(1 − p̂) on the logit scale, letting the
-    easiest and hardest domains count least and making the shares overlap.)
+    *Model.* l_md = logit(ẽ_md) = μ + a_m + b_d + r_md, with a_m (Σ_m a_m = 0) the model's
+    level on the logit scale of the error, b_d (Σ_d b_d = 0) the domain's difficulty for the
+    field and the residual r_md what neither explains. The effects are the ordinary
+    least-squares fit of the two-way table of logits, every cell weighing the same
+    (:func:`additive_wls` with unit weights); on a complete table they are row and column
+    means, the classical two-way analysis of variance, so the variance shares
+    (:func:`jagged.stats.relative.variance_shares`) add up exactly. Item counts do not weigh
+    the fit: they place a score of 0 or 1 on the logit scale (below) and give each cell's
+    sampling variance v_md (:func:`logit_noise`), which the noise estimates use. (A binomial
+    maximum-likelihood fit would weigh each cell by n p̂(1 − p̂), letting the easiest and
+    hardest domains count least and making the shares overlap, even with equal counts.)
 
     *Zero and one cells.* The fit and the residuals use the Haldane–Anscombe corrected
-    rate ẽ = (k + ½)/(n + 1) with weight n + 1: half an item is added to the wrong and to
-    the right answers of every cell (:func:`adjusted_errors`). This is the binomial
-    likelihood penalised by ½ log p(1 − p) per cell; it keeps every logit finite (a model
-    with no errors in a domain, or a domain nobody gets wrong, has finite effects) and
-    moves a rate from 1,000 items by at most 0.0005. Without n_items, n = 100 is assumed
-    for the correction only.
+    rate ẽ = (k + ½)/(n + 1): half an item is added to the wrong and to the right answers
+    of every cell (:func:`adjusted_errors`). It keeps every logit finite (a model with no
+    errors in a domain, or a domain nobody gets wrong, has finite effects) and moves a
+    rate from 1,000 items by at most 0.0005. Without n_items, n = 100 is assumed for the
+    correction only.
 
     *Incomplete tables.* Missing (model, domain) cells are simply absent from the
-    likelihood; nothing is imputed. The effects are identified when models and domains
+    least-squares sum; nothing is imputed. The effects are identified when models and domains
     form one connected group (every pair linked through shared domains); otherwise the
     largest group (most cells) is fitted and the models outside it get NaN and a note.
     A model with a single domain is fitted (its level absorbs that cell: residual 0) but
@@ -438,12 +360,11 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
     observed = ~np.isnan(error)
     m, d = observed.shape
     has_n = bool(observed.any() and np.isfinite(n[observed]).all() and (n[observed] > 0).all())
-    notes: list[str] = []
+    reasons: list[Reason] = []
     model_notes: dict[str, str] = {}
     fitted = observed.copy()
     if observed.any() and not has_n:
-        notes.append("the scores do not all carry n_items: every cell weighs the same and the sampling noise "
-                     "is unknown")
+        reasons.append(("no_n_items", {}))
     if m >= 2 and d >= 2:
         model_label, domain_label = _components(observed)
         if len(np.unique(model_label)) > 1:
@@ -452,27 +373,21 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
             keep_m, keep_d = model_label == main, domain_label == main
             fitted &= keep_m[:, None] & keep_d[None, :]
             left = models[~keep_m]
-            notes.append(f"{plural(len(left), 'model')} share no domain with the main table and are not "
-                         f"decomposed: {listing(left)}")
+            reasons.append(("not_connected", {"models": [str(name) for name in left]}))
             model_notes.update({str(name): NOTE_NOT_CONNECTED for name in left})
     fit_m = fitted.any(axis=1)
     fit_d = fitted.any(axis=0)
-    adjusted, weight = adjusted_errors(error, n if has_n else None)
-    weight = np.where(fitted, weight, 0.0)
+    adjusted = adjusted_errors(error, n if has_n else None)
+    weight = fitted.astype(float)
     nan = np.full((m, d), np.nan)
     if fit_m.sum() < 2 or fit_d.sum() < 2:
-        found = f"the table has {plural(int(fit_m.sum()), 'model')} and {plural(int(fit_d.sum()), 'domain')}"
-        notes.append(f"{NOTE_FEW_MODELS}; {found}")
+        reasons.append(("too_small", {"models": int(fit_m.sum()), "domains": int(fit_d.sum())}))
         return Decomposition(models=models, domains=domains, error=error, n_items=n, has_n=has_n,
                              fitted=np.zeros((m, d), dtype=bool), adjusted=adjusted, weight=weight * 0.0, eta=nan,
                              intercept=math.nan, model_effect=np.full(m, np.nan), domain_effect=np.full(d, np.nan),
-                             residual=nan, noise_var=nan, leverage=nan, notes=notes, model_notes=model_notes)
-    if has_n:
-        fit = fit_logit(adjusted, weight)
-    else:  # no counts, no binomial weights: least squares on the logits, every cell weighing the same
-        fit = LogitFit(eta=additive_wls(weight, logit(adjusted)), working_weights=weight, iterations=1,
-                       converged=True)
-    sub = fit.eta[np.ix_(fit_m, fit_d)]
+                             residual=nan, noise_var=nan, leverage=nan, reasons=reasons, model_notes=model_notes)
+    fit = additive_wls(weight, logit(adjusted))
+    sub = fit[np.ix_(fit_m, fit_d)]
     col = sub.mean(axis=0)
     b = col - col.mean()
     a_plus = (sub - b[None, :]).mean(axis=1)
@@ -481,15 +396,12 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
     domain_effect = np.full(d, np.nan)
     model_effect[fit_m] = a_plus - mu
     domain_effect[fit_d] = b
-    eta = np.where(fitted, fit.eta, np.nan)
-    residual = np.where(fitted, logit(adjusted) - fit.eta, np.nan)
+    eta = np.where(fitted, fit, np.nan)
+    residual = np.where(fitted, logit(adjusted) - fit, np.nan)
     noise = np.where(fitted, logit_noise(adjusted, n), np.nan) if has_n else nan
-    omega = np.where(fitted, fit.working_weights, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        leverage = np.where(fitted, omega / omega.sum(axis=0, keepdims=True), np.nan)
-    if not fit.converged:
-        notes.append(f"the fit did not converge in {fit.iterations} iterations")
+        leverage = np.where(fitted, weight / weight.sum(axis=0, keepdims=True), np.nan)
     return Decomposition(models=models, domains=domains, error=error, n_items=n, has_n=has_n, fitted=fitted,
                          adjusted=adjusted, weight=weight, eta=eta, intercept=mu, model_effect=model_effect,
                          domain_effect=domain_effect, residual=residual, noise_var=noise, leverage=leverage,
-                         iterations=fit.iterations, converged=fit.converged, notes=notes, model_notes=model_notes)
+                         reasons=reasons, model_notes=model_notes)

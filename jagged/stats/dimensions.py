@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.decomposition import Decomposition, score_grid
+from jagged.stats.decomposition import Decomposition, Reason, score_grid
 from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA
-from jagged.text import listing, plural
+from jagged.text import Summarised
 
 #: Permutation draws of the parallel analysis and of the category check.
 DEFAULT_DRAWS: int = 500
@@ -49,8 +49,8 @@ def default_draws(n: int, p: int) -> int:
     return int(max(MIN_DRAWS, min(DEFAULT_DRAWS, WORK_BUDGET // max(n * p * min(n, p), 1))))
 
 
-@dataclass
-class Dimensions:
+@dataclass(repr=False)
+class Dimensions(Summarised):
     """Parallel analysis of the domains (see :func:`parallel_analysis`).
 
     Attributes
@@ -75,7 +75,11 @@ class Dimensions:
     percentile : float
     variables : list of str
         The domains (or categories) used, in column order.
-    notes : list of str
+    reasons : list of Reason
+        What limits the analysis: ``("too_few_observations", {"observations": n, "variables": p})``,
+        ``("rank_deficient", {"models": n, "domains": p, "rank": r})``,
+        ``("incomplete_models", {"models": k})``, ``("constant_domains", {"domains": [...]})``,
+        ``("fewer_draws", {"draws": b, "default": B, "models": n, "domains": p})``.
     """
 
     eigenvalues: np.ndarray
@@ -91,7 +95,13 @@ class Dimensions:
     seed: int
     percentile: float
     variables: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        kept = "not computable" if self.n_dimensions is None else str(self.n_dimensions)
+        return "Dimensions", [("kept", kept), ("first share", f"{self.first_share:.1%}"),
+                              ("models", f"{self.n_observations:,}"), ("variables", f"{self.n_variables:,}"),
+                              ("draws", f"{self.draws:,}")]
 
     def table(self) -> pd.DataFrame:
         """``dimension`` (1, 2, …), ``eigenvalue``, ``threshold``, ``share`` (λ/p) and ``retained``."""
@@ -223,9 +233,7 @@ def parallel_analysis(data: np.ndarray, *, draws: int = DEFAULT_DRAWS, seed: int
         return Dimensions(eigenvalues=empty, thresholds=empty, n_dimensions=None, first_share=math.nan,
                           first_to_second=math.nan, n_observations=n, n_variables=p, rank=rank,
                           rank_deficient=n - 1 < p, draws=int(draws), seed=int(seed), percentile=percentile,
-                          variables=names,
-                          notes=[f"parallel analysis needs at least 3 observations and 2 variables; "
-                                 f"there are {n} and {p}"])
+                          variables=names, reasons=[("too_few_observations", {"observations": n, "variables": p})])
     sd = x.std(axis=0)
     if not (sd > 0).all():
         raise JaggedInputError("parallel analysis: a variable has no variance")
@@ -237,16 +245,12 @@ def parallel_analysis(data: np.ndarray, *, draws: int = DEFAULT_DRAWS, seed: int
     above = eig > thresholds
     above[rank:] = False
     count = int(np.argmin(above)) if not above.all() else p
-    notes = []
-    if n - 1 < p:
-        notes.append(f"rank-deficient: {n} models for {p} domains, so the correlation matrix has rank at most "
-                     f"{rank}; at most {rank} dimensions can show, and loadings on several dimensions cannot be "
-                     f"estimated")
+    reasons: list[Reason] = [("rank_deficient", {"models": n, "domains": p, "rank": rank})] if n - 1 < p else []
     second = eig[1] if p > 1 else math.nan
     return Dimensions(eigenvalues=eig, thresholds=thresholds, n_dimensions=count, first_share=float(eig[0] / p),
                       first_to_second=float(eig[0] / second) if second > 0 else math.inf, n_observations=n,
                       n_variables=p, rank=rank, rank_deficient=n - 1 < p, draws=int(draws), seed=int(seed),
-                      percentile=percentile, variables=names, notes=notes)
+                      percentile=percentile, variables=names, reasons=reasons)
 
 
 def dimensions(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0,
@@ -262,30 +266,28 @@ def dimensions(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0,
     """
     _, domains, error, _ = score_grid(scores)
     complete = ~np.isnan(error).any(axis=1)
-    notes = []
+    reasons: list[Reason] = []
     if (~complete).any():
-        notes.append(f"{plural(int((~complete).sum()), 'model')} lacking domains left out of the parallel "
-                     f"analysis (it needs complete rows)")
+        reasons.append(("incomplete_models", {"models": int((~complete).sum())}))
     x = 1.0 - error[complete]
     varies = x.std(axis=0) > 0 if len(x) else np.zeros(len(domains), dtype=bool)
     if len(x) and (~varies).any():
-        notes.append(f"{plural(int((~varies).sum()), 'domain')} with the same score for every model dropped: "
-                     f"{listing(domains[~varies])}")
+        reasons.append(("constant_domains", {"domains": [str(d) for d in domains[~varies]]}))
     if draws is None:
         draws = default_draws(*x[:, varies].shape)
         if draws < DEFAULT_DRAWS:
-            notes.append(f"{draws} permutation draws instead of {DEFAULT_DRAWS}, to bound the work on "
-                         f"{len(x)} models × {int(varies.sum())} domains")
+            reasons.append(("fewer_draws", {"draws": draws, "default": DEFAULT_DRAWS, "models": len(x),
+                                            "domains": int(varies.sum())}))
     result = parallel_analysis(x[:, varies], draws=draws, seed=seed, percentile=percentile,
                                variables=[str(d) for d in domains[varies]])
-    result.notes = notes + result.notes
+    result.reasons = reasons + result.reasons
     return result
 
 
 # --------------------------------------------------------------------------- categories
 
-@dataclass
-class CategoryCheck:
+@dataclass(repr=False)
+class CategoryCheck(Summarised):
     """Do the domain categories behave like distinct dimensions? (see :func:`category_check`).
 
     Attributes
@@ -305,7 +307,9 @@ class CategoryCheck:
         ``"distinct"``, ``"trace"``, ``"not distinct"`` or ``"undetermined"``.
     category_dimensions : Dimensions or None
         Parallel analysis of the category mean scores.
-    notes : list of str
+    reasons : list of Reason
+        Why the verdict is undetermined: ``("too_few_models", {})`` (complete models, or a
+        category with 2 domains), ``("undefined_correlations", {})`` (residual correlations).
     """
 
     categories: list[str]
@@ -317,7 +321,11 @@ class CategoryCheck:
     draws: int
     verdict: str
     category_dimensions: Dimensions | None = None
-    notes: list[str] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return "CategoryCheck", [("categories", f"{len(self.categories):,}"), ("verdict", self.verdict),
+                                 ("within - between", f"{self.difference:.3f}"), ("p", f"{self.p_value:.3g}")]
 
 
 def _category_of(scores: pd.DataFrame, domains: np.ndarray) -> np.ndarray | None:
@@ -442,15 +450,14 @@ def category_check(scores: pd.DataFrame, decomposition: Decomposition, dims: Dim
                                  between=math.nan, difference=math.nan, p_value=math.nan, draws=int(draws),
                                  verdict="undetermined", category_dimensions=cat_dims)
     if rows.sum() < 3 or sizes.max() < 2 or not dec.ok:
-        undetermined.notes.append("too few complete models, or no category with 2 domains, to compare "
-                                  "correlations within and between categories")
+        undetermined.reasons.append(("too_few_models", {}))
         return undetermined
     r = dec.residual[rows]
     z, valid = _standardised_columns(r)
     within, between = (float(v[0]) for v in _within_between(z, valid, codes[None], len(names)))
     observed = within - between
     if not np.isfinite(observed):
-        undetermined.notes.append("residual correlations undefined")
+        undetermined.reasons.append(("undefined_correlations", {}))
         return undetermined
     rng = np.random.default_rng(seed)
     shuffled = rng.permuted(np.broadcast_to(codes, (int(draws), len(codes))), axis=1)

@@ -39,6 +39,7 @@ from jagged.stats.flaw_likelihood import (
 )
 from jagged.stats.irt import IRTFit, ResponseMatrix, fit_2pl, response_matrix
 from jagged.stats.parallel import thread_map
+from jagged.text import Summarised
 
 #: The grid a sound item's knowing probability q = γ + (1 − γ) σ(a θ + c) is integrated over: slopes
 #: (positive: knowing rises with ability) × intercepts × the guessing floor γ as a share of 1/K (none, or chance).
@@ -92,8 +93,8 @@ MODEL_COLUMNS: tuple[str, ...] = ("model", "n_items", "weight", "agree", "agree_
                                   "p_value", "q_value", "flagged")
 
 
-@dataclass(frozen=True)
-class FlawPosterior:
+@dataclass(frozen=True, repr=False)
+class FlawPosterior(Summarised):
     """The flawed-item model (see :func:`flaw_posterior`).
 
     Attributes
@@ -125,6 +126,16 @@ class FlawPosterior:
     kappa: float
     uses_choices: bool
     level: float
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        t, lvl = self.total, f"{self.level:.0%}"
+        flagged = int(self.models["flagged"].sum()) if "flagged" in self.models else 0
+        return "FlawPosterior", [("items", f"{len(self.items):,}"), ("domains", f"{len(self.domains):,}"),
+                                 ("expected flawed",
+                                  f"{t['expected_flawed']:,.1f} ({t['lower']:,.0f}–{t['upper']:,.0f}, {lvl})"),
+                                 ("visibly miskeyed", f"{t['visible']:,.1f}"),
+                                 ("models flagged", f"{flagged:,}"),
+                                 ("choices used", "yes" if self.uses_choices else "no")]
 
 
 def flaw_posterior(table: pd.DataFrame, fit: IRTFit | None = None, *, use_choices: bool = True,

@@ -27,6 +27,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.stats.irt import IRTFit, item_probability
+from jagged.text import Summarised
 
 #: Default ability grid.
 THETA_GRID = np.linspace(-4.0, 4.0, 161)
@@ -182,8 +183,8 @@ def place_models(abilities: pd.DataFrame, items: pd.DataFrame, ranges: pd.DataFr
     return out[list(PLACE_COLUMNS)].reset_index(drop=True)
 
 
-@dataclass(frozen=True)
-class DomainInformation:
+@dataclass(frozen=True, repr=False)
+class DomainInformation(Summarised):
     """Where each trait of a 2PL fit measures, and where the models sit on it (see :func:`domain_information`).
 
     Attributes
@@ -199,6 +200,10 @@ class DomainInformation:
     curves: pd.DataFrame
     ranges: pd.DataFrame
     places: pd.DataFrame
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return "DomainInformation", [("traits", f"{len(self.ranges):,}"),
+                                     ("models placed", f"{self.places['model'].nunique():,}")]
 
 
 def domain_information(fit: IRTFit, *, theta: np.ndarray | None = None) -> DomainInformation:

@@ -1,12 +1,94 @@
-"""Confidence intervals of proportions: the Wilson score interval of a domain's error rate."""
+"""Intervals: the Wilson score interval of a domain's error rate, and which estimate each interval contains.
+
+* :func:`wilson_interval` — the interval of one domain's error rate;
+* :func:`interval_triples` and :func:`outside_intervals` — every ``<stat>_lo`` / ``<stat>_hi``
+  pair of a table with the column it contains (:data:`ESTIMATE_OF`), and the rows where it
+  does not: the invariant the metrics table is checked against (a number in a report is a
+  claim, and its interval contains it).
+"""
 
 from __future__ import annotations
 
 from statistics import NormalDist
+from typing import Iterable
 
 import numpy as np
+import pandas as pd
 
 from jagged.errors import JaggedInputError
+
+#: The estimate an interval contains, where it is not the column of the interval's own name: the
+#: intervals of the noise-corrected statistics are for the noise-free value that the corrected
+#: column estimates.
+ESTIMATE_OF: dict[str, str] = {"cv_error": "cv_error_corrected",
+                               "relative_jaggedness": "relative_jaggedness_corrected"}
+#: Slack of the containment check, relative to max(1, |value|) (rounding of the same sums).
+TOLERANCE = 1e-9
+
+
+def interval_triples(columns: Iterable[str]) -> list[tuple[str, str, str]]:
+    """``(estimate, lo, hi)`` column names for every ``<stat>_lo`` / ``<stat>_hi`` pair among ``columns``.
+
+    The estimate is ``ESTIMATE_OF.get(stat, stat)``; pairs whose estimate column is absent are
+    left out.
+    """
+    names = [str(c) for c in columns]
+    present = set(names)
+    out = []
+    for name in names:
+        stat = name[:-3]
+        if name.endswith("_lo") and f"{stat}_hi" in present:
+            estimate = ESTIMATE_OF.get(stat, stat)
+            if estimate in present:
+                out.append((estimate, name, f"{stat}_hi"))
+    return out
+
+
+def outside(value: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Where a finite ``value`` with a finite interval lies outside ``[lo, hi]`` (beyond :data:`TOLERANCE`)."""
+    value, lo, hi = (np.asarray(a, dtype=float) for a in (value, lo, hi))
+    slack = TOLERANCE * np.maximum(1.0, np.abs(np.nan_to_num(value)))
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(value) & np.isfinite(lo) & np.isfinite(hi) & ((value < lo - slack) | (value > hi + slack))
+
+
+def outside_intervals(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a table whose estimate lies outside its own interval, one row per case.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A table with ``<stat>_lo`` / ``<stat>_hi`` columns (the metrics table).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``row`` (the table's index), ``estimate`` (the column), ``value``, ``lo``, ``hi``;
+        empty when every estimate lies in its interval. An estimate or an end that is NaN
+        is no claim and never counted.
+    """
+    found = []
+    for estimate, lo, hi in interval_triples(table.columns):
+        v, a, b = (pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in (estimate, lo, hi))
+        for k in np.flatnonzero(outside(v, a, b)):
+            found.append({"row": table.index[k], "estimate": estimate, "value": v[k], "lo": a[k], "hi": b[k]})
+    return pd.DataFrame(found, columns=["row", "estimate", "value", "lo", "hi"])
+
+
+def check_intervals(table: pd.DataFrame, what: str = "metrics table") -> None:
+    """Raise when an estimate of ``table`` lies outside its own interval (:func:`outside_intervals`).
+
+    Raises
+    ------
+    RuntimeError
+        Naming the first case: an internal inconsistency (exit 1), never the user's input.
+    """
+    bad = outside_intervals(table)
+    if len(bad):
+        first = bad.iloc[0]
+        raise RuntimeError(f"internal check failed: {len(bad)} estimate(s) of the {what} outside their own interval, "
+                           f"e.g. {first['estimate']} {first['value']:.6g} not in [{first['lo']:.6g}, "
+                           f"{first['hi']:.6g}] (row {first['row']})")
 
 
 def wilson_interval(errors: np.ndarray, n: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

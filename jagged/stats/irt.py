@@ -29,6 +29,7 @@ from scipy.special import expit
 
 from jagged.errors import JaggedInputError
 from jagged.stats.parallel import thread_map
+from jagged.text import Summarised
 
 #: Normal-ogive scaling constant between logistic and probit slopes.
 D_SCALE = 1.702
@@ -118,8 +119,8 @@ class MatrixFit:
     converged: bool
 
 
-@dataclass(frozen=True)
-class IRTFit:
+@dataclass(frozen=True, repr=False)
+class IRTFit(Summarised):
     """A 2PL fit of an item table (see :func:`fit_2pl`).
 
     Attributes
@@ -138,6 +139,11 @@ class IRTFit:
     abilities: pd.DataFrame
     groups: pd.DataFrame
     rest: str
+
+    def _summary(self) -> tuple[str, list[tuple[str, str]]]:
+        return "IRTFit", [("model", f"2PL, a trait per {'domain' if self.rest == 'domain' else 'test'}"),
+                          ("items", f"{len(self.items):,}"), ("traits", f"{len(self.groups):,}"),
+                          ("models", f"{self.abilities['model'].nunique():,}")]
 
 
 # ---------------------------------------------------------------------------------------

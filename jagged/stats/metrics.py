@@ -1,4 +1,4 @@
-"""The jaggedness penalty CV_d(e_d) and the per-model summary table."""
+"""The jaggedness penalty CV_d(e_d), the per-model summary table, and one model against the field."""
 
 from __future__ import annotations
 
@@ -206,3 +206,97 @@ def jaggedness(scores: pd.DataFrame) -> pd.DataFrame:
         "cv_error": cv,
         "note": note,
     })
+
+
+# --------------------------------------------------------------------------- one model against the field
+
+def domain_errors(scores: pd.DataFrame, model: str, *, ci: float = 0.95) -> pd.DataFrame:
+    """A model's error rate in each of its domains, against the other models'.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        Canonical per-domain table.
+    model : str
+        The model.
+    ci : float
+        Level of the per-domain interval.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per domain the model has a score in, worst (highest error) first, ties by
+        domain: ``domain``, ``error`` (e_d = 1 − s_d), ``error_lo`` / ``error_hi`` (Wilson
+        interval from ``n_items``, :func:`jagged.stats.intervals.wilson_interval`; NaN when
+        unknown), ``n_items``, ``field_n`` (*other* models scored in the domain),
+        ``field_min``, ``field_q25``, ``field_median``, ``field_q75``, ``field_max`` (their
+        error rates; NaN when ``field_n`` is 0), ``vs_median`` (``error − field_median``),
+        ``rank`` among ``ranked`` models, fewest errors first (ties share the best place).
+
+    Raises
+    ------
+    JaggedInputError
+        When the model has no scores.
+    """
+    from jagged.stats.deployment import score_matrix
+    from jagged.stats.intervals import wilson_interval
+
+    wide = score_matrix(scores)
+    if model not in wide.index:
+        raise JaggedInputError(f"no scores for model {model!r}")
+    errors = 1.0 - wide.to_numpy(dtype=float)
+    row = wide.index.get_loc(model)
+    own, others = errors[row], np.delete(errors, row, axis=0)
+    field_n = (~np.isnan(others)).sum(axis=0)
+    q = np.full((5, errors.shape[1]), np.nan)
+    if len(others):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, as documented
+            q = np.nanquantile(others, [0.0, 0.25, 0.5, 0.75, 1.0], axis=0)
+    with np.errstate(invalid="ignore"):
+        better = (others < own[None, :]).sum(axis=0)
+    mine = scores.loc[scores["model"] == model]
+    n_items = pd.Series(mine["n_items"].to_numpy(dtype=float), index=mine["domain"].astype(object).to_numpy()
+                        ).reindex(list(wide.columns)).to_numpy(dtype=float)
+    lo, hi = wilson_interval(own, n_items, ci)
+    out = pd.DataFrame({
+        "domain": wide.columns.to_numpy(dtype=object), "error": own, "error_lo": lo, "error_hi": hi,
+        "n_items": n_items, "field_n": field_n.astype(np.int64), "field_min": q[0], "field_q25": q[1],
+        "field_median": q[2], "field_q75": q[3], "field_max": q[4], "vs_median": own - q[2],
+        "rank": (better + 1).astype(np.int64), "ranked": (field_n + 1).astype(np.int64),
+    })[~np.isnan(own)]
+    return out.sort_values(["error", "domain"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+
+
+def jaggedness_rank(table: pd.DataFrame, model: str) -> pd.DataFrame:
+    """A model's row of a metrics table with its places among the models.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`jagged.analysis.metrics_table` (profile rows: the model's first is used).
+    model : str
+        The model.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The model's row (``profile`` dropped) with ``macro_rank`` (1 = highest macro score),
+        ``cv_rank`` (1 = most jagged; missing when its ``cv_error`` is undefined), ``ranked``
+        (models with a defined ``cv_error``) and ``field_median_cv`` (the other models'
+        median ``cv_error``). Competition ranks: ties share the best place.
+    """
+    rows = table.drop(columns="profile", errors="ignore").drop_duplicates("model").reset_index(drop=True)
+    if model not in set(rows["model"]):
+        raise JaggedInputError(f"no metrics for model {model!r}")
+    cv, macro = rows["cv_error"].to_numpy(dtype=float), rows["macro_score"].to_numpy(dtype=float)
+    mine = int(np.flatnonzero(rows["model"].to_numpy(dtype=object) == model)[0])
+    finite = np.isfinite(cv)
+    others = finite.copy()
+    others[mine] = False
+    out = rows.iloc[[mine]].reset_index(drop=True)
+    out["macro_rank"] = np.int64((macro[np.isfinite(macro)] > macro[mine]).sum() + 1)
+    out["cv_rank"] = pd.array([int((cv[finite] > cv[mine]).sum() + 1)] if finite[mine] else [pd.NA], dtype="Int64")
+    out["ranked"] = np.int64(finite.sum())
+    out["field_median_cv"] = float(np.median(cv[others])) if others.any() else np.nan
+    return out

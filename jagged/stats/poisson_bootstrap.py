@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.replicates import Replicates, ReplicateStatistic, replicate_statistics
+from jagged.stats.replicates import Replicates, ReplicateStatistic, chunk_size, summarise
 
 METHOD_POISSON = "Poisson bootstrap over items (weights from a hash of item and replicate), paired across models"
 #: 2³² − 1: the hash works on unsigned 32-bit values held in 64-bit integers (no overflow on any engine).
@@ -52,7 +52,8 @@ MIX, STRIDE = 0x45D9F3B, 0x9E3779B9
 #: Poisson(1) CDF F(0), …, F(17); a draw above F(17) is 18.
 POISSON_CDF: tuple[float, ...] = tuple(
     math.exp(-1.0) * sum(1.0 / math.factorial(j) for j in range(k + 1)) for k in range(18))
-#: Replicates per engine query (each query reads the rows once).
+#: Replicates per engine query at most (each query reads the rows once); fewer when the
+#: query's replicate × model × domain cells would pass :data:`jagged.stats.replicates.CELL_BUDGET`.
 BLOCK = 250
 
 
@@ -111,17 +112,22 @@ def replicate_sums_expr(rows: Any, replicates: Any, seed: int) -> Any:
                                                           sq=(j.w * j.x * j.x).sum())
 
 
-def _present(con: Any, rows: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Models, domains (sorted), the M × D mask of what each model has, and whether credit is partial."""
+def _observed(con: Any, rows: Any) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...], bool]:
+    """Models, domains (sorted), the M × D sums Σx, n and Σx² of the data as observed, and whether credit is partial."""
     from jagged.stats.item_expr import fetch
 
     cells = fetch(con, rows.group_by(["model", "domain"]).aggregate(
+        num=rows.x.sum(), den=rows.count(), sq=(rows.x * rows.x).sum(),
         partial=rows.count(where=(rows.x > 0) & (rows.x < 1))))
     models = np.asarray(sorted(cells["model"].unique()), dtype=object)
     domains = np.asarray(sorted(cells["domain"].unique()), dtype=object)
-    present = np.zeros((len(models), len(domains)), dtype=bool)
-    present[pd.Index(models).get_indexer(cells["model"]), pd.Index(domains).get_indexer(cells["domain"])] = True
-    return models, domains, present, bool(cells["partial"].sum() > 0)
+    at = pd.Index(models).get_indexer(cells["model"]), pd.Index(domains).get_indexer(cells["domain"])
+    sums = []
+    for name in ("num", "den", "sq"):
+        a = np.zeros((len(models), len(domains)))
+        a[at] = cells[name].to_numpy(dtype=float)
+        sums.append(a)
+    return models, domains, tuple(sums), bool(cells["partial"].sum() > 0)
 
 
 def replicate_sums(con: Any, rows: Any, n_boot: int, seed: int, models: np.ndarray, domains: np.ndarray,
@@ -147,6 +153,7 @@ def replicate_sums(con: Any, rows: Any, n_boot: int, seed: int, models: np.ndarr
 
     from jagged.stats.item_expr import fetch
 
+    block = min(block, chunk_size(n_boot, len(models) * len(domains)))
     for start in range(0, n_boot, block):
         b = min(block, n_boot - start)
         reps = ibis.memtable(pd.DataFrame({"b": np.arange(start, start + b, dtype=np.int64)}), schema={"b": "int64"})
@@ -215,16 +222,11 @@ def poisson_replicates(data: Any, *, weights: pd.DataFrame | None = None, n_boot
             rows, _, _ = rows_table(table, validated=True)
         else:
             rows, _, _ = rows_table(read_parquet(con, path))
-        models, domains, present, partial = _present(con, rows)
-        w = _weight_matrix(weights, domains)
-        parts, extra = [], {name: [] for name in (statistics or {})}
-        for num, den, sq in replicate_sums(con, rows, int(n_boot), seed, models, domains, partial):
-            parts.append(replicate_statistics(num, den, sq, present, w[0]))
-            for name, f in (statistics or {}).items():
-                extra[name].append(f(num, den, present, models, domains))
-    cv, macro, dep, wedge = (np.concatenate([p[i] for p in parts]) for i in range(4))
-    return Replicates(models=models, profiles=w[1], cv_error=cv, macro_score=macro, dep_score=dep, wedge=wedge,
-                      method=METHOD_POISSON, extra={k: np.concatenate(v) for k, v in extra.items()})
+        models, domains, (num, den, sq), partial = _observed(con, rows)
+        w, profiles = _weight_matrix(weights, domains)
+        return summarise(replicate_sums(con, rows, int(n_boot), seed, models, domains, partial),
+                         (num, den, sq if partial else None), den > 0, w, statistics, models, domains, profiles,
+                         METHOD_POISSON)
 
 
 def aligned(reps: Replicates, models: np.ndarray) -> Replicates:
@@ -233,15 +235,19 @@ def aligned(reps: Replicates, models: np.ndarray) -> Replicates:
     if len(at) == len(reps.models) and (at == np.arange(len(at))).all():
         return reps
 
-    def take(values: np.ndarray) -> np.ndarray:
-        out = np.full((values.shape[0], len(models), *values.shape[2:]), np.nan)
-        out[:, at >= 0] = values[:, at[at >= 0]]
+    def take(values: np.ndarray, axis: int = 1) -> np.ndarray:
+        shape = list(values.shape)
+        shape[axis] = len(models)
+        out = np.full(shape, np.nan)
+        keep = (slice(None),) * axis + (at >= 0,)
+        out[keep] = values[(slice(None),) * axis + (at[at >= 0],)]
         return out
 
     return Replicates(models=np.asarray(models, dtype=object), profiles=reps.profiles,
                       cv_error=take(reps.cv_error), macro_score=take(reps.macro_score),
                       dep_score=take(reps.dep_score), wedge=take(reps.wedge), method=reps.method,
-                      extra={name: take(v) for name, v in reps.extra.items()})
+                      extra={name: take(v) for name, v in reps.extra.items()},
+                      observed={name: take(v, 0) for name, v in reps.observed.items()}, squared=reps.squared)
 
 
 def _weight_matrix(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -28,9 +28,9 @@ from jagged.stats.decomposition import (
     SHARE_COMPONENTS,
     SHARE_LABELS,
     Decomposition,
+    additive_wls,
     decompose,
     expit,
-    fit_logit,
     logit,
     logit_noise,
 )
@@ -69,7 +69,7 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
     Returns
     -------
     pandas.DataFrame
-        One row per model (sorted), :data:`MODEL_COLUMNS`:
+        One row per model (sorted): ``model``, then
 
         ``n_domains``
             D_m, the model's fitted domains;
@@ -98,8 +98,8 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
     noise of variance v_md ≈ 1/((n + 1) ẽ(1 − ẽ)) (:func:`logit_noise`), independent
     across cells. As for ``noise_share`` (:func:`jagged.stats.uncertainty.sampling_noise`),
     centring on the model's own mean removes 1/D of it; estimating b_d from the field
-    removes the cell's share h_md = ω_md / Σ_m ω_md of the domain's weight (ω the working
-    weights; h ≈ 1/M). Hence
+    removes the cell's share h_md = 1/M_d of the domain's mean (M_d its fitted models).
+    Hence
 
         E[V_m] ≈ V_true + N_m,   N̂_m = ((D_m − 1)/D_m²) Σ_d v_md (1 − h_md),
 
@@ -108,7 +108,8 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
     corrected value slightly upward near 0.
 
     *Test and flag.* The model's part of the Pearson statistic of the fit,
-    X²_m = Σ_d (n + 1)(ẽ_md − p̂_md)² / (p̂_md(1 − p̂_md)), is referred to χ² with
+    X²_m = Σ_d (n + 1)(ẽ_md − p̂_md)² / (p̂_md(1 − p̂_md)) with p̂ = expit(μ + a_m + b_d),
+    is referred to χ² with
     D_m − 1 degrees of freedom (its expectation is (D_m − 1)(M − 1)/M without residuals,
     so the p-value errs large: more flags). A model is flagged "relative jaggedness
     indistinguishable from sampling noise" when ``relative_noise_share > threshold`` or
@@ -130,7 +131,8 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
             share = np.where(v_obs > 0, n_hat / np.where(v_obs > 0, v_obs, 1.0), np.where(n_hat > 0, 1.0, np.nan))
             share = np.where(undefined, np.nan, np.minimum(share, 1.0))
             p_hat = np.clip(expit(dec.eta), 1e-12, 1.0 - 1e-12)
-            x2 = np.where(ok, dec.weight * (dec.adjusted - p_hat) ** 2 / (p_hat * (1.0 - p_hat)), 0.0).sum(axis=1)
+            trials = dec.n_items + 2 * CONTINUITY
+            x2 = np.where(ok, trials * (dec.adjusted - p_hat) ** 2 / (p_hat * (1.0 - p_hat)), 0.0).sum(axis=1)
         else:
             corrected = share = x2 = np.full(len(dec.models), np.nan)
     p = np.full(len(dec.models), np.nan)
@@ -190,14 +192,14 @@ def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
     * total T = Var(l), domain = Var(b_d), model = Var(a_m), residual = Var(r_md)
       (population variances over cells);
     * cross = T − domain − model − residual: twice the covariances. It is 0 (to rounding)
-      for a complete table without item counts, where the fit is the two-way analysis of
-      variance of the logits and domain + model + residual = T exactly; it can be nonzero
-      only on an unbalanced table (missing cells) or a fit weighted by items, and its
-      label says which (:func:`cross_causes`);
-    * noise = (1/N) Σ v_md (1 − h_md − h'_md + ω_md/Σω), the part of the residual
-      variance that sampling noise is expected to produce (h, h': the cell's share of
-      its domain's and its model's weight; (M − 1)(D − 1)/(MD) · v for a balanced table);
-      it is part of the residual, not an addition to it;
+      for a complete table, with or without item counts, where the fit is the two-way
+      analysis of variance of the logits and domain + model + residual = T exactly; it can
+      be nonzero only on an unbalanced table (missing cells), and its label says so
+      (:func:`cross_causes`);
+    * noise = (1/N) Σ v_md (1 − 1/M_d − 1/D_m + 1/N), the part of the residual variance
+      that sampling noise is expected to produce (M_d, D_m: the fitted models of the
+      cell's domain and domains of its model; (M − 1)(D − 1)/(MD) · v for a complete
+      table); it is part of the residual, not an addition to it;
     * residual_beyond_noise = max(residual − noise, 0): the model × domain interaction
       the items can show.
 
@@ -218,11 +220,8 @@ def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
     residual = dec.residual[rows, cols].var()
     noise = np.nan
     if dec.has_n:
-        fit = _fit_weights(dec)
-        omega = fit[rows, cols]
-        h_dom = omega / fit.sum(axis=0)[cols]
-        h_mod = omega / fit.sum(axis=1)[rows]
-        noise = float(np.mean(dec.noise_var[rows, cols] * (1.0 - h_dom - h_mod + omega / fit.sum())))
+        per_domain, per_model = dec.fitted.sum(axis=0)[cols], dec.fitted.sum(axis=1)[rows]
+        noise = float(np.mean(dec.noise_var[rows, cols] * (1.0 - 1.0 / per_domain - 1.0 / per_model + 1.0 / len(rows))))
     beyond = max(residual - noise, 0.0) if np.isfinite(noise) else np.nan
     cross = total - domain - model - residual
     variance = np.array([domain, model, residual, noise, beyond, cross], dtype=float)
@@ -234,36 +233,20 @@ def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
 
 
 def cross_causes(decomposition: Decomposition) -> list[str]:
-    """Why the shares of a decomposition can overlap (a cross term): ``"unbalanced"``, ``"weighted"``, both or none.
+    """Why the shares of a decomposition can overlap (a cross term): ``["unbalanced"]`` or none.
 
     ``"unbalanced"``: some (model, domain) cell of the fitted models and domains has no
-    score, so model and domain effects are correlated over the cells; ``"weighted"``: the
-    fit weighs the cells by their items (``n_items`` known), so its residuals are orthogonal
-    to the effects in the weighted, not the plain, sum of squares. With neither (a complete
-    table without item counts) the fit is the two-way analysis of variance of the logits and
-    the cross term is 0.
+    score, so model and domain effects are correlated over the cells. A complete table, with
+    or without item counts, is the two-way analysis of variance of the logits: no cross term.
     """
-    dec = decomposition
-    if not dec.ok:
-        return []
-    rows, cols = dec.fitted.any(axis=1), dec.fitted.any(axis=0)
-    causes = [] if dec.fitted[np.ix_(rows, cols)].all() else ["unbalanced"]
-    return causes + (["weighted"] if dec.has_n else [])
+    return [] if not decomposition.ok or decomposition.balanced else ["unbalanced"]
 
 
 def cross_label(decomposition: Decomposition) -> str:
     """The label of the cross-term row of :func:`variance_shares`, naming its cause (:func:`cross_causes`)."""
-    causes = cross_causes(decomposition)
-    words = {"unbalanced": "unbalanced table", "weighted": "weighted fit"}
-    if not causes:
-        return "cross terms (none: complete table, equal weights)"
-    return f"cross terms ({', '.join(words[c] for c in causes)})"
-
-
-def _fit_weights(dec: Decomposition) -> np.ndarray:
-    """The working weights ω = w p̂(1 − p̂) of the converged fit (0 outside it)."""
-    p = np.clip(expit(np.nan_to_num(dec.eta)), 1e-12, 1.0 - 1e-12)
-    return np.where(dec.fitted, dec.weight * p * (1.0 - p), 0.0)
+    if not cross_causes(decomposition):
+        return "cross terms (none: complete table)"
+    return "cross terms (unbalanced table)"
 
 
 # --------------------------------------------------------------------------- bootstrap
@@ -274,7 +257,7 @@ def replicate_statistic(decomposition: Decomposition) -> ReplicateStatistic:
     Parameters
     ----------
     decomposition : Decomposition
-        The fit to the original data (its logits start every replicate's fit).
+        The fit to the original data (which cells are fitted).
 
     Returns
     -------
@@ -282,18 +265,20 @@ def replicate_statistic(decomposition: Decomposition) -> ReplicateStatistic:
         ``statistic(num, den, present, models, domains)`` → b × M array, the form
         :func:`jagged.stats.bootstrap.bootstrap_replicates` calls with each chunk of
         replicate sums (Σ c·x correct answers and Σ c·present items, b × M × D, in the
-        replicate's model and domain order).
+        replicate's model and domain order) and with the sums of the data as observed. Its
+        attribute ``squared`` is True: it returns V − N̂, the square of
+        ``relative_jaggedness_corrected`` = √max(V − N̂, 0) before the floor.
 
     Notes
     -----
-    Each replicate is refitted (IRLS, warm-started at the original fit, all replicates of
-    a chunk in one batched solve), and its relative jaggedness corrected **twice**,
-    √max(V* − 2N̂*, 0): in the bootstrap world the truth is the observed table, which
-    already carries the noise once, and resampling adds it again (the same reasoning as
-    for ``cv_error``, see :func:`jagged.stats.bootstrap.bootstrap_intervals`). The
-    percentile interval of these replicates is an interval for the noise-free relative
-    jaggedness that ``relative_jaggedness_corrected`` estimates. A replicate in which a
-    model drew none of its items in a domain gives that model NaN, as for ``cv_error``.
+    Each replicate is refitted (least squares on the logits, all replicates of a chunk in
+    one batched solve, :func:`jagged.stats.decomposition.additive_wls`) and gives V* − N̂*,
+    computed as :func:`model_structure` computes V − N̂: the same statistic, the same
+    correction. On the sums of the data as observed it gives V − N̂ itself, which
+    :func:`jagged.stats.bootstrap.centred_interval` centres the interval on; the interval is
+    one for the noise-free relative jaggedness that ``relative_jaggedness_corrected``
+    estimates, and contains it. A replicate in which a model drew none of its items in a
+    domain gives that model NaN, as for ``cv_error``.
     """
     dec = decomposition
 
@@ -311,17 +296,16 @@ def replicate_statistic(decomposition: Decomposition) -> ReplicateStatistic:
         ok = dec.fitted[None] & (n > 0)
         lost = (dec.fitted[None] & ~ok).any(axis=2)
         adjusted = np.where(ok, (wrong + CONTINUITY) / (n + 2 * CONTINUITY), 0.5)
-        weight = np.where(ok, n + 2 * CONTINUITY, 0.0)
-        fit = fit_logit(adjusted, weight, start=np.nan_to_num(dec.eta), tol=1e-8)
-        residual = logit(adjusted) - fit.eta
+        weight = ok.astype(float)
+        residual = logit(adjusted) - additive_wls(weight, logit(adjusted))
         noise = logit_noise(adjusted, np.where(ok, n, 1.0))
-        omega = np.where(ok, fit.working_weights, 0.0)
         with np.errstate(invalid="ignore", divide="ignore"):
-            leverage = omega / omega.sum(axis=1, keepdims=True)
+            leverage = weight / weight.sum(axis=1, keepdims=True)
         d, v_obs, n_hat = residual_spread(residual, noise, leverage, ok)
-        rj = np.sqrt(np.maximum(v_obs - 2.0 * n_hat, 0.0))
-        rj[lost | (d < 2)] = np.nan
-        out[:, mi] = rj
+        value = v_obs - n_hat
+        value[lost | (d < 2)] = np.nan
+        out[:, mi] = value
         return out
 
+    statistic.squared = True  # type: ignore[attr-defined]
     return statistic

@@ -8,9 +8,17 @@ sums and turn them into :class:`Replicates` with :func:`replicate_statistics`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
+
+#: Upper bound on the replicate × model × domain cells summed at once (one chunk of replicates).
+CELL_BUDGET = 1 << 19
+
+
+def chunk_size(n_boot: int, cells: int) -> int:
+    """Replicates per chunk: as many as keep ``replicates × cells`` within :data:`CELL_BUDGET`, at least 1."""
+    return int(max(1, min(n_boot, CELL_BUDGET // max(cells, 1))))
 
 
 @dataclass
@@ -24,7 +32,9 @@ class Replicates:
     profiles : numpy.ndarray
         Profile names, length P (0 without weights).
     cv_error : numpy.ndarray
-        B × M noise-corrected CV replicates (see :func:`bootstrap_intervals`, Notes).
+        B × M replicates of the squared noise-corrected CV before its floor,
+        (V* − N̂*)/ē*² (:func:`replicate_statistics`; negative where the expected noise
+        exceeds the spread).
     macro_score : numpy.ndarray
         B × M.
     dep_score, wedge : numpy.ndarray
@@ -34,6 +44,14 @@ class Replicates:
     extra : dict
         B × M replicates of further statistics computed on the same replicates (the
         ``statistics`` of :func:`bootstrap_replicates`), by name.
+    observed : dict
+        The same statistics of the data as observed (every item counted once), by name
+        (``cv_error``, ``macro_score``, ``dep_score``, ``wedge`` and those of ``extra``):
+        arrays of length M (M × P for ``dep_score`` and ``wedge``), what the intervals are
+        centred on (:func:`jagged.stats.bootstrap.bootstrap_intervals`).
+    squared : frozenset of str
+        The statistics whose values are squares before a floor at 0 (``cv_error`` and the
+        extra statistics marked ``squared``): their interval ends are √max(·, 0).
     """
 
     models: np.ndarray
@@ -44,12 +62,50 @@ class Replicates:
     wedge: np.ndarray
     method: str
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    observed: dict[str, np.ndarray] = field(default_factory=dict)
+    squared: frozenset[str] = frozenset({"cv_error"})
 
 
 #: A further per-model statistic of the replicates: ``f(num, den, present, models, domains)``
 #: → b × M, called with each chunk's b × M × D sums Σ c·x and Σ c·present (see
-#: :func:`resampled_sums`), the M × D ``present`` mask and the model and domain names.
+#: :func:`resampled_sums`), the M × D ``present`` mask and the model and domain names; once
+#: more with the sums of the data as observed (b = 1). A function with the attribute
+#: ``squared = True`` returns a square before its floor at 0 (V − N̂ for √max(V − N̂, 0)).
 ReplicateStatistic = Callable[..., np.ndarray]
+
+
+def summarise(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray | None]],
+              observed: tuple[np.ndarray, np.ndarray, np.ndarray | None], present: np.ndarray, weights: np.ndarray,
+              statistics: Mapping[str, ReplicateStatistic] | None, models: np.ndarray, domains: np.ndarray,
+              profiles: np.ndarray, method: str) -> Replicates:
+    """:class:`Replicates` from replicate domain sums, chunk by chunk, and the sums of the data as observed.
+
+    Parameters
+    ----------
+    chunks : iterable of (num, den, sq)
+        b × M × D replicate sums Σ c·x, Σ c·present and (partial credit) Σ c·x², one chunk
+        of replicates at a time (memory: one chunk).
+    observed : (num, den, sq)
+        M × D sums of the data as observed (every item once).
+    present, weights, statistics, models, domains, profiles, method
+        See :func:`replicate_statistics` and :class:`Replicates`.
+    """
+    statistics = dict(statistics or {})
+    parts, extra = [], {name: [] for name in statistics}
+    for num, den, sq in chunks:
+        parts.append(replicate_statistics(num, den, sq, present, weights))
+        for name, func in statistics.items():
+            extra[name].append(func(num, den, present, models, domains))
+    num0, den0, sq0 = (None if a is None else a[None] for a in observed)
+    first = replicate_statistics(num0, den0, sq0, present, weights)
+    names = ("cv_error", "macro_score", "dep_score", "wedge")
+    seen = {name: value[0] for name, value in zip(names, first)}
+    seen.update({name: func(num0, den0, present, models, domains)[0] for name, func in statistics.items()})
+    cv, macro, dep, wedge = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    squared = {"cv_error"} | {name for name, func in statistics.items() if getattr(func, "squared", False)}
+    return Replicates(models=models, profiles=profiles, cv_error=cv, macro_score=macro, dep_score=dep, wedge=wedge,
+                      method=method, extra={name: np.concatenate(v) for name, v in extra.items()}, observed=seen,
+                      squared=frozenset(squared))
 
 
 def replicate_statistics(num: np.ndarray, den: np.ndarray, sq: np.ndarray | None, present: np.ndarray,
@@ -70,9 +126,11 @@ def replicate_statistics(num: np.ndarray, den: np.ndarray, sq: np.ndarray | None
     Returns
     -------
     (cv_error, macro_score, dep_score, wedge)
-        b × M, b × M, b × M × P, b × M × P. ``cv_error`` is the twice-corrected replicate
-        √max(V* − 2N̂*, 0)/ē* (see :func:`bootstrap_intervals`); ``wedge`` is
-        Σ_d (1/D − w_d) s_d, exactly 0 for uniform weights.
+        b × M, b × M, b × M × P, b × M × P. ``cv_error`` is the squared noise-corrected CV
+        before its floor, (V* − N̂*)/ē*², with V* and N̂* as in
+        :func:`jagged.stats.uncertainty.sampling_noise` (so ``cv_error_corrected`` is
+        √max(·, 0) of it on the data as observed); ``wedge`` is Σ_d (1/D − w_d) s_d,
+        exactly 0 for uniform weights.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.where(present[None] & (den > 0), num / den, np.nan)
@@ -90,7 +148,7 @@ def replicate_statistics(num: np.ndarray, den: np.ndarray, sq: np.ndarray | None
         sigma2 = np.where(ok & (den > 1), item_var / den, np.nan)
         noise = (d - 1.0) / d ** 2 * np.where(ok, sigma2, 0.0).sum(axis=2)
         noise[(ok & np.isnan(sigma2)).any(axis=2)] = np.nan       # a single-item domain: unknown
-        cv = np.sqrt(np.maximum(v - 2.0 * noise, 0.0)) / mean_e
+        cv = (v - noise) / (mean_e * mean_e)
         lost = ~(ok == present[None]).all(axis=2)                  # a domain drew none of its items
         cv[lost | (d < 2) | ~(mean_e > 0)] = np.nan
         s0 = np.where(ok, s, 0.0)

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-
-#: Columns of :func:`residual_departures`, in order.
-DEPARTURE_COLUMNS: tuple[str, ...] = (
-    "model", "domain", "error", "expected_error", "residual", "residual_lo", "residual_hi", "z", "z_limit",
-    "departs",
-)
 
 
 def residual_departures(cells: pd.DataFrame, *, ci: float = 0.95) -> pd.DataFrame:
@@ -31,7 +26,8 @@ def residual_departures(cells: pd.DataFrame, *, ci: float = 0.95) -> pd.DataFram
     Returns
     -------
     pandas.DataFrame
-        :data:`DEPARTURE_COLUMNS`, one row per cell in the input's order: ``residual_lo`` /
+        ``model``, ``domain``, ``error``, ``expected_error``, ``residual``, ``residual_lo``,
+        ``residual_hi``, ``z``, ``z_limit``, ``departs``, one row per cell in the input's order: ``residual_lo`` /
         ``residual_hi`` the interval residual ∓ z_ci · se (NaN without a standard error),
         ``z_limit`` the model's Bonferroni limit, ``departs`` +1 (more errors than expected,
         z > z_limit), −1 (fewer, z < −z_limit) or 0 (within noise, or z unknown).
@@ -76,3 +72,29 @@ def residual_departures(cells: pd.DataFrame, *, ci: float = 0.95) -> pd.DataFram
         "residual": residual, "residual_lo": residual - z_ci * se, "residual_hi": residual + z_ci * se,
         "z": z, "z_limit": z_limit, "departs": departs,
     })
+
+
+def residual_profile(decomposition: Any, model: str, *, ci: float = 0.95) -> pd.DataFrame:
+    """One model's residuals by domain with :func:`residual_departures`, weakest relative to expectation first.
+
+    Parameters
+    ----------
+    decomposition : Decomposition
+        :func:`jagged.stats.decomposition.decompose` of the scores.
+    model : str
+        The model (no rows when it was not fitted).
+    ci : float
+        Level of the residual intervals and of the departure test.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per domain the model was fitted on: ``domain``, ``error``, ``expected_error``,
+        ``residual``, ``residual_lo``, ``residual_hi``, ``z``, ``departs`` (+1, −1 or 0),
+        largest residual first, ties by domain.
+    """
+    cells = decomposition.residuals()
+    mine = residual_departures(cells[cells["model"].astype(str) == str(model)], ci=ci)
+    columns = ["domain", "error", "expected_error", "residual", "residual_lo", "residual_hi", "z", "departs"]
+    return mine.loc[:, columns].sort_values(["residual", "domain"], ascending=[False, True],
+                                            kind="mergesort").reset_index(drop=True)

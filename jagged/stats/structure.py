@@ -88,7 +88,11 @@ class Structure:
         return float(row.iloc[0]) if len(row) else math.nan
 
     def summary(self) -> dict[str, Any]:
-        """Everything ``jagged structure --json`` prints, as plain JSON values (NaN → None)."""
+        """The numbers ``jagged structure --json`` prints, as plain JSON values (NaN → None).
+
+        ``notes`` holds the reasons (:data:`jagged.stats.decomposition.Reason`); the CLI prints
+        them in words (:func:`jagged.views.structure.structure_summary`).
+        """
         dims, dec, cats = self.dimensions, self.decomposition, self.categories
         out: dict[str, Any] = {
             "models": int(len(dec.models)), "domains": int(len(dec.domains)),
@@ -106,7 +110,7 @@ class Structure:
             "draws": dims.draws, "seed": dims.seed, "percentile": dims.percentile,
             "models_used": dims.n_observations, "domains_used": dims.n_variables,
             "rank": dims.rank, "rank_deficient": dims.rank_deficient,
-            "notes": dec.notes + dims.notes,
+            "notes": dec.reasons + dims.reasons,
             "categories": None,
         }
         if cats is not None:
@@ -114,7 +118,7 @@ class Structure:
             out["categories"] = {
                 "names": cats.categories, "sizes": cats.sizes, "within": _plain(cats.within),
                 "between": _plain(cats.between), "difference": _plain(cats.difference),
-                "p_value": _plain(cats.p_value), "verdict": cats.verdict, "notes": cats.notes,
+                "p_value": _plain(cats.p_value), "verdict": cats.verdict, "notes": cats.reasons,
                 "n_dimensions": None if cd is None else cd.n_dimensions,
                 "first_share": None if cd is None else _plain(cd.first_share),
             }

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from jagged.text import join_note_columns
+from jagged.text import flag_text, join_note_columns
 
 NOISE_SHARE_THRESHOLD: float = 0.5
 EQUAL_ERROR_ALPHA: float = 0.05
@@ -343,14 +343,3 @@ def noise_summary(table: pd.DataFrame) -> pd.DataFrame:
         rows["noise_flag"] = flag_text(rows["noise_flag"])
     return rows
 
-
-#: How a missing flag (nothing could be tested) reads in a table.
-NOT_TESTED = "not tested"
-
-
-def flag_text(flags: pd.Series, *, flagged: str = "noise", clear: str = "", untested: str = NOT_TESTED
-              ) -> np.ndarray:
-    """A nullable flag column as display text: ``flagged`` (True), ``clear`` (False), ``untested`` (missing)."""
-    values = pd.Series(flags).astype("boolean")
-    return np.where(values.isna().to_numpy(), untested, np.where(values.fillna(False).to_numpy(dtype=bool),
-                                                                  flagged, clear))

@@ -34,7 +34,6 @@ BUILTIN_PROFILES: tuple[str, ...] = ("uniform", "items")
 MISSING_WEIGHT_POLICIES: tuple[str, ...] = ("error", "zero")
 
 BUNDLED_PROFILES = data_dir() / "profiles_mmlu_pro.csv"
-WEIGHT_COLUMNS: tuple[str, ...] = ("profile", "domain", "weight", "comment", "description")
 
 
 def report_weights(scores: str, weights: str) -> str | None:

@@ -8,10 +8,12 @@ it, excludes 0 (a paired interval on the common items with item-level data; see
 
 * :class:`CompareView` — the comparison with the names of its sides; shown in a notebook,
   it records which optional sections of the compare report apply (:func:`compare_sections`);
-* :func:`findings` — the sentences of "What changed", findings first;
-* :func:`model_moves`, :func:`glance_table`, :func:`change_counts`, :func:`domain_changes`,
-  :func:`ledger_top`, :func:`profile_moves` — the report's tables;
-* :func:`forest_alt`, :func:`pairs_alt` — alt text of the two figures.
+* :func:`findings` — the sentences of "What changed", findings first; :func:`glance` — its
+  key findings with their numbers, and :func:`show_record` — them and the tables for the
+  JSON beside the report;
+* :func:`domain_shifts`, :func:`shares_table`, :func:`model_moves`, :func:`glance_table`, :func:`change_counts`,
+  :func:`domain_changes`, :func:`ledger_top`, :func:`profile_moves` — the report's tables;
+* :func:`forest_alt`, :func:`pairs_alt`, :func:`shifts_alt` — alt text of the figures.
 """
 
 from __future__ import annotations
@@ -25,9 +27,8 @@ import numpy as np
 import pandas as pd
 
 from jagged.text import listing, plural
+from jagged.views.glance import Finding
 
-#: Optional sections of the compare report, in report order (cells tagged ``section-NAME``).
-COMPARE_SECTIONS: tuple[str, ...] = ("changes", "items", "rescoring", "profiles", "repeats")
 #: Kinds of item change, in the ledger's order (:data:`jagged.stats.ledger.CHANGES`).
 ITEM_CHANGES: tuple[str, ...] = ("added", "removed", "key_changed", "text_changed", "difficulty_moved")
 #: Columns of the ledger shown in the report (those present), then ``text_a``/``text_b``/``options_*``.
@@ -36,6 +37,9 @@ LEDGER_COLUMNS: tuple[str, ...] = ("item", "domain", "change", "changes", "key_a
 TEXT_COLUMNS: tuple[str, ...] = ("text_a", "text_b", "options_a", "options_b")
 #: Longest item text shown in a table cell (the ledger CSV keeps the whole text).
 TEXT_MAX = 160
+#: The columns of a model's change relative to the field (:func:`jagged.stats.shifts.field_change`).
+FIELD_COLUMNS: tuple[str, ...] = ("macro_delta_vs_field", "macro_delta_vs_field_lo", "macro_delta_vs_field_hi",
+                                  "vs_field_beyond_noise")
 _F4, _D4, _F3, _D3, _RANK = "{:.4f}", "{:+.4f}", "{:.3f}", "{:+.3f}", "{:.0f}"
 #: Display formats of the compare tables' columns (``jagged.views.display.format_table`` specs).
 SCORE_FORMATS: dict[str, str] = {
@@ -49,21 +53,25 @@ SCORE_FORMATS: dict[str, str] = {
     "share_a": _F3, "share_b": _F3, "share_delta": _D3, "q_value": "{:.2g}", "p_value": "{:.2g}",
     "noise_floor": _F4, "min_detectable_difference": _F4, "macro_delta_rms": _F4, "macro_delta_sd": _F4,
     "flip_share": _F3, "n_items": "{:,.0f}", "kendall_tau": _F3, "kendall_tau_lo": _F3, "kendall_tau_hi": _F3,
-    "kendall_tau_all": _F3,
+    "kendall_tau_all": _F3, "score_a": _F4, "score_b": _F4, "share": "{:.1%}",
+    **{f"{s}{k}": _D4 for s in ("shift", "macro_delta_vs_field") for k in ("", "_lo", "_hi")},
 }
 
 
 # --------------------------------------------------------------------------- the comparison for a notebook
 
 def compare_sections(comparison: Any) -> dict[str, bool]:
-    """Which optional sections of the compare report apply (:data:`COMPARE_SECTIONS`).
+    """Which optional sections of the compare report apply (its cells tagged ``section-NAME``), in report order.
 
-    ``changes``: a model or domain is on one side only; ``items``: item-level results on
-    both sides (the item ledger); ``rescoring``: A's recorded choices re-scored with B's
-    changed keys; ``profiles``: deployment profiles were given; ``repeats``: the run-to-run
-    noise floor was computed.
+    ``field``: a shared cell changed and at least 2 models are in the two-way view (the
+    benchmark's and the models' parts); ``items``: item-level results on both sides (the
+    item ledger); ``changes``: a model or domain is on one side only; ``rescoring``: A's
+    recorded choices re-scored with B's changed keys; ``profiles``: deployment profiles
+    were given; ``repeats``: the run-to-run noise floor was computed.
     """
-    return {"changes": bool(len(comparison.changes)), "items": comparison.ledger is not None,
+    shares = comparison.shares or {}
+    return {"field": bool(np.isfinite(shares.get("benchmark", np.nan))) and not unchanged(comparison),
+            "items": comparison.ledger is not None, "changes": bool(len(comparison.changes)),
             "rescoring": comparison.rescoring is not None,
             "profiles": "dep_score_delta" in comparison.models.columns,
             "repeats": comparison.floor is not None}
@@ -122,17 +130,24 @@ def beyond_noise(models: pd.DataFrame, stat: str = "macro_score") -> np.ndarray:
     return (np.nan_to_num(lo, nan=-np.inf) > 0) | (np.nan_to_num(hi, nan=np.inf) < 0)
 
 
-def model_moves(comparison: Any) -> pd.DataFrame:
-    """One row per model on both sides, largest like-for-like macro-score change first.
+def model_moves(comparison: Any, by: str = "macro_score_delta") -> pd.DataFrame:
+    """One row per model on both sides, largest change first.
+
+    Parameters
+    ----------
+    comparison : jagged.stats.compare.Comparison
+    by : str
+        The change to order by: ``macro_score_delta`` (raw) or ``macro_delta_vs_field``.
 
     Returns
     -------
     pandas.DataFrame
         ``model``, ``n_items`` (item-level scope) or ``n_domains``, ``macro_score_a``,
         ``macro_score_b``, ``macro_score_delta`` with ``_lo``/``_hi``, ``beyond_noise``
-        (its interval excludes 0), ``cv_error_delta`` with ``_lo``/``_hi``, ``rank_a``,
-        ``rank_b``, ``rank_moved`` (the rank change is beyond noise), ``beyond_run_noise``
-        (with repeated runs) and ``note``.
+        (its interval excludes 0), ``macro_delta_vs_field`` with ``_lo``/``_hi`` and
+        ``vs_field_beyond_noise`` (the change relative to the field), ``cv_error_delta``
+        with ``_lo``/``_hi``, ``rank_a``, ``rank_b``, ``rank_moved`` (the rank change is
+        beyond noise), ``beyond_run_noise`` (with repeated runs) and ``note``.
     """
     models = _one_per_model(comparison.models)
     ranks = comparison.ranks[["model", "rank_a", "rank_b", "moved"]].rename(columns={"moved": "rank_moved"})
@@ -140,14 +155,45 @@ def model_moves(comparison: Any) -> pd.DataFrame:
     out = models[["model", size, "macro_score_a", "macro_score_b", "macro_score_delta", "macro_score_delta_lo",
                   "macro_score_delta_hi"]].copy()
     out["beyond_noise"] = beyond_noise(models)
-    for column in ("cv_error_delta", "cv_error_delta_lo", "cv_error_delta_hi"):
-        out[column] = models[column].to_numpy()
+    extra = [c for c in FIELD_COLUMNS if c in models.columns] + ["cv_error_delta", "cv_error_delta_lo",
+                                                                  "cv_error_delta_hi"]
+    out[extra] = models[extra]
     out = out.merge(ranks, on="model", how="left")
     if "beyond_run_noise" in models.columns:
         out["beyond_run_noise"] = models["beyond_run_noise"].to_numpy()
     out["note"] = models["note"].to_numpy()
-    order = out["macro_score_delta"].abs().sort_values(ascending=False, na_position="last", kind="mergesort").index
+    order = out[by].abs().sort_values(ascending=False, na_position="last", kind="mergesort").index
     return out.loc[order].reset_index(drop=True)
+
+
+def domain_shifts(comparison: Any) -> pd.DataFrame:
+    """The field's shift per shared domain (``Comparison.domains``): beyond noise first, then by size.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``domain``, ``n_models``, ``score_a``, ``score_b``, ``shift`` with ``_lo``/``_hi``,
+        ``beyond_noise`` and ``note``, the domains whose shift is beyond noise first, each
+        group by |shift|, largest first.
+    """
+    domains = comparison.domains
+    key = pd.DataFrame({"beyond": ~domains["beyond_noise"], "size": -domains["shift"].abs()})
+    order = key.sort_values(["beyond", "size"], na_position="last", kind="mergesort").index
+    return domains.loc[order].drop(columns="interval_method").reset_index(drop=True)
+
+
+def shares_table(comparison: Any) -> pd.DataFrame:
+    """The parts of the squared change (:func:`jagged.stats.shifts.change_shares`): ``part``, ``whose``
+    (the benchmark's or the models'), ``share`` of the sum of squares; the last row is the share that
+    sampling noise alone is expected to put in the models' part."""
+    shares = comparison.shares or {}
+    rows = [("overall shift (every model, every domain)", "benchmark", "overall"),
+            ("domain shifts (every model, one domain)", "benchmark", "domains"),
+            ("model effects (a model's change relative to the field)", "models", "model_effects"),
+            ("residual (one model in one domain)", "models", "residual"),
+            ("  expected from sampling noise alone", "models", "noise")]
+    return pd.DataFrame([(part, whose, shares.get(key, np.nan)) for part, whose, key in rows],
+                        columns=["part", "whose", "share"]).astype({"part": object, "whose": object})
 
 
 def profile_moves(comparison: Any) -> pd.DataFrame | None:
@@ -255,9 +301,19 @@ def glance_table(comparison: Any) -> pd.DataFrame:
     models = _one_per_model(comparison.models)
     summary = comparison.rank_summary.iloc[0]
     beyond = f"{int(beyond_noise(models).sum()):,}" if _has_intervals(models) else "no intervals"
+    domains = comparison.domains
+    field = models.get("macro_delta_vs_field_lo", pd.Series(dtype=float))
     rows = [("compared on", "common items" if comparison.scope == "items" else "common domains"),
             ("models on both sides", f"{len(models):,}"),
+            ("benchmark's share of the squared change (overall + domain shifts)", _share(comparison, "benchmark")),
+            ("models' share (model effects + residual)", _share(comparison, "models")),
+            ("  of which sampling noise alone (expected)", _share(comparison, "noise")),
+            ("domains shifted beyond noise for every model",
+             f"{int(domains['beyond_noise'].sum()):,} of {int(domains['shift'].notna().sum()):,}"
+             if domains is not None and domains["shift_lo"].notna().any() else "no intervals"),
             ("macro-score changes beyond noise", beyond),
+            ("changes beyond noise relative to the field", f"{int(models['vs_field_beyond_noise'].sum()):,}"
+             if field.notna().any() else "no intervals"),
             ("Kendall's tau of the macro rankings", _tau_text(summary)),
             ("models whose rank changed", f"{int(summary['n_rank_changes']):,}"),
             ("rank changes beyond noise", f"{int(summary['n_moved']):,}")]
@@ -274,6 +330,13 @@ def glance_table(comparison: Any) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["measure", "value"]).astype(object)
 
 
+def _share(comparison: Any, name: str) -> str:
+    value = (comparison.shares or {}).get(name)
+    if unchanged(comparison):
+        return "no shared cell changed"
+    return f"{value:.1%}" if value is not None and np.isfinite(value) else "not defined"
+
+
 def _has_intervals(models: pd.DataFrame) -> bool:
     return bool(models["macro_score_delta_lo"].notna().any())
 
@@ -281,23 +344,30 @@ def _has_intervals(models: pd.DataFrame) -> bool:
 def _tau_text(summary: pd.Series) -> str:
     tau = float(summary["kendall_tau"])
     if not np.isfinite(tau):
-        return "undefined (fewer than 2 models)"
-    text = f"{tau:.3f}"
+        return "undefined (fewer than 2 models, or all tied)"
     lo, hi = float(summary["kendall_tau_lo"]), float(summary["kendall_tau_hi"])
-    return text + (f" [{lo:.3f}, {hi:.3f}]" if np.isfinite(lo) and np.isfinite(hi) else "")
+    return f"{tau:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if np.isfinite(lo) and np.isfinite(hi) and lo < hi else "")
 
 
 # --------------------------------------------------------------------------- sentences
 
 def _delta(value: float, lo: float = np.nan, hi: float = np.nan, digits: int = 4) -> str:
-    text = f"{value:+.{digits}f}"
+    def signed(x: float) -> str:  # a change that rounds to 0 is written +0.0000, never -0.0000
+        return f"{x if round(x, digits) else 0.0:+.{digits}f}"
+
+    text = signed(value)
     if np.isfinite(lo) and np.isfinite(hi):
-        text += f" [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+        text += f" [{signed(lo)}, {signed(hi)}]"
     return text
 
 
 def _names(values: Any, limit: int = 5) -> str:
     return listing([str(v) for v in values], limit)
+
+
+def unchanged(comparison: Any) -> bool:
+    """Whether no shared cell changed (every model's score on every shared domain or item set is the same)."""
+    return bool(comparison.shares) and comparison.shares["sum_of_squares"] == 0
 
 
 def _what_changed(comparison: Any, name_a: str, name_b: str) -> str:
@@ -319,51 +389,152 @@ def _what_changed(comparison: Any, name_a: str, name_b: str) -> str:
     return "What changed: " + "; ".join(parts) + "."
 
 
-def _noise_sentence(comparison: Any, ci: float) -> str:
+def _shares_finding(c: Any) -> Finding | None:
+    shares = c.shares
+    if not shares:
+        return None
+    if unchanged(c):
+        where = "the items each model answered on both sides" if c.scope == "items" else "every domain both score"
+        return Finding("shares", "Nothing changed", f"No shared cell changed: every model scores the same in A and B "
+                       f"on {where}.", statistic="sum_of_squares", value=0.0)
+    if not np.isfinite(shares["benchmark"]):
+        return Finding("shares", "Benchmark or models", "The benchmark's part of the change cannot be told from the "
+                       "models': that needs at least 2 models sharing domains on both sides.")
+    text = (f"{shares['benchmark']:.0%} of the squared change on the {shares['n_cells']:,} shared cells is the "
+            f"benchmark's, shared by every model (an overall shift of {_delta(shares['overall_shift'])} and each "
+            f"domain's own shift); {shares['models']:.0%} is the models' (each model's change relative to the field, "
+            "and what is left)")
+    noise = shares["noise"]
+    if noise > 1:
+        text += (f"; sampling noise alone is expected to give {noise:.1f} times as much as all that" + (
+            ": A and B share most of their results, and the intervals, which treat the sides as independent, are "
+            "conservative" if c.scope == "domains" else ""))
+    elif np.isfinite(noise):
+        text += f"; sampling noise alone would put about {noise:.0%} in the models' part" + (
+            ", as much as it holds" if noise >= shares["models"] else "")
+    if not shares["complete"]:
+        text += " (not every model has every domain: the shares are of the parts' sum, not of the total)"
+    return Finding("shares", "Benchmark or models", text + ".", statistic="benchmark_share",
+                   value=shares["benchmark"], count=shares["n_cells"])
+
+
+def _moved_finding(rows: pd.DataFrame, name: str, value: str, beyond: str, *, section: str, label: str, text: str
+                   ) -> Finding:
+    """A finding about the first of ``rows`` (its ``value`` and interval), counting the rows ``beyond`` noise."""
+    first = rows.iloc[0]
+    return Finding(section, label, text, subject=str(first[name]), statistic=value, value=float(first[value]),
+                   lo=float(first[f"{value}_lo"]), hi=float(first[f"{value}_hi"]), count=float(rows[beyond].sum()),
+                   total=float(len(rows)))
+
+
+def _said(rows: pd.DataFrame, name: str, value: str) -> list[str]:
+    return [f"{r[name]} {_delta(r[value], r[f'{value}_lo'], r[f'{value}_hi'])}" for r in rows.to_dict("records")]
+
+
+def _domains_finding(c: Any, ci: float, top: int = 5) -> Finding | None:
+    fit = domain_shifts(c) if c.domains is not None and not unchanged(c) else None
+    fit = None if fit is None else fit[fit["shift"].notna()]
+    if fit is None or not len(fit):
+        return None
+    said, n = _said(fit, "domain", "shift"), int(fit["beyond_noise"].sum())
+    if not fit["shift_lo"].notna().any():
+        text = ("The largest shifts for the field (the mean change over the models; no intervals were computed for "
+                f"them): {listing(said, top)}.")
+    elif n:
+        text = (f"{n:,} of {plural(len(fit), 'domain')} moved for every model beyond noise (the field's mean change "
+                f"with its {ci:.0%} interval): {listing(said[:n], top)}.")
+    else:
+        text = f"No domain moved for every model beyond noise; the largest shift for the field is {said[0]}."
+    return _moved_finding(fit, "domain", "shift", "beyond_noise", section="domains", label="Moved for everyone",
+                          text=text)
+
+
+def _field_finding(c: Any, ci: float, top: int = 5) -> Finding | None:
+    if not c.shares or unchanged(c) or "macro_delta_vs_field" not in c.models.columns:
+        return None
+    moves = model_moves(c, by="macro_delta_vs_field")
+    fit = moves[moves["macro_delta_vs_field"].notna()]
+    if len(fit) < 2:
+        return None
+    lead = ("Relative to the field (each model's change minus the field's mean change, "
+            f"{_delta(c.shares['overall_shift'])})")
+    said, beyond = _said(fit, "model", "macro_delta_vs_field"), fit["vs_field_beyond_noise"].to_numpy()
+    if not fit["macro_delta_vs_field_lo"].notna().any():
+        text = f"{lead}, the largest changes are {listing(said, top)} (no intervals were computed for them)."
+    elif beyond.any():
+        text = (f"{lead}, {int(beyond.sum()):,} of {len(fit):,} models changed beyond noise: "
+                f"{listing([s for s, b in zip(said, beyond) if b], top)}; about {(1 - ci) * len(fit):.1f} would by "
+                f"chance at the {ci:.0%} level.")
+    else:
+        text = f"{lead}, no model's change is beyond noise: the models moved together."
+    return _moved_finding(fit, "model", "macro_delta_vs_field", "vs_field_beyond_noise", section="models",
+                          label="Beyond the field", text=text)
+
+
+def _noise_finding(comparison: Any, ci: float) -> Finding | None:
     models = _one_per_model(comparison.models)
     compared = models[models["n_domains"] > 0]
     if not len(compared):
-        return "No model has items or domains in common on both sides: nothing is compared like for like."
+        return Finding("changes", "Nothing in common", "No model has items or domains in common on both sides: "
+                       "nothing is compared like for like.")
+    if unchanged(comparison):
+        return None
+    low, high = compared["macro_score_delta"].min(), compared["macro_score_delta"].max()
     if not _has_intervals(compared):
-        return (f"The like-for-like macro-score changes range from {compared['macro_score_delta'].min():+.4f} to "
-                f"{compared['macro_score_delta'].max():+.4f}; no intervals were computed, so whether they exceed "
-                "the noise is not known (use a bootstrap and item counts or item-level results).")
+        return Finding("changes", "Macro-score changes", f"The like-for-like macro-score changes range from "
+                       f"{low:+.4f} to {high:+.4f}; no intervals were computed for them, so whether they exceed the "
+                       "noise is not known (use a bootstrap and item counts or item-level results).",
+                       statistic="macro_score_delta", total=float(len(compared)))
     beyond = beyond_noise(compared)
     paired = "paired " if comparison.scope == "items" else ""
     level = f"{ci:.0%}"
+    field = ""
+    if "vs_field_beyond_noise" in compared.columns and compared["macro_delta_vs_field_lo"].notna().any():
+        field = f"; relative to the field, {int(compared['vs_field_beyond_noise'].sum()):,}"
     if not beyond.any():
-        return (f"No model's macro score changed beyond noise: every {paired}{level} interval of the like-for-like "
+        text = (f"No model's macro score changed beyond noise: every {paired}{level} interval of the like-for-like "
                 f"change includes 0 ({plural(len(compared), 'model')}).")
-    moved = compared[beyond]
-    up, down = int((moved["macro_score_delta"] > 0).sum()), int((moved["macro_score_delta"] < 0).sum())
-    return (f"The macro score changed beyond noise for {len(moved):,} of {len(compared):,} models ({up:,} up, "
-            f"{down:,} down: their {paired}{level} interval of B − A excludes 0); the changes range from "
-            f"{compared['macro_score_delta'].min():+.4f} to {compared['macro_score_delta'].max():+.4f}.")
+    else:
+        moved = compared[beyond]
+        up, down = int((moved["macro_score_delta"] > 0).sum()), int((moved["macro_score_delta"] < 0).sum())
+        text = (f"The macro score changed beyond noise for {len(moved):,} of {len(compared):,} models ({up:,} up, "
+                f"{down:,} down: their {paired}{level} interval of B − A excludes 0{field}); the changes range from "
+                f"{low:+.4f} to {high:+.4f}.")
+    return Finding("changes", "Macro-score changes", text, statistic="macro_score_delta", count=float(beyond.sum()),
+                   total=float(len(compared)))
 
 
 def _largest_sentence(comparison: Any, top: int = 3) -> str | None:
     moves = model_moves(comparison)
     moves = moves[moves["macro_score_delta"].notna()].head(top)
-    if not len(moves):
+    if not len(moves) or unchanged(comparison):
         return None
     said = [f"{row.model} {_delta(row.macro_score_delta, row.macro_score_delta_lo, row.macro_score_delta_hi)}"
             for row in moves.itertuples(index=False)]
     return "Largest macro-score changes (B − A, like for like): " + "; ".join(said) + "."
 
 
-def _rank_sentence(comparison: Any) -> str:
+def _rank_finding(comparison: Any) -> Finding:
     summary = comparison.rank_summary.iloc[0]
-    text = f"Ranking by macro score: Kendall's tau between the sides is {_tau_text(summary)}"
     n_changed, n_moved = int(summary["n_rank_changes"]), int(summary["n_moved"])
+    numbers = {"statistic": "kendall_tau", "value": float(summary["kendall_tau"]), "count": float(n_moved),
+               "total": float(summary["n_models"])}
+    if unchanged(comparison):
+        return Finding("ranks", "Ranking", "Ranking by macro score: the same on both sides.", **numbers)
+    text = f"Ranking by macro score: Kendall's tau between the sides is {_tau_text(summary)}"
+    if summary["interval_method"] and not _has_intervals(comparison.models) and " [" in text:
+        text += " (its interval from resampling the domains)"
     if not n_changed:
-        return text + "; no model changed rank."
-    ranks = comparison.ranks
-    text += f"; {plural(n_changed, 'model')} changed rank"
-    if n_moved:
-        moved = ranks[ranks["moved"]]
+        text += "; no model changed rank."
+    elif n_moved:
+        moved = comparison.ranks[comparison.ranks["moved"]]
         said = [f"{r.model} ({int(r.rank_a)} → {int(r.rank_b)})" for r in moved.itertuples(index=False)]
-        return text + f", {n_moved:,} beyond noise: " + listing(said, 5) + "."
-    return text + (", none beyond noise." if summary["interval_method"] else " (no intervals computed).")
+        text += f"; {plural(n_changed, 'model')} changed rank, {n_moved:,} beyond noise: " + listing(said, 5) + "."
+    else:
+        text += f"; {plural(n_changed, 'model')} changed rank, " + (
+            "none beyond noise." if summary["interval_method"] else "with no intervals computed for the ranks.")
+    return Finding("ranks", "Ranking", text, lo=float(summary["kendall_tau_lo"]), hi=float(summary["kendall_tau_hi"]),
+                   **numbers)
 
 
 def _domain_sentence(comparison: Any, top: int = 3) -> str | None:
@@ -420,6 +591,16 @@ def _floor_sentence(comparison: Any) -> str | None:
     return text + "."
 
 
+def glance(view: CompareView) -> list[Finding]:
+    """The key findings with their numbers: the benchmark's and the models' shares, the domains that moved
+    for everyone, the models beyond the field, the raw macro-score changes and the ranking (each when it
+    applies), as :class:`jagged.views.glance.Finding` rows for the JSON beside the report."""
+    c = view.comparison
+    found = (_shares_finding(c), _domains_finding(c, view.ci), _field_finding(c, view.ci),
+             _noise_finding(c, view.ci), _rank_finding(c))
+    return [f for f in found if f is not None]
+
+
 def findings(view: CompareView) -> list[str]:
     """The sentences of "What changed", most important first.
 
@@ -432,10 +613,11 @@ def findings(view: CompareView) -> list[str]:
     -------
     list of str
         Plain text (escape before showing as HTML): what was compared; what was added,
-        removed or changed; whether the like-for-like changes exceed the noise; the
-        largest changes; the ranking; the domains and the item with the most evidence of
-        change; the re-scoring of changed keys; the run-to-run noise floor (each when it
-        applies).
+        removed or changed; how much of the change is the benchmark's and how much the
+        models'; the domains that moved for every model; the models that moved beyond the
+        field; whether the raw like-for-like changes exceed the noise; the largest changes;
+        the ranking; the domains and the item with the most evidence of change; the
+        re-scoring of changed keys; the run-to-run noise floor (each when it applies).
     """
     c = view.comparison
     models = _one_per_model(c.models)
@@ -443,12 +625,11 @@ def findings(view: CompareView) -> list[str]:
     where = (f"the items each model answered on both sides (up to {most:,})" if c.scope == "items"
              else "the domains both sides score")
     out = [f"A is {view.name_a}, B is {view.name_b}; {plural(len(models), 'model')} on both sides are compared "
-           f"like for like on {where}; every change is B − A.",
-           _what_changed(c, view.name_a, view.name_b), _noise_sentence(c, view.ci)]
-    for sentence in (_largest_sentence(c), _rank_sentence(c), _domain_sentence(c), _top_item_sentence(c),
-                     _rescoring_sentence(c), _floor_sentence(c)):
-        if sentence:
-            out.append(sentence)
+           f"like for like on {where}; every change is B − A.", _what_changed(c, view.name_a, view.name_b)]
+    found = glance(view)
+    out += [f.sentence for f in found if f.section != "ranks"]
+    out += [s for s in (_largest_sentence(c), found[-1].sentence, _domain_sentence(c), _top_item_sentence(c),
+                        _rescoring_sentence(c), _floor_sentence(c)) if s]
     return out
 
 
@@ -466,21 +647,47 @@ def show_findings(view: CompareView) -> None:
     display({"text/html": findings_html(sentences), "text/plain": "\n".join(f"- {s}" for s in sentences)}, raw=True)
 
 
+def show_record(view: CompareView) -> None:
+    """Display the report's record for the JSON beside it (nothing to see; see :mod:`jagged.report.record`):
+    :func:`glance`, the per-model table (``metrics``), the field's shift per domain (``domains``) and
+    ``change_shares``."""
+    from IPython.display import display
+
+    from jagged.views.display import RECORD_MIME, json_records
+    from jagged.views.glance import glance_table as finding_table
+
+    c = view.comparison
+    display({RECORD_MIME: {"glance": json_records(finding_table(glance(view))), "metrics": json_records(c.models),
+                           "domains": json_records(c.domains),
+                           "change_shares": json_records(pd.DataFrame([c.shares]))[0]}}, raw=True)
+
+
 # --------------------------------------------------------------------------- alt text
 
-def forest_alt(models: pd.DataFrame, stat: str = "macro_score", limit: int | None = None) -> str:
-    """Alt text of :func:`jagged.plots.compare.delta_forest`."""
-    rows = _one_per_model(models)
-    rows = rows[rows[f"{stat}_delta"].notna()]
+def _forest_alt(rows: pd.DataFrame, value: str, label: str, what: str, limit: int | None) -> str:
+    rows = rows[rows[value].notna()]
     if not len(rows):
-        return f"Forest plot of the change in {stat}: no model has a value on both sides."
-    beyond = beyond_noise(rows, stat)
-    hi = rows.loc[rows[f"{stat}_delta"].idxmax()]
-    lo = rows.loc[rows[f"{stat}_delta"].idxmin()]
+        return f"Forest plot of {what}: no {label} has a value."
+    beyond = int(((rows[f"{value}_lo"] > 0) | (rows[f"{value}_hi"] < 0)).sum()) if f"{value}_lo" in rows else 0
+    hi, lo = rows.loc[rows[value].idxmax()], rows.loc[rows[value].idxmin()]
     shown = "" if limit is None or len(rows) <= limit else f" (the {limit} largest changes of {len(rows):,} shown)"
-    return (f"Forest plot of the change in {stat} from A to B for {plural(len(rows), 'model')}{shown}, with "
-            f"intervals; {int(beyond.sum()):,} exclude 0. Largest rise: {hi['model']} {hi[f'{stat}_delta']:+.4f}; "
-            f"largest fall or smallest rise: {lo['model']} {lo[f'{stat}_delta']:+.4f}.")
+    return (f"Forest plot of {what} for {plural(len(rows), label)}{shown}, with intervals; {beyond:,} exclude 0. "
+            f"Largest rise: {hi[label]} {hi[value]:+.4f}; largest fall or smallest rise: {lo[label]} {lo[value]:+.4f}.")
+
+
+def forest_alt(models: pd.DataFrame, stat: str = "macro_score", limit: int | None = None) -> str:
+    """Alt text of :func:`jagged.plots.compare.delta_forest` (``stat``) and, with ``stat="field"``,
+    of :func:`jagged.plots.compare.field_forest`."""
+    if stat == "field":
+        return _forest_alt(_one_per_model(models), "macro_delta_vs_field", "model",
+                           "each model's macro-score change relative to the field", limit)
+    return _forest_alt(_one_per_model(models), f"{stat}_delta", "model", f"the change in {stat} from A to B", limit)
+
+
+def shifts_alt(domains: pd.DataFrame, limit: int | None = None) -> str:
+    """Alt text of :func:`jagged.plots.compare.domain_shifts`."""
+    return _forest_alt(domains, "shift", "domain", "the field's shift (mean change over the models) per domain",
+                       limit)
 
 
 def pairs_alt(models: pd.DataFrame, stat: str = "macro_score") -> str:

@@ -547,7 +547,9 @@ def show_metrics(table: pd.DataFrame, *, by: str = "cv_error") -> None:
     ----------
     table : pandas.DataFrame
         Output of :func:`jagged.analysis.metrics_table` (profile rows are reduced to one
-        row per model, see :func:`jagged.views.overview.per_model`).
+        row per model, see :func:`jagged.views.overview.per_model`); its
+        ``cv_error_rests_on`` is shown beside ``cv_error`` when a model has one (the domain
+        without which it would be at most half, :func:`jagged.stats.leave_one_out.rests_on`).
     by : str
         Sort column (highest first; undefined values last).
     """
@@ -556,6 +558,9 @@ def show_metrics(table: pd.DataFrame, *, by: str = "cv_error") -> None:
     from jagged.views.overview import ranked
 
     rows = ranked(table, by)
+    marks = table.drop_duplicates("model").set_index("model").get("cv_error_rests_on")
+    if marks is not None and (marks != "").any():  # the domain a cv_error rests on (leaving it out halves it)
+        rows.insert(rows.columns.get_loc("cv_error") + 1, "cv_error_rests_on", rows["model"].map(marks).fillna(""))
     caption = f"Per-model jaggedness, sorted by {by} (highest first)"
     display({"text/html": table_block(rows, caption=caption, formats=METRIC_FORMATS),
              "text/plain": table_text(rows, METRIC_FORMATS)}, raw=True)

@@ -61,6 +61,10 @@ class Finding:
         The value and its interval (NaN when there is none).
     count, total : float
         For counts: how many of how many (NaN otherwise).
+    rests_on : str
+        The domain the value rests on ("" when none): leaving it out ends the subject's lead
+        or at least halves its value (:func:`jagged.stats.leave_one_out.headline_rests_on`);
+        the sentence says so, with the subject's score there.
     """
 
     section: str
@@ -73,6 +77,7 @@ class Finding:
     hi: float = math.nan
     count: float = math.nan
     total: float = math.nan
+    rests_on: str = ""
 
 
 Contributor = Callable[[Any], "Finding | Sequence[Finding] | None"]
@@ -105,21 +110,60 @@ def _interval_text(row: pd.Series, analysis: Any, column: str = "cv_error", what
     return f"{_level(analysis)} interval{what} {float(lo):.3f} to {float(hi):.3f}"
 
 
+def _rests_on(analysis: Any, column: str, values: pd.Series, subject: Any, *, largest: bool, what: str,
+              leader_text: str, digits: int = 2, absolute: bool = False) -> tuple[str, str]:
+    """`` This rests on one domain: …`` and the domain, when the headline's value rests on one (else ``("", "")``).
+
+    ``values`` are the ranked values (index: the subjects), ``column`` names the
+    :attr:`~jagged.analysis.Analysis.leave_one_out` table of the same statistic; ``leader_text``
+    completes "and X would be …" when another subject leads without the domain; with
+    ``absolute`` the ranking is by magnitude and the signed value is quoted (the wedge).
+    """
+    rests = analysis.rests_on(column, values, subject, largest=largest, absolute=absolute)
+    if rests is None:
+        return "", ""
+    found, value = rests
+    model = subject[0] if isinstance(subject, tuple) else subject
+    scores = analysis.scores
+    there = scores.loc[(scores["model"].astype(str) == str(model)) & (scores["domain"].astype(str) == found.domain),
+                       "score"]
+    where = f" (where {model} scores {float(there.iloc[0]):.3f})" if len(there) else ""
+    shown = f"{value:+.{digits}f}" if absolute else f"{value:.{digits}f}"
+    text = f" This rests on one domain: without {found.domain}{where} its {what} would be {shown}"
+    if found.leader is not None:
+        leader = " under ".join(found.leader) if isinstance(found.leader, tuple) else found.leader
+        text += f" and {leader} would be {leader_text}"
+    return text + ".", found.domain
+
+
 # --------------------------------------------------------------------------- contributors
 
 
 def _cv_detail(row: pd.Series, analysis: Any, *, nested: bool = False) -> str:
-    """``cv_error 0.412 (0.398 with sampling noise removed; 95% interval …)`` for a row (commas when ``nested``)."""
+    """``cv_error 0.412 (0.398 with sampling noise removed, 95% interval …)`` for a row.
+
+    The interval is the noise-corrected value's (it contains that value, not the raw one), so
+    it is written right after it; ``nested`` writes the parts with commas.
+    """
     extra = []
     corrected = row.get("cv_error_corrected", math.nan)
     if _finite(corrected):
-        extra.append(f"{float(corrected):.3f} with sampling noise removed")
-    interval = _interval_text(row, analysis)
-    if interval:
-        extra.append(interval)
+        interval = _interval_text(row, analysis)
+        extra.append(f"{float(corrected):.3f} with sampling noise removed"
+                     + (f" ({interval})" if nested and interval else f", {interval}" if interval else ""))
     if nested:
         return ", ".join([f"cv_error {float(row['cv_error']):.3f}", *extra])
     return f"cv_error {float(row['cv_error']):.3f}" + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _cv_numbers(row: pd.Series) -> dict[str, Any]:
+    """A cv_error finding's statistic, value and interval: the noise-corrected value with its interval when it has
+    one (the interval contains that value), else the raw ``cv_error``."""
+    corrected = row.get("cv_error_corrected", math.nan)
+    lo, hi = row.get("cv_error_lo", math.nan), row.get("cv_error_hi", math.nan)
+    if _finite(corrected) and _finite(lo) and _finite(hi):
+        return {"statistic": "cv_error_corrected", "value": float(corrected), "lo": float(lo), "hi": float(hi)}
+    return {"statistic": "cv_error", "value": float(row["cv_error"])}
 
 
 def _raw_findings(analysis: Any, rows: pd.DataFrame) -> list[Finding]:
@@ -127,6 +171,7 @@ def _raw_findings(analysis: Any, rows: pd.DataFrame) -> list[Finding]:
     n = len(rows)
     out = []
     picks = [("Most jagged", rows.iloc[0])] + ([("Least jagged", rows.iloc[-1])] if n > 1 else [])
+    values = pd.Series(rows["cv_error"].to_numpy(dtype=float), index=rows["model"].to_numpy(dtype=object))
     for label, row in picks:
         if n == 1:
             where = "the only model with a defined cv_error"
@@ -136,9 +181,10 @@ def _raw_findings(analysis: Any, rows: pd.DataFrame) -> list[Finding]:
             where = "the most evenly spread errors"
         sentence = (f"{row['model']}: {_cv_detail(row, analysis)}; {where} "
                     f"(macro score {float(row['macro_score']):.3f}).")
-        out.append(Finding("jaggedness", label, sentence, subject=str(row["model"]), statistic="cv_error",
-                           value=float(row["cv_error"]), lo=float(row.get("cv_error_lo", math.nan)),
-                           hi=float(row.get("cv_error_hi", math.nan))))
+        rests, domain = _rests_on(analysis, "cv_error", values, row["model"], largest=label == "Most jagged",
+                                  what="cv_error", digits=3, leader_text=f"the {label.lower()}")
+        out.append(Finding("jaggedness", label, sentence + rests, subject=str(row["model"]), **_cv_numbers(row),
+                           rests_on=domain))
     return out
 
 
@@ -159,10 +205,13 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
         Two findings ("Most jagged", "Least jagged"; one with a single model, none when no
         model has a defined value). With a decomposition, ``statistic`` is the relative
         jaggedness column and ``lo``/``hi`` its bootstrap interval when there is one;
-        without, ``statistic="cv_error"`` (``lo``/``hi`` the interval for the noise-free CV
-        when a bootstrap ran).
+        without, ``statistic="cv_error"``, or ``"cv_error_corrected"`` with ``lo``/``hi`` its
+        interval when a bootstrap ran (the value is always the one its interval contains).
+        When the named model's value rests on one domain (leaving it out ends its lead or at
+        least halves the value; :func:`jagged.stats.leave_one_out.headline_rests_on`) the
+        sentence names that domain, the model's score there and the value without it, and
+        ``rests_on`` holds the domain.
     """
-    from jagged.stats.structure import level_correlations
     from jagged.views.overview import by_jaggedness
     from jagged.views.structure import relative_column
 
@@ -178,9 +227,10 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
     corrected = column == "relative_jaggedness_corrected"
     how = "logits, sampling noise removed" if corrected else "logits; raw: no item counts to remove the noise"
     n = len(adjusted)
-    rho = level_correlations(analysis.table, column).get("cv_error", math.nan)
+    rho = analysis.level_correlations[column].get("cv_error", math.nan)
     out = []
     picks = [("Most jagged", adjusted.iloc[0])] + ([("Least jagged", adjusted.iloc[-1])] if n > 1 else [])
+    values = pd.Series(adjusted[column].to_numpy(dtype=float), index=adjusted["model"].to_numpy(dtype=object))
     for label, row in picks:
         value = float(row[column])
         detail = [how]
@@ -199,6 +249,9 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
             where = "the most even once level and difficulty are taken out"
         sentence = (f"{row['model']}: relative jaggedness {value:.2f} ({'; '.join(detail)}); {where} "
                     f"(macro score {float(row['macro_score']):.3f}; {_cv_detail(row, analysis, nested=True)}).")
+        rests, domain = _rests_on(analysis, column, values, row["model"], largest=label == "Most jagged",
+                                  what="relative jaggedness", leader_text=f"the {label.lower()}")
+        sentence += rests
         raw = rows.iloc[0] if label == "Most jagged" else rows.iloc[-1]
         if n > 1 and str(raw["model"]) != str(row["model"]):
             word = "most" if label == "Most jagged" else "least"
@@ -209,7 +262,8 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
         elif n > 1:
             sentence += f" It is also the {'most' if label == 'Most jagged' else 'least'} jagged by the raw cv_error."
         out.append(Finding("jaggedness", label, sentence, subject=str(row["model"]), statistic=column, value=value,
-                           lo=float(lo) if _finite(lo) else math.nan, hi=float(hi) if _finite(hi) else math.nan))
+                           lo=float(lo) if _finite(lo) else math.nan, hi=float(hi) if _finite(hi) else math.nan,
+                           rests_on=domain))
     return out
 
 
@@ -270,18 +324,19 @@ def profiles_finding(analysis: Any) -> Finding | None:
     row = order.iloc[0]
     wedge = float(row["wedge"])
     direction = "overstates" if wedge > 0 else "understates"
-    from jagged.stats.weights import is_illustrative
-
-    illustrative = is_illustrative(analysis.options.weights, pd.unique(table["profile"]).astype(str).tolist())
-    kind = " (an illustrative profile, not measured traffic)" if illustrative else ""
+    kind = " (an illustrative profile, not measured traffic)" if analysis.illustrative else ""
     interval = _interval_text(row, analysis, "wedge")
     sentence = (f"{wedge:+.3f} for {row['model']} under the profile {row['profile']}{kind}: the benchmark "
                 f"average {direction} the score this task mix would see by {abs(wedge) * 100:.1f} percentage "
                 f"points (macro {float(row['macro_score']):.3f}, deployment-weighted "
                 f"{float(row['dep_score']):.3f}{'; ' + interval if interval else ''}).")
-    return Finding("profiles", "Largest wedge", sentence, subject=f"{row['model']} under {row['profile']}",
+    labels = pd.MultiIndex.from_arrays([rows["model"].to_numpy(dtype=object), rows["profile"].to_numpy(dtype=object)])
+    magnitudes = pd.Series(rows["wedge"].abs().to_numpy(dtype=float), index=labels)
+    rests, domain = _rests_on(analysis, "wedge", magnitudes, (row["model"], row["profile"]), largest=True,
+                              what="wedge", digits=3, leader_text="the largest wedge", absolute=True)
+    return Finding("profiles", "Largest wedge", sentence + rests, subject=f"{row['model']} under {row['profile']}",
                    statistic="wedge", value=wedge, lo=float(row.get("wedge_lo", math.nan)),
-                   hi=float(row.get("wedge_hi", math.nan)))
+                   hi=float(row.get("wedge_hi", math.nan)), rests_on=domain)
 
 
 def items_finding(analysis: Any) -> Finding | None:
@@ -402,12 +457,18 @@ def glance(analysis: Any, contributors: Sequence[tuple[str, Contributor]] = CONT
     -------
     list of Finding
     """
+    from jagged.stats.intervals import outside
+
     out: list[Finding] = []
     for _, contribute in contributors:
         found = contribute(analysis)
         if found is None:
             continue
         out.extend([found] if isinstance(found, Finding) else list(found))
+    for finding in out:  # invariant: a value printed with an interval lies in it
+        if outside(finding.value, finding.lo, finding.hi):
+            raise RuntimeError(f"internal check failed: the glance's {finding.label!r} gives {finding.statistic} "
+                               f"{finding.value:.6g} outside its interval [{finding.lo:.6g}, {finding.hi:.6g}]")
     return out
 
 

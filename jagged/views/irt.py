@@ -24,6 +24,7 @@ import pandas as pd
 from jagged.stats.information import DomainInformation
 from jagged.stats.irt import EXTREME_DIFFICULTY, WEAK_LOADING, IRTFit
 from jagged.text import plural
+from jagged.views.overview import LEGEND_MAX
 
 #: Formats of :func:`range_table`.
 RANGE_FORMATS: dict[str, str] = {"measures best at θ": "{:+.2f}", "SE there": "{:.2f}"}
@@ -166,9 +167,14 @@ def information_alt(info: DomainInformation) -> str:
     """Alt text of :func:`jagged.plots.irt.information_plot` for the report's data."""
     ranges = info.ranges[np.isfinite(info.ranges["theta_peak"].to_numpy(float))]
     n_beyond = int((info.places["position"] != "within").sum())
-    text = (f"Line chart: test information (up) against ability θ (across, −4 to 4) for "
-            f"{plural(len(info.ranges), 'domain')}, one line each, with each model drawn as a tick below the lines "
-            f"in its domain's colour.")
+    n = len(info.ranges)
+    if n > LEGEND_MAX:
+        text = (f"Line charts, one panel per domain ({n}), on shared axes: test information (up) against "
+                "ability θ (across, −4 to 4), each model drawn as a tick at the foot of the panel.")
+    else:
+        text = (f"Line chart: test information (up) against ability θ (across, −4 to 4) for "
+                f"{plural(n, 'domain')}, one line each, with each model drawn as a tick below the lines "
+                f"in its domain's colour.")
     if len(ranges):
         top = ranges.loc[ranges["peak_information"].idxmax()]
         text += (f" The most informative domain is {top['group']} (peak {top['peak_information']:.0f} at "

@@ -1,30 +1,21 @@
-"""One model against the field: the tables behind ``notebooks/model_report.ipynb``.
+"""One model against the field: the tables and sentences of ``notebooks/model_report.ipynb``.
 
-Pure functions on the canonical per-domain table and the metrics table of
-:func:`jagged.analysis.metrics_table`; the notebook only calls them and shows the results.
-Everything is vectorised over models and domains (a models × domains error matrix).
+They show :func:`jagged.stats.metrics.domain_errors` and :func:`jagged.stats.metrics.jaggedness_rank`
+(what the notebook computes) and the metrics table's profile rows.
 """
 
 from __future__ import annotations
 
 import difflib
-import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.deployment import score_matrix
-from jagged.stats.intervals import wilson_interval
-from jagged.stats.uncertainty import NOT_TESTED
-from jagged.views.overview import per_model
+from jagged.text import NOT_TESTED
 
-DOMAIN_COLUMNS: tuple[str, ...] = (
-    "domain", "error", "error_lo", "error_hi", "n_items", "field_n", "field_min", "field_q25",
-    "field_median", "field_q75", "field_max", "vs_median", "rank", "ranked",
-)
-#: Columns of :mod:`jagged.stats.uncertainty` that :func:`jaggedness_rank` keeps when present.
+#: Columns of :mod:`jagged.stats.uncertainty` that :func:`rank_card` shows when present.
 NOISE_COLUMNS: tuple[str, ...] = ("cv_error_corrected", "noise_share", "p_equal_error", "noise_flag")
 WEDGE_COLUMNS: tuple[str, ...] = (
     "profile", "macro_score", "dep_score", "wedge", "wedge_bound", "exposure_error_corr", "rank_macro",
@@ -67,90 +58,13 @@ def resolve_model(scores: pd.DataFrame, model: str = "") -> str:
     return chosen
 
 
-def domain_errors(scores: pd.DataFrame, model: str, *, ci: float = 0.95) -> pd.DataFrame:
-    """A model's error rate in each of its domains, against the other models'.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    model : str
-        The model (see :func:`resolve_model`).
-    ci : float
-        Level of the per-domain interval.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per domain the model has a score in, worst (highest error) first, ties
-        by domain name; columns
-
-        ``domain``, ``error``
-            the domain and e_d = 1 − s_d;
-        ``error_lo``, ``error_hi``
-            Wilson interval of e_d from ``n_items`` (NaN when unknown), see
-            :func:`jagged.stats.intervals.wilson_interval`;
-        ``n_items``
-            items behind the score (NaN when unknown);
-        ``field_n``
-            how many *other* models have a score in the domain;
-        ``field_min`` … ``field_max``
-            minimum, quartiles, median and maximum of their error rates (NaN when
-            ``field_n`` is 0);
-        ``vs_median``
-            ``error − field_median`` (positive: worse than the typical model);
-        ``rank``, ``ranked``
-            the model's place among all ``ranked`` models with a score in the domain,
-            by error, lowest first (1 = fewest errors; ties share the best place).
-
-    Raises
-    ------
-    JaggedInputError
-        When the model has no scores.
-    """
-    wide = score_matrix(scores)
-    if model not in wide.index:
-        raise JaggedInputError(f"no scores for model {model!r}")
-    errors = 1.0 - wide.to_numpy(dtype=float)            # M × D
-    row = wide.index.get_loc(model)
-    own = errors[row]
-    others = np.delete(errors, row, axis=0)
-    has = ~np.isnan(own)
-    field_n = (~np.isnan(others)).sum(axis=0)
-    if len(others):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, as documented
-            q = np.nanquantile(others, [0.0, 0.25, 0.5, 0.75, 1.0], axis=0)
-    else:
-        q = np.full((5, errors.shape[1]), np.nan)
-    with np.errstate(invalid="ignore"):
-        better = (others < own[None, :]).sum(axis=0)
-    n_items = _model_items(scores, model, wide.columns)
-    lo, hi = wilson_interval(own, n_items, ci)
-    out = pd.DataFrame({
-        "domain": wide.columns.to_numpy(dtype=object),
-        "error": own, "error_lo": lo, "error_hi": hi, "n_items": n_items,
-        "field_n": field_n.astype(np.int64),
-        "field_min": q[0], "field_q25": q[1], "field_median": q[2], "field_q75": q[3], "field_max": q[4],
-        "vs_median": own - q[2],
-        "rank": (better + 1).astype(np.int64), "ranked": (field_n + 1).astype(np.int64),
-    })[has]
-    return out.sort_values(["error", "domain"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
-
-
-def _model_items(scores: pd.DataFrame, model: str, domains: pd.Index) -> np.ndarray:
-    sub = scores.loc[scores["model"] == model, ["domain", "n_items"]]
-    items = pd.Series(sub["n_items"].to_numpy(dtype=float), index=sub["domain"].astype(object).to_numpy())
-    return items.reindex(list(domains)).to_numpy(dtype=float)
-
-
 def extremes(errors: pd.DataFrame, n: int = 3) -> pd.DataFrame:
     """The model's best and worst domains.
 
     Parameters
     ----------
     errors : pandas.DataFrame
-        Output of :func:`domain_errors`.
+        Output of :func:`jagged.stats.metrics.domain_errors`.
     n : int
         How many of each; with fewer than ``2 n`` domains, each side gets half of them
         (rounded down, at least 1), so no domain shows twice.
@@ -179,64 +93,33 @@ def interval_columns(table: pd.DataFrame) -> list[str]:
     return [c[:-3] for c in names if c.endswith("_lo") and f"{c[:-3]}_hi" in present]
 
 
+def interval_of(column: str, table: pd.DataFrame) -> str | None:
+    """The base name ``x`` of the ``x_lo`` / ``x_hi`` interval that contains ``column`` (None: no interval).
+
+    ``cv_error_lo`` / ``cv_error_hi`` contain ``cv_error_corrected``, not the raw ``cv_error``
+    (:data:`jagged.stats.intervals.ESTIMATE_OF`).
+    """
+    from jagged.stats.intervals import ESTIMATE_OF
+
+    for stat in interval_columns(table):
+        if ESTIMATE_OF.get(stat, stat) == column:
+            return stat
+    return None
+
+
 def _with_intervals(columns: list[str], table: pd.DataFrame) -> list[str]:
-    extra = set(interval_columns(table))
     out: list[str] = []
     for c in columns:
         out.append(c)
-        if c in extra:
-            out += [f"{c}_lo", f"{c}_hi"]
+        stat = interval_of(c, table)
+        if stat is not None:
+            out += [f"{stat}_lo", f"{stat}_hi"]
     return out
 
 
-def jaggedness_rank(table: pd.DataFrame, model: str) -> pd.DataFrame:
-    """A model's jaggedness and level, with its place among the models.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` (profile rows are reduced to
-        one row per model).
-    model : str
-        The model.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row: ``model``, ``n_domains``, ``complete``, ``macro_score``,
-        ``macro_rank`` (1 = highest macro score), ``mean_error``, ``sd_error``,
-        ``cv_error``, ``cv_rank`` (1 = most jagged), ``ranked`` (models with a defined
-        ``cv_error``), ``field_median_cv`` (median ``cv_error`` of the other models),
-        the :data:`NOISE_COLUMNS` the table has, then any ``*_lo`` / ``*_hi`` interval
-        columns the table carries next to their metric. Ranks are competition ranks
-        (ties share the best place); a model whose ``cv_error`` is undefined has
-        ``cv_rank`` missing.
-    """
-    keep = [c for c in table.columns if c not in ("profile",)]
-    rows = table[keep].drop_duplicates("model", keep="first").reset_index(drop=True) \
-        if "profile" in table.columns else table.reset_index(drop=True)
-    base = per_model(rows)
-    if model not in set(base["model"]):
-        raise JaggedInputError(f"no metrics for model {model!r}")
-    cv = base["cv_error"].to_numpy(dtype=float)
-    macro = base["macro_score"].to_numpy(dtype=float)
-    mine = int(np.flatnonzero(base["model"].to_numpy(dtype=object) == model)[0])
-    finite = np.isfinite(cv)
-    others = finite.copy()
-    others[mine] = False
-    out = rows.iloc[[mine]].reset_index(drop=True)
-    cv_rank = pd.array([int((cv[finite] > cv[mine]).sum() + 1)] if finite[mine] else [pd.NA], dtype="Int64")
-    macro_rank = int((macro[np.isfinite(macro)] > macro[mine]).sum() + 1)
-    out["macro_rank"] = np.int64(macro_rank)
-    out["cv_rank"] = cv_rank
-    out["ranked"] = np.int64(finite.sum())
-    out["field_median_cv"] = float(np.median(cv[others])) if others.any() else np.nan
-    order = ["model", "n_domains", "complete", "macro_score", "macro_rank", "mean_error", "sd_error", "cv_error",
-             "cv_rank", "ranked", "field_median_cv"]
-    order += [c for c in NOISE_COLUMNS if c in out.columns]
-    return out[_with_intervals(order, out)]
-
-
+#: The rows of :func:`rank_card`, in order (those :func:`jagged.stats.metrics.jaggedness_rank` has).
+RANK_COLUMNS: tuple[str, ...] = ("n_domains", "complete", "macro_score", "macro_rank", "mean_error", "sd_error",
+                                 "cv_error", "cv_rank", "ranked", "field_median_cv", *NOISE_COLUMNS)
 #: Labels of :func:`rank_card` rows.
 CARD_LABELS: dict[str, str] = {
     "n_domains": "domains scored", "complete": "has every domain", "macro_score": "macro score",
@@ -250,12 +133,12 @@ CARD_LABELS: dict[str, str] = {
 
 
 def rank_card(rank: pd.DataFrame) -> pd.DataFrame:
-    """:func:`jaggedness_rank`'s one row turned into a readable column of facts.
+    """:func:`jagged.stats.metrics.jaggedness_rank`'s one row turned into a readable column of facts.
 
     Parameters
     ----------
     rank : pandas.DataFrame
-        Output of :func:`jaggedness_rank`.
+        Output of :func:`jagged.stats.metrics.jaggedness_rank`.
 
     Returns
     -------
@@ -263,14 +146,18 @@ def rank_card(rank: pd.DataFrame) -> pd.DataFrame:
         ``measure`` (a label from :data:`CARD_LABELS`), ``column`` (the metrics-table
         column), ``value`` (the value as it is; a ``noise_flag`` that could not be tested
         reads "not tested (…)" with the reason, :func:`untested_reason`), and ``lo`` and
-        ``hi`` (its interval) only when at least one interval exists: a card whose every
-        interval cell would be empty has no interval columns. One row per column of
-        ``rank`` except ``model`` and the interval columns.
+        ``hi`` (the interval that contains the value, :func:`interval_of`: the raw
+        ``cv_error`` has none) only when at least one interval exists: a card whose every
+        interval cell would be empty has no interval columns. One row per
+        :data:`RANK_COLUMNS` entry ``rank`` has.
     """
     row = rank.iloc[0]
-    names = [c for c in rank.columns if c != "model" and not (c.endswith(("_lo", "_hi")) and c[:-3] in rank.columns)]
-    lo = pd.to_numeric(pd.Series([row.get(f"{c}_lo", np.nan) for c in names], dtype=object), errors="coerce")
-    hi = pd.to_numeric(pd.Series([row.get(f"{c}_hi", np.nan) for c in names], dtype=object), errors="coerce")
+    names = [c for c in RANK_COLUMNS if c in rank.columns]
+    of = [interval_of(c, rank) for c in names]
+    lo = pd.to_numeric(pd.Series([row.get(f"{i}_lo", np.nan) if i else np.nan for i in of], dtype=object),
+                       errors="coerce")
+    hi = pd.to_numeric(pd.Series([row.get(f"{i}_hi", np.nan) if i else np.nan for i in of], dtype=object),
+                       errors="coerce")
     values = [row[c] for c in names]
     if "noise_flag" in names and pd.isna(row["noise_flag"]):
         values[names.index("noise_flag")] = f"{NOT_TESTED} ({untested_reason(row)})"
@@ -324,7 +211,7 @@ def _ordinal(n: int) -> str:
 
 
 def describe_rank(rank: pd.DataFrame) -> str:
-    """One sentence on a model's jaggedness and level (from :func:`jaggedness_rank`)."""
+    """One sentence on a model's jaggedness and level (from :func:`jagged.stats.metrics.jaggedness_rank`)."""
     r = rank.iloc[0]
     level = f"macro score {r['macro_score']:.3f}, {_ordinal(int(r['macro_rank']))} highest"
     if pd.isna(r["cv_rank"]):
@@ -356,12 +243,6 @@ _F3 = "{:.3f}"
 _F4 = "{:.4f}"
 _COUNT = "{:.0f}"
 
-#: Formats of :func:`jaggedness_rank`'s table (intervals inherit their metric's format).
-RANK_FORMATS: dict[str, str] = {
-    "macro_score": _F4, "mean_error": _F4, "sd_error": _F4, "cv_error": _F4, "field_median_cv": _F4,
-    "cv_error_corrected": _F4, "noise_share": "{:.0%}", "p_equal_error": "{:.2g}",
-    **{f"{c}_{s}": _F4 for c in ("macro_score", "mean_error", "sd_error", "cv_error") for s in ("lo", "hi")},
-}
 def _card_value(value: Any) -> str:
     """Display text of a :func:`rank_card` value (its column mixes counts, flags and numbers)."""
     if value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and np.isnan(value)):
@@ -375,7 +256,7 @@ def _card_value(value: Any) -> str:
 
 #: Formats of :func:`rank_card`.
 CARD_FORMATS: dict[str, Any] = {"value": _card_value, "lo": _F4, "hi": _F4}
-#: Formats of :func:`domain_errors` and :func:`extremes`.
+#: Formats of :func:`jagged.stats.metrics.domain_errors` and :func:`extremes`.
 DOMAIN_FORMATS: dict[str, str] = {
     "n_items": _COUNT,
     **{c: _F3 for c in ("error", "error_lo", "error_hi", "field_min", "field_q25", "field_median",

@@ -64,6 +64,8 @@ T = TypeVar("T")
 LABEL_ALL_MAX = 40
 #: How many of the most and of the least jagged models a crowded scatter plot labels.
 LABEL_ENDS = 5
+#: Most domains a figure tells apart by a legend; beyond, it draws a panel per domain (small multiples).
+LEGEND_MAX = 12
 
 
 def ends(items: Sequence[T], limit: int | None) -> tuple[list[T], int]:

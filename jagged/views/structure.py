@@ -15,20 +15,15 @@ import math
 import numpy as np
 import pandas as pd
 
-from jagged.stats.relative import cross_causes
-from jagged.stats.residual_test import residual_departures
-from jagged.stats.structure import Decomposition, Dimensions, Structure, level_correlations
-from jagged.stats.uncertainty import flag_text
-from jagged.text import and_more, listing, plural
+from jagged.stats.decomposition import NOTE_FEW_MODELS, Reason
+from jagged.stats.structure import Decomposition, Dimensions, Structure
+from jagged.text import and_more, flag_text, listing, plural, printable
 from jagged.views.overview import domain_order, left_out, model_order, others_label
 
 #: Columns of :func:`relative_table`, in order (interval columns only when present).
 RELATIVE_COLUMNS: tuple[str, ...] = (
     "model", "macro_score", "cv_error", "model_effect", "relative_jaggedness", "relative_jaggedness_corrected",
     "relative_jaggedness_lo", "relative_jaggedness_hi", "relative_noise_share", "relative_noise_flag",
-)
-PROFILE_COLUMNS: tuple[str, ...] = (
-    "domain", "error", "expected_error", "residual", "residual_lo", "residual_hi", "z", "departs",
 )
 #: Most dimensions the scree plot draws; the dimension table has every one.
 SCREE_LIMIT: int = 30
@@ -85,14 +80,13 @@ def relative_caption(table: pd.DataFrame) -> str:
 def share_table(structure: Structure) -> pd.DataFrame:
     """The variance shares as a reader's table: ``part``, ``variance`` (logits²), ``share``.
 
-    The cross-term row is shown only where the table is unbalanced or the fit weighted
-    (:func:`jagged.stats.relative.cross_causes`) and it reaches half a percent;
-    :func:`cross_sentence` explains it then. On a complete table without item counts it is
-    0 and never shown.
+    The cross-term row is shown only where the table is unbalanced
+    (:attr:`~jagged.stats.decomposition.Decomposition.balanced`) and it reaches half a percent;
+    :func:`cross_sentence` explains it then. On a complete table it is 0 and never shown.
     """
     shares = structure.shares
     keep = (shares["component"] != "cross") | ((shares["share"].abs() >= ZERO_PART)
-                                               & bool(cross_causes(structure.decomposition)))
+                                               & (not structure.decomposition.balanced))
     rows = shares[keep]
     return pd.DataFrame({"part": rows["label"].to_numpy(dtype=object), "variance": rows["variance"].to_numpy(),
                          "share": rows["share"].to_numpy()})
@@ -180,34 +174,14 @@ def dimension_table(dims: Dimensions, *, rows: int | None = None) -> pd.DataFram
     return table.assign(retained=np.where(table["retained"], "yes", ""))
 
 
-def residual_profile(decomposition: Decomposition, model: str, *, ci: float = 0.95) -> pd.DataFrame:
-    """One model's residuals by domain: where it departs from the field, given its level.
+def profile_table(profile: pd.DataFrame) -> pd.DataFrame:
+    """:func:`jagged.stats.residual_test.residual_profile` with ``departs`` in words.
 
-    Parameters
-    ----------
-    decomposition : Decomposition
-        :func:`jagged.stats.structure.decompose` of the scores (or ``Structure.decomposition``).
-    model : str
-        The model.
-    ci : float
-        Level of the residual intervals and of the departure test.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per domain the model was fitted on, largest residual (weakest relative
-        to expectation) first: :data:`PROFILE_COLUMNS` — ``error``, ``expected_error``
-        (what its level and the domain's difficulty predict), ``residual`` (logits),
-        ``residual_lo`` / ``residual_hi`` (± z √v, the sampling interval; NaN without
-        n_items), ``z`` and ``departs`` ("weaker than expected", "stronger than
-        expected" or ""): the test of :func:`jagged.stats.residual_test.residual_departures`
-        (|z| beyond the Bonferroni limit over the model's domains).
+    ``"weaker than expected"`` (+1: more errors than its level and the domain's difficulty
+    predict, beyond sampling noise), ``"stronger than expected"`` (−1) or ``""`` (0).
     """
-    cells = decomposition.residuals()
-    mine = residual_departures(cells[cells["model"].astype(str) == str(model)], ci=ci)
     labels = np.array(["stronger than expected", "", "weaker than expected"], dtype=object)
-    out = mine.loc[:, list(PROFILE_COLUMNS)].assign(departs=labels[mine["departs"].to_numpy() + 1])
-    return out.sort_values(["residual", "domain"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+    return profile.assign(departs=labels[profile["departs"].to_numpy(dtype=int) + 1])
 
 
 # --------------------------------------------------------------------------- sentences
@@ -295,19 +269,13 @@ def cross_sentence(structure: Structure) -> str:
     if not (structure.shares["component"] == "cross").any() or \
             not table["part"].astype(str).str.startswith("cross terms").any():
         return ""
-    causes = cross_causes(structure.decomposition)
-    why = []
-    if "unbalanced" in causes:
-        why.append("some models have no score in some domains, so over the cells there are, a model's level "
-                   "and the difficulty of the domains it was scored on are partly confounded")
-    if "weighted" in causes:
-        why.append("the fit weighs each score by its items, so the parts are separated in the weighted sum of "
-                   "squares, not in the plain variance shown here")
-    return (f"The parts overlap by {structure.share('cross'):+.1%} of the variance (the cross-term row): "
-            + "; and ".join(why) + ". Level, difficulty, residual and cross terms add up to 100 %.")
+    return (f"The parts overlap by {structure.share('cross'):+.1%} of the variance (the cross-term row): some "
+            "models have no score in some domains, so over the cells there are, a model's level and the difficulty "
+            "of the domains it was scored on are partly confounded. Level, difficulty, residual and cross terms add "
+            "up to 100 %.")
 
 
-def _relative_sentence(structure: Structure, table: pd.DataFrame | None) -> str:
+def _relative_sentence(structure: Structure, correlations: dict[str, dict[str, float]] | None) -> str:
     models = structure.models
     known = models[np.isfinite(models["relative_jaggedness_corrected"].to_numpy(dtype=float))]
     if known.empty:
@@ -330,8 +298,8 @@ def _relative_sentence(structure: Structure, table: pd.DataFrame | None) -> str:
                  f"{listing(models.loc[flags, 'model'].astype(str), 5)}.")
     else:
         text += f" Every one of the {len(known)} models shows some beyond noise."
-    if table is not None:
-        corr = level_correlations(table)
+    if correlations is not None:
+        corr = correlations.get("relative_jaggedness_corrected", {})
         rho_cv, rho_rj = corr.get("cv_error", math.nan), corr.get("relative_jaggedness_corrected", math.nan)
         rank = corr.get("rank_agreement", math.nan)
         if np.isfinite(rho_cv) and np.isfinite(rho_rj):
@@ -345,7 +313,7 @@ def _relative_sentence(structure: Structure, table: pd.DataFrame | None) -> str:
 def dimension_sentence(dims: Dimensions) -> str:
     """What the parallel analysis says, in one or two sentences."""
     if dims.n_dimensions is None:
-        return "The number of dimensions cannot be estimated: " + ("; ".join(dims.notes) or "too little data") + "."
+        return "The number of dimensions cannot be estimated: " + (_reasons(dims.reasons) or "too little data") + "."
     p = dims.n_variables
     what = "domains" if dims.variables and len(dims.variables) == p else "variables"
     first = (f"the first eigenvalue ({dims.eigenvalues[0]:.1f} of {p}) carries {dims.first_share:.0%} of the "
@@ -379,7 +347,7 @@ def category_sentence(structure: Structure) -> str:
     n = len(cats.categories)
     if cats.verdict == "undetermined":
         return f"With {n} categories, whether they behave like distinct abilities cannot be told: " + \
-            ("; ".join(cats.notes) or "too few models") + "."
+            (_reasons(cats.reasons) or "too few models") + "."
     base = (f"After each model's level is removed, domains of the same category correlate {cats.within:+.2f} on "
             f"average and domains of different categories {cats.between:+.2f} (permutation p = "
             f"{cats.p_value:.2g}, {cats.draws} draws)")
@@ -398,15 +366,16 @@ def category_sentence(structure: Structure) -> str:
                   "which model to pick beyond its overall level." + extra
 
 
-def structure_sentences(structure: Structure, table: pd.DataFrame | None = None) -> list[str]:
+def structure_sentences(structure: Structure, correlations: dict[str, dict[str, float]] | None = None) -> list[str]:
     """Plain sentences saying what the decomposition and the dimensions mean for this data.
 
     Parameters
     ----------
     structure : Structure
         :func:`jagged.stats.structure.structure`.
-    table : pandas.DataFrame, optional
-        The metrics table (adds how cv_error and relative jaggedness relate to the level).
+    correlations : dict, optional
+        :attr:`jagged.analysis.Analysis.level_correlations` (adds how cv_error and the
+        relative jaggedness relate to the level).
 
     Returns
     -------
@@ -415,11 +384,11 @@ def structure_sentences(structure: Structure, table: pd.DataFrame | None = None)
     """
     dec = structure.decomposition
     if not dec.ok:
-        return ["No decomposition: " + "; ".join(dec.notes) + "."]
+        return ["No decomposition: " + _reasons(dec.reasons) + "."]
     out = [_shares_sentence(structure), cross_sentence(structure), _meaning_sentence(structure),
-           _relative_sentence(structure, table), dimension_sentence(structure.dimensions),
+           _relative_sentence(structure, correlations), dimension_sentence(structure.dimensions),
            category_sentence(structure)]
-    out += [f"Note: {n}." for n in dec.notes]
+    out += [f"Note: {reason_text(r)}." for r in dec.reasons]
     return [s for s in out if s]
 
 
@@ -455,7 +424,7 @@ def describe_profile(profile: pd.DataFrame, model: str, *, ci: float = 0.95) -> 
 
 
 def structure_text(structure: Structure) -> str:
-    """The plain-text summary ``jagged structure`` prints."""
+    """The plain-text summary ``jagged structure`` prints, control characters in names escaped."""
     dec, dims = structure.decomposition, structure.dimensions
     lines = [f"jagged structure: {plural(len(dec.models), 'model')} x {plural(len(dec.domains), 'domain')}"]
     if dec.ok:
@@ -465,7 +434,7 @@ def structure_text(structure: Structure) -> str:
                          f"  {row.part:<50}  unknown")
     lines.append("dimensions (parallel analysis):")
     if dims.n_dimensions is None:
-        lines.append("  not computable: " + "; ".join(dims.notes))
+        lines.append("  not computable: " + _reasons(dims.reasons))
     else:
         lines.append(f"  retained: {dims.n_dimensions} of {dims.n_variables}; first share {dims.first_share:.1%}; "
                      f"draws {dims.draws}, seed {dims.seed}, {dims.percentile:.0%} percentile")
@@ -474,7 +443,54 @@ def structure_text(structure: Structure) -> str:
         lines += [f"  {r.eigenvalue:10.3f} {r.threshold:10.3f}{'  *' if r.retained else ''}"
                   for r in shown.itertuples()]
     lines += [f"  {s}" for s in structure_sentences(structure)]
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # a name is data: its newline never starts a line
+
+
+def reason_text(reason: Reason) -> str:
+    """A :data:`~jagged.stats.decomposition.Reason` of the decomposition, dimensions or category check in words."""
+    code, f = reason
+    if code == "no_n_items":
+        return "the scores do not all carry n_items: the sampling noise is unknown"
+    if code == "not_connected":
+        return (f"{plural(len(f['models']), 'model')} share no domain with the main table and are not decomposed: "
+                f"{listing(f['models'])}")
+    if code == "too_small":
+        return f"{NOTE_FEW_MODELS}; the table has {plural(f['models'], 'model')} and {plural(f['domains'], 'domain')}"
+    if code == "too_few_observations":
+        return (f"parallel analysis needs at least 3 observations and 2 variables; there are {f['observations']} "
+                f"and {f['variables']}")
+    if code == "rank_deficient":
+        return (f"rank-deficient: {f['models']} models for {f['domains']} domains, so the correlation matrix has rank "
+                f"at most {f['rank']}; at most {f['rank']} dimensions can show, and loadings on several dimensions "
+                "cannot be estimated")
+    if code == "incomplete_models":
+        return (f"{plural(f['models'], 'model')} lacking domains left out of the parallel analysis (it needs complete "
+                "rows)")
+    if code == "constant_domains":
+        return (f"{plural(len(f['domains']), 'domain')} with the same score for every model dropped: "
+                f"{listing(f['domains'])}")
+    if code == "fewer_draws":
+        return (f"{f['draws']} permutation draws instead of {f['default']}, to bound the work on {f['models']} models "
+                f"× {f['domains']} domains")
+    if code == "too_few_models":
+        return ("too few complete models, or no category with 2 domains, to compare correlations within and between "
+                "categories")
+    if code == "undefined_correlations":
+        return "residual correlations undefined"
+    return code
+
+
+def _reasons(reasons: list[Reason]) -> str:
+    return "; ".join(reason_text(r) for r in reasons)
+
+
+def structure_summary(structure: Structure) -> dict:
+    """What ``jagged structure --json`` prints: :meth:`Structure.summary` with its reasons in words (``notes``)."""
+    out = structure.summary()
+    out["notes"] = [reason_text(r) for r in out["notes"]]
+    if out["categories"] is not None:
+        out["categories"]["notes"] = [reason_text(r) for r in out["categories"]["notes"]]
+    return out
 
 
 # --------------------------------------------------------------------------- alt texts

@@ -7,13 +7,14 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple
 
 import pandas as pd
 
+from jagged.readers.canonical import summarize
 from jagged.readers.dataset import Dataset
-from jagged.readers.table import summarize
-from jagged.text import and_more, listing, plural
+from jagged.text import and_more, listing, plural, printable
 
 
 class Fact(NamedTuple):
@@ -49,8 +50,9 @@ def read_facts(dataset: Dataset, *, limit: int = 8) -> list[Fact]:
     -------
     list of Fact
         Input, format, scores (rows: model × domain pairs), models, domains, models with every
-        domain, score range, item counts, categories (when any), then each
-        ``Dataset.details`` entry that has a short text (:func:`detail_text`).
+        domain, score range, item counts, categories (when any), the selection options given
+        (:func:`selection_text`, when any), then each ``Dataset.details`` entry that has a
+        short text (:func:`detail_text`; one named like a fact above gets " (listed)").
     """
     facts = summarize(dataset.scores)
     complete = f"{facts['complete_models']} of {facts['models']}"
@@ -68,11 +70,37 @@ def read_facts(dataset: Dataset, *, limit: int = 8) -> list[Fact]:
     ]
     if facts["categories"]:
         rows.append(Fact("categories", "categories", str(facts["categories"])))
+    if dataset.selection:
+        rows.append(Fact("selection", "selection", selection_text(dataset.selection)))
+    fixed = {row.key for row in rows}
     for key, value in dataset.details.items():
         text = detail_text(str(key), value, limit=limit)
         if text:  # objects the report shows in sections of their own have no short text
-            rows.append(Fact(str(key), str(key), text))
+            key = str(key) if str(key) not in fixed else f"{key} (listed)"  # a reader's list of the models
+            rows.append(Fact(key, key, text))
     return rows
+
+
+def selection_text(selection: Mapping[str, Any], limit: int = 5) -> str:
+    """What the selection options chose, in words (:attr:`jagged.Dataset.selection`).
+
+    ``{"where": ["release=2024-08-31"], "n_items": "50"}`` reads ``rows where
+    release=2024-08-31; n_items 50 for every domain (--n-items)``; lists of models or
+    domains name their first ``limit``; a file of item counts is named without its folder.
+    """
+    parts = []
+    if selection.get("where"):
+        parts.append("rows where " + " and ".join(str(c) for c in selection["where"]))
+    for key, word in (("models", "model"), ("domains", "domain")):
+        if selection.get(key):
+            chosen = list(selection[key])
+            parts.append(f"{plural(len(chosen), word)} chosen ({listing(chosen, limit)})")
+    counts = selection.get("n_items")
+    if counts:
+        whole = str(counts).strip().isdigit()
+        parts.append(f"n_items {counts} for every domain (--n-items)" if whole
+                     else f"n_items from {Path(str(counts)).name} (--n-items)")
+    return "; ".join(parts)
 
 
 def describe(dataset: Dataset) -> str:
@@ -113,27 +141,31 @@ def describe(dataset: Dataset) -> str:
     return "; ".join(parts) + ". OK"
 
 
-def collections_text(source: str, collections: list[tuple[str, int, int]]) -> str:
+def collections_text(source: str, collections: list[tuple[str, int, int, list[str]]]) -> str:
     """What ``jagged validate`` says about a datastore holding several collections.
 
     Parameters
     ----------
     source : str
         The folder named.
-    collections : list of (name, files, models)
-        :func:`jagged.readers.eee_collection.datastore_collections`.
+    collections : list of (name, files, models, benchmarks)
+        :func:`jagged.readers.eee_collection.datastore_collections` (models counted by id, as
+        every other count of jagged).
 
     Returns
     -------
     str
-        One line per collection under a header line, and how to choose one.
+        One line per collection under a header line, and how to choose one; a collection
+        holding several benchmarks names them (``--where "dataset=NAME"`` reads one).
     """
     lines = [f"{source}: an Every Eval Ever datastore of {plural(len(collections), 'collection')} "
              f"({plural(sum(c[1] for c in collections), 'file')}); read one with --collection NAME:"]
-    width = max(len(name) for name, _, _ in collections)
-    lines += [f"  {name:<{width}}  {plural(files, 'file')}, {plural(models, 'model')}"
-              for name, files, models in collections]
-    return "\n".join(lines)
+    width = max(len(c[0]) for c in collections)
+    for name, files, models, benchmarks in collections:
+        several = (f"; {len(benchmarks)} benchmarks ({listing(benchmarks, 4)}), read one with --where "
+                   '"dataset=NAME"' if len(benchmarks) > 1 else "")
+        lines.append(f"  {name:<{width}}  {plural(files, 'file')}, {plural(models, 'model')}{several}")
+    return "\n".join(printable(line) for line in lines)  # a folder name is data: its newline never starts a line
 
 
 def _hierarchy_text(paths: dict[str, str]) -> str:

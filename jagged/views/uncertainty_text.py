@@ -78,7 +78,8 @@ def uncertainty_statement(table: pd.DataFrame, *, n_boot: int, ci: float) -> str
         none = rows[rows["interval_note"] != ""]
         if methods:
             parts.append(f"Intervals: {ci:.0%} percentile intervals from {n_boot} replicates of a "
-                         f"{' and a '.join(methods)}.")
+                         f"{' and a '.join(methods)}, each centred on the value it is printed with (for cv_error "
+                         "and the relative jaggedness, the value with sampling noise removed), so it contains it.")
         if len(none) == len(rows):
             parts.append("No interval could be computed: the scores carry no n_items, so their sampling "
                          "noise is unknown; give item counts or item-level results to get intervals.")

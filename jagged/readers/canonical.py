@@ -24,6 +24,7 @@ the value at fault.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,8 +75,20 @@ def name_categories(raw: pd.Series, column: str, source: str, line_offset: int |
     return pd.Categorical.from_codes(remap[codes], categories=pd.Index(merged, dtype=object))
 
 
+def check_percent_scale(largest: float, source: str) -> None:
+    """Refuse ``--score-scale percent`` for scores that are all at most 1: fractions, not percentages.
+
+    ``largest`` is the largest score as read (before dividing by 100). Every score at most 1
+    % would be a table of near-total failures; a table of fractions read as percentages
+    gives scores near 0.007 and silently wrong numbers (issue 29).
+    """
+    if largest <= 1.0:
+        raise JaggedInputError(f"{source}: every score is at most 1 (the largest is {largest:g}), so the scores are "
+                               "fractions, not percentages; drop --score-scale percent")
+
+
 def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = "fraction",
-                line_offset: int | None = 2) -> pd.Series:
+                line_offset: int | None = 2, whole: bool = True) -> pd.Series:
     """Convert a score column to float fractions in [0, 1], or raise a one-line error.
 
     Parameters
@@ -90,6 +103,10 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
         ``"percent"`` divides by 100 before the range check.
     line_offset : int or None
         Added to an integer row label to give the file line (2 for a CSV with a header).
+    whole : bool
+        The column holds every score of the table, so ``"percent"`` with every value at
+        most 1 is refused (:func:`check_percent_scale`); False for one column of a wide
+        table, which the caller checks as a whole.
 
     Returns
     -------
@@ -124,6 +141,8 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
         raise JaggedInputError(
             f"{source}: column '{column}' has an infinite value {arr[inf][0]} ({row_location(first, line_offset)})")
     if score_scale == "percent":
+        if whole and len(arr):
+            check_percent_scale(float(arr.max()), source)
         arr = arr / 100.0
         values = pd.Series(arr, index=values.index)
     out = (arr < 0) | (arr > 1)
@@ -140,17 +159,21 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
     return pd.Series(arr, index=values.index, name="score", dtype="float64")
 
 
+#: Most items behind one score: 2**53, the largest whole number a float holds exactly (and a binomial draw takes).
+MAX_N_ITEMS = 2**53
+
+
 def _n_items(raw: pd.Series, source: str, line_offset: int | None) -> pd.Series:
     values = pd.to_numeric(raw, errors="coerce").astype("float64")
     bad = values.isna() & raw.notna() & (raw.astype("string").str.strip() != "")
     arr = values.to_numpy()
-    bad_num = ~np.isnan(arr) & ((arr <= 0) | ~np.isfinite(arr) | (arr != np.round(arr)))
+    bad_num = ~np.isnan(arr) & ((arr <= 0) | ~np.isfinite(arr) | (arr != np.round(arr)) | (arr > MAX_N_ITEMS))
     bad = bad.to_numpy() | bad_num
     if bad.any():
         first = values.index[int(np.argmax(bad))]
         raise JaggedInputError(
             f"{source}: column 'n_items' has value {cell_repr(raw.iloc[int(np.argmax(bad))])}, not a positive whole "
-            f"number ({row_location(first, line_offset)})")
+            f"number of at most 2**53 ({row_location(first, line_offset)})")
     return pd.Series(arr, index=values.index, name="n_items", dtype="float64")
 
 
@@ -318,8 +341,13 @@ def wide_to_long(frame: pd.DataFrame, source: str = "<table>", *, score_scale: s
     for col in domain_cols:
         cells = frame[col]
         present = cells.notna() & (cells.astype("string").str.strip() != "").fillna(False)
-        converted = to_fraction(cells[present], str(col), source, score_scale=score_scale, line_offset=line_offset)
+        converted = to_fraction(cells[present], str(col), source, score_scale=score_scale, line_offset=line_offset,
+                                whole=False)
         frame[col] = converted.reindex(frame.index)
+    if score_scale == "percent":
+        largest = frame[domain_cols].max().max()
+        if pd.notna(largest):
+            check_percent_scale(100.0 * float(largest), source)
     long = frame.melt(id_vars="model", value_vars=domain_cols, var_name="domain",
                       value_name="score", ignore_index=False)
     long = long[long["score"].notna().to_numpy()]
@@ -347,11 +375,9 @@ class ItemCounts:
     by_domain: dict[str, float] = field(default_factory=dict)
     source: str = ""
 
-    def describe(self) -> str:
-        """What ``jagged validate`` and the report say about the counts."""
-        if self.every is not None:
-            return f"--n-items {self.every:g} for every domain"
-        return f"--n-items {self.source} ({plural(len(self.by_domain), 'domain')})"
+
+#: What ``--n-items`` reads as a number rather than a file name.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
 
 
 def _whole(value: Any) -> float | None:
@@ -359,7 +385,7 @@ def _whole(value: Any) -> float | None:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
         return None
-    return number if np.isfinite(number) and number > 0 and number == round(number) else None
+    return number if np.isfinite(number) and 0 < number <= MAX_N_ITEMS and number == round(number) else None
 
 
 def item_counts(value: Any) -> ItemCounts:
@@ -377,13 +403,14 @@ def item_counts(value: Any) -> ItemCounts:
         Neither a positive whole number nor a readable file; the file lacks a column,
         has an empty, non-whole or non-positive count, or gives one domain two counts.
     """
-    if not isinstance(value, (str, Path)) or (isinstance(value, str) and _whole(value) is not None):
+    numeric = isinstance(value, str) and _NUMBER.fullmatch(value.strip()) is not None
+    if not isinstance(value, (str, Path)) or numeric:
         number = None if isinstance(value, bool) else _whole(value)
         if number is None:
-            raise JaggedInputError(f"--n-items {str(value)[:60]!r}: not a positive whole number")
+            raise JaggedInputError(f"--n-items {str(value)[:60]!r}: not a positive whole number of at most 2**53")
         return ItemCounts(every=number, source=f"{number:g}")
     path = Path(value)
-    if not path.is_file():
+    if not os.path.isfile(path):  # os.path: a name too long for the file system is no file either
         raise JaggedInputError(f"--n-items {str(value)[:60]!r}: neither a positive whole number nor a file")
     from jagged.readers.files import read_csv
 
