@@ -1,29 +1,32 @@
-"""The flawed-item posterior (jagged.stats.flaw): its time against the 2PL fit's and the audit's, and its ranking.
+"""The flaw model (jagged.stats.flaw): its time against the 2PL fit's, and how well it ranks, counts and flags.
 
-Parts (``--part`` picks some; all by default):
+Parts (``--part`` picks some; all but ``redux`` by default):
 
-* ``speed``: the bundled MMLU-Pro item table (29 models × 12,032 items, choices and
-  keys). Timed in the same run, each the best of ``--repeat`` runs, wall clock and
-  process CPU time: :func:`jagged.stats.irt.fit_2pl` (the baseline),
-  :func:`jagged.stats.flaw.flaw_posterior` given that fit, and the classical audit
-  :func:`jagged.stats.item_audit.item_audit`. Printed: the seconds and the posterior's
-  time as a ratio of each baseline. Target (issue 19): the posterior within ~2 s on an
-  idle machine, where fit_2pl takes ~1.3 s (a ratio of about 1.5 or less).
-* ``mmlu``: the ranking against the 31 MMLU-Pro items whose key letter was revised
-  between releases (tests/data/mmlu_pro_items.csv.gz): AUC and precision@31 of the
-  posterior, the classical suspicion and the one-line rule (1 − p_correct, ties broken
-  by how many models agree on one wrong option); the posterior against the classical
-  score within math (where 23 of the 31 are) and outside it, and a paired bootstrap of
-  the AUC difference (positives and negatives resampled, ``--boot`` draws).
-* ``simulation``: tests/irt_simulation.py ``simulate_benchmark``, the class of issue
-  19's held-out annotated sets (10 models × 3,000 items, 9 % flawed; 14 × 5,700,
-  6.5 %; one subject 57 % flawed), with and without ``n_options``, over ``--seeds``:
-  precision among the top 100 and AUC of the posterior, the one-line rule and the
-  classical suspicion.
+* ``speed``: the bundled MMLU-Pro item table (29 models × 12,032 items, choices and keys),
+  each the best of ``--repeat`` runs, wall clock and process CPU time, one BLAS thread (as
+  the report): :func:`jagged.stats.irt.fit_2pl` (the baseline) and
+  :func:`jagged.stats.flaw.flaw_posterior` given that fit, and their ratio.
+* ``mmlu``: the ranking against the 31 MMLU-Pro items whose key letter was revised between
+  releases (tests/data/mmlu_pro_items.csv.gz): AUC and precision@31 of P(flawed) and of the
+  one-line rule (1 − p_correct, ties broken by how many models agree on one wrong option);
+  the within-domain AUC (pairs of a revised and an unrevised item of one domain) against the
+  retired classical score's, measured before it was retired; within and outside math.
+* ``simulation``: tests/irt_simulation.py ``simulate_benchmark``, the class of the held-out
+  annotated sets (10 models × 30 domains, 9 % flawed; 14 × 57, 6.5 %; 120 × 30; hard sound
+  domains; one domain 57 % flawed; flaws of several kinds, about half visible), over
+  ``--seeds``: precision among the top 100 and AUC of P(flawed) and of the one-line rule,
+  expected flawed against planted with the total's interval, the share of domains whose
+  interval holds the planted count, the hard domains' share of miskeyed items shown, the
+  rank correlation of the estimated flawed share with accuracy; and a model that memorised
+  80 % of the keys: its z and whether it and honest models are flagged.
+* ``redux``: real expert annotations with per-item responses, when ``--redux DIR`` points at
+  a copy of github.com/aryopg/mmlu-redux (its ``outputs/analyses`` folder: 10 HELM models ×
+  30 subjects; ``outputs/multi_expert_helm``: 14 models × 57 subjects; one CSV per subject
+  with the models' letters, ``groundtruth_answer`` and ``error_type``; nothing of it is
+  kept): the held-out criteria of issue 31 on them.
 
-Run: ``.venv/bin/python benchmarks/bench_flaw.py [--part speed,mmlu,simulation] [--repeat 3]
-[--seeds 0,1,2] [--boot 1000]``.
-Timings on a shared machine vary; compare the ratios, which are measured in one run.
+Run: ``.venv/bin/python benchmarks/bench_flaw.py [--part speed,mmlu,simulation,redux] [--repeat 3]
+[--seeds 0,1,2] [--redux DIR]``. Timings on a shared machine vary; compare the ratios.
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 REVISED_OPTIONS = {2129, 2253, 2453, 3983, 5457, 5664, 5666, 6921, 8410, 8582, 8584}
+#: The retired classical suspicion score on MMLU-Pro's revised keys, measured at 589efc6 (before it was retired):
+#: AUC over all items and within domains.
+CLASSICAL_AUC, CLASSICAL_WITHIN_DOMAIN_AUC = 0.927, 0.9332
+#: Columns of an mmlu-redux CSV that are not a model's answers.
+REDUX_META = {"question", "choices", "groundtruth_answer", "answer", "error_type", "source", "correct_answer",
+              "potential_reason", "binary_error_type"}
 
 
 def one_line_rule(table: pd.DataFrame) -> pd.Series:
@@ -59,6 +68,17 @@ def metrics(score: pd.Series, positives: set, k: int) -> tuple[float, float]:
     score.index = score.index.astype(str)
     _, auc = recall_and_auc(score, np.asarray(sorted(positives), dtype=object))
     return auc, precision_at(score, positives, k)
+
+
+def within_domain_auc(score: pd.Series, domain: pd.Series, positives: set) -> float:
+    """P(a positive item outranks a negative one of its domain), ties ½."""
+    num = den = 0.0
+    for _, part in score.groupby(domain):
+        y = part.index.isin(list(positives))
+        pos, neg = part.to_numpy()[y], part.to_numpy()[~y]
+        num += (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+        den += len(pos) * len(neg)
+    return num / den if den else float("nan")
 
 
 def timed(fn, repeat: int):
@@ -86,95 +106,138 @@ def revised_items() -> set[str]:
 
 def part_speed(table: pd.DataFrame, repeat: int) -> None:
     from jagged.stats.flaw import flaw_posterior
+    from jagged.stats.information import blas_threads_for, matrix_cells
     from jagged.stats.irt import fit_2pl
-    from jagged.stats.item_audit import item_audit
 
-    fit, fit_wall, fit_cpu = timed(lambda: fit_2pl(table), repeat)
-    post, wall, cpu = timed(lambda: flaw_posterior(table, fit), repeat)
-    _, audit_wall, audit_cpu = timed(lambda: item_audit(table), repeat)
+    with blas_threads_for(matrix_cells(table)):
+        fit, fit_wall, fit_cpu = timed(lambda: fit_2pl(table), repeat)
+        _, wall, cpu = timed(lambda: flaw_posterior(table, fit), repeat)
     print(f"MMLU-Pro ({table['model'].nunique()} models x {table['item'].nunique():,} items), best of {repeat}:")
     print(f"  fit_2pl        {fit_wall:6.2f} s wall {fit_cpu:6.2f} s CPU")
-    print(f"  flaw_posterior {wall:6.2f} s wall {cpu:6.2f} s CPU ({post.iterations} EM steps, "
-          f"converged {post.converged})")
-    print(f"  item_audit     {audit_wall:6.2f} s wall {audit_cpu:6.2f} s CPU (calls the posterior too, when in memory)")
-    print(f"  ratio posterior / fit_2pl: {wall / fit_wall:.2f} wall, {cpu / fit_cpu:.2f} CPU "
-          f"(target <= ~1.5: ~2 s against ~1.3 s idle)")
-    print(f"  ratio posterior / item_audit: {wall / audit_wall:.2f} wall, {cpu / audit_cpu:.2f} CPU")
+    print(f"  flaw_posterior {wall:6.2f} s wall {cpu:6.2f} s CPU (with the key-agreement check)")
+    print(f"  ratio flaw_posterior / fit_2pl: {wall / fit_wall:.2f} wall, {cpu / fit_cpu:.2f} CPU")
 
 
-def part_mmlu(table: pd.DataFrame, boot: int = 1000) -> None:
+def part_mmlu(table: pd.DataFrame) -> None:
     from jagged.stats.flaw import flaw_posterior
-    from jagged.stats.item_audit import item_audit
 
     revised = revised_items()
-    post = flaw_posterior(table)
-    rows = {"posterior": post.items.set_index("item")["posterior"],
-            "classical suspicion": item_audit(table).set_index("item")["suspicion"],
-            "one-line rule": one_line_rule(table.assign(item=table["item"].astype(str)))}
-    print(f"MMLU-Pro, {len(revised)} revised keys ({(post.items['posterior'] > 0.5).mean():.1%} of items "
-          "given posterior > 0.5):")
-    for name, score in rows.items():
+    post = flaw_posterior(table).items.set_index("item")
+    post.index = post.index.astype(str)
+    rule = one_line_rule(table.assign(item=table["item"].astype(str)))
+    print(f"MMLU-Pro, {len(revised)} revised keys ({(post['posterior'] > 0.5).mean():.1%} of items at P > 0.5):")
+    for name, score in (("P(flawed)", post["log_odds"]), ("one-line rule", rule)):
         auc, p31 = metrics(score, revised, len(revised))
-        print(f"  {name:20s} AUC {auc:.3f}  precision@31 {p31:.3f}")
-    ours, classical = (rows[k].set_axis(rows[k].index.astype(str)) for k in ("posterior", "classical suspicion"))
-    domain = post.items.set_index("item")["domain"].astype(str)
+        print(f"  {name:14s} AUC {auc:.3f}  precision@31 {p31:.3f}")
+    print(f"  classical (retired; measured at 589efc6) AUC {CLASSICAL_AUC:.3f}")
+    domain = post["domain"].astype(str)
+    within = within_domain_auc(post["log_odds"], domain, revised)
+    verdict = "holds" if within >= CLASSICAL_WITHIN_DOMAIN_AUC else "not met"
+    print(f"  within-domain AUC: P(flawed) {within:.4f} against the classical score's "
+          f"{CLASSICAL_WITHIN_DOMAIN_AUC:.4f} ({verdict})")
     for label, keep in (("within math", domain == "math"), ("outside math", domain != "math")):
         items = domain.index[keep]
         pos = revised & set(items)
-        print(f"  {label} ({len(pos)} revised of {len(items):,}): AUC posterior "
-              f"{metrics(ours.reindex(items), pos, len(pos))[0]:.3f}, classical "
-              f"{metrics(classical.reindex(items), pos, len(pos))[0]:.3f}")
-    diff, lo, hi, share = auc_difference(ours, classical.reindex(ours.index), revised, boot)
-    print(f"  AUC posterior - classical {diff:+.4f}, 95 % bootstrap interval [{lo:+.4f}, {hi:+.4f}], "
-          f"posterior ahead in {share:.0%} of {boot} draws")
+        auc = metrics(post["log_odds"].reindex(items), pos, len(pos))[0]
+        print(f"  {label} ({len(pos)} revised of {len(items):,}): AUC {auc:.3f}")
 
 
-def auc_difference(a: pd.Series, b: pd.Series, positives: set, boot: int,
-                   seed: int = 0) -> tuple[float, float, float, float]:
-    """AUC(a) − AUC(b) on the same items, its paired bootstrap 95 % interval and the share of draws above 0."""
-    from scipy.stats import rankdata
+def evaluate(table: pd.DataFrame, flawed: set, post) -> dict[str, float]:
+    """The held-out criteria of issue 31 for one benchmark with known flawed items."""
+    from scipy.stats import spearmanr
 
-    y = a.index.isin(list(positives))
-    a, b = a.to_numpy(dtype=float), b.to_numpy(dtype=float)
+    items = post.items.set_index("item")
+    items.index = items.index.astype(str)
+    auc, p100 = metrics(items["log_odds"], flawed, 100)
+    _, rule100 = metrics(one_line_rule(table.assign(item=table["item"].astype(str))), flawed, 100)
+    dom = post.domains.set_index("domain")
+    true = pd.Series(items.index.isin(list(flawed)), index=items.index).groupby(items["domain"]).sum()
+    true = true.reindex(dom.index).fillna(0)
+    inside = ((dom["lower"] <= true) & (true <= dom["upper"])).mean()
+    rho = spearmanr(dom["expected_flawed"] / dom["n_items"], dom["accuracy"]).statistic
+    t = post.total
+    return {"items": len(items), "flawed": len(flawed), "expected": t["expected_flawed"], "lower": t["lower"],
+            "upper": t["upper"], "ratio": t["expected_flawed"] / max(len(flawed), 1), "shown": t["visible"],
+            "domains_held": inside, "rho_share_accuracy": rho, "auc": auc, "p100": p100, "rule_p100": rule100,
+            "flagged_models": int(post.models["flagged"].sum()), "models": len(post.models)}
 
-    def auc(score: np.ndarray, yy: np.ndarray) -> float:
-        r = rankdata(score)
-        n1 = yy.sum()
-        return float((r[yy].sum() - n1 * (n1 + 1) / 2) / (n1 * (len(yy) - n1)))
 
-    rng = np.random.default_rng(seed)
-    pi, ni = np.flatnonzero(y), np.flatnonzero(~y)
-    yy = np.r_[np.ones(len(pi), dtype=bool), np.zeros(len(ni), dtype=bool)]
-    draws = np.empty(boot)
-    for k in range(boot):
-        idx = np.concatenate([rng.choice(pi, len(pi)), rng.choice(ni, len(ni))])
-        draws[k] = auc(a[idx], yy) - auc(b[idx], yy)
-    lo, hi = np.percentile(draws, [2.5, 97.5])
-    return auc(a, y) - auc(b, y), float(lo), float(hi), float((draws > 0).mean())
+def line(name: str, r: dict[str, float]) -> str:
+    return (f"  {name}: expected flawed {r['expected']:,.0f} [{r['lower']:,.0f}, {r['upper']:,.0f}] against "
+            f"{r['flawed']:,} ({r['ratio']:.2f}x; {r['shown']:,.0f} shown in responses); per-domain 90% intervals "
+            f"hold {r['domains_held']:.0%}; rank corr(share, accuracy) {r['rho_share_accuracy']:+.2f}; AUC "
+            f"{r['auc']:.3f}; P@100 {r['p100']:.2f} (rule {r['rule_p100']:.2f}); flagged models "
+            f"{r['flagged_models']} of {r['models']}")
 
 
 def part_simulation(seeds: list[int]) -> None:
     from irt_simulation import simulate_benchmark
+    from scipy.stats import spearmanr
 
     from jagged.stats.flaw import flaw_posterior
-    from jagged.stats.item_audit import item_audit
 
-    sets = {"10 models x 3,000 (9 %)": (10, 3000, 30, 0.09), "14 models x 5,700 (6.5 %)": (14, 5700, 57, 0.065)}
-    print("Simulated annotated sets (tests/irt_simulation.py simulate_benchmark): top-100 precision / AUC")
-    for name, (n_models, n_items, n_domains, share) in sets.items():
-        for with_n in (True, False):
-            res: dict[str, list[tuple[float, float]]] = {"posterior": [], "one-line rule": [], "classical": []}
-            for seed in seeds:
-                table, truth = simulate_benchmark(n_models=n_models, n_items=n_items, n_domains=n_domains,
-                                                  flawed_share=share, with_n_options=with_n, seed=seed)
-                planted = set(truth.loc[truth["flawed"], "item"])
-                res["posterior"].append(metrics(flaw_posterior(table).items.set_index("item")["posterior"],
-                                                planted, 100))
-                res["one-line rule"].append(metrics(one_line_rule(table), planted, 100))
-                res["classical"].append(metrics(item_audit(table).set_index("item")["suspicion"], planted, 100))
-            cells = "  ".join(f"{k} P@100 {np.mean([p for _, p in v]):.2f} AUC {np.mean([a for a, _ in v]):.3f}"
-                              for k, v in res.items())
-            print(f"  {name}, {'with' if with_n else 'without'} n_options (seeds {seeds}): {cells}")
+    sets = {"10 models x 30 domains (9 %)": (10, 30, 0.09), "14 models x 57 domains (6.5 %)": (14, 57, 0.065),
+            "120 models x 30 domains (9 %)": (120, 30, 0.09)}
+    print("Simulated annotated benchmarks (tests/irt_simulation.py simulate_benchmark):")
+    for name, (n_models, n_domains, share) in sets.items():
+        for seed in seeds:
+            table, truth = simulate_benchmark(n_models=n_models, n_domains=n_domains, flawed_share=share, seed=seed)
+            post = flaw_posterior(table)
+            print(line(f"{name}, seed {seed}", evaluate(table, set(truth.loc[truth["flawed"], "item"]), post)))
+            dom = post.domains.set_index("domain")
+            hard, hot = dom[dom.index.str.startswith("hard")], dom[dom.index.str.startswith("hot")].iloc[0]
+            planted = truth.groupby("domain")["flawed"].mean().reindex(dom.index)
+            print(f"    hard sound domains (accuracy {hard['accuracy'].mean():.2f}): miskeyed shown "
+                  f"{(hard['visible'] / hard['n_items']).mean():.1%} of items; the 57 % domain (accuracy "
+                  f"{hot['accuracy']:.2f}): {hot['visible']:.0f} shown; planted share's rank corr with accuracy "
+                  f"{spearmanr(planted, dom['accuracy']).statistic:+.2f}")
+        table, _ = simulate_benchmark(n_models=n_models, n_domains=n_domains, flawed_share=share, memoriser=0.8,
+                                      seed=max(seeds) + 1)
+        models = flaw_posterior(table).models.set_index("model")
+        m = models.loc["model-000"]
+        print(f"    a model with 80 % of the keys memorised: agrees {m['agree']:.0%} (peers {m['agree_peers']:.0%}), "
+              f"z {m['z']:+.1f}, flagged {bool(m['flagged'])}; honest models flagged "
+              f"{int(models['flagged'].drop('model-000').sum())} of {len(models) - 1}")
+
+
+def redux_table(folder: Path) -> tuple[pd.DataFrame, set]:
+    """An item table (model, domain, item, correct, choice, key, n_options) and the annotated items of one folder."""
+    rows, flawed = [], set()
+    for path in sorted(folder.glob("*.csv")):
+        frame = pd.read_csv(path)
+        if "error_type" not in frame or "groundtruth_answer" not in frame:
+            continue
+        models = [c for c in frame.columns if c not in REDUX_META and "_" in c
+                  and not c.startswith(("majority", "gt_", "entropy", "pred_"))]
+        key = np.array(list("ABCD"))[frame["groundtruth_answer"].astype(int).to_numpy()]
+        items = np.array([f"{path.stem}/{k}" for k in range(len(frame))], dtype=object)
+        flawed |= set(items[frame["error_type"].astype(str).str.lower().to_numpy() != "ok"])
+        for model in models:
+            choice = frame[model].astype("string").str.strip()
+            choice = choice.where(choice.isin(list("ABCD")), None)
+            rows.append(pd.DataFrame({"model": model, "domain": path.stem, "item": items, "choice": choice,
+                                      "key": key, "n_options": 4}))
+    table = pd.concat(rows, ignore_index=True)
+    table["correct"] = (table["choice"] == table["key"]).fillna(False).astype(float)
+    return table, flawed
+
+
+def part_redux(folder: Path) -> None:
+    from jagged.stats.flaw import flaw_posterior
+
+    print(f"MMLU-Redux expert annotations with HELM per-item answers ({folder}):")
+    for sub in ("outputs/analyses", "outputs/multi_expert_helm"):
+        if not (folder / sub).is_dir():
+            print(f"  {sub}: not found")
+            continue
+        table, flawed = redux_table(folder / sub)
+        post = flaw_posterior(table)
+        print(line(f"{sub} ({table['model'].nunique()} models, {table['domain'].nunique()} subjects)",
+                   evaluate(table, flawed, post)))
+        flagged = post.models[post.models["flagged"]]
+        for r in flagged.itertuples():
+            print(f"    flagged: {r.model} agrees {r.agree:.0%} with likely wrong keys (peers {r.agree_peers:.0%}, "
+                  f"z {r.z:+.1f})")
 
 
 def main() -> None:
@@ -182,16 +245,20 @@ def main() -> None:
     parser.add_argument("--part", default="speed,mmlu,simulation")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--boot", type=int, default=1000)
+    parser.add_argument("--redux", type=Path, default=None, help="a copy of github.com/aryopg/mmlu-redux")
     args = parser.parse_args()
     parts = set(args.part.split(","))
     table = mmlu_table() if parts & {"speed", "mmlu"} else None
     if "speed" in parts:
         part_speed(table, args.repeat)
     if "mmlu" in parts:
-        part_mmlu(table, args.boot)
+        part_mmlu(table)
     if "simulation" in parts:
         part_simulation([int(s) for s in args.seeds.split(",")])
+    if "redux" in parts or args.redux is not None:
+        if args.redux is None:
+            parser.error("--part redux needs --redux DIR")
+        part_redux(args.redux)
 
 
 if __name__ == "__main__":

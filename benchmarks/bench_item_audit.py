@@ -1,11 +1,11 @@
-"""The item audit: speed on MMLU-Pro, memory out of core, and the evidence for the suspicion score.
+"""The item audit's classical evidence: speed on MMLU-Pro and memory out of core.
 
-Three parts (``--part`` picks some; all by default):
+Two parts (``--part`` picks some; all by default; P(flawed) is benchmarks/bench_flaw.py's):
 
 * ``speed``: every item statistic for the bundled MMLU-Pro responses (29 models × 12,032
   items, up to 10 options) with :func:`jagged.stats.item_audit.audit_items` (median of 5
-  runs, from the loaded dataset), and the engine's share of it (the sums, the Σ softplus
-  and the sensitivity's sums of :func:`jagged.stats.item_sums.item_sums`, warm; target
+  runs, from the loaded dataset, without the flaw model), and the engine's share of it (the
+  sums and the sensitivity's sums of :func:`jagged.stats.item_sums.item_sums`, warm; target
   < 0.5 s), against a per-item Python loop over scipy calls
   computing the classical statistics only (``scipy.stats.pointbiserialr`` for r_rest, a
   sort for the upper–lower index, ``scipy.stats.pearsonr(alternative="greater")`` per wrong
@@ -16,11 +16,7 @@ Three parts (``--part`` picks some; all by default):
   (``jagged.load`` then ``audit_items`` and ``flag_sensitivity``, DuckDB with its 1 GB
   memory limit) in a fresh subprocess; prints seconds and peak RSS
   (``getrusage(RUSAGE_SELF).ru_maxrss``). Target: peak RSS ≤ 2 GB.
-* ``evidence``: the candidate ranking scores compared on 2PL simulations with planted
-  miskeyed items (recall at the planted count, AUC; 3 seeds per regime) and on MMLU-Pro
-  (the rank of the 31 items whose key letter was revised between file versions).
-
-Run: ``.venv/bin/python benchmarks/bench_item_audit.py [--part speed,scale,evidence] [--rows N]``.
+Run: ``.venv/bin/python benchmarks/bench_item_audit.py [--part speed,scale] [--rows N]``.
 """
 
 from __future__ import annotations
@@ -74,22 +70,18 @@ def loop_baseline(items: pd.DataFrame) -> int:
     return len(p_values)
 
 
-def item_sums_time(items: pd.DataFrame, repeats: int = 5) -> tuple[float, float, float]:
-    """Median seconds (warm) of the engine's part of the audit: the sums, the Σ softplus, the sensitivity's sums."""
+def item_sums_time(items: pd.DataFrame, repeats: int = 5) -> tuple[float, float]:
+    """Median seconds (warm) of the engine's part of the audit: the sums and the sensitivity's sums."""
     from jagged.stats.item_sums import item_sums
 
-    grid = np.linspace(-4, 4, 41)
-    sums = item_sums(items)  # warm up (imports, first connection)
-    sums.softplus(1.0, grid)
+    item_sums(items)  # warm up (imports, first connection)
     parts = []
     for _ in range(repeats):
         start = time.perf_counter()
         sums = item_sums(items)
         first = time.perf_counter() - start
-        sums.softplus(1.0, grid)
-        second = time.perf_counter() - start - first
         sums.model_domain_sums(sums.items["item"].to_numpy(dtype=object)[::40], {})
-        parts.append((first, second, time.perf_counter() - start - first - second))
+        parts.append((first, time.perf_counter() - start - first))
     return tuple(float(np.median(p)) for p in zip(*parts))  # type: ignore[return-value]
 
 
@@ -99,24 +91,24 @@ def speed() -> None:
 
     dataset = load_bundled_items()
     items = dataset.items
-    sums_s, softplus_s, sensitivity_s = item_sums_time(items)
-    total_s = sums_s + softplus_s + sensitivity_s
-    audit_items(dataset, irt=False)  # warm up
+    sums_s, sensitivity_s = item_sums_time(items)
+    total_s = sums_s + sensitivity_s
+    audit_items(dataset, model=False)  # warm up
     times = []
     for _ in range(5):  # the classical audit; the item response model is timed by bench_irt.py and bench_flaw.py
         start = time.perf_counter()
-        audit = audit_items(dataset, irt=False)
+        audit = audit_items(dataset, model=False)
         times.append(time.perf_counter() - start)
     ours = float(np.median(times))
     start = time.perf_counter()
     n_pairs = loop_baseline(items)
     loop = time.perf_counter() - start
     print(f"speed: MMLU-Pro {items['model'].nunique()} models x {len(audit.items):,} items, {len(items):,} rows")
-    print(f"  jagged audit_items(irt=False) (classical statistics and suspicion): {ours:.3f} s (median of 5; "
+    print(f"  jagged audit_items(model=False) (classical statistics): {ours:.3f} s (median of 5; "
           f"{min(times):.3f}-{max(times):.3f}) {'OK' if ours < 1 else 'MISSED'} (target < 1 s)")
     print(f"  per-item loop over scipy calls (classical statistics only, {n_pairs:,} option tests): {loop:.2f} s")
     print(f"  ratio: {loop / ours:.0f}x faster {'OK' if loop / ours >= 20 else 'MISSED'} (target >= 20x)")
-    print(f"  of which the engine (DuckDB, warm, median of 5): sums {sums_s:.3f} s + Σ softplus {softplus_s:.3f} s + "
+    print(f"  of which the engine (DuckDB, warm, median of 5): sums {sums_s:.3f} s + "
           f"sensitivity sums {sensitivity_s:.3f} s = {total_s:.3f} s {'OK' if total_s < 0.5 else 'MISSED'} "
           f"(target < 0.5 s; the per-item loop takes {loop / total_s:.0f}x as long)")
 
@@ -199,60 +191,9 @@ def scale(rows: int, models: int, domains: int) -> None:
 # --------------------------------------------------------------------------- evidence
 
 
-def candidates(audit) -> dict[str, pd.Series]:
-    """The ranking scores compared (higher = look first)."""
-    items = audit.items.set_index("item")
-    o = audit.options
-    wrong = o[o["valid"] & (o["n_wrong"] > 0)]
-    top_r = wrong.groupby("item")["r_rest"].max().reindex(items.index)
-    margin = items["strong_choice_share"].where(items["strong_choice"] != items["key"], 0.0) - items["p_upper"]
-    return {"suspicion": items["suspicion"], "-r_rest": -items["r_rest"], "-ul_index": -items["ul_index"],
-            "max distractor r": top_r, "upper-group margin": margin,
-            # key_inconsistent left out: on MMLU-Pro it is how the truth set is defined
-            "n_flags": (items["n_flags"] - items["flag_key_inconsistent"].fillna(False).astype(int)).astype(float),
-            "-p_correct": -items["p_correct"]}
-
-
-def evidence() -> None:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from item_simulation import recall_and_auc, simulate
-
-    from jagged.readers.items import load_bundled_items
-    from jagged.stats.item_audit import audit_items
-
-    regimes = {"mixed ability": {}, "strong models, items answered alike": {"ability": (3.0, 0.5)},
-               "mixed ability, trap distractors": {"difficulty": (0.0, 1.6), "trap_shape": 0.4}}
-    print("evidence: recall at the planted count / AUC (30 models x 3,000 items, 3% miskeyed; seeds 0-2)")
-    for regime, kwargs in regimes.items():
-        results: dict[str, list[tuple[float, float]]] = {}
-        for seed in range(3):
-            table, planted = simulate(seed=seed, **kwargs)
-            for name, score in candidates(audit_items(table)).items():
-                results.setdefault(name, []).append(recall_and_auc(score, planted))
-        print(f"  {regime}:")
-        for name, values in results.items():
-            rec = [v[0] for v in values]
-            auc = [v[1] for v in values]
-            print(f"    {name:<20} recall {min(rec):.2f}-{max(rec):.2f}  AUC {min(auc):.3f}-{max(auc):.3f}")
-    table = pd.read_csv(ROOT / "tests" / "data" / "mmlu_pro_items.csv.gz")
-    options_revised = {2129, 2253, 2453, 3983, 5457, 5664, 5666, 6921, 8410, 8582, 8584}
-    revised = sorted(str(i) for i in set(table.loc[table["answer_key_differs_across_files"] == 1, "item_id"])
-                     - options_revised)
-    audit = audit_items(load_bundled_items())
-    n = len(audit.items)
-    print(f"  MMLU-Pro: the {len(revised)} items with a revised key letter among {n:,} items (rank 1 = look first)")
-    for name, score in candidates(audit).items():
-        values = score.to_numpy(dtype=float)
-        ranks = pd.Series(np.where(np.isfinite(values), -values, np.inf), index=score.index).rank(method="min")
-        _, auc = recall_and_auc(score, np.asarray(revised, dtype=object))
-        r = ranks.loc[revised]
-        print(f"    {name:<20} median rank {r.median():6.0f}  in the top 500: {int((r <= 500).sum()):2d}  "
-              f"AUC {auc:.3f}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", default="speed,scale,evidence")
+    parser.add_argument("--part", default="speed,scale")
     parser.add_argument("--rows", type=int, default=50_000_000)
     parser.add_argument("--models", type=int, default=50)
     parser.add_argument("--domains", type=int, default=20)
@@ -266,8 +207,6 @@ def main() -> None:
         speed()
     if "scale" in parts:
         scale(args.rows, args.models, args.domains)
-    if "evidence" in parts:
-        evidence()
 
 
 if __name__ == "__main__":

@@ -51,6 +51,8 @@ class Analysis:
         :mod:`jagged.options`), for the notebook's cells.
     bundled : bool
         Whether the input is the data bundled with jagged.
+    item_rest : {"domain", "test"}
+        The trait of the item response model and the item audit's rest score.
     draws : int, optional
         Permutation draws of :attr:`structure` (None: :func:`jagged.stats.dimensions.default_draws`).
 
@@ -64,6 +66,7 @@ class Analysis:
     display: dict[str, Any] = field(default_factory=dict)
     bundled: bool = False
     draws: int | None = None
+    item_rest: str = "domain"
 
     @cached_property
     def decomposition(self) -> Any:
@@ -159,55 +162,54 @@ class Analysis:
 
     @cached_property
     def item_source(self) -> Dataset | None:
-        """What the item audit reads (:func:`jagged.stats.item_audit.audit_source`), loaded once."""
-        from jagged.stats.item_audit import audit_source
+        """What the item audit reads, loaded once: the dataset's item-level results (in memory or out of core).
 
-        return audit_source(self.dataset, bundled=self.bundled)
+        For the bundled per-category scores, the bundled item-level responses behind them
+        (the same scores), so every other number of the report stays that of the
+        per-category file; None without item-level results.
+        """
+        from jagged.readers.items import load_bundled_items
+
+        if self.dataset.items is not None or self.dataset.item_path is not None:
+            return self.dataset
+        return load_bundled_items() if self.bundled else None
 
     @cached_property
     def item_audit(self) -> Any:
         """The item audit (:func:`jagged.stats.item_audit.audit_items`), None without item-level results.
 
-        For the bundled per-category scores it audits the bundled item-level responses behind
-        them (the same scores), so every other number of the report stays as it was.
+        Its P(flawed) ranking and IRT columns are :attr:`flaws` and :attr:`item_model`, not
+        computed again; without them the audit's notes say why (:attr:`item_model_input`).
         """
-        from jagged.stats.item_audit import audit_items
+        from jagged.stats.item_audit import audit_items, without_model
 
         source = self.item_source
         if source is None:
             return None
-        # Without an item model here (item_table None) the audit says why in its notes.
-        return audit_items(source, rest=self.item_rest, engine=self.options.engine,
-                           spark_master=self.options.spark_master, fit=self.item_model, flaws=self.flaws)
-
-    #: The trait of the report's item response model and the audit's rest score: one per domain (``jagged items
-    #: --rest test`` fits one for the whole test).
-    item_rest = "domain"
+        audit = audit_items(source, rest=self.item_rest, engine=self.options.engine,
+                            spark_master=self.options.spark_master, fit=self.item_model, flaws=self.flaws,
+                            model=False)
+        return audit if audit.flaws is not None else without_model(audit, self.item_model_input[1])
 
     @cached_property
-    def item_table(self) -> pd.DataFrame | None:
-        """The item-level results in memory, for the item response model; None without them or out of core.
+    def item_model_input(self) -> tuple[pd.DataFrame | None, str]:
+        """The item table the item response and flaw models run on, or None and why not (one line).
 
-        See :func:`jagged.stats.engine.in_memory_items`: the model needs the response matrix,
-        so an input aggregated out of core (or ``engine="spark"``) has no item model, nor one
-        whose models × items matrix is above the item audit's in-memory budget
-        (``jagged.stats.item_audit.IRT_MAX_CELLS``).
+        See :func:`jagged.stats.item_audit.model_table`: the models need the response matrix
+        in memory, so an input aggregated out of core, ``engine="spark"``, fewer than
+        ``IRT_MIN_MODELS`` models or a matrix above ``IRT_MAX_CELLS`` cells have none.
         """
-        from jagged.errors import JaggedInputError
-        from jagged.stats import item_audit as audit_module
-        from jagged.stats.engine import in_memory_items
+        from jagged.stats.item_audit import model_table
 
         source = self.item_source
-        if source is None or not self.has_item_model:
-            return None
-        try:
-            table = in_memory_items(source, engine=self.options.engine)
-        except JaggedInputError:
-            return None
-        budget = getattr(audit_module, "IRT_MAX_CELLS", None)
-        if budget is not None and table["model"].nunique() * table["item"].nunique() > budget:
-            return None
-        return table
+        if source is None:
+            return None, f"{self.dataset.source}: no item-level results"
+        return model_table(source, int(self.dataset.scores["model"].nunique()), self.options.engine)
+
+    @property
+    def item_table(self) -> pd.DataFrame | None:
+        """The item-level results in memory the item response model runs on (:attr:`item_model_input`), or None."""
+        return self.item_model_input[0]
 
     @cached_property
     def item_model(self) -> Any:
@@ -224,7 +226,11 @@ class Analysis:
 
     @cached_property
     def flaws(self) -> Any:
-        """P(flawed | responses) per item (:func:`jagged.stats.flaw.flaw_posterior` on :attr:`item_model`), or None."""
+        """The flaw model (:func:`jagged.stats.flaw.flaw_posterior` on :attr:`item_model`), or None.
+
+        P(flawed) per item, expected flawed items per domain and in total with intervals, and
+        per model the agreement with likely wrong keys (``flaws.models``).
+        """
         from jagged.stats.flaw import flaw_posterior
         from jagged.stats.information import blas_threads_for, matrix_cells
 
@@ -270,9 +276,7 @@ class Analysis:
     @property
     def has_items(self) -> bool:
         """Whether item-level results exist for the item audit ("Items to look at")."""
-        from jagged.stats.item_audit import has_item_results
-
-        return has_item_results(self.dataset, bundled=self.bundled)
+        return bool(self.bundled or self.dataset.items is not None or self.dataset.item_path is not None)
 
     @property
     def scores(self) -> pd.DataFrame:
@@ -523,13 +527,11 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
     table = add_structure(table, decomposition, alpha=1.0 - options.ci)
     table = add_rests_on(table, dataset.scores, decomposition)
     if options.bootstrap > 0:
-        from jagged.readers.items_parquet import lake_path
-
         # item-level results out of core (or --engine spark): the Poisson bootstrap in the engine (interval_route)
         table = add_intervals(table, dataset.scores, dataset.items, weights=weights, n_boot=options.bootstrap,
                               seed=options.seed, ci=options.ci,
                               statistics={"relative_jaggedness": replicate_statistic(decomposition)},
-                              source=lake_path(dataset), engine=options.engine, spark_master=options.spark_master)
+                              source=dataset.item_path, engine=options.engine, spark_master=options.spark_master)
     check_intervals(table)  # invariant: every printed estimate lies in its own interval
     return add_notes(table, dataset.model_notes)
 

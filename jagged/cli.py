@@ -217,6 +217,8 @@ def table_format(output: str) -> str:
         raise JaggedInputError(f"{output}: output must end in .csv or .json")
     if os.path.isdir(output):
         raise JaggedInputError(f"{output}: is a directory, expected a file name")
+    if os.path.lexists(output) and not os.path.isfile(output):
+        raise JaggedInputError(f"{output}: exists and is not a regular file")
     return suffix[1:]
 
 
@@ -306,7 +308,7 @@ def validate(scores: str, **kwargs: Any) -> None:
 @click.option("-o", "--output", type=str, default=None,
               help="Write the table to OUT.csv or OUT.json (default: CSV on stdout).")
 @click.option("--top", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Only the N items ranked first (by P(flawed); by suspicion without the item response model).")
+              help="Only the N items ranked first by P(flawed).")
 @click.option("--rest", type=click.Choice(["domain", "test"]), default="domain", show_default=True,
               help="Rest score of the item-rest correlation, and the trait of the item response model: the item's "
                    "domain (a trait per domain), or the whole test (one trait).")
@@ -315,65 +317,61 @@ def validate(scores: str, **kwargs: Any) -> None:
                    "EAP ability and its posterior SD).")
 @click.option("--by-domain", "table", flag_value="domains",
               help="Write the per-domain table instead: flagged shares, and the expected number of flawed items "
-                   "with its 95% interval (expected_flawed, expected_flawed_lower, expected_flawed_upper).")
+                   "with its 90% interval (visible: the miskeyed items responses show; expected_flawed: every flaw).")
+@click.option("--models-out", "models_out", type=str, default=None, metavar="FILE",
+              help="Also write, per model, its agreement with the file's key on items likely miskeyed against its "
+                   "peers (agree, agree_peers, agree_expected, z, q_value, flagged: possible contamination or "
+                   "benchmark-specific training) to FILE.csv or .json.")
 @input_options
 @opts.cli_options(opts.ANALYSIS, exclude=("weights", "profiles", "missing_weight", "bootstrap", "seed", "ci"))
 @guarded
 def items_command(scores: str | None, output: str | None, top: int | None, rest: str, table: str | None,
-                  **kwargs: Any) -> None:
+                  models_out: str | None, **kwargs: Any) -> None:
     """Audit the items of SCORES (item-level results), most likely flawed first.
 
-    One row per item: difficulty (p_correct), discrimination (r_rest, ul_index), the
-    distractors when the table has choice and key columns, the named flags and the
-    suspicion score with its rank; the item response model (2PL: slope, intercept,
-    difficulty, loading and their se_*, flags negative_loading, weak_loading,
-    extreme_difficulty) and the flaw posterior (posterior = P(flawed), flaw_rank, the
-    order of the rows) (see the README); then the question (text) and its options (a JSON
-    list, option k being letter A + k) where the input has them, and what the five models
-    with the highest macro score answered (top_models_chose). Without SCORES: the bundled
-    MMLU-Pro responses and questions. A summary goes to stderr.
+    One row per item ranked by P(flawed) from one model (see the README): first what a
+    reviewer reads (what the strongest models chose, the key, the flags, the likely
+    answer), then P(flawed) with its interval, the classical evidence (difficulty
+    p_correct, discrimination r_rest and ul_index, the distractors when the table has
+    choice and key columns) and the 2PL item parameters; then the question (text) and its
+    options (a JSON list, option k being letter A + k) where the input has them, and what
+    the five models with the highest macro score answered (top_models_chose). Without
+    SCORES: the bundled MMLU-Pro responses and questions. A summary goes to stderr.
 
-    The item response model needs the response matrix in memory: an input aggregated out
-    of core (a large Parquet file, a partitioned folder) or --engine spark gets the
-    classical audit, ranked by suspicion, and a note on stderr (--abilities then stops with
-    that note).
+    P(flawed) needs the response matrix in memory: an input aggregated out of core (a
+    large Parquet file, a partitioned folder) or --engine spark gets the classical
+    evidence and flags, by domain and item, and a note on stderr (--abilities and
+    --models-out then stop with that note).
     """
-    from jagged.analysis import item_text, strongest_models
-    from jagged.errors import JaggedInputError
+    from jagged.analysis import Analysis
     from jagged.readers.items import load_bundled_items
     from jagged.readers.load import load
-    from jagged.stats.item_audit import CLASSICAL_ONLY, audit_items, domain_flags
+    from jagged.stats.item_audit import domain_flags
     from jagged.views import item_audit as item_views
 
     check_inputs(scores, kwargs)
-    check_outputs({"-o": output}, load_inputs(scores, kwargs))
+    check_outputs({"-o": output, "--models-out": models_out}, load_inputs(scores, kwargs))
     dataset = load(scores, **opts.load_kwargs(kwargs)) if scores else load_bundled_items()
-    audit = audit_items(dataset, rest=rest, engine=kwargs.get("engine"), spark_master=kwargs.get("spark_master"))
-    if table == "abilities" and audit.fit is None:
-        reason = audit.notes[-1].removesuffix(f"; {CLASSICAL_ONLY}") if audit.notes else "no item response model"
-        raise JaggedInputError(f"--abilities: {reason}")
+    analysis = Analysis(dataset, options=opts.analysis_options(kwargs), bundled=not scores, item_rest=rest)
+    audit = analysis.item_audit
+    if audit is None:
+        raise JaggedInputError(f"{dataset.source}: {dataset.format} scores have no item-level results; the item "
+                               "audit needs a table with model, domain, item, correct (and optionally choice, key)")
+    if (table == "abilities" or models_out is not None) and analysis.flaws is None:
+        flag = "--abilities" if table == "abilities" else "--models-out"
+        raise JaggedInputError(f"{flag}: {analysis.item_model_input[1]}")
     if table == "abilities":
         write_table(audit.abilities, output)
     elif table == "domains":
         write_table(domain_flags(audit), output)
     else:
         listed = audit.items["item"].head(top) if top else None
-        choices = None
-        if dataset.items is not None:
-            choices = item_views.strongest_choices(dataset.items, strongest_models(dataset.scores), listed,
-                                                   keys=audit.items.set_index("item")["key"])
-        write_table(item_views.item_listing(audit, text=item_text(dataset, listed, bundled=not scores),
-                                            choices=choices, top=top), output)
-    n, flagged = len(audit.items), int(audit.items["flagged"].sum())
-    order = "the most likely flawed first" if audit.flaws is not None else "the most suspicious first"
-    expected = ""
-    if audit.flaws is not None:
-        d = audit.flaws.domains
-        expected = f"; expected flawed items {d['expected_flawed'].sum():,.1f} (2PL by {rest})"
-    say(f"jagged: {n:,} items from {audit.n_models} models; {flagged:,} ({flagged / n:.1%}) carry a review "
-        f"flag{expected}; {order}")
-    for note in audit.notes:
-        say(f"jagged: note: {note}")
+        write_table(item_views.item_listing(audit, text=analysis.item_text(listed), choices=item_views.item_choices(
+            analysis, listed), top=top), output)
+    if models_out is not None:
+        write_table(analysis.flaws.models, models_out)
+    for line in item_views.summary_lines(audit):
+        say(f"jagged: {line}")
 
 
 @main.command()

@@ -113,54 +113,56 @@ def precision_at(score: pd.Series, positives: set, k: int) -> float:
     return float(np.mean([i in positives for i in top]))
 
 
-def simulate_benchmark(*, n_models: int = 10, n_items: int = 3000, n_domains: int = 30,
-                       flawed_share: float = 0.09, hot_share: float = 0.57,
-                       kinds: dict[str, float] | None = None, options: tuple[int, ...] = (4, 4, 4, 5, 10),
-                       with_n_options: bool = True, slope_mean: float = 0.2,
-                       slip: float = 0.05, trap_share: float = 0.05,
-                       seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A small annotated multiple-choice benchmark: few models, guessing, attractive distractors, clustered flaws.
+def simulate_benchmark(*, n_models: int = 10, n_domains: int = 30, per_domain: int = 100,
+                       flawed_share: float = 0.09, hot_share: float = 0.57, hard_domains: int = 3,
+                       kinds: dict[str, float] | None = None, levels: tuple[float, float] = (-1.5, 2.0),
+                       options: tuple[int, ...] = (4,), trap_shape: float = 0.6, slip: float = 0.05,
+                       memoriser: float = 0.0, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """An annotated multiple-choice benchmark of the class of issue 31's held-out sets (MMLU-Redux-like).
 
-    The class of the held-out annotated sets of issue 19 (10 and 14 models, 3,000 and
-    5,700 items, 9 % and 6.5 % flawed, one subject 57 % flawed).
-
-    * Models differ in level: θ_m = level_m + a domain part, level_m evenly spread over
-      [−1.2, 2.2] (weak open models to frontier ones), correlation 0.8 between domains.
-    * Items: slope a ~ LogNormal(``slope_mean``, 0.5²), difficulty b ~ N(−0.5, 1.5²), K
-      options drawn from ``options``; each option has an attraction weight ~ Gamma(0.6)
-      (distractors that attract: weak models often agree on one wrong option).
-    * Response: a model *knows* the item with probability σ(a (θ − b)), except for a
-      ``slip`` share of (model, item) pairs, and then picks the true answer; otherwise it
-      guesses by the attraction weights over all K options (right by chance about 1/K
-      of the time). *Traps*: a ``trap_share`` of the sound items has one misconception
-      option 8 times as attractive as the others together (models that do not know
-      agree on it: kind ``trap``, not flawed).
-    * Prevalence: domain 0 has ``hot_share`` flawed; the others a Beta prevalence
-      (concentration 4) whose mean makes the overall share ``flawed_share``.
-    * Flaw kinds (shares ``kinds``, default wrong key 0.35, ambiguous 0.25, unrelated
-      0.2, silent 0.2): ``wrong_key`` — the key is a wrong option, knowers pick the true answer;
-      ``ambiguous`` — two defensible answers (the key and another option), each knower
-      picks one of them (the item's split ~ U(0.2, 0.8)); ``unrelated`` — no option
-      separates the models: every model guesses by the weights; ``silent`` — flawed by
-      the annotation but answered as a sound item (no response pattern can find it: the
-      reason an AUC near 0.75 is good on real annotations).
+    * Models of widely varying strength: θ_md = level_m + a domain part (SD √0.3), the
+      levels evenly spread over ``levels`` (weak open models to frontier ones).
+    * Domains of ``per_domain`` items. Most are easy for these models (difficulty offset
+      N(−1, 0.7²)); ``hard_domains`` of them (``hard-NN``) are hard (offset 1.6: accuracy
+      about 0.4–0.5) and nearly free of flaws (a tenth of the others' prevalence): their low
+      accuracy is the models' weakness, not the items'. Domain 0 (``hot-00``) has
+      ``hot_share`` of its items flawed; the others a Beta prevalence (concentration 4)
+      whose mean makes the overall share ``flawed_share``.
+    * Items: slope a ~ LogNormal(0, 0.4²), difficulty b = offset + N(0, 1.3²), K options
+      from ``options``, attraction weights Gamma(``trap_shape``) (weak models often agree on
+      one wrong option). A model knows the item with probability σ(a (θ − b)), except for a
+      ``slip`` share, and then picks the true answer; otherwise it picks an option by the
+      weights (right by chance about 1/K of the time).
+    * Flaw kinds (shares ``kinds``, default wrong key 0.4, two answers 0.15, no answer 0.1,
+      unclear 0.35: about half show in responses, as in the held-out sets): ``wrong_key`` —
+      the key is a wrong option; ``two_answers`` — each knower picks the key or a second
+      defensible option (split U(0.3, 0.7)); ``no_answer`` — no option is right: every model
+      picks by the weights; ``unclear`` — flawed wording that models answer as a sound item
+      (no response pattern shows it). ``visible`` marks the first two.
+    * ``memoriser`` > 0: model-000 answers the file's key on that share of items whatever it
+      knows (benchmark-specific training or contamination).
 
     Returns
     -------
     table, truth : pandas.DataFrame
-        ``model, domain, item, correct, choice, key`` (+ ``n_options`` when
-        ``with_n_options``); ``item, domain, flawed, kind, n_options`` per item.
+        ``model, domain, item, correct, choice, key, n_options``; ``item, domain, flawed,
+        kind, visible`` per item.
     """
-    kinds = kinds or {"wrong_key": 0.35, "ambiguous": 0.25, "unrelated": 0.2, "silent": 0.2}
+    kinds = kinds or {"wrong_key": 0.4, "two_answers": 0.15, "no_answer": 0.1, "unclear": 0.35}
     rng = np.random.default_rng(seed)
-    per = int(np.ceil(n_items / n_domains))
-    domain = np.repeat(np.arange(n_domains), per)[:n_items]
-    level = np.linspace(-1.2, 2.2, n_models)[rng.permutation(n_models)]
-    theta = level[:, None] + np.sqrt(0.2) * rng.normal(size=(n_models, n_domains))
-    slope = rng.lognormal(slope_mean, 0.5, n_items)
-    b = rng.normal(-0.5, 1.5, n_items)
-    rest_mean = max((flawed_share * n_items - hot_share * per) / (n_items - per), 1e-3)
+    n_items = n_domains * per_domain
+    domain = np.repeat(np.arange(n_domains), per_domain)
+    level = np.linspace(*levels, n_models)[rng.permutation(n_models)]
+    theta = level[:, None] + np.sqrt(0.3) * rng.normal(size=(n_models, n_domains))
+    slope = rng.lognormal(0.0, 0.4, n_items)
+    offset = rng.normal(-1.0, 0.7, n_domains)
+    hard = np.zeros(n_domains, dtype=bool)
+    hard[1:1 + hard_domains] = True
+    offset[hard] = 1.6
+    b = offset[domain] + rng.normal(0.0, 1.3, n_items)
+    rest_mean = max((flawed_share * n_items - hot_share * per_domain) / (n_items - per_domain), 1e-3)
     prev = rng.beta(4 * rest_mean, 4 * (1 - rest_mean), n_domains)
+    prev[hard] *= 0.1
     prev[0] = hot_share
     flawed = rng.random(n_items) < prev[domain]
     names = np.array(list(kinds), dtype=object)
@@ -168,32 +170,26 @@ def simulate_benchmark(*, n_models: int = 10, n_items: int = 3000, n_domains: in
     kind = np.where(flawed, rng.choice(names, n_items, p=share / share.sum()), "sound")
     k = rng.choice(np.asarray(options), n_items)
     true = rng.integers(0, k)
-    other = (true + rng.integers(1, k)) % k  # the wrong key, or the second defensible answer
+    other = (true + rng.integers(1, k)) % k
     key = np.where(kind == "wrong_key", other, true)
-    weights = rng.gamma(0.6, 1.0, (n_items, 10)) * (np.arange(10)[None, :] < k[:, None]) + 1e-9 * (
-        np.arange(10)[None, :] < k[:, None])
+    weights = (rng.gamma(trap_shape, 1.0, (n_items, 10)) + 1e-9) * (np.arange(10)[None, :] < k[:, None])
     knows = rng.random((n_models, n_items)) < 1 / (1 + np.exp(-slope[None, :] * (theta[:, domain] - b[None, :])))
-    knows &= (kind != "unrelated")[None, :]
-    split = rng.uniform(0.2, 0.8, n_items)
-    answer = np.where((kind == "ambiguous")[None, :] & (rng.random((n_models, n_items)) < split[None, :]),
+    knows &= (rng.random((n_models, n_items)) >= slip) & (kind != "no_answer")[None, :]
+    split = rng.uniform(0.3, 0.7, n_items)
+    answer = np.where((kind == "two_answers")[None, :] & (rng.random((n_models, n_items)) < split[None, :]),
                       other[None, :], true[None, :])
-    knows &= rng.random((n_models, n_items)) >= slip
-    # traps: sound items with one misconception option that draws most models that do not know
-    trap = (kind == "sound") & (rng.random(n_items) < trap_share)
-    weights[trap, other[trap]] = 8.0 * weights[trap].sum(axis=1)
     chosen = np.where(knows, answer, _draw(rng, weights, n_models))
-    correct = (chosen == key[None, :]).astype(float)
+    if memoriser:
+        chosen[0] = np.where(rng.random(n_items) < memoriser, key, chosen[0])
     m, i = np.meshgrid(np.arange(n_models), np.arange(n_items), indexing="ij")
     m, i = m.ravel(), i.ravel()
     item_ids = np.array([f"q{j:05d}" for j in range(n_items)], dtype=object)
-    kind = np.where(trap, "trap", kind)
-    dom_names = np.array([f"subject-{d:02d}" for d in range(n_domains)], dtype=object)
-    table = pd.DataFrame({"model": np.array([f"model-{j:02d}" for j in range(n_models)], dtype=object)[m],
-                          "domain": dom_names[domain[i]], "item": item_ids[i], "correct": correct.ravel(),
-                          "choice": LETTERS[chosen.ravel()], "key": LETTERS[key][i]})
-    if with_n_options:
-        table["n_options"] = k[i]
+    dom_names = np.array([("hot" if d == 0 else "hard" if hard[d] else "subject") + f"-{d:02d}"
+                          for d in range(n_domains)], dtype=object)
+    table = pd.DataFrame({"model": np.array([f"model-{j:03d}" for j in range(n_models)], dtype=object)[m],
+                          "domain": dom_names[domain[i]], "item": item_ids[i],
+                          "correct": (chosen == key[None, :]).astype(float).ravel(),
+                          "choice": LETTERS[chosen.ravel()], "key": LETTERS[key][i], "n_options": k[i]})
     truth = pd.DataFrame({"item": item_ids, "domain": dom_names[domain], "flawed": flawed, "kind": kind,
-                          "n_options": k})
+                          "visible": np.isin(kind, ["wrong_key", "two_answers"])})
     return table, truth
-

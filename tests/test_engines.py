@@ -15,7 +15,7 @@ import pytest
 
 from jagged.errors import JaggedInputError
 from jagged.readers.items import validate_items
-from jagged.readers.items_parquet import dataset_from_parquet, lake_path
+from jagged.readers.items_parquet import dataset_from_parquet
 from jagged.stats import engine as eng
 from jagged.stats.bootstrap import item_matrix, replicates_from_matrix
 from jagged.stats.item_audit import audit_items
@@ -105,7 +105,6 @@ def oracle(table: pd.DataFrame, rest: str) -> dict[str, pd.DataFrame]:
     t = table.copy()
     t["grp"] = t["domain"] if rest == "domain" else "(all)"
     mg = t.groupby(["model", "grp"])["correct"].agg(s="sum", n="size").reset_index()
-    mg["theta"] = np.log((mg["s"] + 0.5) / (mg["n"] - mg["s"] + 0.5))
     t = t.merge(mg, on=["model", "grp"])
     t["rest"] = np.where(t["n"] > 1, (t["s"] - t["correct"]) / (t["n"] - 1).clip(lower=1), np.nan)
     t["w_u"], t["w_l"], t["k"] = 0.0, 0.0, 0.0
@@ -120,14 +119,14 @@ def oracle(table: pd.DataFrame, rest: str) -> dict[str, pd.DataFrame]:
     has_r = r.notna()
     r0 = r.fillna(0.0)
     t = t.assign(xx=x * x, n_r=has_r.astype(float), sx_r=x * has_r, sxx_r=x * x * has_r, sr=r0, srr=r0 * r0,
-                 sxr=x * r0, sxtheta=x * t["theta"], sxwu=x * t["w_u"], sxwl=x * t["w_l"],
+                 sxr=x * r0, sxwu=x * t["w_u"], sxwl=x * t["w_l"],
                  informed=t["key"].notna().astype(float))
     g = t.groupby("item")
     items = pd.DataFrame({
         "domain": g["domain"].first(), "group": g["grp"].first(), "n": g.size().astype(float), "sx": g["correct"].sum(),
         "sxx": g["xx"].sum(), "n_r": g["n_r"].sum(), "sx_r": g["sx_r"].sum(), "sxx_r": g["sxx_r"].sum(),
-        "sr": g["sr"].sum(), "srr": g["srr"].sum(), "sxr": g["sxr"].sum(), "stheta": g["theta"].sum(),
-        "sxtheta": g["sxtheta"].sum(), "k_ul": g["k"].max(), "sxwu": g["sxwu"].sum(), "sxwl": g["sxwl"].sum(),
+        "sr": g["sr"].sum(), "srr": g["srr"].sum(), "sxr": g["sxr"].sum(),
+        "k_ul": g["k"].max(), "sxwu": g["sxwu"].sum(), "sxwl": g["sxwl"].sum(),
         "n_choice": g["informed"].sum(), "nopt_min": g["n_options"].min(), "nopt_max": g["n_options"].max(),
     }).reset_index()
     o = t[t["key"].notna()].assign(label=lambda f: f["choice"].fillna(""))
@@ -135,7 +134,7 @@ def oracle(table: pd.DataFrame, rest: str) -> dict[str, pd.DataFrame]:
     o = o.assign(wrong=wrong.astype(float), wrong_r=(wrong & o["rest"].notna()).astype(float))
     o = o.assign(sr_wrong=np.where(o["wrong"] == 1, o["rest"].fillna(0.0), 0.0), swu_wrong=o["w_u"] * o["wrong"])
     og = o.groupby(["item", "label"])
-    options = pd.DataFrame({"count": og.size().astype(float), "stheta": og["theta"].sum(), "swu": og["w_u"].sum(),
+    options = pd.DataFrame({"count": og.size().astype(float), "swu": og["w_u"].sum(),
                             "n_wrong": og["wrong"].sum(), "n_wrong_r": og["wrong_r"].sum(),
                             "sr_wrong": og["sr_wrong"].sum(), "swu_wrong": og["swu_wrong"].sum()}).reset_index()
     keys = t[t["key"].notna()].groupby(["item", "key"]).size().astype(float).rename("count").reset_index()
@@ -210,7 +209,7 @@ def test_every_sufficient_statistic_matches_the_definition(engine, source, rest,
     want = oracle(table, rest)
     assert sums.source == ("spark" if engine == "spark" else ("memory" if source == "frame" else "duckdb"))
     assert sums.has_choice and sums.has_key
-    assert_close(sums.model_group, want["mg"][["model", "group", "s", "n", "theta"]], ["model", "group"], "per group")
+    assert_close(sums.model_group, want["mg"][["model", "group", "s", "n"]], ["model", "group"], "per group")
     assert list(sums.items["item"]) == sorted(want["items"]["item"])  # items in name order
     assert_close(sums.items, want["items"], ["item"], "per item")
     names = sums.items["item"].to_numpy(dtype=object)
@@ -219,14 +218,6 @@ def test_every_sufficient_statistic_matches_the_definition(engine, source, rest,
     keys = sums.keys.assign(item=names[sums.keys["pos"].to_numpy()]).drop(columns="pos")
     assert_close(keys, want["keys"], ["item", "key"], "per key")
     assert (sums.keys.groupby("pos").size() > 1).sum() == 1  # alg-03: keyed differently by one model
-    # the item model's sums for the slope and grid the audit chooses
-    from jagged.stats.item_model import choose_slope
-
-    a, grid = choose_slope(sums.model_group, sums.items)
-    rows = want["rows"]
-    sp = np.logaddexp(0.0, a * (rows["theta"].to_numpy()[:, None] - grid[None, :]))
-    expected = pd.DataFrame(sp).groupby(rows["item"].to_numpy()).sum().loc[names].to_numpy()
-    np.testing.assert_allclose(sums.softplus(a, grid), expected, rtol=TOL, atol=TOL)
     # the sensitivity sums, items set aside and re-scored (one item the table does not have)
     aside, rescore = ["alg-01", "geo-05", "nope"], {"bio-02": "C", "alg-03": "A"}
     got = sums.model_domain_sums(np.asarray(aside, dtype=object), rescore)
@@ -247,7 +238,7 @@ def test_the_audit_of_a_partitioned_folder_is_the_audit_of_the_table(table, inpu
         b = audit.items.set_index("item").loc[a.index]
         # the item response model's columns need the matrix in memory: only the in-memory audit has them
         shared = [c for c in a.columns if c in b.columns]
-        assert {"p_correct", "r_rest", "ul_index", "suspicion"} <= set(shared)
+        assert {"p_correct", "r_rest", "ul_index", "top_wrong_r"} <= set(shared)
         for column in shared:
             if a[column].dtype.kind == "f":
                 np.testing.assert_allclose(b[column], a[column], rtol=TOL, atol=TOL, err_msg=column)
@@ -340,7 +331,7 @@ def test_partitioned_folder_loads_like_the_table(table, inputs):
     from jagged.readers.items import aggregate_items
 
     dataset = dataset_from_parquet(inputs["folder"])
-    assert dataset.items is None and lake_path(dataset) == inputs["folder"]
+    assert dataset.items is None and dataset.item_path == inputs["folder"]
     want = aggregate_items(table).sort_values(["model", "domain"]).reset_index(drop=True)
     got = dataset.scores.sort_values(["model", "domain"]).reset_index(drop=True)
     assert list(got["model"]) == list(want["model"])

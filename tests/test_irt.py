@@ -121,6 +121,47 @@ def test_item_table_columns_flags_and_derived_parameters():
     assert set(fit.abilities["model"]) == {f"m{k}" for k in range(6)}
 
 
+def test_domains_too_small_for_a_trait_share_one():
+    table, _ = simulate(n_models=40, n_items=60, n_domains=3, seed=6)
+    solo = table[table["item"].isin(["q00000", "q00001", "q00002"])].assign(domain=lambda t: "solo-" + t["item"])
+    fit = irt.fit_2pl(pd.concat([table[~table.index.isin(solo.index)], solo]))
+    items = fit.items.set_index("item")
+    assert set(items.loc[["q00000", "q00001", "q00002"], "group"]) == {irt.SMALL_DOMAINS}
+    assert items.loc["q00000", "domain"] == "solo-q00000" and "one trait shared" in items.loc["q00000", "note"]
+    assert set(fit.groups["group"]) == {*table["domain"].unique(), irt.SMALL_DOMAINS}
+    alone = irt.fit_2pl(solo[solo["item"] == "q00000"])  # one small domain alone keeps its own trait
+    assert set(alone.items["group"]) == {"solo-q00000"}
+
+
+def test_memory_is_linear_in_domains_at_twenty_thousand_one_item_domains():
+    """5 models × 20,000 one-item domains (issue 28: a mask per domain took 2.7 GB at 40,000): the item model and
+    audit in a subprocess, peak RSS well below what one mask per domain (20,000² bytes alone: 400 MB) needs."""
+    import subprocess
+    import sys
+
+    script = """
+import resource
+import numpy as np, pandas as pd
+from jagged.stats import item_audit as ia
+n, k = 20000, 5
+rng = np.random.default_rng(0)
+right = rng.random((k, n)) < 1 / (1 + np.exp(-(rng.normal(size=k)[:, None] - rng.normal(size=n)[None, :])))
+m, i = np.meshgrid(np.arange(k), np.arange(n), indexing="ij")
+items = np.array([f"q{j:05d}" for j in range(n)])
+table = pd.DataFrame({"model": np.array([f"m{j}" for j in range(k)])[m.ravel()], "domain": items[i.ravel()],
+                      "item": items[i.ravel()], "correct": right.ravel().astype(float),
+                      "choice": np.where(right.ravel(), "A", "B"), "key": "A"})
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+audit = ia.audit_items(table)
+assert audit.flaws is not None and len(audit.flaws.domains) == n
+print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, peak = (int(v) / 1024 for v in done.stdout.split())  # KiB -> MiB
+    assert peak - before < 600, (before, peak)
+
+
 def test_bad_tables_are_one_line_input_errors():
     base = pd.DataFrame({"model": ["a", "b"], "domain": ["d", "d"], "item": ["i", "i"], "correct": [1, 0]})
     with pytest.raises(JaggedInputError, match="correct"):

@@ -1,11 +1,9 @@
-"""The item audit: every statistic against an independent computation, flags, suspicion, scale paths.
+"""The item audit: every classical statistic against an independent computation, flags, scale paths.
 
 Independent computations: a tiny response matrix worked by hand; scipy.stats.pointbiserialr
-and pearsonr(alternative="greater") per item and option; scipy's false_discovery_control
-and statsmodels' multipletests for Benjamini–Hochberg; a loop for the upper/lower groups;
-a brute-force loop over the difficulty grid for the suspicion score. Truth: a 2PL
-simulation with planted miskeyed items, and the 31 MMLU-Pro items whose key letter was
-revised between file versions (``tests/data/mmlu_pro_items.csv.gz``).
+and pearsonr(alternative="greater") per item and option; a loop for the upper/lower groups.
+Truth: a 2PL simulation, and the 31 MMLU-Pro items whose key letter was revised between file
+versions (``tests/data/mmlu_pro_items.csv.gz``). P(flawed) itself: tests/test_flaw.py.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ import gzip
 import io
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +29,8 @@ from jagged.readers.items import validate_items
 from jagged.stats import item_audit as ia
 from jagged.stats import item_evidence as iev
 from jagged.stats import item_sensitivity as isens
-from jagged.stats.item_sums import item_sums, upper_lower_weights
+from jagged.stats.item_expr import UPPER_LOWER
+from jagged.stats.item_sums import item_sums
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = ROOT / "tests" / "data"
@@ -138,19 +138,7 @@ def test_audit_from_sums_leaves_the_sums_it_is_given_unchanged():
     second = iev.audit_from_sums(sums)  # the same sums again: the same audit
     pd.testing.assert_frame_equal(second.items, first.items)
     pd.testing.assert_frame_equal(second.options, first.options)
-    pd.testing.assert_frame_equal(first.items, ia.audit_items(guttman(), irt=False).items)
-
-
-def test_benjamini_hochberg_hand_worked_and_against_scipy_and_statsmodels():
-    from statsmodels.stats.multitest import multipletests
-
-    # sorted .01 .03 .04 .20 -> .04 .06 .0533 .20 -> running min from the right: .04 .0533 .0533 .20
-    q = iev.benjamini_hochberg(np.array([0.01, 0.04, 0.03, 0.20, np.nan]))
-    assert q[:4] == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.20])
-    assert np.isnan(q[4])
-    p = np.random.default_rng(3).uniform(size=500) ** 3
-    assert iev.benjamini_hochberg(p) == pytest.approx(stats.false_discovery_control(p))
-    assert iev.benjamini_hochberg(p) == pytest.approx(multipletests(p, method="fdr_bh")[1])
+    pd.testing.assert_frame_equal(first.items, ia.audit_items(guttman(), model=False).items)
 
 
 # --------------------------------------------------------------------------- against scipy, per item
@@ -189,6 +177,57 @@ def test_statistics_against_per_item_scipy_on_simulated_data():
     assert q[ok] == pytest.approx(stats.false_discovery_control(options["p_value"].to_numpy()[ok]))
 
 
+def upper_lower_weights(item: np.ndarray, rest: np.ndarray, n_items: int,
+                        frac: float = UPPER_LOWER) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Upper- and lower-group weights of every row, and the group size per item, by the audit's expression in DuckDB.
+
+    The same window expression as the audit's (:func:`jagged.stats.item_expr.weighted_rows_expr`),
+    for rows given as arrays.
+
+    Parameters
+    ----------
+    item : numpy.ndarray
+        Item code of each row (0 … n_items − 1).
+    rest : numpy.ndarray
+        Rest score of each row in [0, 1]; NaN rows get weight 0 and do not count.
+    n_items : int
+        Number of items.
+    frac : float
+        Share of the item's models in each group.
+
+    Returns
+    -------
+    w_upper, w_lower : numpy.ndarray
+        Per-row weights in [0, 1]; they sum to ``k`` within each item.
+    k : numpy.ndarray
+        Per item, ``max(1, floor(frac · n_R + 0.5))`` (0 when no row has a rest score).
+    """
+    import ibis
+
+    from jagged.stats.engine import backend, table_from_frame
+    from jagged.stats.item_expr import fetch, weighted_rows_expr
+
+    item = np.asarray(item, dtype=np.int64)
+    rest = np.asarray(rest, dtype=float)
+    # one "model" per row whose group holds the row and one other: the rest score comes out as given
+    # (s - x) / (n - 1) with x = 0, s = rest, n = 2
+    frame = pd.DataFrame({"row": np.arange(len(item)), "item": item.astype(str), "rest_in": rest})
+    with backend() as con:
+        t = table_from_frame(con, frame, {"row": "int64", "item": "string", "rest_in": "float64"})
+        mg = t.select(model=t.row.cast("string"), grp=ibis.literal("g"),
+                      s=t.rest_in, n=ibis.ifelse(t.rest_in.isnan() | t.rest_in.isnull(), 1, 2).cast("int64"))
+        rows = t.select(model=t.row.cast("string"), grp=ibis.literal("g"), item=t.item, domain=ibis.literal("d"),
+                        x=ibis.literal(0.0), choice=ibis.null("string"), informed=ibis.literal(False),
+                        n_options=ibis.null("float64"))
+        w = weighted_rows_expr(rows, mg, frac)
+        out = fetch(con, w.select(row=w.model.cast("int64"), w_u=w.w_u, w_l=w.w_l, k=w.k))
+    order = np.argsort(out["row"].to_numpy(dtype=np.int64))
+    k = np.zeros(n_items)
+    row_k = out["k"].to_numpy(dtype=float)[order]
+    k[item] = row_k
+    return out["w_u"].to_numpy(dtype=float)[order], out["w_l"].to_numpy(dtype=float)[order], k
+
+
 def _loop_weights(item: np.ndarray, rest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Upper/lower weights by a plain loop: sort each item's models, share the boundary among ties."""
     wu, wl = np.zeros(len(rest)), np.zeros(len(rest))
@@ -212,72 +251,6 @@ def test_upper_lower_weights_against_a_loop_with_ties():
     lu, ll = _loop_weights(item, rest)
     assert wu == pytest.approx(lu) and wl == pytest.approx(ll)
     assert np.bincount(item, wu) == pytest.approx(k) and np.bincount(item, wl) == pytest.approx(k)
-
-
-def _brute_force_suspicion(audit: iev.ItemAudit, table: pd.DataFrame, item: str) -> float:
-    """The suspicion of one item from its definition, with loops over models and the grid."""
-    a, grid, prior = audit.slope, audit.grid, audit.prior
-    dom = table.groupby(["model", "domain"])["correct"].agg(["sum", "size"])
-    theta = np.log((dom["sum"] + 0.5) / (dom["size"] - dom["sum"] + 0.5))
-    g = table[table["item"] == item]
-    th = np.array([theta[(m, d)] for m, d in zip(g["model"], g["domain"])])
-
-    def sound(y: np.ndarray) -> float:
-        total = 0.0
-        for b, w in zip(grid, prior):
-            p = 1 / (1 + np.exp(-a * (th - b)))
-            total += w * np.prod(np.where(y == 1, p, 1 - p))
-        return math.log(total)
-
-    def dirmult(counts: list[int], categories: int) -> float:
-        n = sum(counts)
-        return math.lgamma(categories) - math.lgamma(n + categories) + sum(math.lgamma(c + 1) for c in counts)
-
-    labels = g["choice"].fillna("").to_numpy(dtype=object)
-    n_opt = int(g["n_options"].max())
-    options = list("ABCDEFGHIJ"[:n_opt])
-    key = g["key"].mode().sort_values().iloc[0]
-
-    def hypothesis(j: str) -> float:
-        others = pd.Series(labels[labels != j]).value_counts().tolist()
-        return sound((labels == j).astype(int)) + dirmult(others, n_opt + 1)
-
-    flat = dirmult(pd.Series(labels).value_counts().tolist(), n_opt + 2)
-    alt = [hypothesis(j) for j in options if j != key]
-    l_alt = math.log(np.mean(np.exp(alt)))
-    return math.log(0.5 * math.exp(flat) + 0.5 * math.exp(l_alt)) - hypothesis(key)
-
-
-def test_suspicion_against_its_definition_by_brute_force():
-    table, planted = simulate(n_models=12, n_items=90, n_domains=2, miskeyed=0.1, seed=2)
-    audit = ia.audit_items(table)
-    got = audit.items.set_index("item")["suspicion"]
-    for item in list(planted[:3]) + ["q00000", "q00001", "q00002"]:
-        assert got[item] == pytest.approx(_brute_force_suspicion(audit, table, item), abs=1e-6)
-
-
-def test_correctness_only_suspicion_against_its_definition():
-    table, _ = simulate(n_models=12, n_items=90, n_domains=2, seed=4)
-    plain = table.drop(columns=["choice", "key"])
-    audit = ia.audit_items(plain)
-    a, grid, prior = audit.slope, audit.grid, audit.prior
-    dom = plain.groupby(["model", "domain"])["correct"].agg(["sum", "size"])
-    theta = np.log((dom["sum"] + 0.5) / (dom["size"] - dom["sum"] + 0.5))
-    for item in ["q00003", "q00010", "q00050"]:
-        g = plain[plain["item"] == item]
-        th = np.array([theta[(m, d)] for m, d in zip(g["model"], g["domain"])])
-        y = g["correct"].to_numpy()
-
-        def marginal(sign: int, y: np.ndarray = y, th: np.ndarray = th) -> float:
-            return math.log(sum(w * np.prod(np.where(y == 1, p, 1 - p))
-                                for b, w in zip(grid, prior) for p in [1 / (1 + np.exp(-sign * a * (th - b)))]))
-
-        n, k = len(y), y.sum()
-        flat = math.lgamma(k + 1) + math.lgamma(n - k + 1) - math.lgamma(n + 2)
-        expected = math.log(0.5 * math.exp(marginal(-1)) + 0.5 * math.exp(flat)) - marginal(1)
-        assert audit.items.set_index("item").loc[item, "suspicion"] == pytest.approx(expected, abs=1e-6)
-    assert audit.items["top_wrong"].isna().all()
-    assert any("no choice column" in n for n in audit.notes)
 
 
 # --------------------------------------------------------------------------- flags
@@ -305,8 +278,8 @@ def test_named_flags_on_constructed_items():
     assert "every model wrong" in a.loc["hard", "note"] and pd.isna(a.loc["hard", "flag_weak_discrimination"])
     assert a.loc["keyed", "flag_key_inconsistent"] and a.loc["keyed", "keys"] == "A×6, B×6"
     assert not a.loc["sound", "flag_key_inconsistent"]
-    # the reversed item (able models agree on C) is the most suspicious; the sound one is not suspicious
-    assert a["suspicion_rank"].idxmin() == "reversed" and a.loc["sound", "suspicion"] < 0
+    # the reversed item (able models agree on C) is the most likely flawed; the sound one is not
+    assert a["flaw_rank"].idxmin() == "reversed" and a.loc["sound", "posterior"] < 0.2
     assert set(a.index[a["flagged"]]) >= {"reversed", "keyed"}
 
 
@@ -318,11 +291,10 @@ def test_flagged_means_any_review_flag_and_counts_add_up(bundled):
     for name in iev.FLAGS:
         assert counts.loc[name, "n_items"] == int(items[f"flag_{name}"].fillna(False).sum())
     assert counts.loc["flagged", "n_items"] == int(review.sum())
-    # rows ranked by the flaw posterior; the classical rank still orders the suspicion score
+    # rows ranked by P(flawed), the one ranking
     assert items["flaw_rank"].tolist() == list(range(1, len(items) + 1))
     assert (np.diff(items["posterior"].to_numpy()) <= 1e-12).all()
-    by_suspicion = items.sort_values("suspicion_rank", kind="mergesort")
-    assert (np.diff(by_suspicion["suspicion"].to_numpy()) <= 1e-12).all()
+    assert list(items.columns) == list(iev.MODEL_AUDIT_COLUMNS)
 
 
 def test_single_model_items_and_few_models_get_notes_not_flags():
@@ -377,30 +349,12 @@ def test_rest_within_domain_or_whole_test():
 # --------------------------------------------------------------------------- truth: simulation and MMLU-Pro
 
 
-@pytest.mark.parametrize("regime, kwargs, recall_min, auc_min", [
-    ("30 models of mixed ability", {}, 0.70, 0.98),
-    ("30 strong models that answer most items alike", {"ability": (3.0, 0.5)}, 0.95, 0.99),
-])
-def test_suspicion_finds_planted_miskeyed_items_in_a_2pl_simulation(regime, kwargs, recall_min, auc_min):
-    table, planted = simulate(n_models=30, n_items=3000, seed=11, **kwargs)
-    items = ia.item_audit(table).set_index("item")
-    recall, auc = recall_and_auc(items["suspicion"], planted)
-    assert recall >= recall_min and auc >= auc_min, (regime, recall, auc)
-    # the likely answer of a caught miskeyed item is the option the able models chose, not the key
-    top = items.loc[items.index.isin(planted)].nsmallest(20, "suspicion_rank")
-    assert (top["likely_key"] != top["key"]).mean() >= 0.9
-    if kwargs:  # where most correlations are undefined, -r_rest cannot rank them; suspicion can
-        r_recall, _ = recall_and_auc(-items["r_rest"], planted)
-        assert r_recall < recall - 0.5
-
-
 def test_revised_key_items_rank_high_on_mmlu_pro(bundled, revised_keys):
     items = bundled.items.set_index("item")
     assert len(revised_keys) == 31
     assert set(items.index[items["flag_key_inconsistent"].fillna(False)]) == revised_keys
-    _, auc = recall_and_auc(items["suspicion"], np.asarray(sorted(revised_keys), dtype=object))
-    ranks = items.loc[sorted(revised_keys), "suspicion_rank"]
-    assert auc > 0.85 and ranks.median() < 0.05 * len(items)
+    _, auc = recall_and_auc(items["posterior"], np.asarray(sorted(revised_keys), dtype=object))
+    assert auc > 0.85  # the flaw model's own checks on them: tests/test_flaw.py
     # discrimination alone ranks them far lower
     _, auc_r = recall_and_auc(-items["r_rest"], np.asarray(sorted(revised_keys), dtype=object))
     assert auc_r < auc - 0.2
@@ -446,6 +400,10 @@ def test_domain_flags_share(bundled):
         assert d.loc[domain, "n_items"] == len(g)
         assert d.loc[domain, "share_flagged"] == pytest.approx(g["flagged"].mean())
     assert d["share_flagged"].is_monotonic_decreasing
+    # with the flaw model: the expected flawed items, the sum of the domain's P(flawed)
+    assert d["expected_flawed"].to_numpy() == pytest.approx(items.groupby("domain")["posterior"].sum().reindex(
+        d.index).to_numpy(), rel=1e-6)
+    assert (d["visible_lower"] <= d["visible"]).all() and (d["expected_flawed"] <= d["expected_flawed_upper"]).all()
 
 
 # --------------------------------------------------------------------------- inputs and paths
@@ -484,15 +442,16 @@ def test_out_of_core_parquet_gives_the_same_audit(tmp_path, monkeypatch):
     assert dataset.items is None
     for rest in ("domain", "test"):
         ooc = ia.audit_items(dataset, rest=rest)
-        mem = ia.audit_items(table, rest=rest, irt=False)
+        mem = ia.audit_items(table, rest=rest, model=False)
         assert ooc.sums.source == "duckdb" and mem.sums.source == "memory"
-        # out of core: the classical audit (the IRT fit needs the matrix in memory; tests/test_item_audit_irt.py)
+        # out of core: the classical evidence by domain and item (P(flawed) needs the matrix in memory)
         assert list(ooc.items.columns) == list(iev.AUDIT_COLUMNS) and ooc.fit is None and ooc.flaws is None
+        assert any("response matrix in memory" in note for note in ooc.notes)
         a, b = mem.items.set_index("item"), ooc.items.set_index("item").loc[mem.items["item"]]
         for column in a.columns:
             if a[column].dtype.kind == "f":
                 assert np.allclose(a[column], b[column], equal_nan=True, atol=1e-9), column
-            elif column != "suspicion_rank":
+            else:
                 assert a[column].astype(object).fillna("-").tolist() == b[column].astype(object).fillna("-").tolist()
         sa, sb = isens.flag_sensitivity(mem), isens.flag_sensitivity(ooc)
         assert np.allclose(sa.select_dtypes("number"), sb.select_dtypes("number"), equal_nan=True)
@@ -528,8 +487,26 @@ def test_cli_items_csv_json_and_top(tmp_path):
     assert code == 0, err
     table = pd.read_csv(io.StringIO(out))
     assert len(table) == 5 and table["flaw_rank"].tolist() == [1, 2, 3, 4, 5]
-    assert list(table.columns) == [*iev.IRT_AUDIT_COLUMNS, "text", "options", "top_models_chose"]
-    assert "12,032 items from 29 models" in err
+    assert list(table.columns) == [*iev.MODEL_AUDIT_COLUMNS, "text", "options", "top_models_chose"]
+    assert "12,032 items from 29 models" in err and "expected flawed items" in err
+    models = tmp_path / "models.csv"
+    code, _, err = run_cli("items", "--top", "1", "--models-out", models, "-o", tmp_path / "top.csv")
+    assert code == 0, err
+    agreement = pd.read_csv(models)
+    assert list(agreement.columns)[:4] == ["model", "n_items", "weight", "agree"] and len(agreement) == 29
+    # hostile destinations: refused in one line before any work, nothing written
+    odd = tmp_path / "m*[1] ?.csv"                                  # glob characters are a plain name
+    code, _, err = run_cli("items", "--top", "1", "--models-out", odd, "-o", tmp_path / "top2.csv")
+    assert code == 0 and odd.is_file(), err
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    (tmp_path / "folder.csv").mkdir()
+    for args, fragment in (((tmp_path / "models.txt",), "must end in .csv or .json"), ((fifo,), "not a regular file"),
+                           ((tmp_path / "folder.csv",), "is a directory"),
+                           ((tmp_path / "top3.csv",), "are the same file")):
+        code, out, err = run_cli("items", "--top", "1", "-o", tmp_path / "top3.csv", "--models-out", *args)
+        assert code == 2 and fragment in err and "Traceback" not in err, err
+        assert not (tmp_path / "top3.csv").exists()
     target = tmp_path / "items.json"
     code, _, err = run_cli("items", str(TEST_DATA / "mmlu_pro_responses.csv.gz"), "-o", target, "--top", "3")
     assert code == 2  # the raw shared file has pred/answer, not choice/key: no item column either
@@ -566,17 +543,18 @@ def test_views_tables_pick_the_audit_numbers(bundled):
         assert flags.loc[name.replace("_", " "), "share of items"] == pytest.approx(hits / len(items))
     domains = views.domain_table(bundled)
     assert domains["share flagged"].is_monotonic_decreasing and domains["items"].sum() == len(items)
-    counts = ["expected flawed", "flawed lower", "flawed upper"]
-    shares = [c for c in domains.columns if c not in ("domain", "items", "flagged", "what-if re-scored", *counts)]
-    assert sorted(views.DOMAIN_TABLE_FORMATS) == sorted(shares + counts) and domains[shares].le(1).all().all()
-    expected = bundled.flaws.domains.set_index("domain").loc[domains["domain"]]
-    assert np.allclose(domains[counts], expected[["expected_flawed", "lower", "upper"]])
+    shares = [c for c in domains.columns if c not in ("domain", "items", "flagged", "what-if re-scored")]
+    assert sorted(views.DOMAIN_TABLE_FORMATS) == sorted(shares) and domains[shares].le(1).all().all()
     top = views.top_items(bundled, per_domain=2)
     assert top.groupby("domain").size().max() == 2 and set(top["domain"]) == set(items["domain"])
     first = top.iloc[0]
     assert first["rank"] == 1 and first["item"] == items["item"].iloc[0]  # ranked by the flaw posterior
     assert first["P(flawed)"] == items["posterior"].iloc[0]
+    assert first["P lower"] <= first["P(flawed)"] <= first["P upper"]
     assert first["strong models chose"].startswith(str(items["strong_choice"].iloc[0]) + " (")
+    # evidence first: what the models chose, the key, the likely answer and the flags before P(flawed)
+    assert list(top.columns)[:8] == ["domain", "item", "rank", "strong models chose", "key", "likely answer", "flags",
+                                     "P(flawed)"]
     sens = views.sensitivity_table(isens.flag_sensitivity(bundled))
     assert sens["change"].abs().is_monotonic_decreasing
     assert list(sens.columns)[-2:] == ["what-if: key errors re-scored", "what-if change"]
@@ -629,6 +607,9 @@ def test_analysis_section_and_glance_finding(tmp_path):
     assert finding.count == int(items["flagged"].sum()) and finding.total == len(items) == 12032
     median = float(np.median(analysis.item_sensitivity["cv_change"]))
     assert finding.value == pytest.approx(median) and f"{median:+.3f}" in finding.sentence
+    t = analysis.flaws.total  # the one ranking: the expected flawed items with their interval, the first to read
+    assert finding.sentence.startswith(f"About {t['expected_flawed']:,.0f} of 12,032 items are expected to be flawed "
+                                       f"({t['lower']:,.0f}–{t['upper']:,.0f}, 90%), item {items['item'].iloc[0]}")
     # the report's other numbers still come from the per-category file
     assert analysis.dataset.format == "long" and analysis.dataset.items is None
     path = tmp_path / "scores.csv"

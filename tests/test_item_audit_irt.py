@@ -62,7 +62,7 @@ def test_planted_sign_flipped_items_are_flagged_and_ranked_first(flipped):
     # the classical flags and their meaning are kept beside the IRT ones
     review = items[[f"flag_{f}" for f in iev.REVIEW_FLAGS]].fillna(False).to_numpy(dtype=bool).any(axis=1)
     assert (items["flagged"].to_numpy() == review).all()
-    assert list(audit.items.columns) == list(iev.IRT_AUDIT_COLUMNS)
+    assert list(audit.items.columns) == list(iev.MODEL_AUDIT_COLUMNS)
 
 
 def test_columns_equal_an_independent_fit_and_posterior(flipped):
@@ -136,12 +136,14 @@ def test_zero_variance_items_are_set_aside_with_their_flag(small):
 def test_expected_flawed_per_domain_with_its_interval(small):
     audit = ia.audit_items(small)
     domains = ia.domain_flags(audit).set_index("domain")
-    posterior = audit.items.groupby("domain")["posterior"].agg(["sum", lambda p: np.sqrt((p * (1 - p)).sum())])
-    posterior.columns = ["sum", "sd"]
-    np.testing.assert_allclose(domains["expected_flawed"], posterior.loc[domains.index, "sum"], rtol=1e-9)
-    lower = np.clip(posterior["sum"] - 1.959963984540054 * posterior["sd"], 0, None).loc[domains.index]
-    np.testing.assert_allclose(domains["expected_flawed_lower"], lower, rtol=1e-6, atol=1e-9)
-    assert (domains["expected_flawed_upper"] >= domains["expected_flawed"]).all()
+    by_domain = audit.items.groupby("domain")
+    np.testing.assert_allclose(domains["expected_flawed"], by_domain["posterior"].sum().loc[domains.index], rtol=1e-6)
+    p_visible = audit.flaws.items.groupby("domain")["p_visible"].sum().loc[domains.index]
+    np.testing.assert_allclose(domains["visible"], p_visible, rtol=1e-6)
+    for low, mid, high in (("visible_lower", "visible", "visible_upper"),
+                           ("expected_flawed_lower", "expected_flawed", "expected_flawed_upper")):
+        assert (domains[low] <= domains[mid] + 0.5).all() and (domains[mid] <= domains[high] + 0.5).all()
+        assert (domains[low] == np.round(domains[low])).all() and (domains[high] <= domains["n_items"]).all()
     counts = ia.flag_counts(audit).set_index("flag")
     for name in iev.IRT_FLAGS:
         assert counts.loc[name, "n_items"] == int(audit.items[f"flag_{name}"].fillna(False).sum())
@@ -162,11 +164,11 @@ def test_out_of_core_parquet_gets_the_classical_audit_and_a_note(tmp_path, monke
     assert dataset.items is None
     audit = ia.audit_items(dataset)
     assert list(audit.items.columns) == list(iev.AUDIT_COLUMNS) and audit.fit is None and audit.flaws is None
-    assert audit.items["suspicion_rank"].is_monotonic_increasing  # ranked by suspicion without the posterior
+    assert list(audit.items["item"]) == sorted(audit.items["item"], key=str)  # no ranking: by domain and item
     assert audit.abilities.empty and list(audit.abilities.columns) == ["model", "group", "n_items", "theta",
                                                                        "theta_sd"]
     note = audit.notes[-1]
-    assert "needs the response matrix in memory" in note and "without the IRT columns" in note
+    assert "needs the response matrix in memory" in note and "without P(flawed)" in note
     assert "\n" not in note
     assert "expected_flawed" not in ia.domain_flags(audit).columns
     # the command: exit 0, the classical columns, the note on stderr; --abilities stops with it (exit 2)
@@ -186,7 +188,7 @@ def test_a_matrix_over_the_budget_gets_the_classical_audit(small, monkeypatch):
     audit = ia.audit_items(small)
     assert audit.fit is None and "flaw_rank" not in audit.items
     assert "40 × 90 response matrix (3,600 cells), above the in-memory budget of 3,599 cells" in audit.notes[-1]
-    assert audit.notes[-1].endswith(ia.CLASSICAL_ONLY)
+    assert audit.notes[-1].endswith(ia.NO_MODEL)
     monkeypatch.setattr(ia, "IRT_MAX_CELLS", 40 * 90)
     assert ia.audit_items(small).fit is not None
 
@@ -197,7 +199,7 @@ def test_cli_csv_json_abilities_and_domain_tables(small, tmp_path):
     code, out, err = run_cli("items", path)
     assert code == 0, err
     listing = pd.read_csv(io.StringIO(out))
-    assert list(listing.columns) == [*iev.IRT_AUDIT_COLUMNS, "top_models_chose"]  # no text columns in the table
+    assert list(listing.columns) == [*iev.MODEL_AUDIT_COLUMNS, "top_models_chose"]  # no text columns in the table
     assert "expected flawed items" in err and "the most likely flawed first" in err
     audit = ia.audit_items(small)
     want = audit.items.set_index("item")
@@ -208,7 +210,7 @@ def test_cli_csv_json_abilities_and_domain_tables(small, tmp_path):
     code, _, err = run_cli("items", path, "--top", "5", "-o", target)
     assert code == 0, err
     records = json.loads(target.read_text())
-    assert len(records) == 5 and list(records[0]) == [*iev.IRT_AUDIT_COLUMNS, "top_models_chose"]
+    assert len(records) == 5 and list(records[0]) == [*iev.MODEL_AUDIT_COLUMNS, "top_models_chose"]
     assert [r["flaw_rank"] for r in records] == [1, 2, 3, 4, 5]
     code, out, err = run_cli("items", path, "--abilities", "--rest", "test")
     assert code == 0, err
@@ -240,7 +242,7 @@ def test_fewer_than_five_models_get_the_classical_audit_with_the_reason(tmp_path
     audit = ia.audit_items(table)
     assert audit.fit is None and audit.flaws is None and "slope" not in audit.items.columns
     assert any("needs at least 5 models (4 here)" in note for note in audit.notes)
-    assert audit.items["suspicion_rank"].is_monotonic_increasing
+    assert "posterior" not in audit.items and any("P(flawed)" in note for note in audit.notes)
     five, _ = simulate(n_models=5, n_items=60, n_domains=3, seed=8)
     assert ia.audit_items(five).fit is not None                      # the bound is inclusive
     path = tmp_path / "four.csv"

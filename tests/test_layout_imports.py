@@ -110,11 +110,9 @@ def test_stages_import_only_upstream():
 STATS_MAY_IMPORT = {"jagged.readers.dataset"}
 #: Stats -> readers imports still to remove, each in another helper's module (issue 22); the list may only shrink.
 STATS_READER_DEBT = {
-    ("jagged.stats.item_audit", "jagged.readers.items"),  # input routing: validate_items, load_bundled_items
-    ("jagged.stats.item_audit", "jagged.readers.items_parquet"),  # lake_path
+    ("jagged.stats.item_audit", "jagged.readers.items"),  # validate_items for an item table given directly
     ("jagged.stats.item_evidence", "jagged.readers.choices"),  # option_index, a pure label helper
     ("jagged.stats.item_expr", "jagged.readers.items"),  # ITEM_ALIASES
-    ("jagged.stats.poisson_bootstrap", "jagged.readers.items_parquet"),  # lake_path
 }
 
 

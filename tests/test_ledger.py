@@ -7,12 +7,10 @@ import pandas as pd
 import pytest
 from compare_pairs import DATA, bundled_file_split, hand_pair, mmlu_pro_pair, release_keys
 from scipy import stats as sps
-from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportions_ztest
 
 from jagged.errors import JaggedInputError
 from jagged.stats.ledger import (
-    benjamini_hochberg,
     item_ledger,
     item_status,
     noise_floor,
@@ -80,16 +78,6 @@ def test_text_changes_need_a_text_column_on_both_sides():
     assert ledger[["item", "change", "text_a", "text_b"]].values.tolist() == [
         ["x", "text_changed", "What is 2+2?", "What is 2 + 2?"]]
     assert item_ledger(a.drop(columns="text"), b).empty
-
-
-def test_benjamini_hochberg_equals_statsmodels():
-    rng = np.random.default_rng(3)
-    p = np.concatenate([rng.uniform(size=200), rng.uniform(0, 1e-3, size=20), [1.0, 1.0, 0.0]])
-    p[5] = np.nan
-    q = benjamini_hochberg(p)
-    ok = ~np.isnan(p)
-    np.testing.assert_allclose(q[ok], multipletests(p[ok], method="fdr_bh")[1], rtol=1e-12)
-    assert np.isnan(q[5])
 
 
 def test_rescoring_applies_the_new_key_to_the_recorded_choice():

@@ -13,7 +13,6 @@ import pytest
 
 import jagged
 from jagged.readers import items as items_module
-from jagged.readers.items_parquet import lake_path
 from jagged.stats.bootstrap import METHOD_ITEMS, bootstrap_intervals, interval_route
 from jagged.stats.poisson_bootstrap import METHOD_POISSON
 
@@ -62,11 +61,11 @@ def test_out_of_core_parquet_gets_poisson_intervals_covering_like_the_paired(lak
     """300 models with known truth: the 95% interval of the macro score covers it about 95% of the time with the
     Poisson bootstrap (out of core, in DuckDB) and with the paired bootstrap (same file in memory)."""
     in_memory, out_of_core, truth = lake
-    assert in_memory.items is not None and out_of_core.items is None and lake_path(out_of_core) is not None
+    assert in_memory.items is not None and out_of_core.items is None and out_of_core.item_path is not None
     n_boot, ci = 400, 0.95
     paired = bootstrap_intervals(in_memory.scores, in_memory.items, n_boot=n_boot, seed=1, ci=ci)
     poisson = bootstrap_intervals(out_of_core.scores, out_of_core.items, n_boot=n_boot, seed=1, ci=ci,
-                                  source=lake_path(out_of_core))
+                                  source=out_of_core.item_path)
     assert set(paired["interval_method"]) == {METHOD_ITEMS}
     assert set(poisson["interval_method"]) == {METHOD_POISSON}
     assert list(poisson["model"]) == list(paired["model"]) == sorted(in_memory.scores["model"].unique())

@@ -305,17 +305,22 @@ def test_where_each_domain_measures_names_domains_and_the_models_beyond(rendered
 
 def test_the_items_list_is_ranked_by_the_flaw_posterior_with_expected_counts(rendered):
     out, html = rendered
-    text = _text_between(html, "How many items are flawed, per domain", "Discrimination against difficulty")
-    assert re.search(r"about [\d,]+ of 12,032 items are expected to be flawed", text)
-    assert re.search(r"domain items prevalence expected flawed interval \w+", text)
-    top = _text_between(html, "The most suspicious items of each domain", "What the flagged items do")
-    assert "rank P(flawed)" in top
+    intro = _text_between(html, "Items to look at", "The items most likely flawed in each domain")
+    assert re.search(r"About [\d,]+ of 12,032 items are expected to be flawed \(90% interval [\d,]+ – [\d,]+\)", intro)
+    counts = _text_between(html, "How many items are flawed, per domain", "Flagged items per domain")
+    assert re.search(r"domain items accuracy miskeyed shown shown interval expected flawed interval \w+", counts)
+    assert "model agrees with key peers expected z q finding" in counts
+    top = _text_between(html, "The items most likely flawed in each domain", "How many items are flawed, per domain")
+    # evidence first: what the models chose, the key, the likely answer and the flags, then P(flawed)
+    assert re.search(r"domain item rank strong models chose key likely answer flags top models chose question options "
+                     r"P\(flawed\) P lower P upper p_correct discrimination", top)
     nb = nbformat.read(out.with_suffix(".ipynb"), as_version=4)
     cell = next(c for c in nb.cells if c.get("id") == "items-top")
     shown = next(o for o in cell.outputs if "text/html" in o.get("data", {}))["data"]["text/html"]
-    first = re.search(r'<tbody>\s*<tr><th scope="row">[^<]*</th><td>[^<]*</td><td class="num">(\d+)</td>'
-                      r'<td class="num">([\d.]+)</td>', shown)
-    assert first and first.group(1) == "1" and float(first.group(2)) > 0.5  # the most likely flawed item leads
+    row = re.search(r"<tbody>\s*<tr>(.*?)</tr>", shown, re.S).group(1)
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)]
+    header = re.findall(r"<th[^>]*>([^<]*)</th>", shown.split("<tbody>")[0])
+    assert cells[header.index("rank")] == "1" and float(cells[header.index("P(flawed)")]) > 0.5  # the top item leads
 
 
 def test_the_model_report_says_where_the_model_sits(tmp_path):

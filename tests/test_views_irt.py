@@ -113,49 +113,44 @@ def test_loading_sentence_and_alt_count_the_flags():
 class FakeFlaws:
     items: pd.DataFrame
     domains: pd.DataFrame
+    total: dict
+    models: pd.DataFrame
+    level: float
 
 
 def hand_flaws() -> FakeFlaws:
     items = pd.DataFrame({"item": ["x", "y", "z", "w"], "posterior": [0.9, 0.6, 0.2, 0.05], "flaw_rank": [1, 2, 3, 4]})
-    domains = pd.DataFrame({"domain": ["a", "b"], "n_items": [100, 40], "prevalence": [0.05, 0.2],
-                            "expected_flawed": [5.5, 8.25], "sd": [1.0, 2.0], "lower": [3.54, 4.33],
-                            "upper": [7.46, 12.17]})
-    return FakeFlaws(items, domains)
+    domains = pd.DataFrame({"domain": ["a", "b"], "n_items": [100, 40], "accuracy": [0.8, 0.55],
+                            "prevalence": [0.05, 0.2], "visible": [2.5, 6.0], "visible_lower": [0.0, 3.0],
+                            "visible_upper": [6.0, 10.0], "expected_flawed": [5.5, 8.25], "lower": [2.0, 4.0],
+                            "upper": [11.0, 14.0]})
+    total = {"n_items": 140, "visible": 8.5, "expected_flawed": 13.75, "lower": 7.0, "upper": 22.0}
+    models = pd.DataFrame({"model": ["m1", "m2"], "agree": [0.78, 0.3], "agree_peers": [0.38, 0.35],
+                           "agree_expected": [0.4, 0.32], "z": [4.2, -0.3], "q_value": [0.001, 0.9],
+                           "flagged": [True, False]})
+    return FakeFlaws(items, domains, total, models, 0.9)
 
 
 def test_flaw_table_and_sentence():
     table = v.flaw_table(hand_flaws())
     assert table["domain"].tolist() == ["b", "a"]                             # most expected first
-    assert table["interval"].tolist() == ["4.3 – 12.2", "3.5 – 7.5"]
-    assert table["expected flawed"].tolist() == [8.25, 5.5] and table["prevalence"].tolist() == [0.2, 0.05]
+    assert table["interval"].tolist() == ["4 – 14", "2 – 11"]
+    assert table["shown interval"].tolist() == ["3 – 10", "0 – 6"]
+    assert table["expected flawed"].tolist() == [8.25, 5.5] and table["accuracy"].tolist() == [0.55, 0.8]
     sentence = v.flaw_sentence(hand_flaws())
-    assert "about 14 of 140 items" in sentence and "the most in b: 8.2 (4.3 – 12.2) of 40" in sentence
+    assert "About 14 of 140 items are expected to be flawed (90% interval 7 – 22)" in sentence
+    assert "the most in b: 8 (4 – 14) of 40" in sentence and "about 8 are miskeyed items the responses show" in sentence
 
 
-@dataclasses.dataclass
-class FakeAudit:
-    items: pd.DataFrame
-
-
-def listed_by_rank(audit, per_domain=1, **kwargs):
-    """A stand-in for item_views.top_items: each domain's first item in the audit's order, by suspicion_rank."""
-    rank = "flaw_rank" if "flaw_rank" in audit.items else "suspicion_rank"
-    top = audit.items.groupby("domain", sort=False).head(per_domain).sort_values(rank, kind="mergesort")
-    return pd.DataFrame({"domain": top["domain"], "item": top["item"], "rank": top[rank]}).reset_index(drop=True)
-
-
-def test_suspicious_items_ranks_by_the_posterior_and_shows_it():
-    audit = FakeAudit(pd.DataFrame({"item": ["w", "z", "y", "x"], "domain": ["a", "b", "a", "b"],
-                                    "suspicion_rank": [1, 2, 3, 4]}))
-    table = v.suspicious_items(audit, hand_flaws(), top_items=listed_by_rank)
-    assert table["item"].tolist() == ["x", "y"] and table["rank"].tolist() == [1, 2]
-    assert table[v.POSTERIOR].tolist() == [0.9, 0.6]
-    assert list(table.columns) == ["domain", "item", "rank", v.POSTERIOR]
-    assert v.suspicious_items(audit, None, top_items=listed_by_rank)["item"].tolist() == ["w", "z"]
-    # an audit that ranks by the posterior itself (most likely flawed first) is listed as it is
-    ranked = FakeAudit(audit.items.assign(flaw_rank=[4, 3, 2, 1]).sort_values("flaw_rank"))
-    pd.testing.assert_frame_equal(v.suspicious_items(ranked, hand_flaws(), top_items=listed_by_rank),
-                                  listed_by_rank(ranked))
+def test_agreement_table_and_sentence_name_the_flagged_model():
+    table = v.agreement_table(hand_flaws())
+    assert table["finding"].tolist() == ["agrees with likely wrong keys", "—"]
+    assert table["agrees with key"].tolist() == [0.78, 0.3]
+    sentence = v.agreement_sentence(hand_flaws())
+    assert sentence.startswith("m1 (78% against 38% for its peers) agrees with likely wrong keys")
+    none = hand_flaws()
+    none.models["flagged"] = False
+    assert v.agreement_sentence(none).startswith("No model agrees")
 
 
 # --------------------------------------------------------------------------- the analysis: fitted once

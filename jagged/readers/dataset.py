@@ -30,7 +30,11 @@ class Dataset(Summarised):
     format : str
         The detected format: ``"long"``, ``"wide"``, ``"items"``, ...
     items : pandas.DataFrame or None
-        Item-level table (``model, domain, item, correct``) when the input had one.
+        Item-level table (``model, domain, item, correct``) when the input had one and it
+        is held in memory.
+    item_path : pathlib.Path or None
+        The Parquet file or partitioned folder of the item-level results when the reader
+        aggregated them out of core (``items`` is then None): the engines read it again.
     model_notes : dict
         Per-model remarks a loader wants shown in the metrics ``note`` column.
     details : dict
@@ -48,6 +52,7 @@ class Dataset(Summarised):
     paths: list[Path]
     format: str
     items: pd.DataFrame | None = None
+    item_path: Path | None = None
     model_notes: dict[str, str] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     selection: dict[str, Any] = field(default_factory=dict)

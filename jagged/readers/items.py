@@ -580,15 +580,3 @@ def parquet_columns(path: str | Path) -> dict[str, str]:
     if "n_options" in col:
         out["n_options"] = f"TRY_CAST({sql_name(col['n_options'])} AS DOUBLE)"
     return out
-
-
-def out_of_core_path(dataset: Dataset) -> Path | None:
-    """The Parquet file behind an item-level dataset aggregated out of core (its item table not kept), else None."""
-    if dataset.format != "items" or dataset.items is not None or len(dataset.paths) != 1:
-        return None
-    path = Path(dataset.paths[0])
-    try:
-        with open(path, "rb") as handle:
-            return path if handle.read(4) == b"PAR1" else None
-    except OSError:
-        return None

@@ -7,8 +7,8 @@ the ``key=value`` folder names become text columns, so ``model`` may live in the
 DuckDB reads it in row groups and spills to disk, so peak memory stays bounded whatever
 the size. Messages name the row (``row 12``), in a folder with its file
 (``model=a/part-0.parquet row 12``). The item statistics read the same file or folder again
-with either engine (:func:`jagged.stats.item_sums.lake_item_sums`); :func:`lake_path` says
-which datasets have one.
+with either engine (:func:`jagged.stats.item_sums.lake_item_sums`): the Dataset records it as
+``item_path``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.paths import DUCKDB_CONFIG, confine_duckdb, holds_parquet, parquet_parts, spill_folder
+from jagged.paths import DUCKDB_CONFIG, confine_duckdb, parquet_parts, spill_folder
 from jagged.readers.canonical import cell_repr, validate_scores
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import check_footers
@@ -38,16 +38,6 @@ from jagged.readers.items import (
 
 #: DuckDB memory cap for out-of-core aggregation (it spills to a temporary folder beyond it).
 DUCKDB_MEMORY_LIMIT: str = "1GB"
-
-
-def lake_path(dataset: Dataset) -> Path | None:
-    """The Parquet file or partitioned folder behind an item-level dataset aggregated out of core, else None."""
-    from jagged.readers.items import out_of_core_path
-
-    if dataset.format == "items" and dataset.items is None and len(dataset.paths) == 1 and \
-            Path(dataset.paths[0]).is_dir() and holds_parquet(dataset.paths[0]):
-        return Path(dataset.paths[0])
-    return out_of_core_path(dataset)
 
 
 def lake_schema(path: Path) -> Any:
@@ -223,7 +213,7 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
         "coverage": summary,
         "choices": answers,
     }
-    return Dataset(scores=scores, source=source, paths=[path], format="items", items=None,
+    return Dataset(scores=scores, source=source, paths=[path], format="items", items=None, item_path=path,
                    model_notes=notes, details=details)
 
 

@@ -297,7 +297,7 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
         :func:`jagged.stats.structure.replicate_statistic`; they land in ``extra``.
     source : str or pathlib.Path, optional
         The Parquet file or partitioned folder behind item-level ``scores`` aggregated out
-        of core (:func:`jagged.readers.items_parquet.lake_path`): the Poisson bootstrap runs
+        of core (``Dataset.item_path``): the Poisson bootstrap runs
         on it in the engine.
     engine : {"duckdb", "spark"}, optional
         Where the Poisson bootstrap runs; ``"spark"`` sends item tables in memory there too.

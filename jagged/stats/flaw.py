@@ -1,106 +1,601 @@
-"""P(flawed | responses): a two-component mixture over every item, with a per-domain flaw prevalence.
+"""P(flawed | responses): one model of sound and miskeyed items, per-domain difficulty and prevalence, honest counts.
 
-An item is *sound* (its key is the answer, and knowing it rises with ability as the 2PL
-says) or *flawed*: a wrong key (the able models agree on another option; without
-choices, correctness falls with ability) or an item on which no option separates the
-models (responses unrelated to ability). Each domain d has its own prevalence π_d of
-flawed items, drawn from a Beta(α, β) across domains that is estimated from the data
-(empirical Bayes), so flawed items that cluster in a domain raise each other's
-posteriors.
+A *sound* item is one whose key the models who know the item choose; how many know it
+depends on the item's difficulty, which follows its domain: a hard domain has many items
+that weak models miss, with their wrong answers spread over the distractors or drawn to
+one of them. A *miskeyed* item is one whose able models agree on another option. The two
+are told apart by who chose what, never by how hard the item is: each domain has its own
+difficulty distribution, so a domain where every model is weak is not read as a domain of
+broken items. Flaws cluster by domain: each domain has a prevalence, drawn from a
+logit-normal whose parameters are estimated from all domains (empirical Bayes on the
+marginal likelihood), and its uncertainty is carried into every posterior and count. Flaws the
+responses cannot show (unclear wording that models resolve alike) enter the counts from a
+stated prior.
 
-* :func:`flaw_posterior` — the fit: one row per item (posterior, rank, the three log
-  likelihoods, the likely answer) and one per domain (prevalence, expected number of
-  flawed items with an interval). The likelihood pieces (choices as a matrix, the grid
-  likelihoods with a guessing floor, Dirichlet-multinomial sequences) are in
-  :mod:`jagged.stats.flaw_likelihood`.
+* :func:`flaw_posterior` — per item P(flawed) with an interval and the likely answer; per
+  domain the expected number of flawed items with an interval; the total; per model its
+  agreement with the keys of likely miskeyed items against its peers (the anchors check).
+  The likelihood pieces are in :mod:`jagged.stats.flaw_likelihood`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
-from scipy.special import betaln, digamma, expit, logsumexp
+from scipy.special import expit, logsumexp, ndtr
 
 from jagged.stats.flaw_likelihood import (
+    Grid,
+    GridTerms,
     choice_matrix,
-    dirmult,
-    option_logliks,
-    option_mixture,
+    grid_loglik,
+    log_q,
+    mixed_loglik,
     rest_dirmult,
     trait_abilities,
 )
 from jagged.stats.irt import IRTFit, ResponseMatrix, fit_2pl, response_matrix
+from jagged.stats.parallel import thread_map
 from jagged.text import Summarised
 
-#: Grid of the sound items' parameter distribution G(a, c, γ): slopes (positive: a sound item
-#: discriminates the right way) × intercepts × guessing floors (:data:`GRID_GUESS`).
-GRID_SLOPES = np.geomspace(0.25, 5.0, 6)
-GRID_INTERCEPTS = np.linspace(-8.0, 8.0, 17)
-#: The guessing floor at a grid point as a share of 1 / (number of options): none, or chance.
-GRID_GUESS = np.array([0.0, 1.0])
-#: Concentration κ of the Dirichlet over the options of the models that do not follow the 2PL
-#: (below 1: distractors that attract draw many models at once).
-KAPPA = 1.0
-#: EM iterations of the mixture and its convergence tolerance (largest change of a posterior).
-MAX_ITER = 500
-#: EM steps that update the grid distribution G (then frozen: its slow tail moves no ranking).
-G_STEPS = 40
-TOL = 1e-4
-#: Prevalence start and the z of the interval on the expected count.
-START_PREVALENCE = 0.05
-Z95 = 1.959963984540054
+#: The grid a sound item's knowing probability q = γ + (1 − γ) σ(a θ + c) is integrated over: slopes
+#: (positive: knowing rises with ability) × intercepts × the guessing floor γ as a share of 1/K (none, or chance).
+GRID = Grid.of(np.geomspace(0.25, 4.0, 5), np.linspace(-8.0, 8.0, 17), np.array([0.0, 1.0]))
+#: Share of every domain's sound items that no model knows, whatever the domain's level (intercepts below
+#: :data:`TAIL_BELOW`): an item every model misses is not by that alone a flaw.
+HARD_TAIL = 0.02
+TAIL_BELOW = -4.0
+#: Smallest SD of a domain's intercept distribution (logit units), and the pseudo-items by which its mean and SD
+#: are shrunk to the pooled ones (a domain of a few items keeps close to the benchmark's).
+SD_FLOOR = 0.7
+DOMAIN_PRIOR_ITEMS = 10.0
+#: Dirichlet concentration of the wrong answers of models that do not know an item (below 1: a little more
+#: drawn to one distractor than a uniform split).
+KAPPA = 0.8
+#: EM steps that estimate the sound items' distribution (slopes, floors, each domain's intercepts).
+G_STEPS = 30
+#: Prevalence grid on which each domain's prevalence posterior is computed (dense near 0 and 1).
+PREVALENCE = np.unique(np.concatenate([np.geomspace(1e-4, 0.02, 12), np.linspace(0.02, 0.98, 33),
+                                       1.0 - np.geomspace(0.02, 1e-4, 12)]))
+#: Prior of the prevalence: logit π_d ~ N(mean, sd²); its start, its value with fewer than 3 domains, the bounds of sd.
+PRIOR_START = (-3.0, 1.0)
+PRIOR_FEW_DOMAINS = (-3.0, 1.5)
+PRIOR_SD_MIN, PRIOR_SD_MAX = 0.3, 3.0
+PRIOR_MEAN_MIN = -5.3
+#: Flaws responses cannot show (unclear wording, a second reading models resolve alike) per flaw they show:
+#: LogNormal(0, HIDDEN_SD) with median 1 (published audits of MMLU find about as many wording flaws as
+#: answer flaws), integrated at these quantiles.
+HIDDEN_SD = 0.5
+HIDDEN_RATIOS = np.exp(HIDDEN_SD * np.array([NormalDist().inv_cdf((k + 0.5) / 3) for k in range(3)]))
+#: Level of the intervals.
+LEVEL = 0.90
+#: Items (most likely miskeyed first) the key-agreement check looks at, and the posterior they need.
+AGREEMENT_ITEMS = 300
+#: Models × items × options × grid points the check may hold (it takes fewer items with many models).
+AGREEMENT_CELLS = 50_000_000
+AGREEMENT_MIN_POSTERIOR = 0.05
+#: False discovery rate at which a model's agreement with likely wrong keys is flagged.
+AGREEMENT_FDR = 0.05
 
 #: Columns of :attr:`FlawPosterior.items`.
 ITEM_COLUMNS: tuple[str, ...] = (
-    "flaw_rank", "item", "domain", "n_models", "p_correct", "key", "likely_key", "prior", "posterior",
-    "log_bayes_factor", "loglik_sound", "loglik_wrong_key", "loglik_unrelated", "p_wrong_key",
-    "log_odds", "guess",
+    "flaw_rank", "item", "domain", "n_models", "p_correct", "key", "likely_key", "posterior", "posterior_lower",
+    "posterior_upper", "p_visible", "log_bayes_factor", "log_odds",
 )
 #: Columns of :attr:`FlawPosterior.domains`.
-DOMAIN_COLUMNS: tuple[str, ...] = ("domain", "n_items", "prevalence", "expected_flawed", "sd", "lower", "upper")
+DOMAIN_COLUMNS: tuple[str, ...] = ("domain", "n_items", "accuracy", "prevalence", "visible", "visible_lower",
+                                   "visible_upper", "expected_flawed", "lower", "upper")
+#: Columns of :attr:`FlawPosterior.models`.
+MODEL_COLUMNS: tuple[str, ...] = ("model", "n_items", "weight", "agree", "agree_peers", "agree_expected", "z",
+                                  "p_value", "q_value", "flagged")
 
 
 @dataclass(frozen=True, repr=False)
 class FlawPosterior(Summarised):
-    """The flawed-item mixture (see :func:`flaw_posterior`).
+    """The flawed-item model (see :func:`flaw_posterior`).
 
     Attributes
     ----------
     items : pandas.DataFrame
-        One row per item, highest posterior first (:data:`ITEM_COLUMNS`).
+        One row per item, most likely flawed first (:data:`ITEM_COLUMNS`).
     domains : pandas.DataFrame
         One row per domain (:data:`DOMAIN_COLUMNS`).
-    alpha, beta : float
-        The Beta prior of the per-domain prevalence.
-    wrong_key_share : float
-        Share of flawed items that are wrong keys (the rest: unrelated to ability).
-    iterations : int
-    converged : bool
+    total : dict
+        ``n_items``, ``visible``, ``expected_flawed``, ``lower``, ``upper`` over all domains.
+    models : pandas.DataFrame
+        Per model, its agreement with the keys of likely miskeyed items (:data:`MODEL_COLUMNS`).
+    prior_mean, prior_sd : float
+        The prevalence prior: logit π_d ~ N(prior_mean, prior_sd²).
+    kappa : float
+        The Dirichlet concentration of wrong answers.
     uses_choices : bool
         Whether the chosen options were used (else correctness only).
+    level : float
+        Level of the intervals.
     """
 
     items: pd.DataFrame
     domains: pd.DataFrame
-    alpha: float
-    beta: float
-    wrong_key_share: float
-    iterations: int
-    converged: bool
+    total: dict
+    models: pd.DataFrame
+    prior_mean: float
+    prior_sd: float
+    kappa: float
     uses_choices: bool
+    level: float
 
     def _summary(self) -> tuple[str, list[tuple[str, str]]]:
-        d = self.domains
-        return "FlawPosterior", [("items", f"{len(self.items):,}"), ("domains", f"{len(d):,}"),
-                                 ("expected flawed", f"{d['expected_flawed'].sum():,.1f}"),
-                                 ("wrong-key share", f"{self.wrong_key_share:.1%}"),
+        t, lvl = self.total, f"{self.level:.0%}"
+        flagged = int(self.models["flagged"].sum()) if "flagged" in self.models else 0
+        return "FlawPosterior", [("items", f"{len(self.items):,}"), ("domains", f"{len(self.domains):,}"),
+                                 ("expected flawed",
+                                  f"{t['expected_flawed']:,.1f} ({t['lower']:,.0f}–{t['upper']:,.0f}, {lvl})"),
+                                 ("visibly miskeyed", f"{t['visible']:,.1f}"),
+                                 ("models flagged", f"{flagged:,}"),
                                  ("choices used", "yes" if self.uses_choices else "no")]
 
 
-# ---------------------------------------------------------------------------------------
-# Pieces
+def flaw_posterior(table: pd.DataFrame, fit: IRTFit | None = None, *, use_choices: bool = True,
+                   level: float = LEVEL) -> FlawPosterior:
+    """P(flawed | responses) for every item, expected flawed items per domain with intervals, and the anchors check.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Item table: ``model, domain, item, correct`` and optionally ``choice, key`` (and
+        ``n_options``).
+    fit : IRTFit, optional
+        The 2PL fit giving the abilities (:func:`jagged.stats.irt.fit_2pl`; fitted here, a
+        trait per domain, when not given).
+    use_choices : bool
+        Use ``choice`` and ``key`` when the table has them (default); False uses
+        correctness only.
+    level : float
+        Level of the intervals (default 0.90).
+
+    Returns
+    -------
+    FlawPosterior
+        ``items``: ``posterior`` P(flawed | responses) (a flaw the responses show, or one
+        they cannot), its interval over the domain's prevalence (``posterior_lower``,
+        ``posterior_upper``), ``p_visible`` P(miskeyed | responses), ``log_bayes_factor``
+        ln p(y | miskeyed) − ln p(y | sound), ``log_odds`` logit of ``posterior`` (the
+        ranking key), ``key`` and ``likely_key`` (the option the responses make most likely
+        the answer, with choices); ``domains``: the prevalence of miskeyed items (posterior
+        mean), ``visible`` their expected number, ``expected_flawed`` all flaws, each with its
+        interval; ``total``; ``models``: the agreement check (see Notes).
+
+    Notes
+    -----
+    **Abilities.** θ_m is the model's EAP ability in the item's trait (a trait per domain by
+    default; one with ``fit_2pl(rest="test")``).
+
+    **Sound item.** A model knows item j with probability q_m = γ + (1 − γ) σ(a θ_m + c)
+    (γ = s/K, K the item's options) and then chooses the key; a model that does not know
+    it chooses among the other options as a Dirichlet(κ)-multinomial sequence
+    (no answer is neither). (a, c, s) is integrated over G_d = S(a, s) · H_d(c): slopes and
+    floors pooled over domains, intercepts per domain,
+    H_d = (1 − ε) N(μ_d, σ_d²) + ε · U(c < −4) on the grid :data:`GRID` (ε =
+    :data:`HARD_TAIL`; μ_d and σ_d the moments of the domain's sound items' intercepts,
+    shrunk to the pooled ones by :data:`DOMAIN_PRIOR_ITEMS` pseudo-items, σ_d ≥
+    :data:`SD_FLOOR`). So a domain where every model is weak has its own low μ_d: its hard
+    items are expected, not flaws.
+
+    **Miskeyed item.** Another valid option o is the answer (uniform over the other
+    options): its choosers are the knowers, the key is one of the options the others
+    choose. (a, c, s) is integrated over the benchmark's pooled Ḡ = Σ_d n_d G_d / N: the
+    visible key errors of a hard domain are its ordinary items whose label is wrong, and
+    the able models know their answer as they know a typical item's; a split of weak
+    answers in a hard domain does not fit that. Without choices: ``correct`` falls with
+    ability (σ(−a θ + c)).
+
+        L_S = Σ_g G_dg Π_m q_mg^[m chose k] (1 − q_mg)^… · DM(others),
+        L_W = mean_o Σ_g Ḡ_g Π_m q_mg^[m chose o] (1 − q_mg)^… · DM(choices other than o),
+
+    and ln BF = ln L_W − ln L_S, with κ = :data:`KAPPA`.
+
+    **Prevalence.** logit π_d ~ N(m, s²); (m, s) maximise the marginal likelihood
+    Σ_d ln ∫ p(π; m, s) Π_{j ∈ d} (π BF_j + 1 − π) dπ, computed on the grid
+    :data:`PREVALENCE` (m ≥ :data:`PRIOR_MEAN_MIN`: a benchmark is not assumed flawless;
+    s in [:data:`PRIOR_SD_MIN`, :data:`PRIOR_SD_MAX`]; with fewer than 3 domains
+    (m, s) = :data:`PRIOR_FEW_DOMAINS`); each domain's posterior p(π | y_d) is kept, and
+    P(miskeyed_j | y) = ∫ σ(logit π + ln BF_j) p(π | y_d) dπ. The EM alternates this with
+    the sound items' distribution (:data:`G_STEPS` steps, responsibilities 1 − P), then
+    recomputes the miskeyed likelihood under the estimated G.
+
+    **Flaws responses cannot show.** A hidden prevalence ρ, logit ρ = logit π + ln r with π
+    from the prevalence prior (the same for every domain: responses say nothing about where
+    such flaws are) and r hidden flaws per visible one, r ~ LogNormal(0, :data:`HIDDEN_SD`²)
+    (median 1: published audits of MMLU find about as many flaws of wording as of the
+    answer), integrated at :data:`HIDDEN_RATIOS`. This is a prior, not a measurement.
+    ``posterior`` = 1 − (1 − P(miskeyed))(1 − E ρ), so the ranking is that of P(miskeyed)
+    and the posteriors sum to the expected number of flawed items.
+
+    **Counts.** A domain's visible count given π is a sum of Bernoullis (normal with its
+    mean and variance); its distribution mixes over p(π | y_d) and, for all flaws, over r
+    with the hidden count of the n_d − V_d other items (binomial given ρ, mixed over ρ);
+    the interval is the central ``level`` of that mixture (integers, within [0, n_d]). The
+    total mixes over r the normal sum of the domains (independent given r). The item
+    interval is P at the ``level`` quantiles of π's posterior.
+
+    **Agreement with likely wrong keys** (``models``). For every model m, on the items most
+    likely miskeyed (:data:`AGREEMENT_ITEMS` at most: P ≥ :data:`AGREEMENT_MIN_POSTERIOR`, or
+    at least half the models on one other option),
+    the item's P(miskeyed) is recomputed without m (w_j^(−m)) and with it m's probability
+    E_mj of choosing the key under the model given the others' responses; z =
+    Σ w (x − E) / √Σ w² E (1 − E), one-sided, Benjamini–Hochberg across models
+    (:func:`jagged.stats.fdr.q_values`) after centring z on the models' median and scaling
+    it by their spread (1.4826 MAD, at least 1: against its peers, so a misfit all models
+    share flags none); ``flagged`` at q < :data:`AGREEMENT_FDR`. A
+    flagged model chose the file's key on likely wrong keys more than its ability and its
+    peers explain: possible contamination or training on the benchmark.
+
+    **Edge cases.** Items with fewer than two responses keep the prior (ln BF = 0). Items
+    without a known key are scored on ``correct`` only. An item with one valid option has
+    no miskeyed alternative (L_W = 0). A model without an ability in a trait gets θ = 0.
+    """
+    mat = response_matrix(table)
+    fit = fit_2pl(mat) if fit is None else fit
+    theta, item_group = trait_abilities(fit, mat)
+    choices = use_choices and {"choice", "key"} <= set(table.columns)
+    m = _Model(table, mat, theta, item_group, choices)
+    m.estimate()
+    return m.result(level)
+
+
+class _Model:
+    """The state of one fit (the arrays are shared by the estimation, the counts and the agreement check)."""
+
+    def __init__(self, table: pd.DataFrame, mat: ResponseMatrix, theta: np.ndarray, item_group: np.ndarray,
+                 choices: bool) -> None:
+        self.mat, self.theta, self.group = mat, theta, item_group
+        self.w = mat.w.astype(np.float32)
+        y = mat.y.astype(np.float32)
+        self.n_j = self.w.sum(axis=0).astype(float)
+        self.informative = self.n_j >= 2
+        n_items = len(mat.items)
+        self.jj = np.arange(n_items)
+        domains = pd.Index(pd.unique(mat.domains))
+        self.domains, self.d_of = domains, domains.get_indexer(mat.domains)
+        self.n_d = np.bincount(self.d_of, minlength=len(domains)).astype(float)
+        from scipy import sparse
+
+        self.by_domain = sparse.csr_matrix((np.ones(n_items), (self.d_of, self.jj)), shape=(len(domains), n_items))
+        n_opt = _n_options(table, mat)
+        self.choices = choices
+        if choices:
+            self.codes, key, self.valid, self.labels = choice_matrix(table, mat)
+            self.keyed = key >= 0
+            self.key = key.clip(0)
+            n_lab = len(self.labels)
+            self.floor = np.where(self.keyed, 1.0 / np.maximum(self.valid.sum(axis=1), 2), _floor(n_opt))
+            self.ind = (self.codes[:, :, None] == np.arange(n_lab, dtype=np.int16)).astype(np.float32)
+            self.counts = self.ind.sum(axis=0).astype(float)
+            chose_key = np.where(self.keyed[None, :], self.codes == self.key[None, :], y > 0).astype(np.float32)
+            self.others = self.valid.copy()
+            self.others[self.jj[self.keyed], self.key[self.keyed]] = False
+            self.n_other = self.others.sum(axis=1)
+        else:
+            self.keyed = np.zeros(n_items, dtype=bool)
+            self.floor = _floor(n_opt)
+            chose_key = y
+        self.chose_key = chose_key
+        self.terms = GridTerms(theta, item_group, self.floor, GRID)
+        self.e_key, self.top = _scaled(grid_loglik(chose_key[:, :, None], self.w, self.terms)[:, 0])
+        ll_rev = grid_loglik(y[:, :, None], self.w, GridTerms(theta, item_group, self.floor, GRID, sign=-1.0))[:, 0]
+        self.e_rev, self.top_rev = _scaled(ll_rev)
+        self.p_correct = np.where(self.n_j > 0, y.sum(axis=0) / np.maximum(self.n_j, 1), np.nan)
+        # the sound items' distribution: slopes × floors pooled, intercepts per domain
+        acc = self._per_domain(np.nan_to_num(self.p_correct)) / self.n_d
+        self.mu = np.log(np.clip(acc, 0.05, 0.95) / (1 - np.clip(acc, 0.05, 0.95))) * 2.0
+        self.sd = np.full(len(domains), 2.0)
+        self.sg = np.full((5, 2), 0.1)
+        self.prior = PRIOR_START
+
+    def _per_domain(self, values: np.ndarray) -> np.ndarray:
+        """Sums of per-item rows over each domain's items (rows: items, any trailing shape)."""
+        return np.asarray(self.by_domain @ values)
+
+    def g_domains(self) -> np.ndarray:
+        """G_d on the grid (domains × grid)."""
+        c = np.unique(GRID.c)
+        h = np.exp(-0.5 * ((c[None, :] - self.mu[:, None]) / self.sd[:, None]) ** 2)
+        h = (1 - HARD_TAIL) * h / h.sum(axis=1, keepdims=True) + HARD_TAIL * _tail(c)[None, :]
+        return (self.sg[None, :, None, :] * h[:, None, :, None]).reshape(len(self.mu), -1)
+
+    def wrong_key(self, g_d: np.ndarray) -> np.ndarray:
+        """ln L_W per item under the pooled Ḡ of ``g_d``; keeps ln L(option o is the answer) as ``m_opt``."""
+        pooled = (g_d * self.n_d[:, None]).sum(axis=0) / self.n_d.sum()
+        rev = self.top_rev + _log(self.e_rev @ pooled.astype(np.float32))
+        if not self.choices:
+            return rev
+        weights = np.broadcast_to(pooled, (len(self.jj), len(pooled)))
+        self.m_opt = mixed_loglik(self.ind, self.w, self.terms, weights) + self.rest
+        with np.errstate(divide="ignore"):
+            wrong = logsumexp(np.where(self.others, self.m_opt, -np.inf), axis=1) - np.log(np.maximum(self.n_other, 1))
+        return np.where(self.keyed, np.where(self.n_other > 0, wrong, -np.inf), rev)
+
+    def estimate(self) -> None:
+        """Round 1: G by EM beside the prevalence; round 2: the miskeyed likelihood under G, the posteriors."""
+        g_d = self.g_domains()
+        self.rest = rest_dirmult(self.counts, self.valid, KAPPA) if self.choices else None
+        rest = np.where(self.keyed, self.rest[self.jj, self.key], 0.0) if self.choices else 0.0
+        wrong = self.wrong_key(g_d)
+        for step in range(G_STEPS):
+            joint = self.e_key * g_d[self.d_of].astype(np.float32)
+            lik = joint.sum(axis=1, dtype=float)
+            lbf = np.where(self.informative, wrong - (self.top + _log(lik) + rest), 0.0)
+            if step % 5 == 0:  # the prevalence posteriors; between, the items' posteriors at their mean
+                self._prevalence(lbf, refit=True)
+                mean = self.pi_post @ PREVALENCE
+            p_vis = expit((np.log(mean) - np.log1p(-mean))[self.d_of] + lbf)
+            joint *= ((1 - p_vis) * self.informative / np.maximum(lik, 1e-300)).astype(np.float32)[:, None]
+            self._update_g(self._per_domain(joint))
+            g_d = self.g_domains()
+        self.g_d = g_d
+        self.sound = self.top + _log(np.einsum("jg,jg->j", self.e_key, g_d[self.d_of].astype(np.float32))) + rest
+        self.lbf = np.where(self.informative, self.wrong_key(g_d) - self.sound, 0.0)
+        self._prevalence(self.lbf, refit=True)
+
+    def _update_g(self, resp: np.ndarray) -> None:
+        """M-step of the sound items' distribution from the per-domain responsibilities (domains × grid)."""
+        r = resp.reshape(len(self.mu), 5, -1, 2)
+        self.sg = np.maximum(r.sum(axis=(0, 2)), 1e-12)
+        self.sg /= self.sg.sum()
+        c = np.unique(GRID.c)
+        rc = r.sum(axis=(1, 3))
+        normal = np.exp(-0.5 * ((c[None, :] - self.mu[:, None]) / self.sd[:, None]) ** 2)
+        normal = (1 - HARD_TAIL) * normal / normal.sum(axis=1, keepdims=True)
+        rc = rc * normal / (normal + HARD_TAIL * _tail(c)[None, :])
+        # each domain's moments, shrunk to the pooled ones by DOMAIN_PRIOR_ITEMS pseudo-items
+        mass = rc.sum(axis=1)
+        pooled = rc.sum(axis=0) / max(rc.sum(), 1e-12)
+        mu_all = pooled @ c
+        var_all = pooled @ (c - mu_all) ** 2
+        self.mu = ((rc @ c) + DOMAIN_PRIOR_ITEMS * mu_all) / (mass + DOMAIN_PRIOR_ITEMS)
+        var = ((rc * (c[None, :] - self.mu[:, None]) ** 2).sum(axis=1) + DOMAIN_PRIOR_ITEMS * var_all) / (
+            mass + DOMAIN_PRIOR_ITEMS)
+        self.sd = np.sqrt(np.maximum(var, SD_FLOOR ** 2))
+
+    def _prevalence(self, lbf: np.ndarray, refit: bool) -> float:
+        """Per-domain prevalence posteriors on the grid (refitting (α, β)), P(miskeyed) per item; the log evidence."""
+        lp, l1p = np.log(PREVALENCE), np.log1p(-PREVALENCE)
+        q = self._per_domain(np.logaddexp(lp[None, :] + lbf[:, None], l1p[None, :]))
+        if refit and len(self.domains) >= 3:
+            self.prior = _fit_prior(q, self.prior)
+        elif len(self.domains) < 3:
+            self.prior = PRIOR_FEW_DOMAINS
+        prior = _prior_weights(*self.prior)
+        joint = q + prior[None, :]
+        evidence = logsumexp(joint, axis=1)
+        self.pi_post = np.exp(joint - evidence[:, None])
+        self.p_k = expit(lp - l1p + lbf[:, None])  # items × grid: P(miskeyed | π_k)
+        self.p_vis = np.clip(np.einsum("jk,jk->j", self.pi_post[self.d_of], self.p_k), 0.0, 1.0)
+        return float(evidence.sum())
+
+    def _hidden(self) -> tuple[np.ndarray, np.ndarray]:
+        """E ρ and E ρ² at each hidden ratio r: logit ρ = logit π + ln r, π from the prior (alike in every domain)."""
+        logit = np.log(PREVALENCE) - np.log1p(-PREVALENCE)
+        rho = expit(logit[None, :] + np.log(HIDDEN_RATIOS)[:, None])  # ratios × grid
+        prior = np.exp(_prior_weights(*self.prior))
+        return rho @ prior, (rho ** 2) @ prior
+
+    def result(self, level: float) -> FlawPosterior:
+        """The tables."""
+        mat, tail = self.mat, (1 - level) / 2
+        hidden = self._hidden()[0].mean()
+        cdf = np.cumsum(self.pi_post, axis=1)
+        lo_k = np.minimum((cdf < tail).sum(axis=1), len(PREVALENCE) - 1)
+        hi_k = np.minimum((cdf < 1 - tail).sum(axis=1), len(PREVALENCE) - 1)
+        post = 1 - (1 - self.p_vis) * (1 - hidden)
+        lower = 1 - (1 - self.p_k[self.jj, lo_k[self.d_of]]) * (1 - hidden)
+        upper = 1 - (1 - self.p_k[self.jj, hi_k[self.d_of]]) * (1 - hidden)
+        key = likely = np.full(len(self.jj), "", dtype=object)
+        if self.choices and len(self.labels):
+            scores = np.where(self.valid, self.m_opt, -np.inf)
+            scores[self.jj, self.key] = np.where(self.keyed, self.sound, scores[self.jj, self.key])
+            likely = np.where(self.keyed, self.labels[np.argmax(scores, axis=1)], "")
+            key = np.where(self.keyed, self.labels[self.key], "")
+        with np.errstate(divide="ignore"):
+            log_odds = np.log(post) - np.log1p(-post)
+        items = pd.DataFrame({
+            "item": mat.items, "domain": mat.domains, "n_models": self.n_j.astype(int), "p_correct": self.p_correct,
+            "key": key, "likely_key": likely, "posterior": post, "posterior_lower": lower, "posterior_upper": upper,
+            "p_visible": self.p_vis, "log_bayes_factor": self.lbf, "log_odds": log_odds})
+        items = items.sort_values(["log_odds", "item"], ascending=[False, True], kind="mergesort")
+        items = items.reset_index(drop=True)
+        items.insert(0, "flaw_rank", np.arange(1, len(items) + 1))
+        domains, total = self._counts(level)
+        return FlawPosterior(items[list(ITEM_COLUMNS)], domains, total, self._agreement(), *self.prior, KAPPA,
+                             self.choices, float(level))
+
+    def _counts(self, level: float) -> tuple[pd.DataFrame, dict]:
+        """Expected visible and all flaws per domain with intervals, and the total."""
+        tail = (1 - level) / 2
+        w, n_d = self.pi_post, self.n_d
+        mean_k = self._per_domain(self.p_k)
+        var_k = self._per_domain(self.p_k * (1 - self.p_k))
+        visible = (w * mean_k).sum(axis=1)
+        m1, m2 = self._hidden()  # the hidden flaws among the items not miskeyed
+        free = np.maximum(n_d - visible, 0.0)[None, :]
+        h_mean = free * m1[:, None]
+        h_var = free * (m1 - m2)[:, None] + free ** 2 * (m2 - m1 ** 2)[:, None]
+        v_lo, v_hi = _mixture_interval(mean_k, var_k, w, n_d, tail)
+        comp_m = (mean_k[:, None, :] + h_mean.T[:, :, None]).reshape(len(n_d), -1)
+        comp_v = (var_k[:, None, :] + h_var.T[:, :, None]).reshape(len(n_d), -1)
+        comp_w = np.repeat(w[:, None, :] / len(HIDDEN_RATIOS), len(HIDDEN_RATIOS), axis=1).reshape(len(n_d), -1)
+        lo, hi = _mixture_interval(comp_m, comp_v, comp_w, n_d, tail)
+        accuracy = self._per_domain(np.nan_to_num(self.p_correct) * self.n_j) / np.maximum(
+            self._per_domain(self.n_j), 1)
+        domains = pd.DataFrame({
+            "domain": self.domains.to_numpy(dtype=object), "n_items": n_d.astype(int), "accuracy": accuracy,
+            "prevalence": w @ PREVALENCE, "visible": visible, "visible_lower": v_lo, "visible_upper": v_hi,
+            "expected_flawed": visible + h_mean.mean(axis=0), "lower": lo, "upper": hi})
+        # the total: domains independent given the hidden ratio r, which they share
+        vis_var = (w * (var_k + mean_k ** 2)).sum(axis=1) - visible ** 2
+        t_mean = visible.sum() + h_mean.sum(axis=1)
+        t_sd = np.sqrt(vis_var.sum() + h_var.sum(axis=1))
+        lo_t, hi_t = _mixture_interval(t_mean[None, :], t_sd[None, :] ** 2,
+                                       np.full((1, len(t_mean)), 1 / len(t_mean)), np.array([n_d.sum()]), tail)
+        total = {"n_items": int(n_d.sum()), "visible": float(visible.sum()), "expected_flawed": float(t_mean.mean()),
+                 "lower": float(lo_t[0]), "upper": float(hi_t[0])}
+        return domains[list(DOMAIN_COLUMNS)], total
+
+    def _agreement(self) -> pd.DataFrame:
+        """Per model: agreement with the keys of likely miskeyed items against the model's expectation (Notes)."""
+        from jagged.stats.fdr import q_values
+
+        if not self.choices:
+            return pd.DataFrame({c: pd.Series(dtype=object if c == "model" else float) for c in MODEL_COLUMNS})
+        n_models, n_lab = self.w.shape[0], len(self.labels)
+        budget = max(int(AGREEMENT_CELLS / max(n_models * n_lab * len(GRID.a), 1)), 50)
+        # candidates: likely miskeyed, or half the models on one other option (one model that answers the key,
+        # whatever it knows, can hide an item's key error from the full-data posterior, not from this)
+        consensus = np.where(self.others, self.counts, 0.0).max(axis=1, initial=0.0) / np.maximum(self.n_j, 1)
+        score = np.maximum(self.p_vis, np.where(consensus >= 0.5, consensus, 0.0))
+        cand = np.flatnonzero(self.keyed & self.informative & (score >= AGREEMENT_MIN_POSTERIOR))
+        cand = cand[np.argsort(-score[cand], kind="stable")][:min(AGREEMENT_ITEMS, budget)]
+        ctx = _Candidates(self, cand)
+        rows = thread_map(ctx.model, range(n_models))
+        out = pd.DataFrame(rows, columns=list(MODEL_COLUMNS[1:-3]))
+        out.insert(0, "model", np.asarray(self.mat.models, dtype=object))
+        z = out["z"].to_numpy(float)
+        ok = np.isfinite(z)
+        # against the peers: centred on the models' median, scaled by their spread (never below 1)
+        centre = np.median(z[ok]) if ok.any() else 0.0
+        scale = max(1.0, 1.4826 * np.median(np.abs(z[ok] - centre))) if ok.sum() >= 3 else 1.0
+        out["z"] = (z - centre) / scale
+        out["p_value"] = np.where(ok, ndtr(-out["z"].to_numpy(float)), np.nan)
+        out["q_value"] = q_values(out["p_value"].to_numpy(float))
+        out["flagged"] = out["q_value"].to_numpy(float) < AGREEMENT_FDR
+        return out.sort_values(["z", "model"], ascending=[False, True], kind="mergesort",
+                               na_position="last").reset_index(drop=True)
+
+
+class _Candidates:
+    """The likely miskeyed items' grid likelihoods, from which one model's responses are taken out in turn."""
+
+    def __init__(self, fit: _Model, cand: np.ndarray) -> None:
+        self.fit, self.cand = fit, cand
+        k = fit.key[cand]
+        self.at = (np.arange(len(cand)), k)
+        with np.errstate(divide="ignore"):
+            self.key_ll = np.log(fit.e_key[cand]).astype(float) + fit.top[cand, None]
+        self.log_g = _log(np.maximum(fit.g_d[fit.d_of[cand]], 1e-300))
+        pooled = (fit.g_d * fit.n_d[:, None]).sum(axis=0) / fit.n_d.sum()
+        log_pooled = _log(np.maximum(pooled, 1e-300)).astype(np.float32)
+        self.opt_ll = grid_loglik(fit.ind[:, cand], fit.w[:, cand], GridTerms(fit.theta, fit.group[cand],
+                                                                              fit.floor[cand], GRID)) + log_pooled
+        self.pi_post = fit.pi_post[fit.d_of[cand]]
+        self.logit_pi = np.log(PREVALENCE) - np.log1p(-PREVALENCE)
+        self.others = fit.others[cand]
+        self.n_opts = fit.valid[cand].sum(axis=1)
+        self.w = fit.w[:, cand].astype(float)
+        self.key_ind = fit.ind[:, cand][:, self.at[0], self.at[1]].astype(float)  # models × items: chose the key
+
+    def model(self, m: int) -> tuple[float, ...]:
+        """(items, Σ weight, agreement, peers' agreement, expected agreement, z) of model m (see flaw_posterior)."""
+        fit, cand = self.fit, self.cand
+        has = self.w[m] > 0
+        if not has.any():
+            return 0.0, 0.0, np.nan, np.nan, np.nan, np.nan
+        lq, l1q = log_q(fit.theta[m, fit.group[cand]], GRID, fit.floor[cand])
+        x = fit.ind[m, cand]  # items × L
+        x_key = self.key_ind[m]
+        sound_ll, sound_w = _lse(self.key_ll - (x_key[:, None] * (lq - l1q) + self.w[m][:, None] * l1q) + self.log_g)
+        opt_ll, opt_w = _lse(self.opt_ll - (x[:, :, None] * (lq - l1q)[:, None, :].astype(np.float32)
+                                            + (self.w[m][:, None] * l1q)[:, None, :].astype(np.float32)))
+        counts = fit.counts[cand] - x
+        rest = rest_dirmult(counts, fit.valid[cand], KAPPA)
+        opt_mix = np.where(self.others, opt_ll + rest, -np.inf)
+        wrong, answer = _lse(opt_mix)
+        lbf = wrong - np.log(np.maximum(self.others.sum(axis=1), 1)) - sound_ll - rest[self.at]
+        weight = np.einsum("jk,jk->j", self.pi_post, expit(self.logit_pi + lbf[:, None])) * has
+        total = weight.sum()
+        if total <= 0:
+            return float(has.sum()), 0.0, np.nan, np.nan, np.nan, np.nan
+        # m's probability of choosing the key: knowing a sound item, or picking it among the others on a miskeyed one
+        q = np.exp(lq)
+        p_sound = (sound_w * q).sum(axis=1)
+        knows = np.einsum("jog,jg->jo", opt_w, q.astype(np.float32))
+        pick_key = (counts[self.at][:, None] + KAPPA) / (counts.sum(axis=1)[:, None] - counts
+                                                              + np.maximum(self.n_opts - 1, 1)[:, None] * KAPPA)
+        p_wrong = (answer * (1 - knows) * pick_key).sum(axis=1)
+        expected = weight * p_wrong + (1 - weight) * p_sound
+        peer_key = (self.key_ind.sum(axis=0) - x_key) @ weight
+        peer_n = (self.w.sum(axis=0) - self.w[m]) @ weight
+        var = (weight ** 2 * expected * (1 - expected)).sum()
+        z = (weight * (x_key - expected)).sum() / np.sqrt(var) if var > 0 else np.nan
+        return (float(has.sum()), float(total), float((weight * x_key).sum() / total),
+                float(peer_key / max(peer_n, 1e-12)), float((weight * expected).sum() / total), float(z))
+
+
+def _lse(log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ln Σ exp over the last axis and the normalised weights (zeros where every term is −inf), one exp."""
+    top = np.max(log_w, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    e = np.exp(log_w - top)
+    total = e.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lse = (top + np.log(total))[..., 0]
+    return lse, np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+
+
+def _mixture_interval(mean: np.ndarray, var: np.ndarray, weight: np.ndarray, n: np.ndarray,
+                      tail: float) -> tuple[np.ndarray, np.ndarray]:
+    """Central interval of a mixture of normal counts per row (rows × components), integers within [0, n].
+
+    The quantiles are found by bisection on the integers 0 … n of the mixture's CDF with a
+    continuity correction (log2 n steps).
+    """
+    sd = np.sqrt(np.maximum(var, 1e-12))
+    steps = int(np.ceil(np.log2(float(np.max(n, initial=0)) + 2))) + 1
+
+    def quantile(p: float) -> np.ndarray:
+        lo, hi = np.full(len(n), -1.0), n.astype(float)  # the quantile k: CDF(k - 1) < p <= CDF(k)
+        for _ in range(steps):
+            mid = np.floor((lo + hi) / 2)
+            below = (weight * ndtr((mid[:, None] + 0.5 - mean) / sd)).sum(axis=1) < p
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        return np.clip(hi, 0, n)
+
+    return quantile(tail), quantile(1 - tail)
+
+
+def _prior_weights(mean: float, sd: float) -> np.ndarray:
+    """ln weights of the prevalence grid under logit π ~ N(mean, sd²) (normalised over the grid)."""
+    logit = np.log(PREVALENCE) - np.log1p(-PREVALENCE)
+    w = -0.5 * ((logit - mean) / sd) ** 2 - np.log(PREVALENCE) - np.log1p(-PREVALENCE) + np.log(np.gradient(PREVALENCE))
+    return w - logsumexp(w)
+
+
+def _fit_prior(q: np.ndarray, start: tuple[float, float]) -> tuple[float, float]:
+    """(mean, sd) of logit π maximising Σ_d ln Σ_k w_k(mean, sd) e^(q_dk), sd in [PRIOR_SD_MIN, PRIOR_SD_MAX]."""
+    from scipy.optimize import minimize  # here: report kernels without item data need not import it
+
+    logit = np.log(PREVALENCE) - np.log1p(-PREVALENCE)
+
+    def neg(x: np.ndarray) -> tuple[float, np.ndarray]:
+        mean, sd = x[0], np.exp(x[1])
+        prior = _prior_weights(mean, sd)
+        joint = q + prior[None, :]
+        ev = logsumexp(joint, axis=1)
+        post = np.exp(joint - ev[:, None]).sum(axis=0)
+        z = (logit - mean) / sd
+        dz = post - len(q) * np.exp(prior)  # d ev / d ln w_k summed over domains
+        return -float(ev.sum()), -np.array([dz @ (z / sd), dz @ (z ** 2)])
+
+    res = minimize(neg, np.array([start[0], np.log(start[1])]), jac=True, method="L-BFGS-B",
+                   bounds=[(PRIOR_MEAN_MIN, 4.0), (np.log(PRIOR_SD_MIN), np.log(PRIOR_SD_MAX))])
+    return float(res.x[0]), float(np.exp(res.x[1]))
+
+
+def _tail(c: np.ndarray) -> np.ndarray:
+    t = (c < TAIL_BELOW).astype(float)
+    return t / t.sum()
 
 
 def _log(x: np.ndarray) -> np.ndarray:
@@ -116,238 +611,6 @@ def _scaled(ll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.exp(ll - top[..., None]), top.astype(float)
 
 
-def flaw_posterior(table: pd.DataFrame, fit: IRTFit | None = None, *, use_choices: bool = True,
-                   max_iter: int = MAX_ITER, tol: float = TOL) -> FlawPosterior:
-    """P(flawed | responses) for every item, with a hierarchical per-domain prevalence.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Item table: ``model, domain, item, correct`` and optionally ``choice, key``
-        (and ``n_options``).
-    fit : IRTFit, optional
-        The 2PL fit giving the abilities (:func:`jagged.stats.irt.fit_2pl`; fitted here,
-        a trait per domain, when not given).
-    use_choices : bool
-        Use ``choice`` and ``key`` when the table has them (default); False uses
-        correctness only.
-    max_iter, tol : int, float
-        EM iterations and tolerance (largest change of any posterior).
-
-    Returns
-    -------
-    FlawPosterior
-        ``items`` (:data:`ITEM_COLUMNS`, highest posterior first): ``posterior``
-        P(flawed | responses), ``flaw_rank`` (1 = most likely flawed), ``prior`` (the
-        domain's prevalence), ``log_bayes_factor`` ln p(y | flawed) − ln p(y | sound),
-        the three log marginal likelihoods, ``p_wrong_key`` (P(wrong key | responses)),
-        ``key`` and ``likely_key`` (the option most probably the true answer, with
-        choices), ``log_odds`` logit P(flawed | responses) (the ranking key) and
-        ``guess`` the item's chance floor 1/K (0 when unknown); ``domains``: prevalence
-        π_d (posterior mean), ``expected_flawed`` Σ posterior with its SD and a 95 %
-        interval.
-
-    Raises
-    ------
-    JaggedInputError
-        Bad item table (see :func:`jagged.stats.irt.response_matrix`).
-
-    Notes
-    -----
-    **Abilities.** θ_m is the model's EAP ability in the item's trait, plugged in (a trait
-    per domain with the default fit; one for the test with ``fit_2pl(rest="test")``).
-
-    **Sound.** Model m chooses the key with probability
-
-        q_m = γ + (1 − γ) σ(a θ_m + c),
-
-    a 2PL with a guessing floor γ: a model that does not know the item guesses, and is
-    right by chance. (a, c, γ) is integrated over G, a distribution on the grid
-    :data:`GRID_SLOPES` (positive: a sound item discriminates the right way) ×
-    :data:`GRID_INTERCEPTS` × γ ∈ {0, 1/K_j} (:data:`GRID_GUESS`; K_j the item's options:
-    ``n_options``, else the letters A.. up to the last one chosen or keyed), so the data
-    say how much guessing there is instead of a fixed floor. G is estimated by EM over
-    all items, each weighted by its probability of being sound, and pooled over domains
-    (each on its own N(0, 1) trait): a domain whose accuracy is lowered by its flawed
-    items cannot widen its own difficulty distribution to explain "every model wrong" as
-    "the domain is hard". The choices of the key's non-choosers are a Dirichlet(κ)-
-    multinomial sequence over the other categories (the item's other options and "no
-    answer or invalid"; κ = :data:`KAPPA`):
-
-        ln DM(n; C, κ) = ln Γ(Cκ) − ln Γ(N + Cκ) + Σ_c [ln Γ(n_c + κ) − ln Γ(κ)].
-
-    The sound likelihood is L_S = Σ_g G_g Π_m q_mg^x_m (1 − q_mg)^(1 − x_m) · DM(rest),
-    x_m = [m chose the key]; without choices, the same 2PL-with-floor likelihood of
-    ``correct`` (γ from ``n_options`` when given, else 0).
-
-    **Flawed** = ω · wrong key + (1 − ω) · unrelated, ω estimated. *Wrong key*: another
-    option o is the true answer, uniform over the item's other options,
-    L_W = mean_o Σ_g G_g Π_m q_mg^[m chose o] (1 − q_mg)^… · DM(rest without o): the
-    able models agree on o, the weak ones guess; without choices, ``correct`` follows
-    q = γ + (1 − γ) σ(−a θ + c) (a sign-flipped item). *Unrelated* (no option separates
-    the models): every choice a DM(κ) sequence over all categories; without choices,
-    ``correct`` a Beta(1, 1)-Bernoulli sequence.
-
-    **Prevalence (hierarchical).** π_d ~ Beta(α, β) per domain, and
-
-        P(flawed | y) = σ(logit π_d + ln BF),  ln BF = ln L_F − ln L_S,
-
-    reported as ``log_odds`` (the ranking key: ties of saturated posteriors are broken
-    by it). With E_d the sum of the posteriors of domain d's n_d items, (α, β) maximise
-    Σ_d [ln B(E_d + α, n_d − E_d + β) − ln B(α, β)] (beta-binomial evidence with
-    fractional counts; empirical Bayes) and π_d = (E_d + α) / (n_d + α + β). With fewer
-    than 3 domains α = β = 1.
-
-    **EM.** Round 1: :data:`G_STEPS` steps updating the posteriors, G, ω and (α, β, π),
-    with the wrong-key likelihood under a uniform G. Round 2: the wrong-key likelihood
-    under the estimated G, G frozen, the posteriors, ω and (α, β, π) iterated until no
-    posterior changes by more than ``tol`` (``converged``) or ``max_iter`` steps. The
-    grid likelihoods are matrix products (models × items against models × grid, one per
-    trait and number of options). The key's and the sign-flipped item's are computed once,
-    so each EM step costs two matrix–vector products over items × grid; the wrong-key
-    likelihood of every option is mixed over G block by block once per round
-    (:func:`~jagged.stats.flaw_likelihood.option_mixture`), so the items × options × grid
-    array is never held whole.
-
-    **Expected flawed per domain** Σ_j p_j, with SD √Σ p_j (1 − p_j) (the
-    Poisson-binomial count given the posteriors) and the interval mean ± 1.96 SD
-    clipped to [0, n_d]; it does not include the uncertainty of the prevalence.
-
-    **Edge cases.** Items with fewer than two responses get the prior as posterior (no
-    evidence; ln BF = 0). Items whose key is missing or not a known option are scored on
-    ``correct`` only. The key of an item is its most frequent key over the rows (ties:
-    the first label). A choice outside the item's options (a letter past ``n_options``)
-    counts as "no answer or invalid"; labels that are not single letters are options of
-    the items where they are chosen or keyed. An item with one valid option has no wrong-key alternative
-    (L_W = 0). A model without an ability in the item's trait gets θ = 0.
-    """
-    mat = response_matrix(table)
-    if fit is None:
-        fit = fit_2pl(mat)
-    theta, item_group = trait_abilities(fit, mat)
-    choices = use_choices and {"choice", "key"} <= set(table.columns)
-    w = mat.w.astype(np.float32)
-    y = mat.y.astype(np.float32)
-    n_j = w.sum(axis=0).astype(float)
-    n_items = len(mat.items)
-    j_idx = np.arange(n_items)
-    grid_a, grid_c, grid_g = (x.ravel() for x in np.meshgrid(GRID_SLOPES, GRID_INTERCEPTS, GRID_GUESS,
-                                                              indexing="ij"))
-    labels = np.array([], dtype=object)
-    s_j = mat.y.sum(axis=0).astype(float)
-    unrel_y = betaln(s_j + 1, n_j - s_j + 1)
-    n_options = _n_options(table, mat)
-
-    def grid_ll(ind: np.ndarray, guess: np.ndarray, sign: float = 1.0) -> np.ndarray:
-        return option_logliks(ind, w, theta, guess, grid_a, grid_c, sign=sign, item_group=item_group, grid_g=grid_g)
-
-    if choices:
-        codes, item_key, valid, labels = choice_matrix(table, mat)
-        n_lab = len(labels)
-        use_c = item_key >= 0
-        k_valid = valid.sum(axis=1)
-        guess = np.where(use_c, 1.0 / np.maximum(k_valid, 2), _floor(n_options))
-        counts = np.zeros((n_items, n_lab + 1))
-        rows, cols = np.nonzero(codes >= 0)
-        np.add.at(counts, (cols, codes[rows, cols]), 1.0)
-        rest = rest_dirmult(counts, valid, KAPPA)
-        unrel = np.where(use_c, dirmult(counts, valid.sum(axis=1) + 1.0, KAPPA), unrel_y)
-        indicators = (codes[:, :, None] == np.arange(n_lab, dtype=np.int16)).astype(np.float32)  # models × items × L
-        # the key's choosers (correct where the key is not a known option)
-        chose_key = np.where(use_c[None, :], codes == item_key.clip(0)[None, :], y > 0).astype(np.float32)
-        ll_key = grid_ll(chose_key[:, :, None], guess)[:, 0]
-        ll_rev = grid_ll(y[:, :, None], guess, -1.0)[:, 0]
-        others = valid.copy()
-        others[j_idx[use_c], item_key[use_c]] = False
-        n_other = others.sum(axis=1)
-
-        def option_ll(weights: np.ndarray) -> np.ndarray:  # ln Σ_g G_g p(y | option o is the answer, g)
-            return option_mixture(indicators, w, theta, guess, grid_a, grid_c, weights, item_group=item_group,
-                                  grid_g=grid_g)
-    else:
-        use_c = np.zeros(n_items, dtype=bool)
-        guess = _floor(n_options)
-        unrel = unrel_y
-        ll_key = grid_ll(y[:, :, None], guess)[:, 0]
-        ll_rev = grid_ll(y[:, :, None], guess, -1.0)[:, 0]
-    domains = pd.Index(pd.unique(mat.domains))
-    d_of = domains.get_indexer(mat.domains)
-    n_d = np.bincount(d_of, minlength=len(domains)).astype(float)
-    g_w = np.full(len(grid_a), 1.0 / len(grid_a))
-    prev = np.full(len(domains), START_PREVALENCE)
-    omega, alpha, beta = 0.5, 1.0, 1.0
-    post = np.zeros(n_items)
-    informative = n_j >= 2
-    converged, it = False, 0
-    e_key, top = _scaled(ll_key)
-    if choices:
-        rest_key = np.where(use_c, rest[j_idx, item_key.clip(0)], 0.0)
-    else:
-        rest_key = np.zeros(n_items)
-    e_rev, t_rev = _scaled(ll_rev)
-    del ll_rev, ll_key
-    # round 1: G estimated (G_STEPS EM steps) beside the posteriors, the wrong-key likelihood under a
-    # uniform G; round 2: the wrong-key likelihood under the estimated G, G frozen, EM to convergence
-    for rnd in (1, 2):
-        wrong = t_rev + _log(e_rev @ g_w.astype(np.float32))
-        if choices:
-            m_opt = option_ll(g_w) + rest
-            with np.errstate(divide="ignore"):
-                m_wrong = logsumexp(np.where(others, m_opt, -np.inf), axis=1) - np.log(np.maximum(n_other, 1))
-            wrong = np.where(use_c, np.where(n_other > 0, m_wrong, -np.inf), wrong)
-        for step in range(1, max_iter + 1):
-            it += 1
-            lik = (e_key @ g_w.astype(np.float32)).astype(float)
-            sound = top + _log(lik) + rest_key
-            flawed = np.logaddexp(np.log(omega) + wrong, np.log1p(-omega) + unrel)
-            lbf = np.where(informative, flawed - sound, 0.0)
-            log_prior = np.log(prev[d_of]) - np.log1p(-prev[d_of])
-            new = expit(log_prior + lbf)
-            change = float(np.max(np.abs(new - post)))
-            post = new
-            if rnd == 1:  # G: the sound items' responsibilities over the grid
-                weight = ((1 - post) * informative / np.maximum(lik, 1e-300)).astype(np.float32) @ e_key
-                g_w = np.maximum(weight * g_w, 1e-300)
-                g_w /= g_w.sum()
-            with np.errstate(divide="ignore", invalid="ignore"):
-                p_wrong_given_f = np.nan_to_num(expit(np.log(omega) + wrong - np.log1p(-omega) - unrel), nan=0.0)
-            omega = float(np.clip((post * p_wrong_given_f).sum() / max(post.sum(), 1e-12), 1e-4, 1 - 1e-4))
-            e_d = np.bincount(d_of, weights=post, minlength=len(domains))
-            done = change < tol and step > 2
-            if len(domains) >= 3 and (step <= 5 or step % 5 == 0 or done):
-                alpha, beta = _fit_beta(e_d, n_d, alpha, beta)
-            prev = np.clip((e_d + alpha) / (n_d + alpha + beta), 1e-6, 1 - 1e-6)
-            if done or (rnd == 1 and step >= G_STEPS):
-                converged = done and rnd == 2
-                break
-    # the last E-step with the final prevalence, so that posterior = σ(logit π_d + ln BF) exactly
-    log_odds = np.log(prev[d_of]) - np.log1p(-prev[d_of]) + lbf
-    post = expit(log_odds)
-    p_wrong = post * p_wrong_given_f
-    likely = np.full(n_items, "", dtype=object)
-    key_lab = np.full(n_items, "", dtype=object)
-    if choices:
-        best = np.argmax(np.where(valid, m_opt, -np.inf), axis=1)
-        likely = np.where(use_c, labels[best] if len(labels) else "", "")
-        key_lab = np.where(use_c, labels[item_key.clip(0)] if len(labels) else "", "")
-    items = pd.DataFrame({
-        "item": mat.items, "domain": mat.domains, "n_models": n_j.astype(int),
-        "p_correct": np.where(n_j > 0, s_j / np.maximum(n_j, 1), np.nan), "key": key_lab, "likely_key": likely,
-        "prior": prev[d_of], "posterior": post, "log_bayes_factor": lbf, "loglik_sound": sound,
-        "loglik_wrong_key": wrong, "loglik_unrelated": unrel, "p_wrong_key": p_wrong, "log_odds": log_odds,
-        "guess": guess,
-    })
-    items = items.sort_values(["log_odds", "item"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
-    items.insert(0, "flaw_rank", np.arange(1, len(items) + 1))
-    e_d = np.bincount(d_of, weights=post, minlength=len(domains))
-    sd = np.sqrt(np.bincount(d_of, weights=post * (1 - post), minlength=len(domains)))
-    dom = pd.DataFrame({"domain": domains.to_numpy(dtype=object), "n_items": n_d.astype(int), "prevalence": prev,
-                        "expected_flawed": e_d, "sd": sd, "lower": np.clip(e_d - Z95 * sd, 0, None),
-                        "upper": np.minimum(e_d + Z95 * sd, n_d)})
-    return FlawPosterior(items[list(ITEM_COLUMNS)], dom[list(DOMAIN_COLUMNS)], float(alpha), float(beta), omega,
-                         it, converged, bool(choices))
-
-
 def _n_options(table: pd.DataFrame, mat: ResponseMatrix) -> np.ndarray:
     """Options per item from ``n_options`` (the largest given; NaN where absent)."""
     out = np.full(len(mat.items), np.nan)
@@ -361,22 +624,3 @@ def _n_options(table: pd.DataFrame, mat: ResponseMatrix) -> np.ndarray:
 def _floor(n_options: np.ndarray) -> np.ndarray:
     """The guessing floor 1 / n_options (0 where unknown or < 2)."""
     return np.where(np.isfinite(n_options) & (n_options >= 2), 1.0 / np.where(n_options >= 2, n_options, 1), 0.0)
-
-
-def _fit_beta(e_d: np.ndarray, n_d: np.ndarray, alpha: float, beta: float) -> tuple[float, float]:
-    """(α, β) maximising Σ_d ln B(E_d + α, n_d − E_d + β) − ln B(α, β), on the log scale, bounded to [0.05, 1e4]."""
-    def neg(x: np.ndarray) -> tuple[float, np.ndarray]:
-        a, b = np.exp(x)
-        value = -float((betaln(e_d + a, n_d - e_d + b) - betaln(a, b)).sum())
-        common = digamma(a + b) - digamma(n_d + a + b)
-        ga = (digamma(e_d + a) - digamma(a) + common).sum() * a
-        gb = (digamma(n_d - e_d + b) - digamma(b) + common).sum() * b
-        return value, -np.array([ga, gb])
-
-    from scipy.optimize import minimize  # here: report kernels without item data need not import it
-
-    res = minimize(neg, np.log([alpha, beta]), jac=True, method="L-BFGS-B",
-                   bounds=[(np.log(0.05), np.log(1e4))] * 2)
-    a, b = np.exp(res.x)
-    return float(a), float(b)
-

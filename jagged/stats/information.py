@@ -119,28 +119,25 @@ def measurement_range(curves: pd.DataFrame, *, items: pd.DataFrame | None = None
     -----
     A group with no fitted items has zero information: peak, range and SE are NaN.
     """
-    rows = []
+    groups = pd.unique(curves["group"])
+    n_grid = len(curves) // max(len(groups), 1)
+    th = curves["theta"].to_numpy(float)[:n_grid]
+    info = curves["information"].to_numpy(float).reshape(len(groups), n_grid)  # rows: groups in order
+    k = info.argmax(axis=1) if n_grid else np.zeros(len(groups), dtype=int)
+    peak = info[np.arange(len(groups)), k] if n_grid else np.zeros(len(groups))
+    above = info >= HALF * peak[:, None]
+    idx = np.arange(n_grid)[None, :]
+    # the contiguous stretch around the peak: after the last point below half before it, before the first after it
+    lo = np.where(~above & (idx < k[:, None]), idx, -1).max(axis=1, initial=-1) + 1
+    hi = np.where(~above & (idx > k[:, None]), idx, n_grid).min(axis=1, initial=n_grid) - 1
+    fitted = peak > 0
     counts = (items[np.isfinite(items["slope"].to_numpy(float))].groupby(by, sort=False).size()
-              if items is not None else None)
-    for g, part in curves.groupby("group", sort=False):
-        th = part["theta"].to_numpy(float)
-        info = part["information"].to_numpy(float)
-        k = int(np.argmax(info)) if len(info) else 0
-        peak = float(info[k]) if len(info) else 0.0
-        if peak <= 0:
-            rows.append((g, 0, np.nan, 0.0, np.nan, np.nan, np.nan))
-            continue
-        above = info >= HALF * peak
-        lo = k
-        while lo > 0 and above[lo - 1]:
-            lo -= 1
-        hi = k
-        while hi < len(info) - 1 and above[hi + 1]:
-            hi += 1
-        rows.append((g, int(counts.get(g, 0)) if counts is not None else np.nan, float(th[k]), peak,
-                     1 / np.sqrt(peak), float(th[lo]) if lo > 0 else np.nan,
-                     float(th[hi]) if hi < len(info) - 1 else np.nan))
-    return pd.DataFrame(rows, columns=list(RANGE_COLUMNS))
+              .reindex(groups).fillna(0).to_numpy(int) if items is not None else np.full(len(groups), np.nan))
+    return pd.DataFrame({
+        "group": groups, "n_items": np.where(fitted, counts, 0), "theta_peak": np.where(fitted, th[k], np.nan),
+        "peak_information": peak, "se_at_peak": np.where(fitted, 1 / np.sqrt(np.maximum(peak, 1e-300)), np.nan),
+        "lower": np.where(fitted & (lo > 0), th[np.minimum(lo, n_grid - 1)], np.nan),
+        "upper": np.where(fitted & (hi < n_grid - 1), th[np.maximum(hi, 0)], np.nan)}, columns=list(RANGE_COLUMNS))
 
 
 def place_models(abilities: pd.DataFrame, items: pd.DataFrame, ranges: pd.DataFrame, *,
@@ -168,12 +165,12 @@ def place_models(abilities: pd.DataFrame, items: pd.DataFrame, ranges: pd.DataFr
     """
     fitted = items[np.isfinite(items["slope"].to_numpy(float))]
     out = abilities[["model", "group", "theta", "theta_sd"]].copy()
-    info = np.zeros(len(out))
-    for g, part in fitted.groupby(by, sort=False):
-        sel = (out["group"] == g).to_numpy()
-        if sel.any():
-            info[sel] = item_information(part["slope"].to_numpy(float), part["intercept"].to_numpy(float),
-                                         out.loc[sel, "theta"].to_numpy(float)).sum(axis=0)
+    # every (ability, item of its group) pair once: linear in models × items, whatever the number of groups
+    pairs = out[["group", "theta"]].reset_index(drop=True).reset_index().merge(
+        fitted[[by, "slope", "intercept"]].rename(columns={by: "group"}), on="group")
+    a = pairs["slope"].to_numpy(float)
+    p = 1 / (1 + np.exp(-(a * pairs["theta"].to_numpy(float) + pairs["intercept"].to_numpy(float))))
+    info = np.bincount(pairs["index"].to_numpy(), weights=a * a * p * (1 - p), minlength=len(out))
     out["information"] = info
     with np.errstate(divide="ignore"):
         out["se"] = np.where(info > 0, 1 / np.sqrt(np.maximum(info, 1e-300)), np.inf)

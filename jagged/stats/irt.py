@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, log_expit
+from scipy.special import expit
 
 from jagged.errors import JaggedInputError
 from jagged.stats.parallel import thread_map
@@ -61,6 +61,9 @@ FLOAT32_ABOVE = 20_000_000
 SPARSE_MISSING_BELOW = 0.25
 #: Items per block of the E-step.
 BLOCK_ITEMS = 4096
+#: Fewest fitted items of a domain's own trait; smaller domains share one trait, named SMALL_DOMAINS.
+MIN_TRAIT_ITEMS = 3
+SMALL_DOMAINS = "(small domains)"
 #: Flag thresholds: weak loading (rule of thumb of the seed source), extreme difficulty (PISA).
 WEAK_LOADING = 0.3
 EXTREME_DIFFICULTY = 5.0
@@ -197,12 +200,6 @@ def response_matrix(table: pd.DataFrame) -> ResponseMatrix:
 
 # ---------------------------------------------------------------------------------------
 # The EM on one matrix
-
-
-def gauss_hermite(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights (summing to 1) of n-point Gauss–Hermite quadrature for N(0, 1)."""
-    x, w = np.polynomial.hermite_e.hermegauss(n)
-    return x, w / w.sum()
 
 
 def ability_grid(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -515,9 +512,11 @@ def fit_2pl(table: pd.DataFrame | ResponseMatrix, *, rest: str = "domain", nodes
     -----
     The fit itself, priors, convergence rule and standard errors: :func:`fit_2pl_matrix`.
     Items with fewer than 2 responders are set aside like zero-variance items. A model
-    with no response in a group gets no ability row there. A group with fewer than 3
-    fitted items is still fitted (the priors keep it finite) with a note on its items:
-    its scale rests on the priors and the N(0, 1) trait.
+    with no response in a group gets no ability row there. Domains with fewer than
+    :data:`MIN_TRAIT_ITEMS` fitted items share one trait, :data:`SMALL_DOMAINS` (a note on
+    their items); a lone such group is fitted on its own (the priors keep it finite), its
+    scale resting on the priors and the N(0, 1) trait. The groups are found by one sort, so
+    memory and time stay linear in items and domains.
     """
     if rest not in ("domain", "test"):
         raise JaggedInputError(f"rest must be 'domain' or 'test', not {rest!r}")
@@ -535,10 +534,19 @@ def fit_2pl(table: pd.DataFrame | ResponseMatrix, *, rest: str = "domain", nodes
     out = {k: np.full(len(mat.items), np.nan) for k in ("slope", "se_slope", "intercept", "se_intercept", "cov")}
     notes = np.where(zero_var, np.where(n_models < 2, "fewer than 2 models: set aside",
                                         "every model alike: set aside"), "").astype(object)
+    # domains with too few items to define a trait share one (not one tiny fit per domain)
+    fitted_per = pd.Series(~zero_var).groupby(groups).transform("sum").to_numpy()
+    small = fitted_per < MIN_TRAIT_ITEMS
+    if rest == "domain" and len(pd.unique(groups[small])) > 1:
+        groups = np.where(small, SMALL_DOMAINS, groups).astype(object)
+        notes = np.where(small & ~zero_var, f"fewer than {MIN_TRAIT_ITEMS} fitted items in the domain: one trait "
+                         "shared with the other such domains", notes).astype(object)
     ability_rows, group_rows = [], []
-    names = pd.unique(groups)
-    members = [(groups == g, np.flatnonzero((groups == g) & ~zero_var)) for g in names]
-    members = [(in_group, cols, np.flatnonzero(mat.w[:, in_group].sum(axis=1) > 0)) for in_group, cols in members]
+    # each group's item indices from one sort: memory linear in items and groups
+    codes, names = pd.factorize(groups)
+    order = np.argsort(codes, kind="stable")
+    members = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1) if len(order) else []
+    members = [(idx, idx[~zero_var[idx]], np.flatnonzero(mat.w[:, idx].sum(axis=1) > 0)) for idx in members]
 
     def fit_group(member: tuple[np.ndarray, np.ndarray, np.ndarray]) -> MatrixFit | None:
         _, cols, rows = member
@@ -548,7 +556,7 @@ def fit_2pl(table: pd.DataFrame | ResponseMatrix, *, rest: str = "domain", nodes
 
     # the groups' fits are independent: spread over the cores (the same numbers as one by one)
     fits = thread_map(fit_group, members, sizes=[len(cols) * len(rows) for _, cols, rows in members])
-    for g, (in_group, cols, rows), fit in zip(names, members, fits, strict=True):
+    for g, (idx, cols, rows), fit in zip(names, members, fits, strict=True):
         if fit is not None:
             out["slope"][cols], out["intercept"][cols] = fit.slope, fit.intercept
             out["se_slope"][cols], out["se_intercept"][cols], out["cov"][cols] = (fit.se_slope, fit.se_intercept,
@@ -556,9 +564,9 @@ def fit_2pl(table: pd.DataFrame | ResponseMatrix, *, rest: str = "domain", nodes
             if len(cols) < 3:
                 notes[cols] = "fewer than 3 fitted items in the group: scale rests on the priors"
             ability_rows.append(pd.DataFrame({
-                "model": mat.models[rows], "group": g, "n_items": mat.w[np.ix_(rows, np.flatnonzero(in_group))].sum(
-                    axis=1).astype(int), "theta": fit.theta, "theta_sd": fit.theta_sd}))
-        group_rows.append({"group": g, "n_items": int(in_group.sum()), "n_fitted": len(cols), "n_models": len(rows),
+                "model": mat.models[rows], "group": g, "n_items": mat.w[np.ix_(rows, idx)].sum(axis=1).astype(int),
+                "theta": fit.theta, "theta_sd": fit.theta_sd}))
+        group_rows.append({"group": g, "n_items": len(idx), "n_fitted": len(cols), "n_models": len(rows),
                            "cycles": fit.cycles if fit else 0, "converged": bool(fit.converged) if fit else True,
                            "log_posterior": fit.log_posterior if fit else np.nan})
     a, c = out["slope"], out["intercept"]
@@ -587,9 +595,3 @@ def item_probability(slope: np.ndarray, intercept: np.ndarray, theta: np.ndarray
     """P_j(θ) = σ(a_j θ + c_j) on a grid (items × len(theta))."""
     return expit(np.asarray(slope, float)[:, None] * np.asarray(theta, float)[None, :]
                  + np.asarray(intercept, float)[:, None])
-
-
-def log_item_probability(slope: np.ndarray, intercept: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """ln P_j(θ) on a grid (items × len(theta)), stably."""
-    return log_expit(np.asarray(slope, float)[:, None] * np.asarray(theta, float)[None, :]
-                     + np.asarray(intercept, float)[:, None])

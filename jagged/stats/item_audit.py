@@ -2,30 +2,27 @@
 
 A flawed item (a wrong key, two defensible answers, no answer at all) adds errors to its
 domain that say nothing about the model, so part of a domain's error rate, and of
-cv_error, belongs to the benchmark. This module gives every item the classical
-psychometric evidence (difficulty, discrimination, distractor behaviour), the named flags
-that test programmes use to send items to review, the classical ``suspicion`` score, and,
-where the response matrix fits in memory, the 2PL item response model (parameters, standard
-errors, loading and difficulty flags, abilities) and P(flawed | responses), which ranks the
-items for a reviewer; and a sensitivity analysis of cv_error to the flagged items.
+cv_error, belongs to the benchmark. This module gives every item one ranking, P(flawed)
+from the flaw model (:mod:`jagged.stats.flaw`), where the response matrix fits in memory,
+and beside it the evidence a reviewer reads: what the strongest models chose, the key, the
+likely answer, the classical psychometric statistics (difficulty, discrimination,
+distractor behaviour) and the named flags test programmes use to send items to review
+(:mod:`jagged.stats.item_evidence`), the 2PL item parameters (:mod:`jagged.stats.irt`).
 
 * :func:`item_audit` — one row per item (the table ``jagged items`` prints);
 * :func:`audit_items` — the same as an :class:`ItemAudit` with the per-option table, the
-  fitted response model, the 2PL fit and flaw posterior (:attr:`ItemAudit.abilities`) and
-  the dataset-level notes; :func:`with_irt` adds a fit and posterior to a classical audit;
+  2PL fit, the flaw model and the dataset-level notes;
+* :func:`model_table` — the item table the flaw model runs on, or why it does not;
 * :func:`jagged.stats.item_sensitivity.flag_sensitivity` — per model, cv_error with all
   items, with the flagged items set aside, and with likely key errors re-scored (a what-if);
-* :func:`domain_flags` — per domain, how many items each flag catches.
+* :func:`domain_flags` — per domain, how many items each flag catches and how many are
+  expected to be flawed.
 
-This module owns the entry points and which input is audited (a Dataset's items, an item
-table, the bundled responses, or a Parquet file out of core in DuckDB); the computation from
-the sums is :mod:`jagged.stats.item_evidence`, the suspicion score :mod:`jagged.stats.item_keys`.
-
-Flags are reasons to look at an item, never to drop it. The statistics are pure
-functions of the item table; the sufficient statistics behind them are sums over rows
-written once as Ibis expressions (:mod:`jagged.stats.item_expr`) that DuckDB runs embedded
-or Spark on a cluster, so a 50-million-row Parquet file, or a partitioned folder of them,
-gets the same audit as a DataFrame.
+Flags are reasons to look at an item, never to drop it. The classical statistics are
+sums over rows written once as Ibis expressions (:mod:`jagged.stats.item_expr`) that
+DuckDB runs embedded or Spark on a cluster, so a 50-million-row Parquet file, or a
+partitioned folder of them, gets the same evidence as a DataFrame; P(flawed) needs the
+response matrix in memory.
 """
 
 
@@ -39,11 +36,10 @@ from jagged.readers.dataset import Dataset
 from jagged.stats.flaw import FlawPosterior
 from jagged.stats.irt import IRTFit
 from jagged.stats.item_evidence import (
-    AUDIT_COLUMNS,
     FLAGS,
-    IRT_AUDIT_COLUMNS,
     IRT_COLUMNS,
     IRT_FLAGS,
+    MODEL_AUDIT_COLUMNS,
     RESCORE_BAYES_FACTOR,
     REVIEW_FLAGS,
     ItemAudit,
@@ -54,18 +50,18 @@ from jagged.stats.item_sums import ItemSums, item_sums, lake_item_sums
 #: Largest model × item matrix (cells, missing ones included) the item response model builds in memory;
 #: above it the audit is the classical one with a note (the EM holds a few float arrays of this size).
 IRT_MAX_CELLS: int = 50_000_000
-#: Fewest models the item response model and the flaw posterior are fitted for: with fewer, abilities and
+#: Fewest models the item response model and the flaw model are fitted for: with fewer, abilities and
 #: slopes rest on a handful of responses per item and the posterior is mostly its prior.
 IRT_MIN_MODELS: int = 5
 #: How the note on an audit without the item response model ends.
-CLASSICAL_ONLY = "the audit is the classical one, without the IRT columns, ranked by suspicion"
+NO_MODEL = "the audit gives the classical evidence and flags only, without P(flawed) or the IRT columns"
 
 # ---------------------------------------------------------------------------------------
 # Entry points
 
 
 def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.DataFrame:
-    """One row per item: difficulty, discrimination, distractors, flags, suspicion and the item response model.
+    """One row per item: P(flawed) with the evidence behind it, most likely flawed first.
 
     Parameters
     ----------
@@ -81,69 +77,65 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
     Returns
     -------
     pandas.DataFrame
-        Ranked by ``posterior`` (most likely flawed first) when the response matrix is in
-        memory, else by ``suspicion``, with the columns
+        When the response matrix is in memory (:data:`MODEL_AUDIT_COLUMNS`), ranked by
+        ``posterior``, what a reviewer reads first, then the numbers:
 
         ``flaw_rank``
-            1 = highest ``posterior`` (:func:`jagged.stats.flaw.flaw_posterior`); in-memory
-            inputs only;
-        ``suspicion_rank``
-            1 = most suspicious by the classical ``suspicion`` (ties share the smaller rank);
+            1 = most likely flawed (:func:`jagged.stats.flaw.flaw_posterior`);
         ``item``, ``domain``
             the item and its domain;
-        ``n_models``
-            models with a result for the item;
-        ``n_options``, ``chance``
-            options (the largest count seen; NaN when unknown) and 1 / n_options;
-        ``p_correct``
-            difficulty: mean ``correct`` over those models;
-        ``r_rest``
-            corrected item–rest correlation: Pearson correlation over models of the
-            item's ``correct`` with the model's rest score (see Notes);
-        ``ul_index``, ``p_upper``, ``p_lower``
-            upper–lower discrimination index p_upper − p_lower of the 27% of models with
-            the highest and the lowest rest score;
+        ``strong_choice``, ``strong_choice_share``
+            the option the upper group (the 27 % of models with the highest rest score)
+            chose most (possibly the key) and the share of the upper group that chose it;
         ``key``, ``keys``
             the key most models were scored against, and, where keys differ, every key
             with its count (``"A×26, C×3"``);
-        ``strong_choice``, ``strong_choice_share``
-            the option the upper group chose most (possibly the key) and the share of the
-            upper group that chose it;
+        ``flags``
+            the names of the review flags set;
+        ``likely_key``
+            the option the responses make most likely the answer;
+        ``posterior``, ``posterior_lower``, ``posterior_upper``
+            P(flawed | responses) and its interval over the domain's prevalence
+            (:func:`jagged.stats.flaw.flaw_posterior`: a flaw the responses show, or one
+            they cannot);
+        ``log_bayes_factor``
+            ln p(y | miskeyed) − ln p(y | sound);
+        ``n_models``, ``n_options``, ``chance``
+            models with a result for the item, options (the largest count seen; NaN when
+            unknown) and 1 / n_options;
+        ``p_correct``
+            difficulty: mean ``correct`` over those models;
+        ``r_rest``
+            corrected item–rest correlation (see Notes);
+        ``ul_index``, ``p_upper``, ``p_lower``
+            upper–lower discrimination index p_upper − p_lower of the 27% of models with
+            the highest and the lowest rest score;
         ``top_wrong``, ``top_wrong_share``, ``top_wrong_r``, ``top_wrong_q``
             the wrong option chosen most, the share of models choosing it, its
             correlation with the rest score and its Benjamini–Hochberg q-value;
         ``share_no_answer``, ``share_invalid``
             models with no extracted answer, and choosing an option the item does not
             have;
-        ``likely_key``
-            the option the response model finds most likely to be the true answer;
-        ``suspicion``
-            log Bayes factor "the scored key is wrong or the item is broken" against "the
-            item is sound" (see Notes); > 0 means the responses fit a flawed item better;
-        ``posterior``
-            P(flawed | responses) from the mixture of a sound 2PL item and a flawed one (wrong
-            key or responses unrelated to ability) with a per-domain prevalence
-            (:func:`jagged.stats.flaw.flaw_posterior`); in-memory inputs only, as all below
-            up to ``flag_extreme_difficulty``;
         ``slope``, ``intercept``, ``difficulty``, ``loading`` and ``se_*``
             the 2PL item parameters and their standard errors
-            (:func:`jagged.stats.irt.fit_2pl`, the trait set by ``rest``): P(right) =
-            σ(slope θ + intercept), difficulty = −intercept / slope, loading the
-            standardised (probit) loading; NaN for items set aside (every model alike, or
-            fewer than 2 models: the note says so);
+            (:func:`jagged.stats.irt.fit_2pl`, the trait set by ``rest``); NaN for items
+            set aside (every model alike, or fewer than 2 models);
         ``flag_negative_loading``, ``flag_weak_loading``, ``flag_extreme_difficulty``
-            :data:`IRT_FLAGS`: loading < 0, 0 ≤ loading < 0.3, |difficulty| > 5 (PISA);
-            ``<NA>`` for items set aside. They sit beside the classical flags and do not
-            enter ``n_flags``, ``flagged`` or ``flags``;
+            :data:`IRT_FLAGS` (``<NA>`` for items set aside); they do not enter
+            ``n_flags``, ``flagged`` or ``flags``;
         ``flag_<name>``
             the named flags of :data:`FLAGS` (nullable booleans: ``<NA>`` where the flag
             cannot be computed: no choices, or fewer than :data:`MIN_MODELS` models);
-        ``n_flags``, ``flagged``, ``flags``
-            how many flags, whether any review flag (:data:`REVIEW_FLAGS`) is set, and
-            their names;
+        ``n_flags``, ``flagged``
+            how many flags, whether any review flag (:data:`REVIEW_FLAGS`) is set;
         ``note``
             why a statistic is missing or weak for this item (``IRT: ...`` for the
             item response model).
+
+        Without the model (an input aggregated out of core, ``engine="spark"``, fewer than
+        :data:`IRT_MIN_MODELS` models or a matrix above :data:`IRT_MAX_CELLS` cells) the
+        classical columns only (:data:`jagged.stats.item_evidence.AUDIT_COLUMNS`), by
+        domain and item: the evidence without a ranking, and a note saying why.
 
     Raises
     ------
@@ -194,71 +186,23 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
     ``too_easy`` and ``uninformative`` say that an item tells little about *these*
     models, not that it is wrong.
 
-    **Suspicion.** A response model with abilities θ_m = ln((S_md + ½)/(N_md − S_md + ½))
-    (the smoothed logit of the model's domain score) says a sound item with difficulty
-    b is answered correctly with probability σ(a (θ_m − b)). The difficulty is
-    integrated out over a grid with prior weights fitted to all items by EM (the
-    nonparametric maximum-likelihood prior), and a is the value in :data:`jagged.stats.item_model.SLOPES` with
-    the highest marginal likelihood. With choices (every row of the item keyed), the
-    hypotheses are H_j: option j is the true answer, whose choosers follow the sound
-    item, while models that did not know spread over the other categories (options, no
-    answer, invalid) as a Dirichlet(1)-multinomial; and H_flat: choices unrelated to
-    ability (one Dirichlet-multinomial). With k the key most models were scored against,
-
-    suspicion = ln[½ L(H_flat) + ½ mean_{j≠k} L(H_j)] − ln L(H_k),
-
-    over all n_options − 1 other options (those nobody chose included). Without choices,
-    the alternatives are a reversed item (correctness falls with ability, as when the
-    scored key is an option only guessers pick) and correctness unrelated to ability
-    (Beta(1, 1)-binomial), with weights ½. The score is defined for every item, also
-    where correlations are not: when every model answers alike it compares how likely
-    "all chose the key" or "all chose the same other option" is for models of these
-    abilities.
-
-    *Why this score* (``benchmarks/bench_item_audit.py --part evidence`` reruns the
-    comparison; recall at the planted count / AUC over 3 seeds). On 2PL simulations of 30
-    models × 3,000 items with 3% planted miskeyed items (a distractor is the true answer):
-    with models of mixed ability this score reaches 0.77–0.85 / 0.991–0.997, the upper
-    group's margin of its top wrong option over the key 0.78–0.84 / 0.988–0.996, the
-    number of flags 0.60–0.76 / 0.98–0.99, −p_correct 0.63–0.69 / 0.96–0.98, the largest
-    distractor correlation 0.40–0.55 / 0.88–0.95, −ul_index 0.16–0.38 / 0.90–0.96 and
-    −r_rest 0.24–0.51 / 0.55–0.73 (a miskeyed item that nobody answers "correctly" has no
-    correlation at all); with trap distractors that many models fall for, 0.62–0.71 /
-    0.975–0.988 against 0.58–0.63 / 0.971–0.976 for the margin; with 30 strong models
-    that answer most items alike, 0.98–1.00 / 1.000 while −r_rest falls to 0.04–0.11 /
-    0.21–0.31 (difficulty alone and the margin also reach 1.00 there, because in the
-    simulation only miskeyed items are that hard). Real data separate the candidates: on
-    the bundled MMLU-Pro responses the 31 items whose key letter was revised between
-    file versions rank at a median of 389 of 12,032 with this score (19 in the top 500,
-    AUC 0.93), against 627 (0.88) for the margin, 1,293 (0.76) for the number of flags
-    (key_inconsistent left out, which defines these items), 1,849 (0.77) for difficulty,
-    3,735 (0.62) for −r_rest and 4,031 (0.56) for the largest distractor correlation.
-    Without choices the score uses correctness only and is weaker (simulated AUC
-    0.91–0.95 with mixed abilities, 0.99 with strong models; on MMLU-Pro 0.60, where
-    difficulty gives 0.77): choices carry most of the evidence of a wrong key.
-
-    **Item response model.** What needs the model × item matrix in memory (the 2PL fit
-    and the flaw posterior) runs on in-memory inputs of at least :data:`IRT_MIN_MODELS`
-    models whose matrix has at most :data:`IRT_MAX_CELLS` cells; fewer models, an input
-    aggregated out of core (a large Parquet file, a partitioned folder),
-    ``engine="spark"`` or a larger matrix gets the classical audit
-    without the IRT columns, ranked by ``suspicion``, and a note in
-    :attr:`ItemAudit.notes` saying why. Abilities per model and trait:
-    :attr:`ItemAudit.abilities`; expected flawed items per domain: :func:`domain_flags`.
-
     **Edge cases.** An item with one model gets statistics but no flags (note "one
     model only"); all-equal responses give NaN correlations, the ``uninformative``
     flag and a note; items whose ``n_options`` differs between models (option lists
     revised) are audited on correctness only (note), because their letters do not
     name the same options; partial credit is allowed without keys (correlations and
-    the score treat ``correct`` as a number in [0, 1]).
+    the flaw model treat ``correct`` as a number in [0, 1]).
+
+    **P(flawed)**, its interval, the likely answer and the expected number of flawed items
+    per domain: :func:`jagged.stats.flaw.flaw_posterior` (Notes there). Abilities per model
+    and trait: :attr:`ItemAudit.abilities`; per domain: :func:`domain_flags`.
     """
     return audit_items(data, rest=rest).items
 
 
 def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
                 spark_master: str | None = None, fit: IRTFit | None = None, flaws: FlawPosterior | None = None,
-                irt: bool = True) -> ItemAudit:
+                model: bool = True) -> ItemAudit:
     """The full item audit (see :func:`item_audit` for the statistics and the Notes).
 
     Parameters
@@ -271,20 +215,17 @@ def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: s
         Where the sums over rows run (default: embedded DuckDB).
     spark_master : str, optional
         Spark master (see :func:`jagged.stats.engine.spark_session`).
-    fit : IRTFit, optional
-        A 2PL fit of the same items with the same ``rest`` (:func:`jagged.stats.irt.fit_2pl`),
-        computed once by the caller; fitted here when not given.
-    flaws : FlawPosterior, optional
-        The flaw posterior of the same items (:func:`jagged.stats.flaw.flaw_posterior`);
-        computed here (from ``fit``) when not given.
-    irt : bool
-        Add the item response model (default); False gives the classical audit only.
+    fit, flaws : IRTFit, FlawPosterior, optional
+        The 2PL fit and the flaw model of the same items with the same ``rest``, computed
+        once by the caller (``Analysis``); computed here when not given and ``model``.
+    model : bool
+        Add the item response and flaw models (default); False gives the classical
+        evidence only (unless ``fit`` and ``flaws`` are given).
 
     Returns
     -------
     ItemAudit
-        With :attr:`ItemAudit.fit` and :attr:`ItemAudit.flaws` set when the item
-        response model ran (see the Notes of :func:`item_audit`).
+        With :attr:`ItemAudit.fit` and :attr:`ItemAudit.flaws` set when the models ran.
 
     Raises
     ------
@@ -295,67 +236,75 @@ def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: s
         raise JaggedInputError(f"rest score must be 'domain' or 'test', not {rest!r}")
     if fit is not None and fit.rest != rest:
         raise JaggedInputError(f"the IRT fit given has rest={fit.rest!r}, the audit asks rest={rest!r}")
-    table = None
     if isinstance(data, pd.DataFrame):
         from jagged.readers.items import validate_items
 
-        table = validate_items(data, "<item table>", line_offset=None)
-    audit = audit_from_sums(sums_of(data if table is None else table, rest=rest, engine=engine,
-                                    spark_master=spark_master, validated=table is not None), rest=rest)
-    if not irt:
+        data = validate_items(data, "<item table>", line_offset=None)
+    audit = audit_from_sums(sums_of(data, rest=rest, engine=engine, spark_master=spark_master), rest=rest)
+    if fit is not None and flaws is not None:
+        return with_model(audit, fit, flaws)
+    if not model:
         return audit
-    if fit is None or flaws is None:
-        items, note = _irt_table(data if table is None else table, audit, engine)
-        if items is None:
-            audit.notes.append(note)
-            return audit
-        from jagged.stats.flaw import flaw_posterior
-        from jagged.stats.information import blas_threads_for, matrix_cells
-        from jagged.stats.irt import fit_2pl
+    table, reason = model_table(data, audit.n_models, engine)
+    if table is None:
+        return without_model(audit, reason)
+    from jagged.stats.flaw import flaw_posterior
+    from jagged.stats.information import blas_threads_for, matrix_cells
+    from jagged.stats.irt import fit_2pl
 
-        with blas_threads_for(matrix_cells(items)):  # small matrices: one BLAS thread (see there)
-            fit = fit_2pl(items, rest=rest) if fit is None else fit
-            flaws = flaw_posterior(items, fit) if flaws is None else flaws
-    return with_irt(audit, fit, flaws)
+    with blas_threads_for(matrix_cells(table)):  # small matrices: one BLAS thread (see there)
+        fit = fit_2pl(table, rest=rest) if fit is None else fit
+        flaws = flaw_posterior(table, fit) if flaws is None else flaws
+    return with_model(audit, fit, flaws)
 
 
-def _irt_table(data: Dataset | pd.DataFrame, audit: ItemAudit, engine: str | None) -> tuple[pd.DataFrame | None, str]:
-    """The item table for the item response model, or None and the one-line reason why not."""
+def model_table(data: Dataset | pd.DataFrame, n_models: int, engine: str | None) -> tuple[pd.DataFrame | None, str]:
+    """The item table the item response and flaw models run on, or None and the one-line reason why not.
+
+    They need the model × item matrix in memory: an input aggregated out of core,
+    ``engine="spark"``, fewer than :data:`IRT_MIN_MODELS` models or a matrix above
+    :data:`IRT_MAX_CELLS` cells has none.
+    """
     from jagged.stats.engine import in_memory_items
 
-    what = "the item response model (IRT columns and flaw posterior)"
+    what = "the item response model (P(flawed) and the IRT columns)"
     try:
         items = in_memory_items(data, what, engine=engine)
     except JaggedInputError as exc:
-        return None, f"{exc}; {CLASSICAL_ONLY}"
-    if audit.n_models < IRT_MIN_MODELS:
-        return None, (f"{what} needs at least {IRT_MIN_MODELS} models ({audit.n_models} here); {CLASSICAL_ONLY}")
-    cells = audit.n_models * len(audit.items)
+        return None, str(exc)
+    if n_models < IRT_MIN_MODELS:
+        return None, f"{what} needs at least {IRT_MIN_MODELS} models ({n_models} here)"
+    n_items = items["item"].nunique()
+    cells = n_models * n_items
     if cells > IRT_MAX_CELLS:
-        return None, (f"{what} needs a {audit.n_models:,} × {len(audit.items):,} response matrix ({cells:,} cells), "
-                      f"above the in-memory budget of {IRT_MAX_CELLS:,} cells (select models or domains to fit it); "
-                      f"{CLASSICAL_ONLY}")
+        return None, (f"{what} needs a {n_models:,} × {n_items:,} response matrix ({cells:,} cells), above the "
+                      f"in-memory budget of {IRT_MAX_CELLS:,} cells (select models or domains to fit it)")
     return items, ""
 
 
-def with_irt(audit: ItemAudit, fit: IRTFit, flaws: FlawPosterior) -> ItemAudit:
-    """The audit with the item response model's columns, ranked by the flaw posterior (a new ItemAudit).
+def without_model(audit: ItemAudit, reason: str) -> ItemAudit:
+    """The classical audit with the note saying why it has no P(flawed) (``reason`` from :func:`model_table`)."""
+    audit.notes.append(f"{reason}; {NO_MODEL}")
+    return audit
+
+
+def with_model(audit: ItemAudit, fit: IRTFit, flaws: FlawPosterior) -> ItemAudit:
+    """The audit with the flaw model's and the 2PL's columns, ranked by P(flawed) (a new ItemAudit).
 
     Parameters
     ----------
     audit : ItemAudit
-        A classical audit (:func:`audit_items` with ``irt=False``).
+        A classical audit (:func:`audit_items` with ``model=False``).
     fit : IRTFit
         The 2PL fit of the same items.
     flaws : FlawPosterior
-        Their flaw posterior.
+        Their flaw model.
 
     Returns
     -------
     ItemAudit
-        ``items`` with ``flaw_rank`` first and :data:`IRT_COLUMNS` after ``suspicion``,
-        sorted by ``flaw_rank`` (ties: ``suspicion_rank``, domain, item); ``fit`` and
-        ``flaws`` set. Items the fit or the posterior lack get NaN / ``<NA>``.
+        ``items`` with :data:`MODEL_AUDIT_COLUMNS`, sorted by ``flaw_rank`` (items the model
+        lacks last, by domain and item); ``fit`` and ``flaws`` set.
     """
     from dataclasses import replace
 
@@ -363,101 +312,67 @@ def with_irt(audit: ItemAudit, fit: IRTFit, flaws: FlawPosterior) -> ItemAudit:
     ids = pd.Index(items["item"].astype(str))
     per_item = fit.items.assign(item=fit.items["item"].astype(str)).set_index("item").reindex(ids)
     post = flaws.items.assign(item=flaws.items["item"].astype(str)).set_index("item").reindex(ids)
-    out = {"posterior": post["posterior"].to_numpy(dtype=float)}
-    out.update({name: per_item[name].to_numpy(dtype=float) for name in IRT_COLUMNS[1:] if not name.startswith("flag_")})
-    aside = ~np.isfinite(out["slope"])
-    for name in IRT_FLAGS:
-        value = per_item[f"flag_{name}"].fillna(False).to_numpy(dtype=bool)
-        out[f"flag_{name}"] = pd.arrays.BooleanArray(value & ~aside, aside.copy())
+    columns = {name: items[name] for name in items.columns}
+    for name in ("likely_key", "posterior", "posterior_lower", "posterior_upper", "log_bayes_factor"):
+        columns[name] = post[name].to_numpy()
+    aside = ~np.isfinite(per_item["slope"].to_numpy(dtype=float))
+    for name in IRT_COLUMNS:
+        if name.startswith("flag_"):
+            value = per_item[name].fillna(False).to_numpy(dtype=bool)
+            columns[name] = pd.arrays.BooleanArray(value & ~aside, aside.copy())
+        else:
+            columns[name] = per_item[name].to_numpy(dtype=float)
     fit_note = per_item["note"].fillna("").astype(str).to_numpy(dtype=object)
-    fit_note = np.where(fit_note != "", "IRT: " + fit_note, np.where(per_item["slope"].isna() & per_item[
-        "group"].isna(), "IRT: not in the fit", ""))
+    fit_note = np.where(fit_note != "", "IRT: " + fit_note, np.where(aside & per_item["group"].isna(),
+                                                                     "IRT: not in the fit", ""))
     note = items["note"].astype(object).fillna("").to_numpy(dtype=object)
-    note = np.where((note != "") & (fit_note != ""), note + "; " + fit_note, note + fit_note)
-    flaw_rank = post["flaw_rank"].to_numpy(dtype=float)
-    ranked = pd.DataFrame({"flaw_rank": np.nan_to_num(flaw_rank, nan=np.inf),
-                           "s": items["suspicion_rank"].to_numpy(), "d": items["domain"].astype(str).to_numpy(),
-                           "i": ids.to_numpy()}).sort_values(["flaw_rank", "s", "d", "i"], kind="mergesort").index
-    index = items.index
-    whole = np.isfinite(flaw_rank).all()
-    columns: dict[str, object] = {"flaw_rank": pd.Series(flaw_rank.astype(np.int64), index=index) if whole
-                                  else pd.Series(flaw_rank, index=index).astype("Int64")}
-    for name in AUDIT_COLUMNS:
-        columns[name] = items[name] if name != "note" else pd.Series(note, index=index, dtype=object)
-        if name == "suspicion":
-            columns.update({k: pd.Series(v, index=index) for k, v in out.items()})
-    table = pd.DataFrame(columns, copy=False)[list(IRT_AUDIT_COLUMNS)].iloc[ranked].reset_index(drop=True)
+    columns["note"] = np.where((note != "") & (fit_note != ""), note + "; " + fit_note, note + fit_note)
+    rank = post["flaw_rank"].to_numpy(dtype=float)
+    columns["flaw_rank"] = pd.array(np.nan_to_num(rank, nan=0).astype(np.int64), dtype="Int64")
+    columns["flaw_rank"][~np.isfinite(rank)] = pd.NA
+    order = pd.DataFrame({"r": np.nan_to_num(rank, nan=np.inf), "d": items["domain"].astype(str).to_numpy(),
+                          "i": ids.to_numpy()}).sort_values(["r", "d", "i"], kind="mergesort").index
+    table = pd.DataFrame({name: columns[name] for name in MODEL_AUDIT_COLUMNS}, index=items.index, copy=False)
+    table = table.iloc[order].reset_index(drop=True)
+    if not pd.isna(table["flaw_rank"]).any():
+        table["flaw_rank"] = table["flaw_rank"].astype(np.int64)
     return replace(audit, items=table, fit=fit, flaws=flaws, notes=list(audit.notes))
 
 
 def sums_of(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
-            spark_master: str | None = None, validated: bool = False) -> ItemSums:
-    """The sufficient statistics of a dataset or item table, computed by the engine (DuckDB by default).
+            spark_master: str | None = None) -> ItemSums:
+    """The sufficient statistics of a Dataset or a validated item table, computed by the engine (DuckDB by default).
 
-    An item table in memory is registered with the engine (checked first unless
-    ``validated``); a Parquet file or partitioned folder aggregated out of core is read
-    again by it.
+    An item table in memory is registered with the engine; a Dataset read out of core
+    (its ``item_path``) is read again by it.
     """
-    from jagged.readers.items import validate_items
-    from jagged.readers.items_parquet import lake_path
-
     if isinstance(data, pd.DataFrame):
-        table = data if validated else validate_items(data, "<item table>", line_offset=None)
-        return item_sums(table, rest=rest, engine=engine, spark_master=spark_master)
+        return item_sums(data, rest=rest, engine=engine, spark_master=spark_master)
     if not isinstance(data, Dataset):
         raise TypeError(f"expected a Dataset or a DataFrame, not {type(data).__name__}")
     if data.items is not None:
         return item_sums(data.items, rest=rest, engine=engine, spark_master=spark_master)
-    path = lake_path(data)
-    if path is not None:
-        return lake_item_sums(path, rest=rest, engine=engine, spark_master=spark_master)
+    if data.item_path is not None:
+        return lake_item_sums(data.item_path, rest=rest, engine=engine, spark_master=spark_master)
     raise JaggedInputError(f"{data.source}: {data.format} scores have no item-level results; the item audit needs "
                            "a table with model, domain, item, correct (and optionally choice, key)")
-
-
-def audit_source(dataset: Dataset, *, bundled: bool = False) -> Dataset | None:
-    """What the item audit of a report reads: the dataset's own item-level results, or None.
-
-    Parameters
-    ----------
-    dataset : Dataset
-        The report's dataset.
-    bundled : bool
-        Whether it is the bundled per-category data; then the bundled item-level responses
-        behind it are audited (same scores), so the report's other numbers stay those of
-        the per-category file.
-    """
-    from jagged.readers.items import load_bundled_items
-    from jagged.readers.items_parquet import lake_path
-
-    if dataset.items is not None or lake_path(dataset) is not None:
-        return dataset
-    if bundled:
-        return load_bundled_items()
-    return None
-
-
-def has_item_results(dataset: Dataset, *, bundled: bool = False) -> bool:
-    """Whether :func:`audit_source` finds item-level results (without loading anything)."""
-    from jagged.readers.items_parquet import lake_path
-
-    return bool(bundled or dataset.items is not None or lake_path(dataset) is not None)
-
 
 
 def rescoring_options(audit: ItemAudit) -> dict[str, str]:
     """Likely key errors with a clear alternative: item → the option strong models agree on.
 
     An item qualifies when at least half of the upper group chose one wrong option
-    (``flag_strong_agree_wrong``), that option is the one the response model finds most
-    likely to be the answer (``likely_key``), and the evidence is decisive: ``suspicion``
-    above ln(:data:`RESCORE_BAYES_FACTOR`).
+    (``flag_strong_agree_wrong``), that option is the one the flaw model finds most likely
+    to be the answer (``likely_key``), and the evidence is decisive: ``log_bayes_factor``
+    above ln(:data:`RESCORE_BAYES_FACTOR`). None without the flaw model.
     """
     items = audit.items
+    if "log_bayes_factor" not in items:
+        return {}
     chosen = (items["flag_strong_agree_wrong"].fillna(False).to_numpy(dtype=bool)
               & (items["strong_choice"].to_numpy(dtype=object) != items["key"].to_numpy(dtype=object))
               & (items["strong_choice"].to_numpy(dtype=object) == items["likely_key"].to_numpy(dtype=object))
-              & (items["suspicion"].to_numpy(dtype=float) > np.log(RESCORE_BAYES_FACTOR)))
+              & (items["log_bayes_factor"].to_numpy(dtype=float) > np.log(RESCORE_BAYES_FACTOR)))
     sub = items.loc[chosen]
     return dict(zip(sub["item"].astype(str), sub["strong_choice"].astype(str)))
 
@@ -468,15 +383,15 @@ def domain_flags(audit: ItemAudit) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        One row per domain (sorted by ``share_flagged``, highest first): ``domain``,
-        ``n_items``, ``n_flagged``, ``share_flagged`` (review flags), ``n_rescored`` (items
-        with a what-if alternative key) and ``share_<flag>`` for every flag of
-        :data:`FLAGS` (share of the domain's items; NA counts as not flagged); with the
-        item response model also ``share_<flag>`` for :data:`IRT_FLAGS` and
-        ``expected_flawed``, ``expected_flawed_lower``, ``expected_flawed_upper``: the
-        expected number of flawed items (sum of the posteriors) and its 95 % interval
-        (:attr:`jagged.stats.flaw.FlawPosterior.domains`; with ``rest="test"`` too, the
-        prevalence is per domain).
+        One row per domain: ``domain``, ``n_items``, ``n_flagged``, ``share_flagged``
+        (review flags), ``n_rescored`` (items with a what-if alternative key) and
+        ``share_<flag>`` for every flag of :data:`FLAGS` (share of the domain's items; NA
+        counts as not flagged), sorted by ``share_flagged`` (highest first); with the flaw
+        model also ``share_<flag>`` for :data:`IRT_FLAGS`, ``visible`` (miskeyed items the
+        responses show) with ``visible_lower``, ``visible_upper``, and ``expected_flawed``
+        (every flaw, shown or not) with ``expected_flawed_lower``, ``expected_flawed_upper``
+        (:attr:`jagged.stats.flaw.FlawPosterior.domains`, intervals at its ``level``; per
+        domain also with ``rest="test"``).
     """
     items = audit.items
     rescore = rescoring_options(audit)
@@ -494,8 +409,9 @@ def domain_flags(audit: ItemAudit) -> pd.DataFrame:
     columns = ["domain", "n_items", "n_flagged", "share_flagged", "n_rescored"] + [f"share_{n}" for n in names]
     if audit.flaws is not None:
         expected = audit.flaws.domains.assign(domain=audit.flaws.domains["domain"].astype(str)).set_index("domain")
-        for name, source in (("expected_flawed", "expected_flawed"), ("expected_flawed_lower", "lower"),
-                             ("expected_flawed_upper", "upper")):
+        for name, source in (("visible", "visible"), ("visible_lower", "visible_lower"),
+                             ("visible_upper", "visible_upper"), ("expected_flawed", "expected_flawed"),
+                             ("expected_flawed_lower", "lower"), ("expected_flawed_upper", "upper")):
             out[name] = out["domain"].astype(str).map(expected[source]).to_numpy(dtype=float)
             columns.append(name)
     return out[columns].sort_values(["share_flagged", "domain"], ascending=[False, True],

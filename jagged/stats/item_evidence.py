@@ -1,10 +1,10 @@
-"""The item audit's statistics from sufficient statistics: difficulty, discrimination, options, flags, ranking.
+"""The item audit's classical evidence from sufficient statistics: difficulty, discrimination, options, flags.
 
 :func:`audit_from_sums` turns the sums of :mod:`jagged.stats.item_sums` (Ibis expressions run by
 DuckDB or Spark, :mod:`jagged.stats.item_expr`) into an :class:`ItemAudit`: the classical
-psychometric evidence per item and per option, the named flags (:data:`FLAGS`), and the
-``suspicion`` score of :mod:`jagged.stats.item_keys`. The entry points and the formulas'
-Notes are in :mod:`jagged.stats.item_audit`.
+psychometric evidence per item and per option and the named flags (:data:`FLAGS`). They are
+evidence beside the one ranking, P(flawed) of :mod:`jagged.stats.flaw`, never a ranking of
+their own. The entry points and the formulas' Notes are in :mod:`jagged.stats.item_audit`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtr
 
+from jagged.stats.fdr import q_values
 from jagged.stats.flaw import FlawPosterior
 from jagged.stats.irt import ABILITY_COLUMNS, EXTREME_DIFFICULTY, WEAK_LOADING, IRTFit
 from jagged.stats.item_expr import NO_ANSWER, text_column
-from jagged.stats.item_keys import CHOICE_BLOCK, item_suspicion
-from jagged.stats.item_model import blocks
 from jagged.stats.item_sums import ItemSums
 
 #: Fewer models than this: discrimination and distractor flags are not computed (a note instead).
@@ -34,6 +33,8 @@ STRONG_AGREE = 0.5
 #: Bayes factor above which a likely key error with a clear alternative is re-scored in the what-if
 #: (100: "decisive" on Jeffreys' scale).
 RESCORE_BAYES_FACTOR = 100.0
+#: Rows per block of the option computations (bounds the temporaries on very large tables).
+BLOCK = 100_000
 #: Every named flag and what it means, in report order.
 FLAGS: dict[str, str] = {
     "negative_discrimination": "item–rest correlation below 0: weaker models do better on it",
@@ -53,12 +54,12 @@ REVIEW_FLAGS: tuple[str, ...] = ("negative_discrimination", "weak_discrimination
 DISCRIMINATION_FLAGS: tuple[str, ...] = ("negative_discrimination", "weak_discrimination",
                                          "distractor_attracts_able", "strong_agree_wrong")
 
-#: Columns of :func:`item_audit`, in order.
+#: Columns of the classical audit (:func:`audit_from_sums`), in order.
 AUDIT_COLUMNS: tuple[str, ...] = (
-    "suspicion_rank", "item", "domain", "n_models", "n_options", "chance", "p_correct", "r_rest", "ul_index",
-    "p_upper", "p_lower", "key", "keys", "strong_choice", "strong_choice_share", "top_wrong", "top_wrong_share",
-    "top_wrong_r", "top_wrong_q", "share_no_answer", "share_invalid", "likely_key", "suspicion",
-    *[f"flag_{name}" for name in FLAGS], "n_flags", "flagged", "flags", "note",
+    "item", "domain", "strong_choice", "strong_choice_share", "key", "keys", "flags", "n_models", "n_options",
+    "chance", "p_correct", "r_rest", "ul_index", "p_upper", "p_lower", "top_wrong", "top_wrong_share",
+    "top_wrong_r", "top_wrong_q", "share_no_answer", "share_invalid", *[f"flag_{name}" for name in FLAGS],
+    "n_flags", "flagged", "note",
 )
 #: The item response model's flags (:mod:`jagged.stats.irt`), beside :data:`FLAGS`: they do not make an item
 #: ``flagged`` and are not counted in ``n_flags`` / ``flags`` (those keep their classical meaning).
@@ -67,15 +68,19 @@ IRT_FLAGS: dict[str, str] = {
     "weak_loading": f"2PL loading from 0 up to {WEAK_LOADING}",
     "extreme_difficulty": f"2PL difficulty |b| above {EXTREME_DIFFICULTY:g} (PISA's rule)",
 }
-#: The item response model's columns of :func:`item_audit` (in-memory inputs), in order, after ``suspicion``.
+#: The flaw model's columns of :func:`item_audit` (in-memory inputs): after ``flags``.
+MODEL_COLUMNS: tuple[str, ...] = ("likely_key", "posterior", "posterior_lower", "posterior_upper", "log_bayes_factor")
+#: The 2PL's columns of :func:`item_audit` (in-memory inputs): after ``share_invalid``.
 IRT_COLUMNS: tuple[str, ...] = (
-    "posterior", "slope", "se_slope", "intercept", "se_intercept", "difficulty", "se_difficulty", "loading",
-    "se_loading", *[f"flag_{name}" for name in IRT_FLAGS],
+    "slope", "se_slope", "intercept", "se_intercept", "difficulty", "se_difficulty", "loading", "se_loading",
+    *[f"flag_{name}" for name in IRT_FLAGS],
 )
-#: Columns of :func:`item_audit` with the item response model (in-memory inputs), in order.
-IRT_AUDIT_COLUMNS: tuple[str, ...] = (
-    "flaw_rank", *AUDIT_COLUMNS[:AUDIT_COLUMNS.index("suspicion") + 1], *IRT_COLUMNS,
-    *AUDIT_COLUMNS[AUDIT_COLUMNS.index("suspicion") + 1:],
+#: Columns of :func:`item_audit` with the item response model (in-memory inputs), in order: what a reviewer
+#: reads first (what the strongest models chose, the key, the likely answer, the flags), then P(flawed).
+MODEL_AUDIT_COLUMNS: tuple[str, ...] = (
+    "flaw_rank", *AUDIT_COLUMNS[:AUDIT_COLUMNS.index("flags") + 1], *MODEL_COLUMNS,
+    *AUDIT_COLUMNS[AUDIT_COLUMNS.index("flags") + 1:AUDIT_COLUMNS.index("share_invalid") + 1], *IRT_COLUMNS,
+    *AUDIT_COLUMNS[AUDIT_COLUMNS.index("share_invalid") + 1:],
 )
 #: Columns of :attr:`ItemAudit.options`.
 OPTION_COLUMNS: tuple[str, ...] = ("item", "domain", "option", "is_key", "valid", "n_chose", "share", "n_wrong",
@@ -89,17 +94,13 @@ class ItemAudit:
     Attributes
     ----------
     items : pandas.DataFrame
-        One row per item, most suspicious first (:data:`AUDIT_COLUMNS`; see
-        :func:`item_audit`).
+        One row per item (:data:`AUDIT_COLUMNS`, by domain and item; with the item response
+        model :data:`MODEL_AUDIT_COLUMNS`, most likely flawed first; see :func:`item_audit`).
     options : pandas.DataFrame
         One row per (item, chosen option) with choice information (:data:`OPTION_COLUMNS`):
         shares, the option's correlation with the rest score, its one-sided p-value and
         its Benjamini–Hochberg q-value over all (item, wrong option) pairs; ``domain`` and
         ``option`` are categoricals, ``option`` is empty for "no answer".
-    slope : float
-        The response model's slope a (see the Notes of :func:`item_audit`).
-    grid, prior : numpy.ndarray
-        The difficulty grid and its fitted prior weights.
     rest : str
         ``"domain"`` or ``"test"``.
     n_models : int
@@ -110,15 +111,12 @@ class ItemAudit:
         The 2PL fit behind the IRT columns (:func:`jagged.stats.irt.fit_2pl`); None when the
         response matrix was not in memory.
     flaws : FlawPosterior or None
-        The flawed-item mixture behind ``posterior`` and ``flaw_rank``
+        The flaw model behind ``posterior`` and ``flaw_rank``
         (:func:`jagged.stats.flaw.flaw_posterior`); None likewise.
     """
 
     items: pd.DataFrame
     options: pd.DataFrame
-    slope: float
-    grid: np.ndarray
-    prior: np.ndarray
     rest: str
     n_models: int
     notes: list[str] = field(default_factory=list)
@@ -155,8 +153,9 @@ class ItemAudit:
         domains = self.items["domain"].nunique() if "domain" in self.items else 0
         irt = ""
         if self.flaws is not None:
-            expected = self.flaws.domains["expected_flawed"].sum()
-            irt = f"\n  2PL by {'domain' if self.rest == 'domain' else 'test'}; expected flawed items {expected:,.1f}"
+            t = self.flaws.total
+            irt = (f"\n  2PL by {'domain' if self.rest == 'domain' else 'test'}; expected flawed items "
+                   f"{t['expected_flawed']:,.0f} ({t['lower']:,.0f}–{t['upper']:,.0f})")
         return (f"<ItemAudit: {counts['items']:,} items in {domains:,} domains from {self.n_models:,} models\n"
                 f"  flagged: {counts['flagged']:,} ({flags or 'no flags'}){irt}>")
 
@@ -195,28 +194,26 @@ def audit_from_sums(sums: ItemSums, *, rest: str = "domain") -> ItemAudit:
     keys = _keys(sums, t)
     choice_ok = (t["n_choice"].to_numpy(dtype=float) == n) & (t["n_choice"].to_numpy(dtype=float) > 0) & ~revised
     options = _options(sums, t, keys["key"], choice_ok)
-    options["q_value"] = benjamini_hochberg(options["p_value"].to_numpy(dtype=float))
+    options["q_value"] = q_values(options["p_value"].to_numpy(dtype=float))
     per_item = _option_summary(options, t, choice_ok)
-    slope, grid, prior, suspicion, likely = item_suspicion(sums, t, keys["key"], choice_ok, nopt, options)
-    for column in ("_pos", "_swu_wrong", "_stheta"):
+    for column in ("_pos", "_swu_wrong"):
         del options[column]  # in place: no copy of the option table
     table: dict[str, np.ndarray] = {
         "item": t["item"].to_numpy(dtype=object), "domain": t["domain"].to_numpy(dtype=object),
         "n_models": n.astype(np.int64), "n_options": nopt, "chance": chance, "p_correct": p, "r_rest": r_rest,
         "ul_index": p_upper - p_lower, "p_upper": p_upper, "p_lower": p_lower,
-        "key": keys["key"], "keys": keys["keys"], **per_item, "likely_key": likely, "suspicion": suspicion,
+        "key": keys["key"], "keys": keys["keys"], **per_item,
     }
     var_x = t["sxx"].to_numpy(dtype=float) / n - p * p
     _flags(table, choice_ok, keys["n_keys"], var_x <= 1e-12)
     table["note"] = np.asarray(_notes(table, n_r, revised), dtype=object)
-    items = _rank(table)
+    items = _ordered(table)
     notes = _dataset_notes(sums, n_models, choice_ok)
     # The audit keeps the sums without their item and option tables (its own tables have what they held;
     # the sensitivity analysis needs only the other sums). The caller's ItemSums is left as it was given.
     kept = replace(sums, items=pd.DataFrame(columns=sums.items.columns),
                    options=pd.DataFrame(columns=sums.options.columns))
-    return ItemAudit(items=items, options=options, slope=slope, grid=grid, prior=prior, rest=rest, n_models=n_models,
-                     notes=notes, sums=kept)
+    return ItemAudit(items=items, options=options, rest=rest, n_models=n_models, notes=notes, sums=kept)
 
 
 def _rest_correlation(t: pd.DataFrame) -> np.ndarray:
@@ -257,7 +254,7 @@ def _options(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.nda
     from jagged.readers.choices import option_index
 
     o = sums.options
-    internal = ("_pos", "_swu_wrong", "_stheta")
+    internal = ("_pos", "_swu_wrong")
     if not len(o):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in (*OPTION_COLUMNS, *internal)})
     keep = choice_ok[o["pos"].to_numpy()]
@@ -281,9 +278,8 @@ def _options(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.nda
            "valid": np.zeros(size, dtype=bool), "n_chose": passed("count", np.int32),
            "share": np.zeros(size), "n_wrong": passed("n_wrong", np.int32), "wrong_share": np.zeros(size),
            "upper_share": np.zeros(size), "r_rest": np.full(size, np.nan), "p_value": np.full(size, np.nan),
-           "_pos": passed("pos", np.int32), "_swu_wrong": passed("swu_wrong", np.float64),
-           "_stheta": passed("stheta", np.float64)}
-    for b in blocks(size):
+           "_pos": passed("pos", np.int32), "_swu_wrong": passed("swu_wrong", np.float64)}
+    for b in _blocks(size):
         rows = kept[b]
         pos = columns["pos"][rows].astype(np.int64)
         label = columns["label"][rows].astype(object)
@@ -322,25 +318,9 @@ def _options(sums: ItemSums, t: pd.DataFrame, key: np.ndarray, choice_ok: np.nda
     return frame
 
 
-def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
-    """Benjamini–Hochberg adjusted p-values (q-values); NaN entries stay NaN and do not count in m.
-
-    q_(j) = min over k ≥ j of p_(k) · m / k, capped at 1, for the m finite p-values
-    sorted ascending.
-    """
-    p = np.asarray(p, dtype=float)
-    q = np.full(p.shape, np.nan)
-    order = np.argsort(p, kind="mergesort")  # NaN sorts last
-    m = int(np.isfinite(p).sum())
-    if m == 0:
-        return q
-    order = order[:m]
-    scaled = p[order]
-    scaled *= m / np.arange(1, m + 1)
-    np.minimum.accumulate(scaled[::-1], out=scaled[::-1])
-    np.minimum(scaled, 1.0, out=scaled)
-    q[order] = scaled
-    return q
+def _blocks(n: int, size: int = BLOCK) -> list[slice]:
+    """Slices of at most ``size`` rows covering 0 … n − 1."""
+    return [slice(start, min(start + size, n)) for start in range(0, max(n, 1), size)]
 
 
 def _best(pos: np.ndarray, label: np.ndarray, mask: np.ndarray, value: np.ndarray) -> dict[str, np.ndarray]:
@@ -377,7 +357,7 @@ def _option_summary(options: pd.DataFrame, t: pd.DataFrame, choice_ok: np.ndarra
     q_all = options["q_value"].to_numpy(dtype=float)
     swu_all = options["_swu_wrong"].to_numpy(dtype=float)
     k_ul_items = t["k_ul"].to_numpy(dtype=float)
-    for b in blocks(n_items, CHOICE_BLOCK):  # blocks of items: temporaries stay small
+    for b in _blocks(n_items):  # blocks of items: temporaries stay small
         lo, hi = np.searchsorted(pos_all, [b.start, b.stop])
         pos, valid = pos_all[lo:hi], valid_all[lo:hi]
         if codes_all is not None:
@@ -477,17 +457,13 @@ def _notes(table: dict[str, np.ndarray], n_r: np.ndarray, revised: np.ndarray) -
     return ["; ".join(p) for p in parts]
 
 
-def _rank(table: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The item table, most suspicious first (ties: domain, then item), built column by column in that order."""
-    s = table["suspicion"]
-    rank = pd.Series(-np.nan_to_num(s, nan=-np.inf)).rank(method="min").to_numpy().astype(np.int64)
-    order = pd.DataFrame({"r": rank, "d": text_column(table["domain"]), "i": text_column(table["item"])}).sort_values(
-        ["r", "d", "i"], kind="mergesort").index.to_numpy()
-    table["suspicion_rank"] = rank
+def _ordered(table: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The item table by domain, then item, built column by column in :data:`AUDIT_COLUMNS` order."""
+    order = pd.DataFrame({"d": text_column(table["domain"]), "i": text_column(table["item"])}).sort_values(
+        ["d", "i"], kind="mergesort").index.to_numpy()
     out = {}
     for name in AUDIT_COLUMNS:
-        values = table.pop(name)
-        values = values[order]
+        values = table.pop(name)[order]
         out[name] = text_column(values) if getattr(values, "dtype", None) == np.dtype(object) else values
     return pd.DataFrame(out, copy=False)
 
@@ -496,10 +472,10 @@ def _dataset_notes(sums: ItemSums, n_models: int, choice_ok: np.ndarray) -> list
     notes = []
     if n_models < MIN_MODELS:
         notes.append(f"only {n_models} models: discrimination and distractor flags need at least {MIN_MODELS} "
-                     "(with fewer, a correlation of 0.3 cannot be told from 0); only difficulty, key and "
-                     "suspicion are given")
+                     "(with fewer, a correlation of 0.3 cannot be told from 0); only difficulty and key are "
+                     "given")
     if not sums.has_choice:
-        notes.append("no choice column: no distractor analysis; suspicion from correctness only")
+        notes.append("no choice column: no distractor analysis; P(flawed) from correctness only")
     elif not choice_ok.all():
         notes.append(f"{int((~choice_ok).sum()):,} items without complete choice information are audited on "
                      "correctness only")

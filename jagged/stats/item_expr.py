@@ -1,19 +1,18 @@
 """The item audit's sufficient statistics, written once as Ibis expressions: DuckDB runs them, or Spark.
 
 Every sum the item audit needs (:class:`jagged.stats.item_sums.ItemSums`: per (model, rest
-group), per item, per (item, option), per (item, key), the Σ softplus of the item model and
-the per-(model, domain) sums of the sensitivity analysis) is an expression over one table
-of rows (:func:`rows_table`: ``model, domain, grp, item, x, choice, key, n_options,
-informed``). The same expressions run on an item table in memory (registered with DuckDB),
-on a Parquet file or a hive-partitioned folder (read by the engine in row groups), with
-DuckDB embedded or on a Spark cluster (:mod:`jagged.stats.engine`).
+group), per item, per (item, option), per (item, key) and the per-(model, domain) sums of the
+sensitivity analysis) is an expression over one table of rows (:func:`rows_table`: ``model,
+domain, grp, item, x, choice, key, n_options, informed``). The same expressions run on an item
+table in memory (registered with DuckDB), on a Parquet file or a hive-partitioned folder (read
+by the engine in row groups), with DuckDB embedded or on a Spark cluster
+(:mod:`jagged.stats.engine`).
 
 Definitions (per row r = (model m, item i); g(i) is the item's rest group: its domain,
 or the whole test):
 
 * ``S_mg``, ``N_mg``: sum of ``correct`` and number of items of model m in group g;
 * rest score ``R_r = (S_mg − x_r) / (N_mg − 1)`` (undefined when N_mg = 1);
-* ability ``θ_mg = ln((S_mg + ½) / (N_mg − S_mg + ½))``;
 * upper/lower weights: among the item's rows with a rest score (n_R of them), the
   ``k = max(1, ⌊0.27 n_R + ½⌋)`` highest (lowest) rest scores get weight 1; rows tied at
   the boundary share the remaining places equally: with ``above`` rows strictly higher
@@ -40,13 +39,13 @@ UPPER_LOWER = 0.27
 NO_ANSWER = ""
 #: Columns of :attr:`jagged.stats.item_sums.ItemSums.items` (per item).
 ITEM_SUM_COLUMNS: tuple[str, ...] = (
-    "item", "domain", "group", "n", "sx", "sxx", "n_r", "sx_r", "sxx_r", "sr", "srr", "sxr", "stheta", "sxtheta",
-    "k_ul", "sxwu", "sxwl", "n_choice", "nopt_min", "nopt_max",
+    "item", "domain", "group", "n", "sx", "sxx", "n_r", "sx_r", "sxx_r", "sr", "srr", "sxr", "k_ul", "sxwu", "sxwl",
+    "n_choice", "nopt_min", "nopt_max",
 )
 #: Columns of :attr:`jagged.stats.item_sums.ItemSums.options` (per item and chosen label, rows with choice
 #: information).
 OPTION_SUM_COLUMNS: tuple[str, ...] = (
-    "pos", "label", "count", "stheta", "swu", "n_wrong", "n_wrong_r", "sr_wrong", "swu_wrong",
+    "pos", "label", "count", "swu", "n_wrong", "n_wrong_r", "sr_wrong", "swu_wrong",
 )
 #: Canonical columns of :func:`rows_table`.
 ROW_COLUMNS: tuple[str, ...] = ("model", "domain", "grp", "item", "x", "choice", "key", "n_options", "informed")
@@ -149,19 +148,18 @@ def rows_table(table: Any, *, rest: str = "domain", validated: bool = False,
 
 
 def model_group_expr(rows: Any) -> Any:
-    """Per (model, rest group): ``s`` Σx, ``n`` items, ``theta`` the smoothed logit of the score."""
-    sums = rows.group_by(["model", "grp"]).aggregate(s=rows.x.sum(), n=rows.count())
-    return sums.mutate(theta=((sums.s + 0.5) / (sums.n.cast("float64") - sums.s + 0.5)).ln())
+    """Per (model, rest group): ``s`` Σx and ``n`` items."""
+    return rows.group_by(["model", "grp"]).aggregate(s=rows.x.sum(), n=rows.count())
 
 
 def weighted_rows_expr(rows: Any, mg: Any, frac: float = UPPER_LOWER) -> Any:
-    """Every row with its rest score ``rest``, ability ``theta``, group size ``k`` and weights ``w_u``, ``w_l``."""
+    """Every row with its rest score ``rest``, group size ``k`` and weights ``w_u``, ``w_l``."""
     import ibis
 
     j = rows.join(mg, ["model", "grp"])
     n = j.n.cast("float64")
     # only what the sums read goes through the window's sort (not key, s, n)
-    j = j.select("model", "item", "domain", "grp", "x", "choice", "informed", "n_options", "theta",
+    j = j.select("model", "item", "domain", "grp", "x", "choice", "informed", "n_options",
                  rest=ibis.ifelse(j.n > 1, (j.s - j.x) / (n - 1.0), ibis.null("float64")))
     ordered = ibis.desc(ibis.coalesce(j.rest, -1.0))  # rest lies in [0, 1]: rows without one rank last
     # one sort per item: rows strictly above (rank), rows at or above (a range frame), all rows with a rest score
@@ -178,7 +176,7 @@ def weighted_rows_expr(rows: Any, mg: Any, frac: float = UPPER_LOWER) -> Any:
         return ibis.cases((j.rest.isnull(), 0.0), (better + tied <= j.k, 1.0),
                           else_=ibis.greatest(0.0, ibis.least(1.0, (j.k - better) / tied)))
 
-    return j.select("model", "item", "domain", "grp", "x", "choice", "informed", "n_options", "theta", "rest", "k",
+    return j.select("model", "item", "domain", "grp", "x", "choice", "informed", "n_options", "rest", "k",
                     w_u=weight(above), w_l=weight(below))
 
 
@@ -200,7 +198,7 @@ def item_label_sums_expr(w: Any) -> Any:
         domain=t.domain.min(), grp=t.grp.min(), n=t.count(), sx=t.x.sum(), sxx=(t.x * t.x).sum(),
         n_r=t.rest.count(), sx_r=t.x.sum(where=ok).fill_null(zero), sxx_r=(t.x * t.x).sum(where=ok).fill_null(zero),
         sr=t.rest.sum().fill_null(zero), srr=(t.rest * t.rest).sum().fill_null(zero),
-        sxr=(t.x * t.rest).sum().fill_null(zero), stheta=t.theta.sum(), sxtheta=(t.x * t.theta).sum(),
+        sxr=(t.x * t.rest).sum().fill_null(zero),
         k_ul=t.k.max(), sxwu=(t.x * t.w_u).sum(), sxwl=(t.x * t.w_l).sum(), swu=t.w_u.sum(),
         nopt_min=t.n_options.min(), nopt_max=t.n_options.max(), n_wrong=t.count(where=wrong),
         n_wrong_r=t.count(where=wrong & ok), sr_wrong=t.rest.sum(where=wrong).fill_null(zero),
@@ -212,7 +210,7 @@ def item_sums_expr(a: Any) -> Any:
 
     ``a`` is :func:`item_label_sums_expr`; ``n_choice`` counts the rows with a label.
     """
-    sums = ("n", "sx", "sxx", "n_r", "sx_r", "sxx_r", "sr", "srr", "sxr", "stheta", "sxtheta", "sxwu", "sxwl")
+    sums = ("n", "sx", "sxx", "n_r", "sx_r", "sxx_r", "sr", "srr", "sxr", "sxwu", "sxwl")
     return a.group_by("item").aggregate(
         domain=a.domain.min(), grp=a.grp.min(), **{name: a[name].sum() for name in sums}, k_ul=a.k_ul.max(),
         n_choice=a.n.sum(where=a.label.notnull()).fill_null(0), nopt_min=a.nopt_min.min(),
@@ -225,7 +223,7 @@ def option_sums_expr(a: Any) -> Any:
     ``a`` is :func:`item_label_sums_expr`.
     """
     informed = a.filter(a.label.notnull())
-    return informed.select("item", "label", count=informed.n, stheta=informed.stheta, swu=informed.swu,
+    return informed.select("item", "label", count=informed.n, swu=informed.swu,
                            n_wrong=informed.n_wrong, n_wrong_r=informed.n_wrong_r, sr_wrong=informed.sr_wrong,
                            swu_wrong=informed.swu_wrong)
 
@@ -243,12 +241,6 @@ def key_counts_expr(rows: Any, has_key: bool, has_choice: bool) -> Any | None:
     keyed = rows.mutate(label=label)
     keyed = keyed.filter(keyed.label.notnull())
     return keyed.group_by(["item", "label"]).aggregate(count=keyed.count())
-
-
-def softplus_sums_expr(rows: Any, sp: Any, n_grid: int) -> Any:
-    """Σ over an item's rows of ``sp_g`` of the row's (model, group): the item model's Σ softplus per grid point."""
-    j = rows.select("item", "model", "grp").join(sp, ["model", "grp"])
-    return j.group_by("item").aggregate(**{f"sp_{g}": j[f"sp_{g}"].sum() for g in range(n_grid)})
 
 
 def model_domain_sums_expr(rows: Any, aside: Any, alt: Any, has_choice: bool) -> Any:
@@ -328,10 +320,9 @@ def compute_item_sums(con: Any, rows: Any, *, has_choice: bool, has_key: bool,
 
     Returns
     -------
-    (model_group, items, options, keys, group_codes)
-        The per-group table (``model, group, s, n, theta``, sorted by model and group),
-        the per-item, per-option and per-key tables, and the engine's ``model, grp`` values
-        of the per-group rows (for :func:`run_softplus_sums`).
+    (model_group, items, options, keys)
+        The per-group table (``model, group, s, n``, sorted by model and group) and the
+        per-item, per-option and per-key tables.
     """
     from jagged.stats.engine import table_from_frame
 
@@ -350,8 +341,8 @@ def compute_item_sums(con: Any, rows: Any, *, has_choice: bool, has_key: bool,
     # (a table of the engine, not a memtable: Spark's cache() does not register the memtables inside it)
     mg_table = table_from_frame(con, pd.DataFrame({
         "model": mg_codes["model"].to_numpy(), "grp": mg_codes["grp"].to_numpy(), "s": mg["s"].to_numpy(dtype=float),
-        "n": mg["n"].to_numpy(dtype=float).astype(np.int64), "theta": mg["theta"].to_numpy(dtype=float)}),
-        {"model": kind, "grp": kind, "s": "float64", "n": "int64", "theta": "float64"})
+        "n": mg["n"].to_numpy(dtype=float).astype(np.int64)}),
+        {"model": kind, "grp": kind, "s": "float64", "n": "int64"})
     w = weighted_rows_expr(rows, mg_table)
     with item_label_sums_expr(w).cache() as cached:  # per (item, label): the window runs once
         items = fetch(con, item_sums_expr(cached), names).rename(columns={"grp": "group"})
@@ -371,29 +362,7 @@ def compute_item_sums(con: Any, rows: Any, *, has_choice: bool, has_key: bool,
                              "count": pd.Series(dtype=float)})
     else:
         keys = _positioned(fetch(con, key_expr, names), item_names, "key")
-    return mg[["model", "group", "s", "n", "theta"]], items, options, keys, mg_codes
-
-
-def run_softplus_sums(con: Any, rows: Any, group_codes: pd.DataFrame, theta: np.ndarray, a: float,
-                      grid: np.ndarray, item_names: np.ndarray,
-                      names: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """Σ_m softplus(a (θ_m − b_g)) per item (rows in ``item_names`` order) for the slope ``a`` and grid ``b``.
-
-    The per-(model, group) values are computed here (a small table); the engine joins them
-    to the rows and sums per item.
-    """
-    import ibis
-
-    kind = "string" if names is None else "int64"
-    z = a * (np.asarray(theta, dtype=float)[:, None] - np.asarray(grid, dtype=float)[None, :])
-    frame = pd.DataFrame({"model": group_codes["model"].to_numpy(), "grp": group_codes["grp"].to_numpy(),
-                          **{f"sp_{g}": np.logaddexp(0.0, z[:, g]) for g in range(len(grid))}})
-    sp = ibis.memtable(frame, schema={"model": kind, "grp": kind, **{f"sp_{g}": "float64" for g in range(len(grid))}})
-    sums = fetch(con, softplus_sums_expr(rows, sp, len(grid)), names)
-    out = np.zeros((len(item_names), len(grid)))
-    out[pd.Index(item_names).get_indexer(sums["item"].to_numpy(dtype=object))] = \
-        sums[[f"sp_{g}" for g in range(len(grid))]].to_numpy(dtype=float)
-    return out
+    return mg[["model", "group", "s", "n"]], items, options, keys
 
 
 def run_cell_sums(con: Any, rows: Any, names: dict[str, np.ndarray] | None = None) -> pd.DataFrame:

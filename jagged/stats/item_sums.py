@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.item_expr import UPPER_LOWER
 
 
 @dataclass
@@ -30,16 +29,16 @@ class ItemSums:
     Attributes
     ----------
     model_group : pandas.DataFrame
-        ``model``, ``group``, ``s`` (Σ correct), ``n`` (items), ``theta`` (θ_mg).
+        ``model``, ``group``, ``s`` (Σ correct), ``n`` (items).
     items : pandas.DataFrame
         One row per item (:data:`jagged.stats.item_expr.ITEM_SUM_COLUMNS`): ``n`` models, Σx, Σx²; over the
-        rows with a rest score ``n_r``, Σx, Σx², ΣR, ΣR², ΣxR; Σθ and Σxθ over all rows;
+        rows with a rest score ``n_r``, Σx, Σx², ΣR, ΣR², ΣxR;
         the upper/lower group size ``k_ul`` and Σw_u·x, Σw_l·x; ``n_choice`` rows with
         choice information; the smallest and largest ``n_options`` (NaN: unknown).
     options : pandas.DataFrame
         One row per (item, chosen label) over rows with choice information
         (:data:`jagged.stats.item_expr.OPTION_SUM_COLUMNS`; ``pos`` is the item's row in :attr:`items`, sorted by
-        ``pos`` then label): rows choosing it, their Σθ and Σw_u, how many of them
+        ``pos`` then label): rows choosing it, their Σw_u, how many of them
         were wrong, how many of those have a rest score, their ΣR and Σw_u. The label
         :data:`jagged.stats.item_expr.NO_ANSWER` is "no answer".
     keys : pandas.DataFrame
@@ -47,10 +46,6 @@ class ItemSums:
         each key.
     has_choice, has_key : bool
         Whether the table has the columns.
-    softplus : callable
-        ``softplus(a, grid)`` → items × grid array of Σ_m ln(1 + exp(a (θ_m − b))) over the
-        models that have the item (exact, for the chosen slope; one more pass of the engine
-        over the rows).
     model_domain_sums : callable
         ``model_domain_sums(set_aside, rescore)`` → per (model, domain) ``s, n`` over all
         items, ``s_kept, n_kept`` without the items ``set_aside``, and ``s_rescored`` with
@@ -67,66 +62,8 @@ class ItemSums:
     keys: pd.DataFrame
     has_choice: bool
     has_key: bool
-    softplus: Callable[[float, np.ndarray], np.ndarray]
     model_domain_sums: Callable[[np.ndarray, dict[str, str]], pd.DataFrame]
     source: str = "memory"
-
-
-def softplus(z: np.ndarray) -> np.ndarray:
-    """ln(1 + exp(z)) without overflow."""
-    return np.logaddexp(0.0, z)
-
-
-def upper_lower_weights(item: np.ndarray, rest: np.ndarray, n_items: int,
-                        frac: float = UPPER_LOWER) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Upper- and lower-group weights of every row, and the group size per item (run by DuckDB).
-
-    The same window expression as the audit's (:func:`jagged.stats.item_expr.weighted_rows_expr`),
-    for rows given as arrays.
-
-    Parameters
-    ----------
-    item : numpy.ndarray
-        Item code of each row (0 … n_items − 1).
-    rest : numpy.ndarray
-        Rest score of each row in [0, 1]; NaN rows get weight 0 and do not count.
-    n_items : int
-        Number of items.
-    frac : float
-        Share of the item's models in each group.
-
-    Returns
-    -------
-    w_upper, w_lower : numpy.ndarray
-        Per-row weights in [0, 1]; they sum to ``k`` within each item.
-    k : numpy.ndarray
-        Per item, ``max(1, floor(frac · n_R + 0.5))`` (0 when no row has a rest score).
-    """
-    import ibis
-
-    from jagged.stats.engine import backend, table_from_frame
-    from jagged.stats.item_expr import fetch, weighted_rows_expr
-
-    item = np.asarray(item, dtype=np.int64)
-    rest = np.asarray(rest, dtype=float)
-    # one "model" per row whose group holds the row and one other: the rest score comes out as given
-    # (s - x) / (n - 1) with x = 0, s = rest, n = 2
-    frame = pd.DataFrame({"row": np.arange(len(item)), "item": item.astype(str), "rest_in": rest})
-    with backend() as con:
-        t = table_from_frame(con, frame, {"row": "int64", "item": "string", "rest_in": "float64"})
-        mg = t.select(model=t.row.cast("string"), grp=ibis.literal("g"),
-                      s=t.rest_in, n=ibis.ifelse(t.rest_in.isnan() | t.rest_in.isnull(), 1, 2).cast("int64"),
-                      theta=ibis.literal(0.0))
-        rows = t.select(model=t.row.cast("string"), grp=ibis.literal("g"), item=t.item, domain=ibis.literal("d"),
-                        x=ibis.literal(0.0), choice=ibis.null("string"), informed=ibis.literal(False),
-                        n_options=ibis.null("float64"))
-        w = weighted_rows_expr(rows, mg, frac)
-        out = fetch(con, w.select(row=w.model.cast("int64"), w_u=w.w_u, w_l=w.w_l, k=w.k))
-    order = np.argsort(out["row"].to_numpy(dtype=np.int64))
-    k = np.zeros(n_items)
-    row_k = out["k"].to_numpy(dtype=float)[order]
-    k[item] = row_k
-    return out["w_u"].to_numpy(dtype=float)[order], out["w_l"].to_numpy(dtype=float)[order], k
 
 
 def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
@@ -165,7 +102,7 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None =
     if "n_options" in frame:
         frame["n_options"] = frame["n_options"].astype(float)
     # one DuckDB thread: the sums are added in the frame's order, so the same table gives the same bits (and
-    # items with the same responses exactly tied suspicions) run after run
+    # items with the same responses exactly tied statistics) run after run
     return _engine_sums(lambda con: _memtable(con, frame), rest=rest, engine=engine, spark_master=spark_master,
                         source="memory", validated=True, threads=1, names=names)
 
@@ -211,7 +148,7 @@ def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, 
                  threads: int | None = None, names: dict[str, np.ndarray] | None = None) -> ItemSums:
     """Open the engine, build the rows from ``table(con)``, compute the sums.
 
-    The connection stays open for the sums' later questions (softplus, sensitivity), which
+    The connection stays open for the sums' later question (the sensitivity), which
     reuse the registered rows; it closes when the last function that uses it (in this
     :class:`ItemSums` or a copy of it) is garbage-collected.
     """
@@ -221,7 +158,6 @@ def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, 
         rows_table,
         run_cell_sums,
         run_model_domain_sums,
-        run_softplus_sums,
     )
 
     engine = check_engine(engine)
@@ -231,20 +167,14 @@ def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, 
     closing = weakref.finalize(held, close)
     try:
         rows, has_choice, has_key = rows_table(table(con), rest=rest, validated=validated, coded=names is not None)
-        mg, items, options, keys, mg_codes = _engine_errors(
+        mg, items, options, keys = _engine_errors(
             name, lambda: compute_item_sums(con, rows, has_choice=has_choice, has_key=has_key, names=names))
     except BaseException:
         closing()
         raise
-    item_names = items["item"].to_numpy(dtype=object)
-    theta = mg["theta"].to_numpy(dtype=float)
     # per (model, domain) over all items: the per-group sums when the group is the domain, else one query when asked
     cells: list[pd.DataFrame] = [mg.rename(columns={"group": "domain"})[["model", "domain", "s", "n"]]] \
         if rest == "domain" else []
-
-    def softplus_sums(a: float, grid: np.ndarray) -> np.ndarray:
-        return _engine_errors(name, lambda: run_softplus_sums(held.con, rows, mg_codes, theta, a, np.asarray(grid),
-                                                               item_names, names))
 
     def model_domain_sums(set_aside: np.ndarray, rescore: dict[str, str]) -> pd.DataFrame:
         if not cells:
@@ -253,7 +183,7 @@ def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, 
                                                                    cells[0], names))
 
     return ItemSums(model_group=mg, items=items, options=options, keys=keys, has_choice=has_choice,
-                    has_key=has_key, softplus=softplus_sums, model_domain_sums=model_domain_sums, source=source)
+                    has_key=has_key, model_domain_sums=model_domain_sums, source=source)
 
 
 class _Held:

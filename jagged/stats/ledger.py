@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from jagged.errors import JaggedInputError
+from jagged.stats.fdr import q_values
 
 #: The kinds of change, in the order that decides an item's primary ``change``.
 CHANGES: tuple[str, ...] = ("added", "removed", "key_changed", "text_changed", "difficulty_moved")
@@ -60,32 +61,6 @@ def _plain(items: pd.DataFrame, side: str) -> pd.DataFrame:
         if column in items.columns:
             out[column] = names(items[column])
     return out
-
-
-def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
-    """Benjamini–Hochberg adjusted p-values (q-values); NaN stays NaN and is not counted.
-
-    Parameters
-    ----------
-    p : array_like
-        p-values.
-
-    Returns
-    -------
-    numpy.ndarray
-        q_(i) = min_{j >= i} min(1, m p_(j) / j) over the m non-NaN p-values sorted
-        ascending; ``statsmodels.stats.multitest.multipletests(p, method="fdr_bh")[1]``.
-    """
-    p = np.asarray(p, dtype=float)
-    q = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    m = ok.size
-    if m == 0:
-        return q
-    order = ok[np.argsort(p[ok], kind="stable")]
-    scaled = p[order] * m / np.arange(1, m + 1)
-    q[order] = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
-    return q
 
 
 def _modal(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -206,7 +181,7 @@ def item_status(items_a: pd.DataFrame, items_b: pd.DataFrame, *, alpha: float = 
     both, the shares over each side's models are compared with the pooled two-proportion
     z-test, z = (p_b − p_a) / √(p̄(1 − p̄)(1/n_a + 1/n_b)) (p = 1 when p̄ is 0 or 1). The
     p-values of all tested items are adjusted with Benjamini–Hochberg
-    (:func:`benjamini_hochberg`), so among the items flagged ``difficulty_moved`` the
+    (:func:`jagged.stats.fdr.q_values`), so among the items flagged ``difficulty_moved`` the
     expected share of false discoveries is at most alpha.
 
     A key change moves the share correct by itself, so a key-changed item is often also
@@ -229,7 +204,7 @@ def item_status(items_a: pd.DataFrame, items_b: pd.DataFrame, *, alpha: float = 
     tests = _difficulty_tests(a, b, status)
     status = status.join(tests)
     status["share_delta"] = status["share_b"] - status["share_a"]
-    status["q_value"] = benjamini_hochberg(status["p_value"].to_numpy())
+    status["q_value"] = q_values(status["p_value"].to_numpy())
     flags = {
         "added": status["in_b"] & ~status["in_a"],
         "removed": status["in_a"] & ~status["in_b"],

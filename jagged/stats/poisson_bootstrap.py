@@ -210,9 +210,7 @@ def poisson_replicates(data: Any, *, weights: pd.DataFrame | None = None, n_boot
     if isinstance(data, pd.DataFrame):
         frame = data
     elif isinstance(data, Dataset):
-        from jagged.readers.items_parquet import lake_path
-
-        frame, path = data.items, (None if data.items is not None else lake_path(data))
+        frame, path = data.items, data.item_path
         if frame is None and path is None:
             raise JaggedInputError(f"{data.source}: the Poisson bootstrap needs item-level results")
     else:

@@ -9,14 +9,13 @@ statistic. Names go in as they are: :mod:`jagged.views.display` escapes them.
   information curves with the models placed on them (main report);
 * :func:`loading_sentence`, :func:`loading_alt` — the loadings-against-difficulties plot;
 * :func:`flaw_table`, :func:`flaw_sentence` — the expected number of flawed items per domain;
-* :func:`suspicious_items` — the most-suspicious list ranked by the flaw posterior;
+* :func:`agreement_table`, :func:`agreement_sentence` — models that agree with likely wrong keys;
 * :func:`model_position`, :func:`position_data`, :func:`position_alt`,
   :func:`describe_position` — one model on each domain's curve (per-model report).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -30,13 +29,9 @@ from jagged.views.overview import LEGEND_MAX
 #: Formats of :func:`range_table`.
 RANGE_FORMATS: dict[str, str] = {"measures best at θ": "{:+.2f}", "SE there": "{:.2f}"}
 #: Formats of :func:`flaw_table`.
-FLAW_FORMATS: dict[str, str] = {"prevalence": "{:.1%}", "expected flawed": "{:.1f}"}
+FLAW_FORMATS: dict[str, str] = {"accuracy": "{:.0%}", "miskeyed shown": "{:.1f}", "expected flawed": "{:.1f}"}
 #: Formats of :func:`model_position`.
 POSITION_FORMATS: dict[str, str] = {"ability θ": "{:+.2f}", "SD": "{:.2f}", "SE at θ": "{:.2f}"}
-#: The posterior's column in the most-suspicious list (the item audit's name for it).
-POSTERIOR = "P(flawed)"
-#: Columns of the item audit's domain table that :func:`flaw_table` shows (with the prevalence) instead.
-FLAW_COUNT_COLUMNS: tuple[str, ...] = ("expected flawed", "flawed lower", "flawed upper")
 #: What the reports say when the item-level results are too large for the item response model's matrix.
 NOT_FITTED = ("The item response model was not fitted: its models × items matrix is larger than the in-memory "
               "budget (select models or domains to fit it). The item audit above is the classical one.")
@@ -81,19 +76,22 @@ def range_table(info: DomainInformation) -> pd.DataFrame:
         peak), ``models above`` and ``models below`` (their names, "—" for none). Domains
         with the most models beyond their range first, then in the fit's order.
     """
-    ranges = info.ranges
-    places = info.places
-    rows = []
-    for _, r in ranges.iterrows():
-        here = places[places["group"] == r["group"]]
-        above = here.loc[here["position"] == "above"].sort_values("theta", ascending=False)["model"].astype(str)
-        below = here.loc[here["position"] == "below"].sort_values("theta")["model"].astype(str)
-        rows.append({"domain": r["group"], "fitted items": r["n_items"], "measures best at θ": r["theta_peak"],
-                     "SE there": r["se_at_peak"], "measuring range": _span(r["lower"], r["upper"]),
-                     "models above": ", ".join(above) or "—", "models below": ", ".join(below) or "—",
-                     "_beyond": len(above) + len(below)})
-    table = pd.DataFrame(rows, columns=["domain", "fitted items", "measures best at θ", "SE there", "measuring range",
-                                        "models above", "models below", "_beyond"])
+    ranges, places = info.ranges, info.places
+
+    def listed(position: str, ascending: bool) -> pd.Series:
+        part = places[places["position"] == position].sort_values("theta", ascending=ascending, kind="mergesort")
+        return part.groupby("group", sort=False)["model"].agg(lambda m: ", ".join(m.astype(str)))
+
+    above, below = listed("above", False), listed("below", True)
+    beyond = places["position"].ne("within").groupby(places["group"]).sum()
+    table = pd.DataFrame({"domain": ranges["group"].to_numpy(dtype=object),
+                          "fitted items": ranges["n_items"].to_numpy(),
+                          "measures best at θ": ranges["theta_peak"].to_numpy(float),
+                          "SE there": ranges["se_at_peak"].to_numpy(float),
+                          "measuring range": [_span(lo, hi) for lo, hi in zip(ranges["lower"], ranges["upper"])],
+                          "models above": ranges["group"].map(above).fillna("—").to_numpy(dtype=object),
+                          "models below": ranges["group"].map(below).fillna("—").to_numpy(dtype=object),
+                          "_beyond": ranges["group"].map(beyond).fillna(0).to_numpy()})
     table = table.sort_values("_beyond", ascending=False, kind="mergesort")
     return table.drop(columns="_beyond").reset_index(drop=True)
 
@@ -220,7 +218,7 @@ def flagged_by_model(fit: IRTFit) -> pd.Series:
 
 
 def flaw_table(flaws: Any) -> pd.DataFrame:
-    """Expected number of flawed items per domain with its interval (report table), most first.
+    """Expected flawed items per domain with intervals (report table), most first.
 
     Parameters
     ----------
@@ -230,62 +228,74 @@ def flaw_table(flaws: Any) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``domain``, ``items``, ``prevalence`` (the domain's estimated share of flawed items),
-        ``expected flawed`` (Σ of its items' posteriors) and ``interval`` (95 %).
+        ``domain``, ``items``, ``accuracy`` (the share of answers scored right),
+        ``miskeyed shown`` (the expected number of miskeyed items the responses show) and its
+        ``interval``, ``expected flawed`` (every flaw, including those responses cannot show)
+        and its ``interval`` (at the posterior's level).
     """
     d = flaws.domains.sort_values(["expected_flawed", "domain"], ascending=[False, True], kind="mergesort")
+
+    def span(lo: pd.Series, hi: pd.Series) -> list[str]:
+        return [f"{a:,.0f} – {b:,.0f}" for a, b in zip(lo, hi)]
+
     return pd.DataFrame({"domain": d["domain"].to_numpy(dtype=object), "items": d["n_items"].to_numpy(),
-                         "prevalence": d["prevalence"].to_numpy(float),
+                         "accuracy": d["accuracy"].to_numpy(float), "miskeyed shown": d["visible"].to_numpy(float),
+                         "shown interval": span(d["visible_lower"], d["visible_upper"]),
                          "expected flawed": d["expected_flawed"].to_numpy(float),
-                         "interval": [f"{lo:.1f} – {hi:.1f}" for lo, hi in zip(d["lower"], d["upper"])]})
+                         "interval": span(d["lower"], d["upper"])})
 
 
 def flaw_sentence(flaws: Any) -> str:
-    """The expected number of flawed items, in one sentence (plain text)."""
-    d = flaws.domains
+    """The expected number of flawed items with its interval, what it rests on, in two sentences (plain text)."""
+    d, t = flaws.domains, flaws.total
     if not len(d):
         return "There are no items to estimate flaws for."
     top = d.loc[d["expected_flawed"].idxmax()]
-    total = float(d["expected_flawed"].sum())
-    n = int(d["n_items"].sum())
-    return (f"Summed over the domains, about {total:,.0f} of {n:,} items are expected to be flawed "
-            f"(the sum of their posteriors); the most in {top['domain']}: {top['expected_flawed']:.1f} "
-            f"({top['lower']:.1f} – {top['upper']:.1f}) of {int(top['n_items']):,}.")
+    level = f"{flaws.level:.0%}"
+    return (f"About {t['expected_flawed']:,.0f} of {t['n_items']:,} items are expected to be flawed ({level} interval "
+            f"{t['lower']:,.0f} – {t['upper']:,.0f}); the most in {top['domain']}: {top['expected_flawed']:.0f} "
+            f"({top['lower']:.0f} – {top['upper']:.0f}) of {int(top['n_items']):,}. Of them about "
+            f"{t['visible']:,.0f} are miskeyed items the responses show; the rest is an assumption, not a measurement: "
+            "published audits find about as many flaws of wording, which models answer alike and no response "
+            "pattern can show, as flaws of the answer, and the interval carries that uncertainty.")
 
 
-def suspicious_items(audit: Any, flaws: Any, *, top_items: Any, **kwargs: Any) -> pd.DataFrame:
-    """The report's most-suspicious list per domain, ranked by the flaw posterior, with the posterior shown.
-
-    Parameters
-    ----------
-    audit : ItemAudit
-        The item audit (``Analysis.item_audit``).
-    flaws : FlawPosterior or None
-        ``Analysis.flaws``; None keeps the audit's own order.
-    top_items : callable
-        :func:`jagged.views.item_audit.top_items` (the table's columns come from it).
-    **kwargs
-        Passed to ``top_items`` (``text=``, ``choices=``, ``per_domain``).
+def agreement_table(flaws: Any) -> pd.DataFrame:
+    """Per model: its agreement with the file's key on items likely miskeyed, against its peers (report table).
 
     Returns
     -------
     pandas.DataFrame
-        ``top_items``'s table with ``rank`` the rank by the posterior (1 = most likely
-        flawed) and the posterior P(flawed | responses) after it (:data:`POSTERIOR`). An
-        audit that carries the posterior itself (``flaw_rank``) is listed as it is.
+        ``model``, ``agrees with key`` (its weighted share of key choices on likely miskeyed
+        items), ``peers`` (the other models' share), ``expected`` (what its ability and the
+        others' answers predict), ``z`` (against its peers), ``q`` (Benjamini–Hochberg) and
+        ``finding`` ("agrees with likely wrong keys" where flagged): flagged models first.
     """
-    if flaws is None or "flaw_rank" in audit.items.columns:  # the audit ranks by the posterior itself
-        return top_items(audit, **kwargs)
-    post = flaws.items.set_index("item")
-    items = audit.items
-    rank = items["item"].map(post["flaw_rank"])
-    ranked = items.assign(suspicion_rank=rank.fillna(rank.max() + 1 if rank.notna().any() else 1).astype(int))
-    ranked = ranked.sort_values("suspicion_rank", kind="mergesort")
-    table = top_items(dataclasses.replace(audit, items=ranked), **kwargs)
-    if POSTERIOR not in table.columns:
-        table.insert(list(table.columns).index("rank") + 1, POSTERIOR,
-                     table["item"].map(post["posterior"]).to_numpy(float))
-    return table
+    m = flaws.models
+    return pd.DataFrame({"model": m["model"].to_numpy(dtype=object), "agrees with key": m["agree"].to_numpy(float),
+                         "peers": m["agree_peers"].to_numpy(float), "expected": m["agree_expected"].to_numpy(float),
+                         "z": m["z"].to_numpy(float), "q": m["q_value"].to_numpy(float),
+                         "finding": np.where(m["flagged"], "agrees with likely wrong keys", "—")})
+
+
+#: Formats of :func:`agreement_table`.
+AGREEMENT_FORMATS: dict[str, str] = {"agrees with key": "{:.0%}", "peers": "{:.0%}", "expected": "{:.0%}",
+                                     "z": "{:+.1f}", "q": "{:.3f}"}
+
+
+def agreement_sentence(flaws: Any) -> str:
+    """Which models agree with likely wrong keys beyond chance, in one sentence (plain text)."""
+    m = flaws.models
+    if not len(m):
+        return "Without choices and keys, agreement with likely wrong keys cannot be checked."
+    flagged = m[m["flagged"]]
+    if not len(flagged):
+        return (f"No model agrees with the keys of likely miskeyed items more than its ability and its peers explain "
+                f"(Benjamini–Hochberg over {plural(len(m), 'model')}).")
+    listed = [f"{r.model} ({r.agree:.0%} against {r.agree_peers:.0%} for its peers)" for r in flagged.itertuples()]
+    verb = "agrees" if len(flagged) == 1 else "agree"
+    return (f"{_names(listed)} {verb} with likely wrong keys more than ability and peers explain: possible "
+            "contamination or training on this benchmark (a reason to look, not a verdict).")
 
 
 def model_position(info: DomainInformation, model: str) -> pd.DataFrame:

@@ -19,6 +19,8 @@ from jagged.text import plural
 TOP_PER_DOMAIN = 3
 #: Column of the strongest models' choices in :func:`item_listing` (CSV / JSON of ``jagged items``).
 STRONGEST_COLUMN = "top_models_chose"
+#: The posterior's column in the report's item tables.
+POSTERIOR = "P(flawed)"
 
 
 def strongest_choices(items: pd.DataFrame, models: Sequence[str], item_ids: Any = None,
@@ -66,6 +68,21 @@ def strongest_choices(items: pd.DataFrame, models: Sequence[str], item_ids: Any 
     return parts.groupby(groups["item"].to_numpy(), sort=False).agg("; ".join).rename_axis("item")
 
 
+def item_choices(analysis: Any, item_ids: Any = None) -> pd.Series | None:
+    """What the five models with the highest macro score chose on some items of an Analysis (None: no item table).
+
+    :func:`strongest_choices` of ``analysis.item_source`` with the audit's keys: what the
+    report and ``jagged items`` show beside each question.
+    """
+    from jagged.analysis import strongest_models
+
+    source = analysis.item_source
+    if source is None or source.items is None:
+        return None
+    return strongest_choices(source.items, strongest_models(analysis.scores), item_ids,
+                             keys=analysis.item_audit.items.set_index("item")["key"])
+
+
 def options_cell(options: Any, key: Any = None) -> str | None:
     """An ``options`` cell for reading: ``"A) … | B) … (key) | …"`` from a JSON list; other text as it is."""
     if not isinstance(options, str):
@@ -82,7 +99,7 @@ def options_cell(options: Any, key: Any = None) -> str | None:
 
 def item_listing(audit: ItemAudit, *, text: pd.DataFrame | None = None, choices: pd.Series | None = None,
                  top: int | None = None) -> pd.DataFrame:
-    """The audit table of ``jagged items`` with the items' text: one row per item, most suspicious first.
+    """The audit table of ``jagged items`` with the items' text: one row per item, most likely flawed first.
 
     Parameters
     ----------
@@ -93,7 +110,7 @@ def item_listing(audit: ItemAudit, *, text: pd.DataFrame | None = None, choices:
     choices : pandas.Series, optional
         Index item; what the strongest models chose (:func:`strongest_choices`).
     top : int, optional
-        Only the ``top`` most suspicious items.
+        Only the ``top`` items ranked first.
 
     Returns
     -------
@@ -142,8 +159,7 @@ def domain_table(audit: ItemAudit) -> pd.DataFrame:
     pandas.DataFrame
         ``domain``, ``items``, ``flagged``, ``share flagged``, the shares of the review
         flags, and ``what-if re-scored`` (items with a likely key error and a clear
-        alternative); with the item response model also ``expected flawed`` (the sum of
-        the items' P(flawed)) and its 95 % interval ``flawed lower``, ``flawed upper``.
+        alternative).
     """
     d = domain_flags(audit)
     out = pd.DataFrame({"domain": d["domain"], "items": d["n_items"], "flagged": d["n_flagged"],
@@ -151,28 +167,22 @@ def domain_table(audit: ItemAudit) -> pd.DataFrame:
     for name in REVIEW_FLAGS:
         out[name.replace("_", " ")] = d[f"share_{name}"]
     out["what-if re-scored"] = d["n_rescored"]
-    if "expected_flawed" in d:
-        out["expected flawed"] = d["expected_flawed"]
-        out["flawed lower"] = d["expected_flawed_lower"]
-        out["flawed upper"] = d["expected_flawed_upper"]
     return out
 
 
-#: Display formats of :func:`domain_table`: every share as a whole percentage, expected counts to 0.1.
+#: Display formats of :func:`domain_table`: every share as a whole percentage.
 DOMAIN_TABLE_FORMATS: dict[str, str] = {"share flagged": "{:.0%}",
-                                        **{name.replace("_", " "): "{:.0%}" for name in REVIEW_FLAGS},
-                                        "expected flawed": "{:.1f}", "flawed lower": "{:.1f}",
-                                        "flawed upper": "{:.1f}"}
+                                        **{name.replace("_", " "): "{:.0%}" for name in REVIEW_FLAGS}}
 
 
 def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN, *, text: pd.DataFrame | None = None,
               choices: pd.Series | None = None) -> pd.DataFrame:
-    """The most suspicious items of every domain with their evidence (report table).
+    """The items most likely flawed in every domain, evidence first (report table).
 
     Parameters
     ----------
     audit : ItemAudit
-        The audit.
+        The audit (ranked by P(flawed) when it has the flaw model; else by domain and item).
     per_domain : int
         Items per domain.
     text : pandas.DataFrame, optional
@@ -184,43 +194,56 @@ def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN, *, text: pd.Da
     Returns
     -------
     pandas.DataFrame
-        Domains in the order of their most suspicious item, then by rank: ``domain``,
-        ``item``, ``rank`` (``flaw_rank`` with the item response model, else
-        ``suspicion_rank``), with it ``P(flawed)``; with ``text``: ``question`` and
-        ``options`` (``A) … | B) …``,
-        the key's option marked ``(key)``); ``p_correct``, ``discrimination`` (r_rest),
-        ``strong models chose`` (the upper group's most chosen option and its share), with
-        ``choices``: ``top models chose`` (each of the strongest models' answer); ``key``
-        (with every key when they differ), ``likely answer`` and ``flags``. Text is as
-        given (untrusted): :func:`jagged.views.display.show_table` escapes it and folds a
-        long cell into a ``<details>``.
+        Domains in the order of their first item, then by rank: ``domain``, ``item``,
+        ``rank`` (``flaw_rank``; with the flaw model), then what a reviewer reads: ``strong
+        models chose`` (the upper group's most chosen option and its share), ``key`` (every
+        key with its count when they differ), ``likely answer``, ``flags``, with ``choices``
+        ``top models chose`` (each of the strongest models' answer), with ``text``
+        ``question`` and ``options`` (``A) … | B) …``, the key's option marked
+        ``(key)``); then ``P(flawed)`` and its interval ``P lower``, ``P upper`` (with the
+        flaw model), ``p_correct``, ``discrimination`` (r_rest). Text is as given
+        (untrusted): :func:`jagged.views.display.show_table` escapes it and folds a long
+        cell into a ``<details>``.
     """
     items = audit.items
-    rank = "flaw_rank" if "flaw_rank" in items else "suspicion_rank"
+    ranked = "flaw_rank" in items
     top = items.groupby("domain", sort=False).head(per_domain)
-    first = top.groupby("domain", sort=False)[rank].min().sort_values(kind="mergesort")
-    top = top.assign(_order=top["domain"].map({d: i for i, d in enumerate(first.index)}))
-    top = top.sort_values(["_order", rank], kind="mergesort")
+    if ranked:
+        first = top.groupby("domain", sort=False)["flaw_rank"].min().sort_values(kind="mergesort")
+        top = top.assign(_order=top["domain"].map({d: i for i, d in enumerate(first.index)}))
+        top = top.sort_values(["_order", "flaw_rank"], kind="mergesort")
     strong = [("—" if pd.isna(c) else f"{c} ({s:.0%})") for c, s in zip(top["strong_choice"],
                                                                        top["strong_choice_share"])]
     key = [("—" if pd.isna(k) else (str(ks) if ks else str(k))) for k, ks in zip(top["key"], top["keys"])]
     columns: dict[str, Any] = {"domain": top["domain"].to_numpy(dtype=object),
-                               "item": top["item"].to_numpy(dtype=object), "rank": top[rank].to_numpy()}
-    if "posterior" in top:
-        columns["P(flawed)"] = top["posterior"].to_numpy(dtype=float)
+                               "item": top["item"].to_numpy(dtype=object)}
+    if ranked:
+        columns["rank"] = top["flaw_rank"].to_numpy()
+    columns["strong models chose"] = strong
+    columns["key"] = key
+    if "likely_key" in top:
+        columns["likely answer"] = top["likely_key"].replace("", None).fillna("—").to_numpy(dtype=object)
+    columns["flags"] = top["flags"].str.replace("_", " ").to_numpy(dtype=object)
+    if choices is not None:
+        chose = top["item"].map(choices)
+        columns["top models chose"] = chose.astype(object).where(chose.notna(), None).to_numpy(dtype=object)
     if text is not None:
         question = top["item"].map(text["text"]) if "text" in text else pd.Series(None, index=top.index)
         options = top["item"].map(text["options"]) if "options" in text else pd.Series(None, index=top.index)
         columns["question"] = question.astype(object).where(question.notna(), None).to_numpy(dtype=object)
         columns["options"] = [options_cell(o, k) for o, k in zip(options, top["key"])]
+    if ranked:
+        columns[POSTERIOR] = top["posterior"].to_numpy(dtype=float)
+        columns["P lower"] = top["posterior_lower"].to_numpy(dtype=float)
+        columns["P upper"] = top["posterior_upper"].to_numpy(dtype=float)
     columns.update({"p_correct": top["p_correct"].to_numpy(dtype=float),
-                    "discrimination": top["r_rest"].to_numpy(dtype=float), "strong models chose": strong})
-    if choices is not None:
-        chose = top["item"].map(choices)
-        columns["top models chose"] = chose.astype(object).where(chose.notna(), None).to_numpy(dtype=object)
-    columns.update({"key": key, "likely answer": top["likely_key"].fillna("—").to_numpy(dtype=object),
-                    "flags": top["flags"].str.replace("_", " ").to_numpy(dtype=object)})
+                    "discrimination": top["r_rest"].to_numpy(dtype=float)})
     return pd.DataFrame(columns)
+
+
+#: Display formats of :func:`top_items`.
+TOP_FORMATS: dict[str, str] = {POSTERIOR: "{:.2f}", "P lower": "{:.2f}", "P upper": "{:.2f}", "p_correct": "{:.2f}",
+                               "discrimination": "{:.2f}"}
 
 
 def sensitivity_table(sensitivity: pd.DataFrame) -> pd.DataFrame:
@@ -287,6 +310,23 @@ def audit_sentences(audit: ItemAudit, sensitivity: pd.DataFrame | None = None) -
     return out
 
 
+def summary_lines(audit: ItemAudit) -> list[str]:
+    """What ``jagged items`` says on stderr: the counts, the expected flawed items, flagged models, the notes."""
+    items = audit.items
+    n, flagged = len(items), int(items["flagged"].sum())
+    head = f"{n:,} items from {audit.n_models} models; {flagged:,} ({flagged / n:.1%}) carry a review flag" if n \
+        else f"no items from {audit.n_models} models"
+    if audit.flaws is None:
+        return [head + "; by domain and item", *(f"note: {note}" for note in audit.notes)]
+    t = audit.flaws.total
+    lines = [f"{head}; expected flawed items {t['expected_flawed']:,.0f} ({t['lower']:,.0f}–{t['upper']:,.0f}, "
+             f"{audit.flaws.level:.0%} interval; {t['visible']:,.0f} of them shown by the responses); the most likely "
+             "flawed first"]
+    lines += [f"{name} agrees with likely wrong keys (possible contamination or benchmark-specific training)"
+              for name in audit.flaws.models.loc[audit.flaws.models["flagged"], "model"].astype(str)]
+    return lines + [f"note: {note}" for note in audit.notes]
+
+
 def discrimination_alt(audit: ItemAudit) -> str:
     """Alt text of :func:`jagged.plots.item_audit.discrimination_difficulty`."""
     items = audit.items
@@ -312,9 +352,11 @@ def items_glance(analysis: Any) -> dict[str, Any] | None:
     Returns
     -------
     dict or None
-        ``label``, ``sentence``, ``statistic="flagged"``, ``count`` (flagged items),
-        ``total`` (items) and ``value`` (the median change of cv_error when the flagged
-        items are set aside); None when the section does not apply.
+        ``label``, ``sentence`` (with the flaw model: the expected number of flawed items
+        with its interval and the item to read first; else the flagged share),
+        ``statistic="flagged"``, ``count`` (flagged items), ``total`` (items) and ``value``
+        (the median change of cv_error when the flagged items are set aside); None when the
+        section does not apply.
     """
     if not analysis.sections.get("items"):
         return None
@@ -323,8 +365,15 @@ def items_glance(analysis: Any) -> dict[str, Any] | None:
         return None
     items = audit.items
     total, flagged = len(items), int(items["flagged"].sum())
-    sentence = (f"{_share(flagged, total)} carry a review flag (discrimination, distractors, strong models' "
-                "agreement on a wrong option, key)")
+    if audit.flaws is not None:  # the one ranking: the expected flawed items and the one to read first
+        t = audit.flaws.total
+        sentence = (f"About {t['expected_flawed']:,.0f} of {total:,} items are expected to be flawed "
+                    f"({t['lower']:,.0f}–{t['upper']:,.0f}, {audit.flaws.level:.0%})")
+        if total and float(items["posterior"].iloc[0]) > 0.5:
+            sentence += f", item {items['item'].iloc[0]} ({items['domain'].iloc[0]}) most likely"
+    else:
+        sentence = (f"{_share(flagged, total)} carry a review flag (discrimination, distractors, strong models' "
+                    "agreement on a wrong option, key)")
     value = float("nan")
     sensitivity = analysis.item_sensitivity
     if sensitivity is not None and len(sensitivity):
@@ -332,11 +381,7 @@ def items_glance(analysis: Any) -> dict[str, Any] | None:
         change = change[np.isfinite(change)]
         if len(change):
             value = float(np.median(change))
-            sentence += f"; setting them aside moves the median model's cv_error by {value:+.3f} (a sensitivity check)"
-    if total and "posterior" in items and float(items["posterior"].iloc[0]) > 0.5:
-        sentence += (f"; most likely flawed: item {items['item'].iloc[0]} ({items['domain'].iloc[0]}, "
-                     f"P(flawed) {float(items['posterior'].iloc[0]):.2f})")
-    elif total and "posterior" not in items and float(items["suspicion"].iloc[0]) > 0:
-        sentence += f"; most suspicious: item {items['item'].iloc[0]} ({items['domain'].iloc[0]})"
+            sentence += (f"; setting the {flagged:,} flagged items aside moves the median model's cv_error by "
+                         f"{value:+.3f} (a sensitivity check)")
     return {"label": "Items to look at", "sentence": sentence + ".", "statistic": "flagged", "value": value,
             "count": float(flagged), "total": float(total)}
