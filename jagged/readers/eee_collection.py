@@ -43,12 +43,17 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.readers.eee import KNOWN_SCHEMAS, AggregateFile, benchmark_of, is_aggregate, read_aggregate, schema_family
-from jagged.readers.eee_results import normalised
-from jagged.readers.hierarchy import category_map
+from jagged.readers.eee import (
+    KNOWN_SCHEMAS,
+    AggregateFile,
+    benchmark_of,
+    is_aggregate,
+    normalised,
+    read_aggregate,
+    schema_family,
+)
 from jagged.readers.limits import InputTooLargeError
-from jagged.readers.reader import Reader, ScoreRead
-from jagged.readers.supersede import Replaced, newest
+from jagged.readers.reader import Reader, Replaced, ScoreRead, category_map, newest
 from jagged.text import listing, plural
 
 FORMAT = "Every Eval Ever aggregate"

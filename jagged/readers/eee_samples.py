@@ -47,14 +47,19 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.readers.eee import is_aggregate, parse_timestamp
-from jagged.readers.eee_results import hierarchy_path, read_result
+from jagged.readers.eee import hierarchy_path, is_aggregate, parse_timestamp, read_result
 from jagged.readers.files import read_json_text
-from jagged.readers.hierarchy import category_map
 from jagged.readers.limits import InputTooLargeError
-from jagged.readers.metadata import metadata_domain, metadata_keys
-from jagged.readers.reader import ItemRead, Parsed, Reader, records
-from jagged.readers.supersede import newest
+from jagged.readers.reader import (
+    ItemRead,
+    Parsed,
+    Reader,
+    category_map,
+    metadata_domain,
+    metadata_keys,
+    newest,
+    records,
+)
 from jagged.text import listing, plural
 
 FORMAT = "Every Eval Ever instance-level"

@@ -38,9 +38,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers.files import read_json_text
-from jagged.readers.hierarchy import category_map
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader
-from jagged.readers.supersede import newest
+from jagged.readers.reader import Head, ItemRead, Parsed, Reader, category_map, newest
 from jagged.text import listing, plural
 
 FORMAT = "HELM run"

@@ -17,7 +17,7 @@ reducer the task used). A log whose ``status`` is not ``success`` is refused unl
 ``allow_incomplete`` is set.
 
 Archive members are compressed with deflate (older inspect_ai) or Zstandard (zip method
-93, inspect_ai 0.3.x since 2025); :mod:`jagged.readers.ziparchive` reads both.
+93, inspect_ai 0.3.x since 2025); :func:`jagged.readers.files.read_member` reads both.
 
 Multiple-choice samples (a ``choices`` list, as the ``multiple_choice()`` solver writes)
 also give the item table ``choice`` (the scorer's ``answer``: the letter the model chose,
@@ -46,11 +46,9 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.readers.files import MemberError, read_member
 from jagged.readers.limits import Budget, loads
-from jagged.readers.metadata import domain_clash, metadata_domain, metadata_keys
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader
-from jagged.readers.supersede import newest
-from jagged.readers.ziparchive import MemberError, read_member
+from jagged.readers.reader import Head, ItemRead, Parsed, Reader, domain_clash, metadata_domain, metadata_keys, newest
 from jagged.text import join_notes, listing, plural
 
 #: Inspect's letter grades (``inspect_ai.scorer`` CORRECT, INCORRECT, PARTIAL, NOANSWER).

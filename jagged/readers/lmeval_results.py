@@ -30,9 +30,7 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.readers.hierarchy import category_map
-from jagged.readers.reader import Reader, ScoreRead
-from jagged.readers.supersede import newest
+from jagged.readers.reader import Reader, ScoreRead, category_map, newest
 from jagged.text import listing, plural
 
 #: Metrics used as the score when present and no --metric is given.

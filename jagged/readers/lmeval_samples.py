@@ -26,7 +26,6 @@ import pandas as pd
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.choices import lmeval_choices
 from jagged.readers.files import read_json_text
-from jagged.readers.hierarchy import category_map
 from jagged.readers.limits import InputTooLargeError
 from jagged.readers.lmeval_results import (
     DEFAULT_METRICS,
@@ -42,8 +41,7 @@ from jagged.readers.lmeval_results import (
     read_results,
     split_metric,
 )
-from jagged.readers.reader import ItemRead, Parsed, Reader, records
-from jagged.readers.supersede import newest
+from jagged.readers.reader import ItemRead, Parsed, Reader, category_map, newest, records
 from jagged.text import listing, plural
 
 #: A samples file name: the task and the run's timestamp.
