@@ -1,29 +1,19 @@
 """The optional ``choice``, ``key`` and ``n_options`` columns of item-level tables.
 
-========== ===================================================================
-column     meaning
-========== ===================================================================
-choice     the option the model chose: a label such as ``B`` or ``2``; empty
-           when no answer was extracted (the row then counts as wrong)
-key        the option scored as correct for that model; it may differ
-           between models for the same item (an audit finding, not an error);
-           an empty key means the row carries no choice information
-n_options  how many options the item had for that model (optional)
-========== ===================================================================
+``choice`` is the option the model chose (empty: no answer extracted, the row counts as
+wrong); ``key`` the option scored as correct for that model (it may differ between
+models, an audit finding; empty: no choice information); ``n_options`` how many options
+the item had for that model.
 
-A label is one token: a letter, an index or a short name, at most
-:data:`LABEL_MAX` characters, without whitespace or the separators ``, ; |``
-(several answers in one cell are refused). Letters ``A``–``Z`` stand for options
-0–25 and non-negative integers for 0-based option indices (as lm-eval writes them),
-so with ``n_options`` a choice can be recognised as naming an option the item does
-not have: such a row counts as wrong and the audit counts it separately, not as a
-distractor (a note, not an error). A *key* beyond ``n_options`` is an error.
+A label is one token: a letter, an index or a short name, at most :data:`LABEL_MAX`
+characters, without whitespace or the separators ``, ; |``. Letters ``A``–``Z`` stand for
+options 0–25 and non-negative integers for 0-based indices (as lm-eval writes them), so
+with ``n_options`` a choice naming an option the item lacks counts as wrong and is
+counted apart from distractors (a note); a *key* beyond ``n_options`` is an error. Where
+a row has a key, ``correct`` must be 0 or 1 and equal ``choice == key``.
 
-Where a row has a key, ``correct`` must be 0 or 1 and equal ``choice == key``; the
-first row that disagrees is reported with its model, item and line.
-
-This module also derives choice and key from lm-evaluation-harness samples of
-multiple-choice tasks (:func:`lmeval_choices`).
+Also: choice and key derived from lm-eval multiple-choice samples (:func:`lmeval_choices`),
+and the same rules in SQL for the out-of-core path.
 """
 
 from __future__ import annotations
@@ -71,24 +61,13 @@ def _labels(raw: pd.Series) -> np.ndarray:
 
 
 def normalise_labels(raw: pd.Series, column: str, source: str, line_offset: int | None) -> np.ndarray:
-    """An option-label column as an object array of strings, None where empty.
-
-    Parameters
-    ----------
-    raw : pandas.Series
-        The column as read.
-    column : str
-        ``"choice"`` or ``"key"``, for messages.
-    source : str
-        File name, for messages.
-    line_offset : int or None
-        Added to integer row labels to give file lines.
+    """An option-label column (``column``: ``"choice"`` or ``"key"``) as an object array of strings, None where empty.
 
     Raises
     ------
     JaggedInputError
-        A malformed label (whitespace or a separator inside, longer than
-        :data:`LABEL_MAX`, or a true/false value), naming the value and the line.
+        A malformed label (whitespace or a separator inside, longer than :data:`LABEL_MAX`,
+        or a true/false value), naming the value and the line.
     """
     try:
         labels = _labels(raw)
@@ -148,21 +127,11 @@ def normalise_n_options(raw: pd.Series, source: str, line_offset: int | None) ->
 def check_answers(table: pd.DataFrame, source: str, line_offset: int | None) -> None:
     """Check ``choice``/``key`` against ``correct`` and ``n_options`` (see the module docstring).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Item table with ``model``, ``item``, ``correct`` and any of ``choice``, ``key``,
-        ``n_options`` (labels already normalised), indexed by the input's row labels.
-    source : str
-        File name, for messages.
-    line_offset : int or None
-        Added to integer row labels to give file lines.
-
     Raises
     ------
     JaggedInputError
-        A keyed row with partial credit, a key beyond ``n_options``, or ``correct`` not
-        equal to ``choice == key``: the first such row, with its model, item and line.
+        A keyed row with partial credit, a key beyond ``n_options``, or ``correct`` not equal
+        to ``choice == key``: the first such row, with its model, item and line.
     """
     if "key" not in table.columns:
         return
@@ -225,8 +194,6 @@ def answers_summary(table: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-# --- lm-evaluation-harness samples of multiple-choice tasks ----------------------------
-
 def _loglikelihoods(resps: Any) -> list[float] | None:
     """Per-choice loglikelihoods from ``filtered_resps`` (``[[ll, is_greedy], ...]``, numbers or strings)."""
     if not isinstance(resps, list) or len(resps) < 2:
@@ -280,31 +247,21 @@ def _target_index(target: Any, texts: list[str] | None, n: int) -> int | None:
 def lmeval_choices(records: Sequence[dict[str, Any]], metric: str) -> tuple[dict[str, list[Any]] | None, str]:
     """Choice, key and option count of lm-eval multiple-choice samples, where they can be derived.
 
-    Parameters
-    ----------
-    records : sequence of dict
-        One samples file's records, in the order of its item table.
-    metric : str
-        The metric field used as ``correct`` (``acc`` or ``acc_norm``).
-
     Returns
     -------
     columns : dict or None
-        ``choice``, ``key`` (0-based option indices as strings) and ``n_options`` per
-        record; None when the file is no multiple-choice task or the derived answers
-        do not reproduce the metric.
+        ``choice``, ``key`` (0-based indices as strings) and ``n_options`` per record; None
+        when the file is no multiple-choice task or the answers do not reproduce the metric.
     reason : str
-        Empty when derived, else why not (for the dataset's details).
+        Empty when derived, else why not.
 
     Notes
     -----
-    lm-eval scores a multiple-choice item by the argmax of the per-choice
-    loglikelihoods in ``filtered_resps`` (``acc``), or of the loglikelihoods divided by
-    the choice texts' lengths in characters (``acc_norm``); ``numpy.argmax`` takes the
-    first of tied maxima, and so does this. The key is ``target``: an option index, or
-    the text of exactly one choice. The derivation is used only when it reproduces the
-    metric for every record (choice == key exactly where the metric is 1); otherwise
-    the file keeps correctness only.
+    lm-eval scores an item by the argmax of the per-choice loglikelihoods in
+    ``filtered_resps`` (``acc``), or of the loglikelihoods divided by the choice texts'
+    lengths in characters (``acc_norm``), the first of tied maxima. The key is ``target``: an
+    option index, or the text of exactly one choice. The derivation is used only when it
+    reproduces the metric for every record; otherwise the file keeps correctness only.
     """
     if metric not in ("acc", "acc_norm"):
         return None, f"metric {metric!r} is not a multiple-choice accuracy"
@@ -335,18 +292,8 @@ def lmeval_choices(records: Sequence[dict[str, Any]], metric: str) -> tuple[dict
     return {"choice": choice, "key": key, "n_options": n_options}, ""
 
 
-# --- the same rules in SQL, for the out-of-core path ------------------------------------
-
 def sql_label(column: str, kind: str) -> str:
-    """SQL for a label column as :func:`normalise_labels` reads it (NULL where empty).
-
-    Parameters
-    ----------
-    column : str
-        The quoted column name.
-    kind : {"text", "integer", "float"}
-        The column's Parquet type.
-    """
+    """SQL for a label column (``kind``: its Parquet type) as :func:`normalise_labels` reads it (NULL where empty)."""
     if kind == "integer":
         return f"CAST({column} AS VARCHAR)"
     if kind == "float":
