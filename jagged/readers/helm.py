@@ -2,29 +2,22 @@
 
 HELM writes one folder per run (``benchmark_output/runs/<suite>/<run name>/``) holding
 ``run_spec.json``, ``scenario_state.json``, ``per_instance_stats.json`` and ``stats.json``.
-jagged reads one run folder, or any folder holding run folders (a suite, or several):
+jagged reads one run folder, or any folder holding run folders:
 
 * **model**: ``run_spec.adapter_spec.model``.
-* **domain**: the run's scenario arguments, from the run name
-  (``mmlu:subject=philosophy,method=...,model=...`` gives ``philosophy``; several arguments
-  give ``k=v`` pairs); a run without arguments is named by its scenario (``narrative_qa``).
-  The scenario (the name before ``:``) is the ``category`` when a read spans several.
-* **item**: ``instance_id``; **correct**: the per-instance ``mean`` of the run's main
-  metric (``--metric NAME``; default ``exact_match``, else the run spec's first metric),
-  on the ``test`` split where the run has one (else ``valid``), without perturbations;
-  several train trials are averaged.
-* **choice** and **key** (multiple-choice runs, whose requests carry an
-  ``output_mapping`` of option letters): the letter the model answered and the letter of
-  the reference tagged ``correct``, from ``scenario_state.json``.
-* **text** and **options**: the instance's ``input.text`` and, for multiple-choice runs, its
-  references' texts in the order of their letters (``output_mapping``), from
-  ``scenario_state.json``, bounded (:func:`jagged.readers.items.cap_text`).
-* Several runs of one model and domain: the newest (latest request time in
-  ``scenario_state.json``, else the folder's time) is used, the others are listed as
-  superseded.
+* **domain**: the run name's scenario arguments (``mmlu:subject=philosophy,method=...``
+  gives ``philosophy``; several give ``k=v`` pairs), else the scenario; the scenario is
+  the ``category`` when a read spans several.
+* **item**: ``instance_id``; **correct**: the per-instance ``mean`` of the main metric
+  (``--metric``; default ``exact_match``, else the run spec's first), on the ``test``
+  split (else ``valid``), without perturbations; train trials averaged.
+* **choice** and **key** (requests with an ``output_mapping`` of letters): the letter
+  answered and that of the reference tagged ``correct``; **text** and **options**: the
+  input text and the references in letter order, bounded; all from ``scenario_state.json``.
+* Several runs of one model and domain: the newest (latest request time, else the
+  folder's time) is used, the others listed as superseded.
 
-``stats.json`` holds HELM's own aggregates; jagged recomputes them from the instances (the
-tests check that both agree).
+``stats.json`` holds HELM's aggregates; jagged recomputes them from the instances.
 """
 
 from __future__ import annotations
@@ -38,6 +31,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers.files import read_json_text
+from jagged.readers.items import cap_text, options_text
 from jagged.readers.reader import Head, ItemRead, Parsed, Reader, category_map, newest
 from jagged.text import listing, plural
 
@@ -123,14 +117,7 @@ def _read(folder: Path, name: str) -> Any:
 
 
 def read_run(folder: Path, *, model_name: str | None = None) -> HelmRun:
-    """Read one run folder.
-
-    Raises
-    ------
-    JaggedInputError
-        A file missing, or a field jagged needs missing or mistyped (the message names
-        the folder, the file and the field).
-    """
+    """Read one run folder; a missing file or field is an error naming the folder, the file and the field."""
     spec = _read(folder, RUN_SPEC)
     where = f"{folder.name}/{RUN_SPEC}"
     if not isinstance(spec, dict) or not isinstance(spec.get("adapter_spec"), dict):
@@ -216,8 +203,6 @@ def _choices(run: HelmRun) -> dict[str, tuple[str | None, str | None]]:
 
 def _texts(run: HelmRun) -> dict[str, tuple[str | None, str | None]]:
     """Instance id to (input text, options as a JSON list for multiple-choice requests), bounded."""
-    from jagged.readers.items import cap_text, options_text
-
     out: dict[str, tuple[str | None, str | None]] = {}
     for state in run.requests:
         instance = _dict(state.get("instance"))
@@ -260,22 +245,9 @@ def read_runs(folders: list[Path], *, source: str, metric: str | None = None, mo
               **_: Any) -> ItemRead:
     """Read HELM run folders into an item-level table.
 
-    Parameters
-    ----------
-    folders : list of pathlib.Path
-        Run folders (see :func:`run_folders`).
-    source : str
-        Name used in messages.
-    metric : str, optional
-        The per-instance stat used as ``correct`` (default ``exact_match``).
-    model_name : str, optional
-        Replaces ``adapter_spec.model``.
-
-    Returns
-    -------
-    ItemRead
-        ``model, domain, item, correct, category`` and, for multiple-choice runs,
-        ``choice`` and ``key``; ``text`` and ``options`` (None where the run has none).
+    ``metric`` is the per-instance stat used as ``correct`` (default ``exact_match``);
+    ``model_name`` replaces ``adapter_spec.model``. Columns: ``model, domain, item, correct,
+    category``, ``choice`` and ``key`` for multiple-choice runs, ``text`` and ``options``.
     """
     runs = [read_run(folder, model_name=model_name) for folder in folders]
     winners, replaced = newest((((r.model, r.domain), r) for r in runs), rank=lambda r: (r.stamp, str(r.folder)))

@@ -1,35 +1,25 @@
 """Inspect (UK AISI ``inspect_ai``) evaluation logs: ``.json`` files and ``.eval`` archives.
 
 Both are read without importing ``inspect_ai``. A ``.json`` log is one object with
-``version``, ``status``, ``eval`` (task, model, created ...), ``results`` and
-``samples``. An ``.eval`` log is a zip archive holding ``header.json`` (the same object
-without samples; absent while the run is unfinished, when ``_journal/start.json``
-stands in and the status is ``started``) and one ``samples/<id>_epoch_<n>.json`` per
-sample and epoch.
+``version``, ``status``, ``eval`` (task, model, created ...), ``results`` and ``samples``.
+An ``.eval`` log is a zip archive (members deflate or Zstandard,
+:func:`jagged.readers.files.read_member`) holding ``header.json`` (absent while the run is
+unfinished: ``_journal/start.json`` stands in and the status is ``started``) and one
+``samples/<id>_epoch_<n>.json`` per sample and epoch.
 
-Each sample becomes one item: its ``id`` is the item, the value of one scorer is
-``correct``, and the domain is the task name, or the sample-metadata field named by
-``domain_key``. Score values map as Inspect's own ``value_to_float`` does: numbers as
-they are, ``C``/``I``/``P``/``N`` (correct / incorrect / partial / no answer) as
-1/0/0.5/0, ``yes``/``true`` as 1 and ``no``/``false`` as 0; anything else is an error
-rather than a silent 0. Several epochs of a sample are reduced by their mean (whatever
-reducer the task used). A log whose ``status`` is not ``success`` is refused unless
-``allow_incomplete`` is set.
+Each sample is one item: its ``id`` the item, one scorer's value ``correct``, the domain
+the task name or the metadata field named by ``domain_key``. Values map as Inspect's
+``value_to_float``: numbers as they are, ``C``/``I``/``P``/``N`` as 1/0/0.5/0, ``yes``/``true``
+1 and ``no``/``false`` 0; anything else is an error, not a silent 0. Epochs are reduced by
+their mean. A log whose ``status`` is not ``success`` is refused unless
+``allow_incomplete``. Of several logs of one model and task the newest (``eval.created``)
+is used, the others listed as superseded.
 
-Archive members are compressed with deflate (older inspect_ai) or Zstandard (zip method
-93, inspect_ai 0.3.x since 2025); :func:`jagged.readers.files.read_member` reads both.
-
-Multiple-choice samples (a ``choices`` list, as the ``multiple_choice()`` solver writes)
-also give the item table ``choice`` (the scorer's ``answer``: the letter the model chose,
-kept when every epoch chose the same) and ``key`` (the sample's ``target``, letters joined
-with ``", "`` when several are correct, as the ``choice()`` scorer joins its answer).
-Several logs of the same model and task: the newest (``eval.created``) is used and the
-others are listed as superseded (:mod:`jagged.readers.supersede`).
-
-Every item also gets its ``text``, the sample's ``input`` (a string, or the text of its user
-messages), and, for multiple-choice samples, its ``options`` (the ``choices`` list), both
-bounded (:func:`jagged.readers.items.cap_text`); an archive's samples keep only these bounded
-texts, not their transcripts.
+Multiple-choice samples (a ``choices`` list) also give ``choice`` (the scorer's
+``answer``, kept when every epoch chose the same) and ``key`` (the ``target``, letters
+joined with ``", "`` when several are correct). Every item gets its bounded ``text`` (the
+``input`` string, or its user messages' text) and, for multiple choice, ``options``; an
+archive's samples keep only these texts, not their transcripts.
 """
 
 from __future__ import annotations
@@ -47,6 +37,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.files import MemberError, read_member
+from jagged.readers.items import cap_text, options_text
 from jagged.readers.limits import Budget, loads
 from jagged.readers.reader import Head, ItemRead, Parsed, Reader, domain_clash, metadata_domain, metadata_keys, newest
 from jagged.text import join_notes, listing, plural
@@ -78,13 +69,7 @@ def is_log(content: Any) -> bool:
 
 
 def read_eval_archive(path: Path) -> dict[str, Any]:
-    """Read an Inspect ``.eval`` zip archive into the shape of a ``.json`` log.
-
-    Returns
-    -------
-    dict
-        ``version``, ``status``, ``eval``, ``results``, ``samples`` (and ``error`` when
-        present). ``status`` is ``started`` when the archive has no header yet.
+    """Read an Inspect ``.eval`` zip archive into the shape of a ``.json`` log (status ``started`` without a header).
 
     Raises
     ------
@@ -140,10 +125,7 @@ def _message_text(content: Any) -> str:
 
 
 def input_text(value: Any) -> str | None:
-    """A sample's ``input`` as bounded text: the string, or the text of its user messages (all messages
-    when none is from the user), joined by blank lines; None when there is none."""
-    from jagged.readers.items import cap_text
-
+    """A sample's ``input`` as bounded text: the string, or its user messages' text (else all messages')."""
     if isinstance(value, list):
         messages = [m for m in value if isinstance(m, dict)]
         users = [m for m in messages if m.get("role") == "user"] or messages
@@ -153,17 +135,12 @@ def input_text(value: Any) -> str | None:
 
 def _options(sample: dict[str, Any]) -> str | None:
     """The ``choices`` of a multiple-choice sample as the ``options`` cell (a bounded JSON list)."""
-    from jagged.readers.items import options_text
-
     choices = sample.get("choices")
     return options_text(choices) if isinstance(choices, list) and choices else None
 
 
 def score_to_float(value: Any) -> float | None:
-    """One Inspect score value as a number, like ``inspect_ai.scorer.value_to_float``.
-
-    Returns None for values that are not a score (lists, objects, other text).
-    """
+    """One Inspect score value as a number, like ``inspect_ai.scorer.value_to_float``; None when it is no score."""
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
@@ -203,23 +180,7 @@ def _sample_scores(sample: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(eq=False)
 class InspectRun:
-    """One Inspect log, reduced to what jagged needs.
-
-    Attributes
-    ----------
-    path : pathlib.Path
-        The log file.
-    task : str
-        ``eval.task``.
-    model : str
-        ``eval.model`` or the ``model_name`` override.
-    status : str
-        ``success``, ``cancelled``, ``error`` or ``started``.
-    created : float
-        Start of the run, seconds since the epoch.
-    samples : list of dict
-        ``id``, ``epoch``, ``scores``, ``metadata`` (and ``error``) of each sample.
-    """
+    """One Inspect log reduced to what jagged needs; ``created`` in seconds since the epoch."""
 
     path: Path
     task: str
@@ -231,15 +192,12 @@ class InspectRun:
 
 def read_log(content: dict[str, Any], path: Path, *, model_name: str | None = None,
              allow_incomplete: bool = False, check: bool = True) -> InspectRun:
-    """Keep what jagged needs of an Inspect log and (unless ``check`` is False) check it.
-
-    See :func:`check_run` for the checks.
+    """Keep what jagged needs of an Inspect log and (unless ``check`` is False) check it (:func:`check_run`).
 
     Raises
     ------
     JaggedInputError
-        The status is not ``success`` (unless ``allow_incomplete``), or the log holds
-        no samples.
+        No ``eval.task`` or ``eval.model``, or what :func:`check_run` refuses.
     """
     spec = content.get("eval") or {}
     status = str(content.get("status") or "unknown")
@@ -259,12 +217,7 @@ def read_log(content: dict[str, Any], path: Path, *, model_name: str | None = No
 
 
 def check_run(run: InspectRun, *, allow_incomplete: bool = False) -> None:
-    """Refuse a log that did not finish (unless ``allow_incomplete``) or holds no samples.
-
-    Raises
-    ------
-    JaggedInputError
-        The message names the file and the status.
+    """Refuse a log that did not finish (unless ``allow_incomplete``) or holds no samples; the message names the file.
     """
     if run.status != "success" and not allow_incomplete:
         raise JaggedInputError(f"{run.path.name}: Inspect log status is {run.status!r}, not 'success'; pass "
@@ -393,11 +346,7 @@ def _read_run(run: InspectRun, scorer: tuple[str, str | None], *, domain_key: st
 
 
 def _items_table(rows: list[tuple], categories: dict[str, str]) -> pd.DataFrame:
-    """One row per (model, domain, item): epochs averaged; ``choice``/``key`` for multiple-choice items;
-    ``text`` and ``options`` (the first epoch's).
-
-    ``choice`` is kept only when every epoch of the item chose the same answer.
-    """
+    """One row per (model, domain, item), epochs averaged; ``choice`` kept only when every epoch chose the same."""
     frame = pd.DataFrame(rows, columns=["model", "domain", "item", "epoch", "correct", "choice", "key", "text",
                                         "options"])
     grouped = frame.groupby(["model", "domain", "item"], sort=False, as_index=False)
@@ -418,29 +367,11 @@ def _items_table(rows: list[tuple], categories: dict[str, str]) -> pd.DataFrame:
 
 def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
               domain_key: str | None = None, allow_incomplete: bool = False, **_: Any) -> ItemRead:
-    """Read Inspect logs into an item-level table (``model, domain, item, correct``).
+    """Read Inspect logs into an item-level table.
 
-    Parameters
-    ----------
-    parsed : list of jagged.readers.reader.Parsed
-        Inspect logs, already parsed.
-    source : str
-        Name used in messages.
-    metric : str, optional
-        ``SCORER[,KEY]``: which scorer (and which value of a scorer giving several);
-        default: the only scorer.
-    model_name : str, optional
-        Replaces ``eval.model``.
-    domain_key : str, optional
-        Sample-metadata field (dotted for nested) naming the domain; default: the task.
-    allow_incomplete : bool
-        Accept logs whose status is not ``success``.
-
-    Returns
-    -------
-    ItemRead
-        Items with ``text`` and ``options``, and ``choice`` and ``key`` columns when the samples are
-        multiple choice.
+    ``metric`` is ``SCORER[,KEY]`` (default: the only scorer); ``model_name`` replaces
+    ``eval.model``; ``domain_key`` is the metadata field naming the domain (default: the task);
+    ``allow_incomplete`` accepts logs whose status is not ``success``.
     """
     runs, superseded = _newest_runs([read_log(p.content, p.path, model_name=model_name, check=False)
                                      for p in parsed])
