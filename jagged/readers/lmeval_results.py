@@ -1,20 +1,16 @@
 """lm-evaluation-harness ``results*.json`` files: per-task scores, the leaf tasks of ``group_subtasks`` as domains.
 
-A results file holds one row per task *and per group* in ``results`` (group rows again
-in ``groups``), and the group structure in ``group_subtasks``. jagged's domains are the
-**leaf** tasks reached by walking ``group_subtasks`` down from the chosen task; group
-rows are never used as domains nor averaged with leaves. The group path gives each
-leaf its ``category``: the leaf's immediate parent group, unless that parent is the one
-task chosen (then the task has no sub-groups and leaves get no category). When some
-leaves sit in sub-groups and others directly under the chosen task, the latter form a
-category of their own (named after the leaf). The full path of every leaf is kept in
+A results file holds one row per task *and per group* in ``results`` and the group
+structure in ``group_subtasks``. The domains are the **leaf** tasks reached by walking
+``group_subtasks`` down from the chosen task; group rows are never domains nor averaged
+with leaves. A leaf's ``category`` is its parent group
+(:func:`jagged.readers.reader.category_map`), its full path kept in
 ``Dataset.details["group paths"]``. Files without ``group_subtasks`` (early 0.4.x) have
 their structure read from the indentation of the ``alias`` fields.
 
-The score of a leaf is one metric, ``NAME,FILTER`` as lm-eval keys it (``acc,none``,
-``exact_match,get-answer``); its item count is ``n-samples[leaf].effective``. Runs made
-with ``--limit`` (``effective < original``, or ``config.limit`` set) are flagged.
-Samples files are read by :mod:`jagged.readers.lmeval_samples`, which uses the helpers here.
+A leaf's score is one metric, ``NAME,FILTER`` as lm-eval keys it (``acc,none``); its item
+count is ``n-samples[leaf].effective``. Runs made with ``--limit`` (``effective <
+original``, or ``config.limit`` set) are flagged.
 """
 
 from __future__ import annotations
@@ -40,10 +36,6 @@ TIMESTAMP = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 RESULTS_NAME = re.compile(rf"results_(?P<ts>{TIMESTAMP})\.json$")
 
 
-# --------------------------------------------------------------------------------------
-# small helpers
-
-
 def finite_number(value: Any) -> float | None:
     """A finite real number, or None (``"N/A"``, NaN, None, bool, lists ...)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -53,8 +45,8 @@ def finite_number(value: Any) -> float | None:
 
 
 def is_results(content: Any) -> bool:
-    """Whether parsed JSON is an lm-eval results file: a ``results`` object and at least one
-    of ``group_subtasks``, ``versions``, ``configs``, ``n-shot``, ``config``."""
+    """Whether parsed JSON is lm-eval results: a ``results`` object and ``group_subtasks``, ``versions``, ``configs``...
+    """
     return isinstance(content, dict) and isinstance(content.get("results"), dict) and any(
         k in content for k in ("group_subtasks", "versions", "configs", "n-shot", "config"))
 
@@ -119,38 +111,15 @@ def model_from_args(model_args: Any) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------------------
-# results files
-
-
 @dataclass(eq=False)
 class ResultsRun:
     """One lm-eval results file, with what jagged needs from it.
 
-    Attributes
-    ----------
-    path : pathlib.Path
-        The file.
-    model : str
-        Model name (after any ``model_name`` override).
-    found_model : str
-        The name the file itself gives.
-    timestamp : float
-        When the run was made (seconds since the epoch).
-    rows : dict
-        ``results`` (task and group rows).
-    children : dict
-        Group name to its sub-tasks, from ``group_subtasks`` (or the aliases).
-    groups : set of str
-        Names that are groups, never leaves.
-    higher_is_better : dict
-        Task to {metric name: bool}.
-    n_samples : dict
-        Task to {"original": int, "effective": int}.
-    limit : float or None
-        ``config.limit``.
-    structure : str
-        ``"group_subtasks"``, ``"aliases"`` or ``"flat"``.
+    ``model`` is the name after any ``model_name`` override, ``found_model`` the file's;
+    ``timestamp`` in seconds since the epoch; ``rows`` the ``results`` rows; ``children`` each
+    group's sub-tasks (from ``group_subtasks`` or the aliases); ``groups`` the names that are
+    never leaves; ``n_samples`` task to {"original", "effective"}; ``limit`` ``config.limit``;
+    ``structure`` ``"group_subtasks"``, ``"aliases"`` or ``"flat"``.
     """
 
     path: Path
@@ -234,17 +203,7 @@ def _roots(children: dict[str, list[str]], rows: dict[str, Any]) -> list[str]:
 
 
 def read_results(content: dict[str, Any], path: Path, *, model_name: str | None = None) -> ResultsRun:
-    """Turn a parsed results file into a :class:`ResultsRun`.
-
-    Parameters
-    ----------
-    content : dict
-        The parsed JSON.
-    path : pathlib.Path
-        Where it came from (for messages and the fallback timestamp).
-    model_name : str, optional
-        Overrides the model name in the file.
-    """
+    """Turn a parsed results file into a :class:`ResultsRun` (``model_name`` overrides the file's model)."""
     rows = content.get("results")
     if not isinstance(rows, dict) or not rows:
         raise JaggedInputError(f"{path.name}: lm-eval results file has an empty 'results'")
@@ -320,18 +279,17 @@ def _select_tasks(runs: list[ResultsRun], task: str | None, source: str) -> list
         "choose one with --task (comma-separated for several)")
 
 
-#: Leaf to category: its immediate parent group (see the module docstring).
 def _filter_of(key: str) -> str:
     return key.partition(",")[2]
 
 
 def _choose_metric(pairs: list[tuple[ResultsRun, str]], metric: str | None, source: str) -> tuple[str, str | None]:
-    """Pick the metric (name, and filter when fixed) used as the score of every leaf.
+    """The metric (name, and filter when fixed) used as the score of every leaf.
 
-    Default: ``acc`` (filter ``none`` where a leaf has several) when present, else the
-    only higher-is-better metric. The filter is then resolved leaf by leaf, as
-    lm-eval's leaderboard tasks use different filters for different leaves. A metric
-    the file marks ``higher_is_better: false`` is refused.
+    Default: ``acc`` when present, else the only higher-is-better metric; the filter is then
+    resolved leaf by leaf (``none`` where a leaf has several), as lm-eval's leaderboard tasks
+    use different filters for different leaves. A metric marked ``higher_is_better: false``
+    is refused.
     """
     counts: dict[str, int] = {}
     numeric: set[str] = set()
@@ -402,7 +360,7 @@ def _metric_label(keys: list[str]) -> str:
 
 
 def _supersede(runs: list[ResultsRun], tasks: list[str]) -> tuple[dict[tuple[str, str], ResultsRun], list[str]]:
-    """Newest run per (model, task) (:func:`jagged.readers.supersede.newest`); describe the runs it replaces."""
+    """The newest run per (model, task) and notes on the runs it replaces."""
     winners, replaced = newest((((run.model, task), run) for task in tasks for run in runs if run.holds(task)),
                                rank=lambda r: (r.timestamp, r.path.name))
     notes = [f"{r.old.path.name} ({r.key[0]}, task {r.key[1]}, {iso(r.old.timestamp)}) superseded by "
@@ -429,34 +387,12 @@ def load_results(parsed: list[Any], *, source: str, task: str | None = None, met
                  model_name: str | None = None, **_: Any) -> ScoreRead:
     """Read lm-eval results files into per-domain scores (validated by the registry).
 
-    Parameters
-    ----------
-    parsed : list of jagged.readers.reader.Parsed
-        Results files, already parsed.
-    source : str
-        Name used in messages (file or folder).
-    task : str, optional
-        Group (or comma-separated tasks) whose leaves are the domains; required when
-        the files hold several top-level tasks.
-    metric : str, optional
-        ``NAME[,FILTER]``; default ``acc,none`` when present, else the only
-        higher-is-better metric.
-    model_name : str, optional
-        Replaces the model name of every file.
-
-    Returns
-    -------
-    jagged.readers.reader.ScoreRead
-        ``format="lm-eval results"``; ``details`` holds task, metric, models, leaves,
-        limit flags, superseded files and group paths; ``model_notes`` the limit flags.
-
-    Warns
-    -----
-    JaggedWarning
-        Leaves with no usable value for the metric (``"N/A"``, NaN, missing); they are
-        left out and listed.
+    ``task`` is the group (or comma-separated tasks) whose leaves are the domains, required
+    when the files hold several top-level tasks; ``metric`` is ``NAME[,FILTER]`` (default
+    ``acc,none`` when present, else the only higher-is-better metric); ``model_name``
+    replaces every file's model. Leaves with no usable value (``"N/A"``, NaN, missing) are
+    left out with a :class:`JaggedWarning`; ``--limit`` runs are noted per model.
     """
-
     runs = [read_results(p.content, p.path, model_name=model_name) for p in parsed]
     names = sorted({r.found_model for r in runs})
     if model_name and len(names) > 1:

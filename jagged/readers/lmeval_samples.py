@@ -1,16 +1,14 @@
 """lm-evaluation-harness ``samples_<task>_<ts>.jsonl`` files: item-level results, one line per document.
 
-Each line of ``samples_<task>_<timestamp>.jsonl`` is one document of one leaf task:
-``doc_id`` is the item, the metric field (``acc``, ``exact_match`` ...) is ``correct``,
-and the task, read from the file name, is the domain (or a field of ``doc`` named by
-``domain_key``). The model name and group structure come from the ``results_<ts>.json``
-written beside it by the same run (read with :mod:`jagged.readers.lmeval_results`).
+Each line is one document of one leaf task: ``doc_id`` is the item, the metric field
+(``acc``, ``exact_match`` ...) ``correct``, and the task from the file name the domain (or
+the ``doc`` field named by ``domain_key``). The model and the group structure come from
+the ``results_<ts>.json`` the same run wrote beside it.
 
-The item's ``text`` is the first of :data:`DOC_TEXT_KEYS` that ``doc`` has as text, else the
-prompt of its first request (``arguments``); its ``options`` are the first of
-:data:`DOC_OPTION_KEYS` that ``doc`` has as a list (``choices.text`` too, as ARC stores it;
-``option1``, ``option2`` … as Winogrande does), else the continuations of a multiple-choice
-task's loglikelihood requests. Both are bounded (:func:`jagged.readers.items.cap_text`).
+An item's ``text`` is the first of :data:`DOC_TEXT_KEYS` that ``doc`` has as text, else
+its first request's prompt; its ``options`` the first of :data:`DOC_OPTION_KEYS` that
+``doc`` has as a list (ARC's ``choices.text``, Winogrande's ``option1``, ``option2`` …),
+else the continuations of a multiple-choice task's requests; both bounded.
 """
 
 from __future__ import annotations
@@ -26,6 +24,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.choices import lmeval_choices
 from jagged.readers.files import read_json_text
+from jagged.readers.items import cap_text, options_text
 from jagged.readers.limits import InputTooLargeError
 from jagged.readers.lmeval_results import (
     DEFAULT_METRICS,
@@ -41,7 +40,7 @@ from jagged.readers.lmeval_results import (
     read_results,
     split_metric,
 )
-from jagged.readers.reader import ItemRead, Parsed, Reader, category_map, newest, records
+from jagged.readers.reader import ItemRead, Parsed, Reader, category_map, dotted, newest, records
 from jagged.text import listing, plural
 
 #: A samples file name: the task and the run's timestamp.
@@ -74,8 +73,6 @@ def _requests(record: dict[str, Any]) -> list[tuple[Any, Any]]:
 
 def doc_text(record: dict[str, Any]) -> tuple[str | None, str | None]:
     """The question and the options (a JSON list) of one samples record, bounded; None where it has none."""
-    from jagged.readers.items import cap_text, options_text
-
     doc = record.get("doc") if isinstance(record.get("doc"), dict) else {}
     text = next((t for t in (cap_text(doc.get(k)) for k in DOC_TEXT_KEYS if isinstance(doc.get(k), str)) if t),
                 None)
@@ -103,18 +100,6 @@ def is_samples(content: Any) -> bool:
         return "doc_id" in content
     return (isinstance(content, list) and bool(content) and all(isinstance(r, dict) for r in content)
             and "doc_id" in content[0])
-
-
-def _field(record: Any, key: str) -> Any:
-    """``record[key]``, following dots into nested objects; raises KeyError when absent."""
-    if isinstance(record, dict) and key in record:
-        return record[key]
-    node = record
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise KeyError(key)
-        node = node[part]
-    return node
 
 
 def _sibling_results(path: Path, stamp: str | None, cache: dict[Path, ResultsRun | None],
@@ -210,32 +195,14 @@ def _sample_values(records: list[dict[str, Any]], field_name: str, name: str) ->
 
 def read_samples(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
                  model_name: str | None = None, domain_key: str | None = None, **_: Any) -> ItemRead:
-    """Read lm-eval samples files into an item-level table (``model, domain, item, correct``).
+    """Read lm-eval samples files into an item-level table.
 
-    Parameters
-    ----------
-    parsed : list of jagged.readers.reader.Parsed
-        Samples files, already parsed (a list of records each).
-    source : str
-        Name used in messages.
-    task : str, optional
-        Keep only samples of these tasks (comma-separated) or of the leaves of these
-        groups (known from the results file beside the samples).
-    metric : str, optional
-        ``NAME[,FILTER]``: the record field used as ``correct`` and, when records carry
-        a ``filter``, which filter's lines to keep. Default: ``acc``, else the metric the
-        results file beside it uses by default, else the only numeric field.
-    model_name : str, optional
-        Model name; by default the ``model_name`` of the results file with the same
-        timestamp in the same folder.
-    domain_key : str, optional
-        A field of ``doc`` (dotted for nested) whose value is the domain; default: the task.
-
-    Returns
-    -------
-    ItemRead
-        ``model, domain, item, correct, text, options, category`` and, for multiple-choice
-        tasks, ``choice`` and ``key``.
+    ``task`` keeps the samples of these tasks (comma-separated) or of the leaves of these
+    groups; ``metric`` is ``NAME[,FILTER]``, the field used as ``correct`` and the filter
+    whose lines are kept (default ``acc``, else the results file's default metric, else the
+    only numeric field); ``model_name`` defaults to the results file of the same run;
+    ``domain_key`` is a ``doc`` field (dotted for nested) naming the domain. Multiple-choice
+    tasks also get ``choice`` and ``key``.
     """
     wanted = [t.strip() for t in str(task).split(",") if t.strip()] if task else []
     entries = _samples_entries(parsed, wanted, model_name)
@@ -343,7 +310,7 @@ def _wanted_entries(entries: list[dict[str, Any]], wanted: list[str], task: str 
 
 
 def _newest_samples(entries: list[dict[str, Any]]) -> tuple[dict[tuple[str, str], dict[str, Any]], list[str]]:
-    """The newest samples file of every (model, task) (:func:`jagged.readers.supersede.newest`)."""
+    """The newest samples file of every (model, task), and notes on those it replaces."""
     best, replaced = newest((((e["model"], e["task"]), e) for e in entries),
                             rank=lambda e: (e["stamp"], e["path"].name))
     notes = [f"{r.old['path'].name} ({r.key[0]}, task {r.key[1]}, {iso(r.old['stamp'])}) superseded by "
@@ -356,7 +323,7 @@ def _doc_domains(records: list[dict[str, Any]], domain_key: str, name: str) -> l
     domains = []
     for record in records:
         try:
-            value = _field(record.get("doc"), domain_key)
+            value = dotted(record.get("doc"), domain_key)
         except KeyError:
             doc = record.get("doc")
             keys = listing(sorted(map(str, doc)), 12) if isinstance(doc, dict) else "none"

@@ -213,9 +213,8 @@ def metadata_keys(records: Iterable[dict[str, Any]]) -> list[str]:
     return list(keys)
 
 
-def metadata_value(record: dict[str, Any], key: str) -> Any:
-    """The value of metadata field ``key`` (as written, else as a dotted path); KeyError if absent."""
-    node: Any = record.get("metadata")
+def dotted(node: Any, key: str) -> Any:
+    """``node[key]`` as written, else following the dots of ``key`` into nested objects; KeyError if absent."""
     if isinstance(node, dict) and key in node:
         return node[key]
     for part in key.split("."):
@@ -223,6 +222,11 @@ def metadata_value(record: dict[str, Any], key: str) -> Any:
             raise KeyError(key)
         node = node[part]
     return node
+
+
+def metadata_value(record: dict[str, Any], key: str) -> Any:
+    """The value of metadata field ``key`` (:func:`dotted`); KeyError if absent."""
+    return dotted(record.get("metadata"), key)
 
 
 def metadata_domain(record: dict[str, Any], key: str, where: str, available: list[str]) -> str:
