@@ -1,42 +1,31 @@
 """Every Eval Ever datastores: many aggregate files, one collection, one :class:`Dataset`.
 
-The EEE datastore keeps one file per model and scrape at
-``data/<collection>/<developer>/<model>/<uuid>.json``. jagged reads a file, a collection
-folder, the datastore's ``data/`` folder, the folder above it, or any folder of such files:
+The datastore keeps one file per model and scrape at
+``data/<collection>/<developer>/<model>/<uuid>.json``; jagged reads a file, a collection
+folder, ``data/``, the folder above it, or any folder of such files:
 
-* **The collection** of a file is the folder below ``data/`` on its path; every file below a
-  collection folder the user names (``data/reward-bench``) is that collection's, whatever
-  its depth or model folder. A folder holding several collections needs
-  ``--collection NAME`` (the error lists them with their file counts); with it, only that
-  collection's files are read. A folder of EEE files outside that layout is one set of
-  files with no collection name.
-* **The benchmark** of a file is the dataset its results come from
-  (:func:`~jagged.readers.eee.benchmark_of`: the ``source_data.dataset_name`` they share,
-  else the source's name). Benchmarks are kept apart: a collection holding two (the
-  ``reward-bench`` collection holds RewardBench and RewardBench 2 files, often for the same
-  model) is refused with both named, and ``--where dataset=NAME`` reads one; the name read
-  is ``Dataset.details["benchmark"]``, and the scores carry it in a ``dataset`` column while
-  they are read. Comparing a model's domains of one benchmark with another model's of the
-  other would make neither number mean anything, so jagged does not merge them.
-* **The model** is ``model_info.id``, never the folder (the folder is a sanitised id:
-  ``amazon/nova-lite-v1_0/`` holds ``amazon/nova-lite-v1:0``). Ids that differ only by case
-  are different ids and stay apart (``jagged validate`` lists them).
-* **Several files of one model for one benchmark in a collection**: the newest
-  ``retrieved_timestamp`` wins and the others are listed as superseded (files of other
-  benchmarks never supersede each other). **Ties** (the Open LLM Leaderboard has
-  float16 and bfloat16 runs of one model, scraped at the same second) are decided by this
-  rule, in order: the later ``evaluation_timestamp``, then the file with more domains, then
-  the file whose path sorts last; each tie is reported with the precisions involved.
-  (:mod:`jagged.readers.supersede` applies the rule.)
-* The hierarchy of ``evaluation_result_id`` becomes ``category``
-  (:mod:`jagged.readers.hierarchy`); item counts become ``n_items``.
+* **Collection**: the folder below ``data/`` on a file's path (every file below a named
+  collection folder is that collection's). A folder holding several needs
+  ``--collection NAME`` (the error lists them with file counts). A folder of EEE files
+  outside that layout is one set with no collection name.
+* **Benchmark** (:func:`~jagged.readers.eee.benchmark_of`): benchmarks are kept apart,
+  since domains of two benchmarks are not comparable; a collection holding two (RewardBench
+  and RewardBench 2) is refused with both named, and ``--where dataset=NAME`` reads one
+  (``details["benchmark"]``; the rows carry it in a ``dataset`` column while read).
+* **Model**: ``model_info.id``, never the folder (a sanitised id); ids differing only by
+  case stay apart and are listed.
+* **Several files of one model and benchmark**: the newest ``retrieved_timestamp`` wins,
+  the others listed as superseded. **Ties** (float16 and bfloat16 runs scraped at the same
+  second) go to the later ``evaluation_timestamp``, then more domains, then the path that
+  sorts last, and are reported with the precisions involved.
+* The ``evaluation_result_id`` hierarchy gives ``category``; item counts give ``n_items``.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import warnings
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +41,10 @@ from jagged.readers.eee import (
     read_aggregate,
     schema_family,
 )
+from jagged.readers.files import head
 from jagged.readers.limits import InputTooLargeError
-from jagged.readers.reader import Reader, Replaced, ScoreRead, category_map, newest
+from jagged.readers.reader import Reader, Replaced, ScoreRead, category_map, iso, newest
+from jagged.readers.tables import parse_where
 from jagged.text import listing, plural
 
 FORMAT = "Every Eval Ever aggregate"
@@ -72,19 +63,12 @@ def datastore_data(folder: Path) -> Path | None:
 
 
 def datastore_collections(folder: Path) -> list[tuple[str, int, int, list[str]]]:
-    """The collections of a datastore, ``(name, aggregate files, models, benchmarks)``.
+    """The collections of a datastore (``folder`` is ``data/`` or above it), ``(name, files, models, benchmarks)``.
 
-    ``folder`` is the datastore's ``data/`` folder or the folder above it; files are the
-    ``.json`` files below ``data/<collection>/`` (hidden ones skipped), read (bounded, as the
-    readers read them) for their ``model_info.id`` and benchmark (:func:`~jagged.readers.eee.benchmark_of`):
-    models are counted by id, as the reader counts them, never by folder (a folder name is a
-    sanitised id). A file that is no readable aggregate counts as a file only. Empty for
-    anything else.
+    Files are the ``.json`` files below ``data/<collection>/`` (hidden skipped), read bounded
+    for their ``model_info.id`` and benchmark: models are counted by id, never by folder; a
+    file that is no readable aggregate counts as a file only. Empty for anything else.
     """
-    import os
-
-    from jagged.readers.files import head
-
     data = datastore_data(Path(folder)) if Path(folder).is_dir() else None
     if data is None:
         return []
@@ -112,26 +96,13 @@ def datastore_collections(folder: Path) -> list[tuple[str, int, int, list[str]]]
 
 
 def collection_of(path: Path, root: Path | None = None, model_id: str | None = None) -> str | None:
-    """The collection a file belongs to: the folder below ``data/`` on its path.
+    """The collection a file belongs to, the folder below ``data/`` on its path; None outside the layout.
 
-    Parameters
-    ----------
-    path : pathlib.Path
-        An aggregate file.
-    root : pathlib.Path, optional
-        The folder the user named: a ``data/`` folder at or below it is a datastore's, and
-        when ``root`` itself lies directly in a ``data/`` folder, it is the collection of
-        every file below it.
-    model_id : str, optional
-        The file's ``model_info.id``. Above ``root`` (or without one) a ``data/`` folder
-        counts only in the exact layout ``data/<collection>/<developer>/<model>/<file>``
-        whose developer folder matches the id's developer (so that a ``data`` folder
-        higher up, holding other things, is not taken for a datastore).
-
-    Returns
-    -------
-    str or None
-        None for files outside the datastore layout.
+    A ``data/`` folder at or below ``root`` (the folder the user named) is a datastore's, and
+    when ``root`` lies directly in a ``data/`` folder it is every file's collection. Above
+    ``root`` a ``data/`` folder counts only in the exact layout
+    ``data/<collection>/<developer>/<model>/<file>`` with the developer of ``model_id``, so a
+    ``data`` folder higher up holding other things is not taken for a datastore.
     """
     parts = path.parts
     base = len(root.parts) - 1 if root is not None else len(parts)
@@ -147,12 +118,6 @@ def collection_of(path: Path, root: Path | None = None, model_id: str | None = N
     return None
 
 
-def _iso(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "no timestamp"
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 def _rank(file: AggregateFile) -> tuple[float, float, int, str]:
     return (file.retrieved if file.retrieved is not None else -math.inf,
             file.evaluated if file.evaluated is not None else -math.inf, len(file.scores), str(file.path))
@@ -160,8 +125,8 @@ def _rank(file: AggregateFile) -> tuple[float, float, int, str]:
 
 def _replacement_note(r: Replaced[AggregateFile]) -> str:
     old, new = r.old, r.new
-    text = (f"{old.path.name} ({old.model}, retrieved {_iso(old.retrieved)}) superseded by {new.path.name} "
-            f"({_iso(new.retrieved)})")
+    text = (f"{old.path.name} ({old.model}, retrieved {iso(old.retrieved)}) superseded by {new.path.name} "
+            f"({iso(new.retrieved)})")
     if not r.tie:
         return text
     if (old.evaluated or -math.inf) != (new.evaluated or -math.inf):
@@ -175,14 +140,7 @@ def _replacement_note(r: Replaced[AggregateFile]) -> str:
 
 
 def select_collection(files: list[AggregateFile], collection: str | None, source: str) -> list[AggregateFile]:
-    """The files of the one collection chosen (or the only one).
-
-    Raises
-    ------
-    JaggedInputError
-        Several collections and none chosen, or the chosen one is not there; the message
-        lists the collections with their file counts.
-    """
+    """The files of the one collection chosen (or the only one); else an error listing them with file counts."""
     counts: dict[str | None, int] = {}
     for file in files:
         counts[file.collection] = counts.get(file.collection, 0) + 1
@@ -205,18 +163,11 @@ def select_collection(files: list[AggregateFile], collection: str | None, source
 
 
 def select_benchmark(files: list[AggregateFile], where: Any, source: str) -> list[AggregateFile]:
-    """The files of the one benchmark chosen (``--where dataset=NAME``), or of the only one.
+    """The files of the benchmark chosen (``--where dataset=NAME``) or of the only one.
 
-    Files whose benchmark is unknown join the one named benchmark when there is one.
-
-    Raises
-    ------
-    JaggedInputError
-        Several benchmarks and none chosen, or the one chosen is not there; the message
-        names them with their file and model counts.
+    Files naming no benchmark join the one named benchmark when there is one; several and
+    none chosen, or one not there, is an error naming them with file and model counts.
     """
-    from jagged.readers.tables import parse_where
-
     wanted = [value for column, value in parse_where(where) if column == "dataset"]
     named: dict[str, list[AggregateFile]] = {}
     for file in files:
@@ -326,8 +277,7 @@ def _details(files: list[AggregateFile], read: list[AggregateFile], records: lis
 
 def _read_files(parsed: list[Any], *, metric: str | None, model_name: str | None,
                 strict: bool) -> tuple[list[AggregateFile], list[str]]:
-    """Each parsed file read (:func:`~jagged.readers.eee.read_aggregate`); a damaged one left out and named
-    (``"path (reason)"``) unless ``strict``."""
+    """Each parsed file read; a damaged one left out and named (``"path (reason)"``) unless ``strict``."""
     files, damaged = [], []
     for p in parsed:
         info = p.content.get("model_info") if isinstance(p.content, dict) else None
@@ -353,34 +303,13 @@ def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = 
                     where: Any = (), **_: Any) -> ScoreRead:
     """Read EEE aggregate files into per-domain scores (validated by the registry).
 
-    Parameters
-    ----------
-    parsed : list of jagged.readers.reader.Parsed
-        Aggregate files, already parsed; their ``root`` is the folder the user named
-        (None for a single file).
-    source : str
-        Name used in messages (file or folder).
-    collection : str, optional
-        The collection to read (required when the files hold several).
-    metric : str, optional
-        Preferred metric where a file names a result several times.
-    model_name : str, optional
-        Replaces every ``model_info.id``.
-    strict : bool
-        Refuse a damaged file or a score outside its declared range; otherwise they are
-        left out and listed (``details["not used"]``, ``details["left out"]``).
-    where : sequence of str
-        The ``--where`` conditions; ``dataset=NAME`` chooses the benchmark
-        (:func:`select_benchmark`). All of them are applied to the rows afterwards, whose
-        ``dataset`` column is the benchmark.
-
-    Returns
-    -------
-    jagged.readers.reader.ScoreRead
-        ``format="Every Eval Ever aggregate"``; ``details`` holds the collection, schema
-        versions, metric, ``benchmark`` (the benchmark read, when the files name it), what
-        was left out and why, missing (-1) cells, superseded files and ties;
-        ``model_notes`` the models with missing (-1) cells.
+    ``collection`` is required when the files hold several; ``metric`` is preferred where a
+    file names a result several times; ``model_name`` replaces every ``model_info.id``;
+    ``strict`` refuses a damaged file or a score outside its declared range (else left out
+    and listed); ``--where dataset=NAME`` chooses the benchmark, and every ``where`` condition
+    is applied to the rows afterwards. ``details`` holds the collection, schema versions,
+    metric, benchmark, what was left out and why, missing (-1) cells, superseded files and
+    ties; ``model_notes`` the models with missing cells.
     """
     files, damaged = _read_files(parsed, metric=metric, model_name=model_name, strict=strict)
     label = files[0].path.name if len(files) == 1 else source

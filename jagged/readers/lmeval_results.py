@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.readers.reader import Reader, ScoreRead, category_map, newest
+from jagged.readers.reader import Reader, ScoreRead, category_map, iso, newest
 from jagged.text import listing, plural
 
 #: Metrics used as the score when present and no --metric is given.
@@ -86,10 +86,6 @@ def parse_timestamp(text: str) -> float | None:
     except ValueError:
         return None
     return moment.timestamp() + (float("0." + fraction) if fraction.isdigit() else 0.0)
-
-
-def iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def model_from_args(model_args: Any) -> str | None:
@@ -511,6 +507,6 @@ def _results_details(runs: list[ResultsRun], used: list[ResultsRun], tasks: list
 READER = Reader(name="lm-eval results", family="lm-eval outputs", what="lm-eval results",
                 options=("task", "metric", "model_name"), recognises=is_results, read=load_results)
 
-__all__ = ["DEFAULT_METRICS", "READER", "ResultsRun", "TIMESTAMP", "finite_number", "is_results", "iso", "limit_note",
+__all__ = ["DEFAULT_METRICS", "READER", "ResultsRun", "TIMESTAMP", "finite_number", "is_results", "limit_note",
            "load_results", "metric_keys", "metric_name", "model_from_args", "parse_timestamp", "read_results",
            "split_metric"]

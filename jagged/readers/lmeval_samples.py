@@ -32,7 +32,6 @@ from jagged.readers.lmeval_results import (
     ResultsRun,
     finite_number,
     is_results,
-    iso,
     limit_note,
     metric_keys,
     metric_name,
@@ -40,7 +39,7 @@ from jagged.readers.lmeval_results import (
     read_results,
     split_metric,
 )
-from jagged.readers.reader import ItemRead, Parsed, Reader, category_map, dotted, newest, records
+from jagged.readers.reader import ItemRead, Parsed, Reader, category_map, dotted, iso, newest, records
 from jagged.text import listing, plural
 
 #: A samples file name: the task and the run's timestamp.

@@ -18,7 +18,9 @@ The shared rules:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Generic, Hashable, Iterable, TypeVar
 
@@ -198,6 +200,13 @@ def newest(candidates: Iterable[tuple[Hashable, T]], rank: Callable[[T], tuple[A
         for old in sorted(losers.get(key, []), key=rank):
             replaced.append(Replaced(key=key, old=old, new=new, tie=rank(old)[0] == rank(new)[0]))
     return winners, replaced
+
+
+def iso(seconds: float | None) -> str:
+    """A time in seconds since the epoch as ``2024-11-21 16:28:31 UTC`` (``no timestamp`` for None or NaN)."""
+    if seconds is None or not math.isfinite(seconds):
+        return "no timestamp"
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def metadata_keys(records: Iterable[dict[str, Any]]) -> list[str]:
