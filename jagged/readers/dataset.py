@@ -66,9 +66,6 @@ class Dataset(Summarised):
 
 
 def sha256_file(path: str | Path) -> str:
-    """Return the hex SHA-256 digest of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
+    """The hex SHA-256 digest of a file."""
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
