@@ -12,15 +12,12 @@ with ``n_options`` a choice naming an option the item lacks counts as wrong and 
 counted apart from distractors (a note); a *key* beyond ``n_options`` is an error. Where
 a row has a key, ``correct`` must be 0 or 1 and equal ``choice == key``.
 
-Also: choice and key derived from lm-eval multiple-choice samples (:func:`lmeval_choices`),
-and the same rules in SQL for the out-of-core path.
+The same rules in SQL serve the out-of-core path.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -192,104 +189,6 @@ def answers_summary(table: pd.DataFrame) -> str:
             parts.append(f"{int(beyond.sum()):,} choices name an option beyond n_options (wrong answers, not "
                          "distractors)")
     return "; ".join(parts)
-
-
-def _loglikelihoods(resps: Any) -> list[float] | None:
-    """Per-choice loglikelihoods from ``filtered_resps`` (``[[ll, is_greedy], ...]``, numbers or strings)."""
-    if not isinstance(resps, list) or len(resps) < 2:
-        return None
-    out = []
-    for entry in resps:
-        if isinstance(entry, list) and len(entry) == 1 and isinstance(entry[0], list):
-            entry = entry[0]
-        if not isinstance(entry, list) or len(entry) != 2:
-            return None
-        try:
-            value = float(entry[0])
-        except (TypeError, ValueError):
-            return None
-        if math.isnan(value):
-            return None
-        out.append(value)
-    return out
-
-
-def _continuations(arguments: Any, n: int) -> list[str] | None:
-    """The choice texts of a multiple-choice request (``arguments.gen_args_k.arg_1``)."""
-    if isinstance(arguments, dict):
-        texts = []
-        for k in range(n):
-            request = arguments.get(f"gen_args_{k}")
-            if not isinstance(request, dict) or not isinstance(request.get("arg_1"), str):
-                return None
-            texts.append(request["arg_1"])
-        return texts
-    return None
-
-
-def _target_index(target: Any, texts: list[str] | None, n: int) -> int | None:
-    """The key as a 0-based index: an integer target in range, or the one choice text equal to it."""
-    if isinstance(target, bool):
-        return None
-    if isinstance(target, (int, float)) and float(target).is_integer() and 0 <= int(target) < n:
-        return int(target)
-    if isinstance(target, str):
-        stripped = target.strip()
-        if _INDEX.match(stripped) and int(stripped) < n:
-            return int(stripped)
-        if texts is not None:
-            hits = [k for k, t in enumerate(texts) if t.strip() == stripped]
-            if len(hits) == 1:
-                return hits[0]
-    return None
-
-
-def lmeval_choices(records: Sequence[dict[str, Any]], metric: str) -> tuple[dict[str, list[Any]] | None, str]:
-    """Choice, key and option count of lm-eval multiple-choice samples, where they can be derived.
-
-    Returns
-    -------
-    columns : dict or None
-        ``choice``, ``key`` (0-based indices as strings) and ``n_options`` per record; None
-        when the file is no multiple-choice task or the answers do not reproduce the metric.
-    reason : str
-        Empty when derived, else why not.
-
-    Notes
-    -----
-    lm-eval scores an item by the argmax of the per-choice loglikelihoods in
-    ``filtered_resps`` (``acc``), or of the loglikelihoods divided by the choice texts'
-    lengths in characters (``acc_norm``), the first of tied maxima. The key is ``target``: an
-    option index, or the text of exactly one choice. The derivation is used only when it
-    reproduces the metric for every record; otherwise the file keeps correctness only.
-    """
-    if metric not in ("acc", "acc_norm"):
-        return None, f"metric {metric!r} is not a multiple-choice accuracy"
-    choice, key, n_options = [], [], []
-    for record in records:
-        lls = _loglikelihoods(record.get("filtered_resps"))
-        if lls is None:
-            return None, "samples carry no per-choice loglikelihoods"
-        texts = _continuations(record.get("arguments"), len(lls))
-        if metric == "acc_norm":
-            if texts is None:
-                return None, "acc_norm needs the choice texts, which the samples lack"
-            lls = [ll / max(len(t), 1) for ll, t in zip(lls, texts)]
-        target = _target_index(record.get("target"), texts, len(lls))
-        if target is None:
-            return None, "target is not one of the choices"
-        chosen = int(np.argmax(lls))
-        value = record.get(metric)
-        try:
-            scored = float(value)
-        except (TypeError, ValueError):
-            return None, f"metric {metric!r} is not a number"
-        if scored not in (0.0, 1.0) or (scored == 1.0) != (chosen == target):
-            return None, f"argmax of the loglikelihoods does not reproduce {metric!r}"
-        choice.append(str(chosen))
-        key.append(str(target))
-        n_options.append(len(lls))
-    return {"choice": choice, "key": key, "n_options": n_options}, ""
 
 
 def sql_label(column: str, kind: str) -> str:

@@ -15,12 +15,12 @@ The order, and why: per-domain formats come before the item-level ones of their 
 looser (EEE records carry ``sample_id`` and may also carry a ``doc_id``):
 
 1. :mod:`~jagged.readers.tables` -- CSV and Parquet tables (first bytes: text or ``PAR1``);
-2. :mod:`~jagged.readers.lmeval_results` -- lm-eval ``results*.json``;
+2. :mod:`~jagged.readers.lmeval` -- lm-eval ``results*.json``;
 3. :mod:`~jagged.readers.inspect_logs` -- Inspect ``.json`` logs and ``.eval`` archives;
 4. :mod:`~jagged.readers.eee_collection` -- Every Eval Ever aggregate files;
 5. :mod:`~jagged.readers.helm` -- HELM run files (the run folder is read);
 6. :mod:`~jagged.readers.eee_samples` -- Every Eval Ever ``*_samples.jsonl``;
-7. :mod:`~jagged.readers.lmeval_samples` -- lm-eval ``samples_<task>_<ts>.jsonl``.
+7. :mod:`~jagged.readers.lmeval` -- lm-eval ``samples_<task>_<ts>.jsonl``.
 
 Options every input takes (:data:`GENERIC`): the row selection (``where``, ``models``,
 ``domains``), applied by :func:`finish` unless the reader did; ``n_items``, the item
@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.options import BY_NAME, LOAD, names
-from jagged.readers import eee_collection, eee_samples, helm, inspect_logs, lmeval_results, lmeval_samples, tables
+from jagged.readers import eee_collection, eee_samples, helm, inspect_logs, lmeval, tables
 from jagged.readers.canonical import item_counts, validate_scores, with_item_counts
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import head as read_head
@@ -55,12 +55,12 @@ GENERIC: tuple[str, ...] = (*tables.SELECTION, "n_items", "strict")
 #: The readers, in the order they are asked.
 READERS: list[Reader] = [
     tables.READER,
-    lmeval_results.READER,
+    lmeval.RESULTS_READER,
     inspect_logs.READER,
     eee_collection.READER,
     helm.READER,
     eee_samples.READER,
-    lmeval_samples.READER,
+    lmeval.SAMPLES_READER,
 ]
 
 
