@@ -339,7 +339,3 @@ def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = 
 READER = Reader(name="EEE aggregate", family="Every Eval Ever files", what="Every Eval Ever aggregate files",
                 options=("collection", "metric", "model_name", "strict", "where"), recognises=is_aggregate,
                 read=load_aggregates)
-
-
-__all__ = ["FORMAT", "READER", "TIE_RULE", "collection_of", "datastore_collections", "datastore_data",
-           "load_aggregates", "select_benchmark", "select_collection"]

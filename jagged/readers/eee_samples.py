@@ -52,6 +52,7 @@ from jagged.readers.reader import (
     Parsed,
     Reader,
     category_map,
+    mapped,
     metadata_domain,
     metadata_keys,
     newest,
@@ -374,8 +375,7 @@ def read_samples(parsed: list[Any], *, source: str, metric: str | None = None, m
     items = pd.DataFrame(found.rows, columns=["model", "domain", "item", "correct", "choice", "key", "evaluation",
                                               "text", "options"])
     categories = _categories(items, used, domain_key, source)
-    items["category"] = items["domain"].map(categories).astype(object).where(items["domain"].map(categories).notna(),
-                                                                               None)
+    items["category"] = mapped(items["domain"], categories)
     if items["key"].isna().all():
         items = items.drop(columns=["choice", "key"])
     details = _details(used, files, items, replaced, domain_key)
@@ -420,7 +420,3 @@ def _unused(found: list[Parsed]) -> list[str]:
 READER = Reader(name="EEE instance-level", family="Every Eval Ever files", what="Every Eval Ever instance-level files",
                 options=("metric", "model_name", "domain_key"), recognises=is_instance, read=read_samples,
                 unused=_unused)
-
-
-__all__ = ["FORMAT", "Link", "SamplesFile", "choice_and_key", "find_aggregate", "is_instance", "READER",
-           "read_file", "read_samples"]

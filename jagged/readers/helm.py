@@ -32,7 +32,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError
 from jagged.readers.files import read_json_text
 from jagged.readers.items import cap_text, options_text
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader, category_map, newest
+from jagged.readers.reader import Head, ItemRead, Parsed, Reader, category_map, mapped, newest
 from jagged.text import listing, plural
 
 FORMAT = "HELM run"
@@ -55,15 +55,6 @@ def is_run_file(content: Any) -> bool:
         return "adapter_spec" in content and "scenario_spec" in content
     return (isinstance(content, list) and bool(content) and isinstance(content[0], dict)
             and "instance_id" in content[0] and "stats" in content[0])
-
-
-def run_folders(folder: Path) -> list[Path]:
-    """Run folders at or below ``folder``: folders with ``run_spec.json`` and ``per_instance_stats.json``."""
-    found = [p.parent for p in sorted(folder.rglob(RUN_SPEC)) if (p.parent / PER_INSTANCE).is_file()
-             and not any(part.startswith(".") for part in p.parent.relative_to(folder).parts)]
-    if (folder / RUN_SPEC).is_file() and (folder / PER_INSTANCE).is_file() and folder not in found:
-        found.insert(0, folder)
-    return found
 
 
 def runs_among(files: list[Path]) -> list[Path]:
@@ -264,8 +255,7 @@ def read_runs(folders: list[Path], *, source: str, metric: str | None = None, mo
     items = pd.DataFrame(rows, columns=["model", "domain", "item", "correct", "choice", "key", "text", "options"])
     paths = {r.domain: (r.scenario, r.domain) if r.domain != r.scenario else (r.domain,) for r in used}
     categories = category_map(paths, list(dict.fromkeys(p[0] for p in paths.values())))
-    items["category"] = items["domain"].map(categories).astype(object).where(items["domain"].map(categories).notna(),
-                                                                               None)
+    items["category"] = mapped(items["domain"], categories)
     if items["key"].isna().all():
         items = items.drop(columns=["choice", "key"])
     items = items[[c for c in ("model", "domain", "item", "correct", "category", "choice", "key", "text", "options")
@@ -299,7 +289,3 @@ def _read_found(found: list[Parsed], *, source: str, **options: Any) -> ItemRead
 
 READER = Reader(name="HELM run", family="HELM runs", what="HELM runs", options=("metric", "model_name"),
                 read=_read_found, recognises=is_run_file, parse=_parse)
-
-
-__all__ = ["FORMAT", "HelmRun", "READER", "is_run_file", "parse_run_name", "read_run", "read_runs", "run_folders",
-           "runs_among"]

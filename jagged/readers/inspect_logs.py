@@ -39,7 +39,17 @@ from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.files import MemberError, read_member
 from jagged.readers.items import cap_text, options_text
 from jagged.readers.limits import Budget, loads
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader, domain_clash, metadata_domain, metadata_keys, newest
+from jagged.readers.reader import (
+    Head,
+    ItemRead,
+    Parsed,
+    Reader,
+    domain_clash,
+    mapped,
+    metadata_domain,
+    metadata_keys,
+    newest,
+)
 from jagged.text import join_notes, listing, plural
 
 #: Inspect's letter grades (``inspect_ai.scorer`` CORRECT, INCORRECT, PARTIAL, NOANSWER).
@@ -354,8 +364,7 @@ def _items_table(rows: list[tuple], categories: dict[str, str]) -> pd.DataFrame:
     texts = grouped[["text", "options"]].first()
     for column in ("text", "options"):
         items[column] = texts[column].astype(object).where(texts[column].notna(), None).to_numpy()
-    category = items["domain"].map(categories) if categories else pd.Series(None, index=items.index)
-    items["category"] = category.astype(object).where(category.notna(), None)
+    items["category"] = mapped(items["domain"], categories)
     if frame["key"].notna().any():
         agreed = grouped.agg(n=("choice", "nunique"), choice=("choice", "first"), key=("key", "first"),
                              missing=("choice", lambda c: c.isna().any()))
@@ -432,6 +441,3 @@ def _parse(head: Head) -> Parsed:
 READER = Reader(name="Inspect log", family="Inspect logs", what="Inspect logs",
                 options=("metric", "model_name", "domain_key", "allow_incomplete"), read=read_logs,
                 kinds=("zip", "json"), recognises=is_log, parse=_parse)
-
-
-__all__ = ["InspectRun", "READER", "check_run", "read_eval_archive", "read_log", "read_logs", "score_to_float"]

@@ -46,6 +46,7 @@ from jagged.readers.canonical import cell_repr, name_categories, row_location, v
 from jagged.readers.choices import answers_summary, sql_label
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import read_csv
+from jagged.readers.reader import mapped
 from jagged.resources import data_dir
 
 ITEM_COLUMNS: tuple[str, ...] = ("model", "domain", "item", "correct")
@@ -329,8 +330,7 @@ def aggregate_items(items: pd.DataFrame) -> pd.DataFrame:
         "domain": out["domain"].astype(object).to_numpy(),
         "score": out["sum"].to_numpy(dtype=float) / out["size"].to_numpy(dtype=float),
         "n_items": out["size"].to_numpy(dtype=float),
-        "category": out["domain"].map(categories).astype(object).where(
-            out["domain"].map(categories).notna(), None).to_numpy(),
+        "category": mapped(out["domain"], categories).to_numpy(),
     })
 
 

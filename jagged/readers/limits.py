@@ -276,9 +276,3 @@ def loads(text: str | bytes, what: str) -> Any:
         if reason is None:
             raise
         raise JaggedInputError(f"{what}: not readable JSON: {reason}") from None
-
-
-__all__ = ["Budget", "DEFAULT_MAX_INPUT_BYTES", "ENV_VAR", "InputTooLargeError", "JSON_VALUE_BYTES", "KEEP_BYTES",
-           "MAX_CAP", "StreamRead", "gunzip_file", "input_cap", "json_budget", "json_error", "loads",
-           "max_input_bytes", "parse_size",
-           "read_file", "read_stream", "size_text", "too_large"]

@@ -39,7 +39,18 @@ from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.files import read_json_text
 from jagged.readers.items import cap_text, options_text
 from jagged.readers.limits import InputTooLargeError
-from jagged.readers.reader import ItemRead, Parsed, Reader, ScoreRead, category_map, dotted, iso, newest, records
+from jagged.readers.reader import (
+    ItemRead,
+    Parsed,
+    Reader,
+    ScoreRead,
+    category_map,
+    dotted,
+    iso,
+    mapped,
+    newest,
+    records,
+)
 from jagged.text import listing, plural
 
 #: Metrics used as the score when present and no --metric is given.
@@ -736,8 +747,7 @@ def read_samples(parsed: list[Any], *, source: str, task: str | None = None, met
     if not domain_key:
         categories = _samples_categories(best, wanted)
     items = pd.concat(frames, ignore_index=True)
-    items["category"] = items["domain"].map(categories).astype(object)
-    items["category"] = items["category"].where(items["category"].notna(), None)
+    items["category"] = mapped(items["domain"], categories)
     if items.empty:
         raise JaggedInputError(f"{source}: the samples hold no scored items")
     details = _samples_details(best, items, paths, wanted, metrics_used, limits, superseded, domain_key)

@@ -145,6 +145,12 @@ def records(content: Any) -> Any:
     return [content] if isinstance(content, dict) else content
 
 
+def mapped(values: pd.Series, lookup: Any) -> pd.Series:
+    """``values`` mapped through ``lookup`` as objects, None where ``lookup`` has no value."""
+    out = values.map(lookup).astype(object)
+    return out.where(out.notna(), None)
+
+
 def category_map(paths: dict[str, tuple[str, ...]], roots: list[str]) -> dict[str, str | None]:
     """Domain to category from each domain's path ``(root, ..., parent, domain)`` (see the module docstring).
 

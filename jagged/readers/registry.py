@@ -240,7 +240,3 @@ def read_file(path: Path, options: dict[str, Any]) -> Dataset:
     """Read one file into a Dataset: its head read once, the readers asked in order, validated once."""
     found = parse(read_head(Path(path)))
     return read_found([found], source=Path(path).name, options=given_options(options), ignored=[])
-
-
-__all__ = ["GENERIC", "READERS", "finish", "given_options", "one_line_errors", "options_for", "parse", "parse_all",
-           "read_file", "read_found", "recognise"]

@@ -185,5 +185,3 @@ def read_table(found: list[Parsed], *, source: str, score_scale: str = "fraction
 
 READER = Reader(name="table", family="CSV/Parquet tables", what="CSV/Parquet tables",
                 options=("score_scale", *SELECTION), read=read_table, kinds=("text", "parquet"))
-
-__all__ = ["READER", "SELECTION", "from_frame", "parse_where", "read_table", "select_rows"]
