@@ -1,16 +1,11 @@
 """Reading files for the readers: kind by first bytes, text, CSV, Parquet, JSON, zip members; one-line errors.
 
-Every read is bounded by the input cap (:mod:`jagged.readers.limits`): text and gzip are
-counted while read or decompressed, Parquet batch by batch as decoded, JSON by its bytes
-and values, zip members as decompressed.
-
-Zip members (Inspect ``.eval`` archives, :func:`read_member`): stored and deflate members
-go through :mod:`zipfile`; Zstandard members (method 93, which :mod:`zipfile` reads only
-from Python 3.14) are read from their local header with the ``zstandard`` package and
-checked against the recorded size and CRC-32. Either way no more than the recorded size
-(+1 byte) is read, a member recorded as larger than the cap is refused before anything is
-decompressed, and output beyond :data:`~jagged.readers.limits.KEEP_BYTES` is counted, not
-kept, and decompressed again only once the member checked out.
+Every read is bounded by the input cap (:mod:`jagged.readers.limits`), counting what is
+produced: text and gzip while read, Parquet batch by batch as decoded, JSON by bytes and
+values, zip members as decompressed. Zip members (Inspect ``.eval``, :func:`read_member`)
+are read through :mod:`zipfile`, or for Zstandard (method 93, which :mod:`zipfile` reads
+only from Python 3.14) from their local header with ``zstandard``, checked against the
+recorded size and CRC-32; never more than the recorded size + 1 byte is read.
 """
 
 from __future__ import annotations
@@ -61,15 +56,10 @@ def sniff(path: Path) -> str:
 
 
 def head(path: Path, root: Path | None = None) -> Head:
-    """A file as the registry first sees it: its kind from the first bytes and, for JSON, the parsed document.
+    """A file as the registry first sees it: its kind by first bytes and, for JSON, the parsed document.
 
-    Inside a folder (``root`` given) a file is a zip archive (first bytes ``PK``) or JSON;
-    alone, its kind is :func:`sniff`'s.
-
-    Raises
-    ------
-    JaggedInputError
-        An empty file, or not valid JSON.
+    Inside a folder (``root`` given) a file is a zip archive (``PK``) or JSON. An empty file or
+    invalid JSON is a :class:`JaggedInputError`.
     """
     if root is None:
         kind = sniff(path)
@@ -147,16 +137,7 @@ def _long_row(text: str, sep: str) -> str:
 
 @dataclass
 class ParquetScan:
-    """What streaming a Parquet file found.
-
-    Attributes
-    ----------
-    rows, nbytes : int
-        Rows and Arrow bytes decoded (not the footer's counts).
-    batches : list of pyarrow.RecordBatch or None
-        Every batch, or None when past ``keep_bytes`` or ``keep_rows``.
-    schema : pyarrow.Schema
-    """
+    """What streaming a Parquet file found: rows and Arrow bytes decoded, the batches (None when not kept)."""
 
     rows: int
     nbytes: int
@@ -189,12 +170,8 @@ _VALUE_BYTES = {"BOOLEAN": 0.125, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 
 def check_footers(parts: list[Path], source: str, root: Path | None = None) -> int:
     """Hold what Parquet footers declare to the input cap, before any scan; return the rows their row groups declare.
 
-    Raises
-    ------
-    jagged.readers.limits.InputTooLargeError
-        What they declare decodes to more than the cap (all parts together).
-    JaggedInputError
-        A footer that cannot be read (named relative to ``root`` when given).
+    Raises :class:`~jagged.readers.limits.InputTooLargeError` (all parts together) or, for an
+    unreadable footer, :class:`JaggedInputError` naming the part.
 
     Notes
     -----
@@ -228,15 +205,8 @@ def scan_parquet(path: Path, *, keep_bytes: int | None = limits.KEEP_BYTES,
                  keep_rows: int | None = None) -> ParquetScan:
     """Decode a Parquet file batch by batch, counting actual rows and Arrow bytes against the input cap.
 
-    Batches are kept while within ``keep_bytes`` and ``keep_rows`` (None: no bound); past
-    either they are dropped and counting goes on, so memory stays bounded.
-
-    Raises
-    ------
-    jagged.readers.limits.InputTooLargeError
-        The decoded data pass the cap.
-    JaggedInputError
-        Not readable as Parquet.
+    Batches are kept while within ``keep_bytes`` and ``keep_rows`` (None: no bound), then
+    dropped while counting goes on, so memory stays bounded.
     """
     import pyarrow.parquet as pq
 
@@ -285,13 +255,7 @@ def read_parquet(path: Path, scan: ParquetScan | None = None) -> pd.DataFrame:
 
 
 def read_json_text(path: Path) -> Any:
-    """Parse a JSON document, or a JSON-lines file as the list of its values (``NaN`` / ``Infinity`` accepted).
-
-    Raises
-    ------
-    JaggedInputError
-        Not valid JSON or JSON lines; the message gives the line.
-    """
+    """Parse a JSON document, or JSON lines as a list of their values (``NaN``, ``Infinity`` accepted)."""
     data = limits.read_file(path, json_values=True)
     text = decode_text(path, data)
     del data
@@ -338,14 +302,10 @@ class MemberError(Exception):
 
 
 def read_member(archive: zipfile.ZipFile, name: str, path: Path, budget: Budget | None = None) -> bytes:
-    """The uncompressed bytes of one archive member, within the input cap (``budget`` shared by the archive's members).
+    """The uncompressed bytes of one archive member, within the input cap (``budget`` shared by the archive).
 
-    Raises
-    ------
-    MemberError
-        Unknown compression, damaged data, or a size or CRC that does not match.
-    jagged.readers.limits.InputTooLargeError
-        The member (or the archive's members so far) expands to more than the cap.
+    Raises :class:`MemberError` for unknown compression, damaged data, or a size or CRC that
+    does not match, :class:`~jagged.readers.limits.InputTooLargeError` past the cap.
     """
     info = archive.getinfo(name)
     budget = budget if budget is not None else Budget(path.name)

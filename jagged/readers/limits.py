@@ -58,13 +58,7 @@ class InputTooLargeError(JaggedInputError):
 
 
 def parse_size(value: Any, where: str) -> int:
-    """A positive byte count from an int or a string such as ``"4096"``, ``"512M"`` or ``"8GiB"``.
-
-    Raises
-    ------
-    JaggedInputError
-        Not a positive whole number of bytes at most :data:`MAX_CAP`; ``where`` names the source.
-    """
+    """A positive byte count, at most :data:`MAX_CAP`, from an int or a string (``"4096"``, ``"512M"``, ``"8GiB"``)."""
     if isinstance(value, bool):
         raise JaggedInputError(f"{where}: {value!r} is not a number of bytes")
     if isinstance(value, int):
@@ -174,14 +168,8 @@ def read_stream(stream: IO[bytes], budget: Budget, what: str | None = None, *, l
 def read_file(path: Path, budget: Budget | None = None, *, json_values: bool = False) -> bytes:
     """A plain file's bytes, at most the cap (checked on the size and again while reading).
 
-    With ``json_values`` the bytes are also charged as JSON text (:func:`json_budget`).
-
-    Raises
-    ------
-    InputTooLargeError
-        The file is larger than the cap.
-    JaggedInputError
-        Not a regular file, or unreadable.
+    With ``json_values`` the bytes are also charged as JSON text (:func:`json_budget`). A
+    FIFO, device or unreadable file is a :class:`JaggedInputError`.
     """
     budget = budget or Budget(path.name)
     if not os.path.isfile(path):  # before opening: opening a FIFO blocks
@@ -215,14 +203,7 @@ def gunzip_file(path: Path) -> bytes:
     """Decompress a gzip file with bounded memory, its output counted against the cap.
 
     Output past :data:`KEEP_BYTES` is counted to its end without being kept and, when within
-    the cap, decompressed again.
-
-    Raises
-    ------
-    InputTooLargeError
-        It expands to more than the cap.
-    JaggedInputError
-        Damaged gzip data.
+    the cap, decompressed again. Damaged data is a :class:`JaggedInputError`.
     """
     for keep in (KEEP_BYTES, None):
         budget = Budget(path.name)

@@ -1,19 +1,14 @@
-"""What a format module declares (:class:`Reader`), what its ``read`` returns (:class:`ScoreRead`,
-:class:`ItemRead`), and the rules every evaluator reader shares.
+"""What a format module declares (:class:`Reader`) and returns (:class:`ScoreRead`, :class:`ItemRead`),
+and the rules every evaluator reader shares (a leaf: it imports no reader).
 
-A leaf beside :mod:`jagged.readers.dataset`: format modules import it, it imports no reader.
-The shared rules:
-
-* **category** (:func:`category_map`): a domain's category is its immediate parent in the
-  evaluator's tree (lm-eval groups, an EEE ``evaluation_result_id``, a HELM scenario); when
-  that parent is the one root chosen, domains get no category; when some domains sit in
-  sub-groups and others directly under a root, the latter are a category of their own.
-* **newest supersedes** (:func:`newest`): for each key (a model and a task, domain or
-  collection) the candidate of largest rank (a timestamp first, then tie-breakers ending in
-  something unique) is kept; equal timestamps are a *tie*, flagged so the reader can say
-  what decided it.
-* **metadata domain** (:func:`metadata_domain`): ``--domain-key KEY`` names the ``metadata``
-  field holding an item's domain, looked up as written, then as a dotted path.
+* :func:`category_map`: a domain's category is its parent in the evaluator's tree (lm-eval
+  groups, an EEE ``evaluation_result_id``, a HELM scenario); none when that parent is the
+  one root chosen; domains directly under a root beside sub-grouped ones are their own.
+* :func:`newest`: per key (a model and a task, domain or collection) the candidate of
+  largest rank (timestamp first, ending in something unique) wins; equal timestamps are a
+  *tie*, flagged so the reader can say what decided it.
+* :func:`metadata_domain`: ``--domain-key KEY`` names the ``metadata`` field holding an
+  item's domain, looked up as written, then as a dotted path.
 """
 
 from __future__ import annotations
@@ -34,16 +29,8 @@ T = TypeVar("T")
 
 @dataclass
 class Head:
-    """A file as the registry first sees it (made once by :func:`jagged.readers.files.head`).
-
-    Attributes
-    ----------
-    kind : {"text", "parquet", "json", "zip", "binary"}
-        What its first bytes say (inside a folder, ``"zip"`` or ``"json"``).
-    root : pathlib.Path, optional
-        The folder the file was found in.
-    content : object, optional
-        The parsed JSON (or JSON lines) of a ``"json"`` file; None otherwise, or not read yet.
+    """A file as the registry first sees it (:func:`jagged.readers.files.head`): ``kind`` by its first bytes
+    (``"text"``, ``"parquet"``, ``"json"``, ``"zip"``, ``"binary"``), ``content`` its parsed JSON or None.
     """
 
     path: Path
@@ -105,28 +92,13 @@ class ItemRead:
 class Reader:
     """One input format: how to recognise it and how to read it.
 
-    Attributes
-    ----------
-    name : str
-        The kind of input (``"lm-eval results"``), unique in the registry.
-    family : str
-        Inputs of one family may share a folder; two families may not.
-    what : str
-        The inputs in plural, for messages.
-    options : tuple of str
-        The loader options it takes; others given are warned about and dropped.
-    read : callable
-        ``read(found, *, source, **options)`` -> :class:`ScoreRead`, :class:`ItemRead` or a
-        validated :class:`~jagged.readers.dataset.Dataset`.
-    kinds : tuple of str
-        The :attr:`Head.kind` values it takes.
-    recognises : callable, optional
-        ``recognises(content) -> bool`` for a ``"json"`` file; None: every file of ``kinds`` is.
-    parse : callable, optional
-        ``parse(head) -> Parsed``: what to keep of a recognised file.
-    unused : callable, optional
-        ``unused(found) -> list[str]``: "not used" entries when an earlier reader of its
-        family is used instead.
+    ``family``: inputs of one family may share a folder, two families may not; ``what``: the
+    inputs in plural, for messages; ``options``: the loader options it takes; ``read(found, *,
+    source, **options)`` returns a :class:`ScoreRead`, :class:`ItemRead` or validated
+    :class:`~jagged.readers.dataset.Dataset`; ``kinds``: the :attr:`Head.kind` values it takes;
+    ``recognises(content)``: whether a ``"json"`` file is this format (None: every file of
+    ``kinds`` is); ``parse(head)``: what to keep of a recognised file; ``unused(found)``: the
+    "not used" entries when an earlier reader of its family is used instead.
     """
 
     name: str
@@ -181,12 +153,8 @@ def newest(candidates: Iterable[tuple[Hashable, T]], rank: Callable[[T], tuple[A
            ) -> tuple[dict[Hashable, T], list[Replaced[T]]]:
     """Keep the candidate of largest ``rank`` (a tuple, timestamp first) for every key.
 
-    Returns
-    -------
-    winners : dict
-        Key to its newest candidate, keys in order of first appearance.
-    replaced : list of Replaced
-        Every losing candidate, by key in the order of ``winners``, oldest first.
+    Returns the winners by key (in order of first appearance) and every loser (by key,
+    oldest first).
     """
     winners: dict[Hashable, T] = {}
     losers: dict[Hashable, list[T]] = {}
@@ -245,15 +213,10 @@ def metadata_value(record: dict[str, Any], key: str) -> Any:
 
 
 def metadata_domain(record: dict[str, Any], key: str, where: str, available: list[str]) -> str:
-    """The domain (stripped) named by metadata field ``key`` of one record.
+    """The domain (stripped) named by metadata field ``key`` of one record (``where`` names it in messages).
 
-    ``where`` names the record in messages; ``available`` (:func:`metadata_keys`) is listed
-    when ``key`` is absent.
-
-    Raises
-    ------
-    JaggedInputError
-        The key is absent, or its value is empty, missing or not a scalar.
+    An absent key (``available`` is listed) or an empty, missing or non-scalar value is a
+    :class:`JaggedInputError`.
     """
     try:
         value = metadata_value(record, key)
