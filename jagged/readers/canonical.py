@@ -167,15 +167,10 @@ def validate_scores(frame: pd.DataFrame, source: str = "<table>", *, score_scale
                     line_offset: int | None = 2) -> pd.DataFrame:
     """Check a long table (``model``, ``domain``, ``score``, optional ``n_items``, ``category``) into canonical form.
 
-    Other columns are ignored; ``score_scale="percent"`` divides by 100; exact duplicate
-    (model, domain) rows are collapsed to one.
-
-    Raises
-    ------
-    JaggedInputError
-        Empty table; missing column; empty model or domain name; non-numeric, NaN, infinite
-        or out-of-range score; invalid ``n_items``; a (model, domain) pair given twice with
-        different scores (naming a column that tells them apart).
+    Other columns are ignored; exact duplicate (model, domain) rows are collapsed. Refused
+    with a one-line error: an empty table, a missing column, an empty name, a non-numeric,
+    NaN, infinite or out-of-range score, an invalid ``n_items``, a (model, domain) pair given
+    twice with different scores (naming a column that tells them apart).
     """
     if len(frame.columns) == 0:
         raise JaggedInputError(f"{source}: the table has no columns")
@@ -256,9 +251,8 @@ def wide_to_long(frame: pd.DataFrame, source: str = "<table>", *, score_scale: s
                  line_offset: int | None = 2) -> pd.DataFrame:
     """Turn a wide table (``model`` plus one numeric column per domain) into a long one.
 
-    Empty cells mean the model has no score for that domain (it is then incomplete). Each
-    column is converted to fractions here, so messages name the domain column; the row
-    labels stay in the index.
+    An empty cell means the model lacks that domain. Each column is converted to fractions
+    here, so messages name the domain column.
     """
     if "model" not in frame.columns:
         raise JaggedInputError(
@@ -316,11 +310,8 @@ def _whole(value: Any) -> float | None:
 def item_counts(value: Any) -> ItemCounts:
     """The ``n_items`` option: a positive whole number, or a ``domain,n_items`` CSV (read within the input cap).
 
-    Raises
-    ------
-    JaggedInputError
-        Neither a positive whole number nor a readable file; the file lacks a column, has an
-        empty, non-whole or non-positive count, or gives one domain two counts.
+    A file lacking a column, with an empty, non-whole or non-positive count, or giving one
+    domain two counts is refused.
     """
     numeric = isinstance(value, str) and _NUMBER.fullmatch(value.strip()) is not None
     if not isinstance(value, (str, Path)) or numeric:

@@ -58,13 +58,10 @@ def _labels(raw: pd.Series) -> np.ndarray:
 
 
 def normalise_labels(raw: pd.Series, column: str, source: str, line_offset: int | None) -> np.ndarray:
-    """An option-label column (``column``: ``"choice"`` or ``"key"``) as an object array of strings, None where empty.
+    """An option-label column (``"choice"`` or ``"key"``) as an object array of strings, None where empty.
 
-    Raises
-    ------
-    JaggedInputError
-        A malformed label (whitespace or a separator inside, longer than :data:`LABEL_MAX`,
-        or a true/false value), naming the value and the line.
+    A malformed label (whitespace or a separator inside, longer than :data:`LABEL_MAX`, or
+    true/false) is an error naming the value and the line.
     """
     try:
         labels = _labels(raw)
@@ -124,11 +121,8 @@ def normalise_n_options(raw: pd.Series, source: str, line_offset: int | None) ->
 def check_answers(table: pd.DataFrame, source: str, line_offset: int | None) -> None:
     """Check ``choice``/``key`` against ``correct`` and ``n_options`` (see the module docstring).
 
-    Raises
-    ------
-    JaggedInputError
-        A keyed row with partial credit, a key beyond ``n_options``, or ``correct`` not equal
-        to ``choice == key``: the first such row, with its model, item and line.
+    The first keyed row with partial credit, a key beyond ``n_options``, or ``correct`` not
+    equal to ``choice == key`` is an error naming its model, item and line.
     """
     if "key" not in table.columns:
         return

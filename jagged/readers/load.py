@@ -50,24 +50,16 @@ def load(path: str | Path | pd.DataFrame | None = None, *, score_scale: str = "f
     score_scale : {"fraction", "percent"}
         Scale of scores in long and wide tables.
     max_input_bytes : int or str, optional
-        The input cap (:mod:`jagged.readers.limits`). Default: ``JAGGED_MAX_INPUT_BYTES``
-        if set, else 2 GiB.
+        The input cap (:mod:`jagged.readers.limits`); default ``JAGGED_MAX_INPUT_BYTES``, else 2 GiB.
     **options
-        The other loader options of :mod:`jagged.options` (stage ``load``); each reader
-        takes those it declares and warns about the others given.
+        The other loader options of :mod:`jagged.options` (stage ``load``); a reader warns
+        about those it does not take. A keyword that is no loader option is a TypeError.
 
     Returns
     -------
     Dataset
-        Its :attr:`~Dataset.selection` holds the selection options given.
-
-    Raises
-    ------
-    JaggedInputError
-        The message names the file and the column or value at fault;
-        :class:`~jagged.readers.limits.InputTooLargeError` when an input passes the cap.
-    TypeError
-        A keyword that is no loader option (the closest one suggested).
+        Its :attr:`~Dataset.selection` holds the selection options given. Bad input is a
+        one-line :class:`JaggedInputError` naming the file and the column or value.
     """
     check_keywords(options, "load", [n for n in names(LOAD) if n not in ("score_scale", "max_input_bytes")])
     if isinstance(path, pd.DataFrame):  # read as a CSV file's table would be, validated once
@@ -164,14 +156,7 @@ def paused_gc() -> Iterator[None]:
 
 @registry.one_line_errors
 def load_directory(path: Path, options: dict[str, Any]) -> Dataset:
-    """Load a folder of evaluator outputs (see the module docstring), the garbage collector paused.
-
-    Raises
-    ------
-    JaggedInputError
-        No evaluator output found, outputs of two families mixed, a damaged file with
-        ``strict``, or any error of the format readers.
-    """
+    """Load a folder of evaluator outputs (see the module docstring), the garbage collector paused."""
     path = Path(path)
     with paused_gc():
         options = registry.given_options(options)
@@ -207,17 +192,10 @@ def load_directory(path: Path, options: dict[str, Any]) -> Dataset:
 def load_parquet_folder(path: Path, options: dict[str, Any]) -> Dataset:
     """Read a hive-partitioned folder of item-level Parquet files out of core.
 
-    The parts (:func:`jagged.paths.parquet_parts`: hidden and ``_`` entries skipped, any
-    other file a regular ``.parquet`` file inside the folder) are read by
-    :func:`jagged.readers.items_parquet.dataset_from_parquet` after their footers are held
-    to the input cap; partition keys such as ``model=...`` become columns.
-
-    Raises
-    ------
-    JaggedInputError
-        A file that is no Parquet, a FIFO or a symlink leading outside, a corrupt file,
-        schemas that disagree, more than the input cap, a selection option (select the
-        rows before), or any check of the item table; one line naming the file.
+    The parts (:func:`jagged.paths.parquet_parts`) are read by
+    :func:`jagged.readers.items_parquet.dataset_from_parquet` after their footers are held to
+    the input cap; partition keys (``model=...``) become columns. Selection options are
+    refused (select the rows before).
     """
     path = Path(path)
     given = registry.given_options(options)

@@ -107,8 +107,8 @@ def parse(head: Head) -> Parsed:
 def parse_all(files: list[Path], root: Path) -> tuple[list[Parsed], list[str], list[str]]:
     """Recognise a folder's files; (recognised, not used, damaged).
 
-    A file no reader recognises, or not readable as JSON, is listed as not used (invalid
-    JSON also as damaged); an unreadable ``.eval`` archive and an input past the cap stop the read.
+    Unrecognised or unreadable JSON files are listed as not used (invalid JSON also as
+    damaged); an unreadable ``.eval`` archive and an input past the cap stop the read.
     """
     parsed: list[Parsed] = []
     ignored: list[str] = []
@@ -154,13 +154,8 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
     """Select rows and validate what a reader returned, once, into a :class:`Dataset` (a Dataset passes as it is).
 
     The selection (``where``, ``models``, ``domains``) is applied unless the reader did;
-    ``n_items`` gives the item counts of per-domain scores without them.
-
-    Raises
-    ------
-    JaggedInputError
-        What validation or the selection refuses; ``n_items`` given for item-level data or
-        for a table with its own counts.
+    ``n_items`` gives item counts to per-domain scores without them, and is refused for
+    item-level data.
     """
     options = options or {}
     selection = {k: options.get(k) for k in tables.SELECTION if options.get(k)}
@@ -191,15 +186,7 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
 
 
 def read_found(found: list[Parsed], *, source: str, options: dict[str, Any], ignored: list[str]) -> Dataset:
-    """Read recognised inputs of one family with the earliest reader present, and validate once.
-
-    ``ignored`` holds the ``details["not used"]`` entries so far.
-
-    Raises
-    ------
-    JaggedInputError
-        Inputs of two families, or any error of the reader.
-    """
+    """Read recognised inputs of one family with the earliest reader present, and validate once."""
     order = {id(reader): i for i, reader in enumerate(READERS)}
     found = sorted(found, key=lambda p: order[id(p.reader)])
     _check_one_family(found, source)

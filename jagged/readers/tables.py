@@ -70,13 +70,9 @@ def select_rows(frame: pd.DataFrame, *, source: str, where: Any = (), models: An
                 wide: bool = False) -> pd.DataFrame:
     """Keep the rows (and, in a ``wide`` table, the domain columns) the selection options ask for.
 
-    The index (file lines) is kept; a wide table loses its ``where`` columns.
-
-    Raises
-    ------
-    JaggedInputError
-        An unknown column, model, domain or value (the message lists what the table holds,
-        at most :data:`SHOWN` of each), or no row left.
+    The index (file lines) is kept; a wide table loses its ``where`` columns. An unknown
+    column, model, domain or value (the message lists at most :data:`SHOWN` of what the table
+    holds), or no row left, is a :class:`JaggedInputError`.
     """
     conditions, models, domains = parse_where(where), _names(models), _names(domains)
     if not (conditions or models or domains):
@@ -131,12 +127,6 @@ def from_frame(frame: pd.DataFrame, *, source: str, paths: list[Path], score_sca
     """Tell the table layout by its columns; the rows as read (selected), for the registry to validate.
 
     ``line_offset`` is added to row labels to give file lines (2 for CSV, None otherwise).
-
-    Raises
-    ------
-    JaggedInputError
-        A long table missing ``domain`` or ``score``; what :func:`~jagged.readers.canonical.wide_to_long`
-        or :func:`select_rows` refuses.
     """
     columns = set(frame.columns)
     if _is_wide(columns) and "model" in columns and ("domain" in columns or "score" in columns):
@@ -156,11 +146,7 @@ def from_frame(frame: pd.DataFrame, *, source: str, paths: list[Path], score_sca
 
 def read_table(found: list[Parsed], *, source: str, score_scale: str = "fraction", where: Any = (),
                models: Any = (), domains: Any = (), **_: Any) -> ScoreRead | ItemRead | Dataset:
-    """Read one CSV or Parquet file (see the module docstring for the layouts).
-
-    A large item-level Parquet file comes back as a :class:`Dataset` already validated and
-    aggregated out of core.
-    """
+    """Read one CSV or Parquet file; a large item-level Parquet file comes back as a Dataset aggregated out of core."""
     path = found[0].path
     if found[0].kind == "parquet":
         try:  # the column names only; the row count comes from decoding, never from the footer

@@ -90,14 +90,7 @@ def _records_from_yaml(data: Any, source: str, stem: str) -> pd.DataFrame:
 
 
 def read_weights_file(path: Path) -> pd.DataFrame:
-    """Read a weights file into an unvalidated table, one row per record, ``_where`` naming its line or entry.
-
-    Raises
-    ------
-    JaggedInputError
-        Missing file, a folder, unreadable text, YAML that is not plain bounded data, or a file
-        over the input cap.
-    """
+    """Read a weights file into an unvalidated table, one row per record, ``_where`` naming its line or entry."""
     source = path.name
     if not path.exists():
         raise JaggedInputError(f"{path}: no such weights file")
@@ -181,19 +174,11 @@ def _text_column(frame: pd.DataFrame, column: str) -> pd.Series:
 def read_weights(path: str | Path) -> pd.DataFrame:
     """Read and check a weights file (format in the module docstring); weights are *not* yet normalised.
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``profile``, ``domain``, ``weight`` (float64, as given, >= 0), ``comment`` and
-        ``description`` ("" when absent), in file order.
-
-    Raises
-    ------
-    JaggedInputError
-        Missing ``domain`` / ``weight`` column; empty domain or profile name; non-numeric,
-        NaN, infinite or negative weights (every offender listed); a domain twice in one
-        profile. (Profiles named like built-ins are refused by
-        :func:`jagged.stats.weights.resolve_profiles`.)
+    Returns ``profile``, ``domain``, ``weight`` (float64, as given), ``comment`` and
+    ``description`` ("" when absent), in file order. Refused: a missing ``domain`` / ``weight``
+    column, an empty domain or profile name, non-numeric, NaN, infinite or negative weights
+    (every offender listed), a domain twice in one profile. (Profiles named like built-ins are
+    refused by :func:`jagged.stats.weights.resolve_profiles`.)
     """
     path = Path(path)
     source = path.name
