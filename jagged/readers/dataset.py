@@ -16,26 +16,12 @@ from jagged.text import Summarised
 class Dataset(Summarised):
     """Everything a loader learned from its input.
 
-    Attributes
-    ----------
-    scores : pandas.DataFrame
-        The canonical per-domain table (:mod:`jagged.readers.canonical`).
-    source : str
-        Display name of the input (file or folder name).
-    format : str
-        The detected format: ``"long"``, ``"wide"``, ``"items"``, ...
-    items : pandas.DataFrame or None
-        The item-level table when the input had one held in memory.
-    item_path : pathlib.Path or None
-        The Parquet file or folder of item results aggregated out of core (``items`` None).
-    model_notes : dict
-        Per-model remarks for the metrics ``note`` column.
-    details : dict
-        Format-specific facts for ``jagged validate`` and the report.
-    selection : dict
-        The selection options given (``where``, ``models``, ``domains``, ``n_items``).
-    benchmark : str or None
-        The benchmark's name when the reader knows it.
+    ``scores`` is the canonical per-domain table (:mod:`jagged.readers.canonical`); ``items``
+    the item table when held in memory, ``item_path`` the Parquet file or folder of item
+    results aggregated out of core (``items`` None then); ``model_notes`` per-model remarks
+    for the metrics ``note`` column; ``details`` format facts for ``jagged validate`` and the
+    report; ``selection`` the selection options given; ``benchmark`` the benchmark's name when
+    the reader knows it.
     """
 
     scores: pd.DataFrame

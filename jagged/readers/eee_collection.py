@@ -63,11 +63,10 @@ def datastore_data(folder: Path) -> Path | None:
 
 
 def datastore_collections(folder: Path) -> list[tuple[str, int, int, list[str]]]:
-    """The collections of a datastore (``folder`` is ``data/`` or above it), ``(name, files, models, benchmarks)``.
+    """The collections of a datastore (``folder`` is ``data/`` or above it): ``(name, files, models, benchmarks)``.
 
-    Files are the ``.json`` files below ``data/<collection>/`` (hidden skipped), read bounded
-    for their ``model_info.id`` and benchmark: models are counted by id, never by folder; a
-    file that is no readable aggregate counts as a file only. Empty for anything else.
+    Files are read bounded for their ``model_info.id`` (models counted by id, never by folder)
+    and benchmark; a file that is no readable aggregate counts as a file only.
     """
     data = datastore_data(Path(folder)) if Path(folder).is_dir() else None
     if data is None:
@@ -98,11 +97,9 @@ def datastore_collections(folder: Path) -> list[tuple[str, int, int, list[str]]]
 def collection_of(path: Path, root: Path | None = None, model_id: str | None = None) -> str | None:
     """The collection a file belongs to, the folder below ``data/`` on its path; None outside the layout.
 
-    A ``data/`` folder at or below ``root`` (the folder the user named) is a datastore's, and
-    when ``root`` lies directly in a ``data/`` folder it is every file's collection. Above
-    ``root`` a ``data/`` folder counts only in the exact layout
-    ``data/<collection>/<developer>/<model>/<file>`` with the developer of ``model_id``, so a
-    ``data`` folder higher up holding other things is not taken for a datastore.
+    A ``data/`` folder at or below ``root`` (the folder named), or holding ``root``, is a
+    datastore's; higher up it counts only in the exact layout
+    ``data/<collection>/<developer>/<model>/<file>`` with the developer of ``model_id``.
     """
     parts = path.parts
     base = len(root.parts) - 1 if root is not None else len(parts)
@@ -165,8 +162,7 @@ def select_collection(files: list[AggregateFile], collection: str | None, source
 def select_benchmark(files: list[AggregateFile], where: Any, source: str) -> list[AggregateFile]:
     """The files of the benchmark chosen (``--where dataset=NAME``) or of the only one.
 
-    Files naming no benchmark join the one named benchmark when there is one; several and
-    none chosen, or one not there, is an error naming them with file and model counts.
+    Files naming no benchmark join the one named benchmark when there is one.
     """
     wanted = [value for column, value in parse_where(where) if column == "dataset"]
     named: dict[str, list[AggregateFile]] = {}
@@ -301,15 +297,11 @@ def _read_files(parsed: list[Any], *, metric: str | None, model_name: str | None
 def load_aggregates(parsed: list[Any], *, source: str, collection: str | None = None,
                     metric: str | None = None, model_name: str | None = None, strict: bool = False,
                     where: Any = (), **_: Any) -> ScoreRead:
-    """Read EEE aggregate files into per-domain scores (validated by the registry).
+    """Read EEE aggregate files into per-domain scores (loader options: :mod:`jagged.options`).
 
-    ``collection`` is required when the files hold several; ``metric`` is preferred where a
-    file names a result several times; ``model_name`` replaces every ``model_info.id``;
-    ``strict`` refuses a damaged file or a score outside its declared range (else left out
-    and listed); ``--where dataset=NAME`` chooses the benchmark, and every ``where`` condition
-    is applied to the rows afterwards. ``details`` holds the collection, schema versions,
-    metric, benchmark, what was left out and why, missing (-1) cells, superseded files and
-    ties; ``model_notes`` the models with missing cells.
+    ``--where dataset=NAME`` chooses the benchmark; every ``where`` condition is applied to the
+    rows afterwards. ``details`` says what was left out and why, missing (-1) cells,
+    superseded files and ties.
     """
     files, damaged = _read_files(parsed, metric=metric, model_name=model_name, strict=strict)
     label = files[0].path.name if len(files) == 1 else source

@@ -243,14 +243,7 @@ def _sample_id(record: dict[str, Any], where: str) -> str:
 
 
 def read_file(path: Path, content: Any, *, model_name: str | None = None) -> list[SamplesFile]:
-    """Check one samples file; one :class:`SamplesFile` per (model, evaluation) it holds.
-
-    Raises
-    ------
-    JaggedInputError
-        A line that is not an object, or a record without ``model_id`` (unless ``model_name``)
-        or ``evaluation_name``.
-    """
+    """Check one samples file; one :class:`SamplesFile` per (model, evaluation) it holds."""
     records = [content] if isinstance(content, dict) else list(content)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for number, record in enumerate(records, start=1):
@@ -349,12 +342,9 @@ def _categories(items: pd.DataFrame, files: list[SamplesFile], domain_key: str |
 
 def read_samples(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
                  domain_key: str | None = None, **_: Any) -> ItemRead:
-    """Read EEE instance-level files into an item-level table.
+    """Read EEE instance-level files into an item-level table (loader options: :mod:`jagged.options`).
 
-    ``metric`` is the ``evaluation_result_id`` to read where an evaluation has samples of
-    several results; ``model_name`` replaces every ``model_id``; ``domain_key`` is the
-    metadata field naming the domain (default: the evaluation name). Multiple-choice samples
-    also give ``choice`` and ``key``.
+    ``metric`` names the ``evaluation_result_id`` to read where an evaluation has samples of several results.
     """
     files = [_one_result(f, metric) for p in parsed
              for f in read_file(p.path, records(p.content), model_name=model_name)]

@@ -234,12 +234,7 @@ def _run_rows(run: HelmRun, metric: str | None) -> tuple[list[tuple], str, str]:
 
 def read_runs(folders: list[Path], *, source: str, metric: str | None = None, model_name: str | None = None,
               **_: Any) -> ItemRead:
-    """Read HELM run folders into an item-level table.
-
-    ``metric`` is the per-instance stat used as ``correct`` (default ``exact_match``);
-    ``model_name`` replaces ``adapter_spec.model``. Columns: ``model, domain, item, correct,
-    category``, ``choice`` and ``key`` for multiple-choice runs, ``text`` and ``options``.
-    """
+    """Read HELM run folders into an item-level table (loader options: :mod:`jagged.options`)."""
     runs = [read_run(folder, model_name=model_name) for folder in folders]
     winners, replaced = newest((((r.model, r.domain), r) for r in runs), rank=lambda r: (r.stamp, str(r.folder)))
     used = list(winners.values())

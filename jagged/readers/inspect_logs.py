@@ -79,13 +79,7 @@ def is_log(content: Any) -> bool:
 
 
 def read_eval_archive(path: Path) -> dict[str, Any]:
-    """Read an Inspect ``.eval`` zip archive into the shape of a ``.json`` log (status ``started`` without a header).
-
-    Raises
-    ------
-    JaggedInputError
-        Not a zip archive, not an Inspect log, or unreadable members.
-    """
+    """Read an Inspect ``.eval`` zip archive into the shape of a ``.json`` log (status ``started`` without a header)."""
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -202,13 +196,7 @@ class InspectRun:
 
 def read_log(content: dict[str, Any], path: Path, *, model_name: str | None = None,
              allow_incomplete: bool = False, check: bool = True) -> InspectRun:
-    """Keep what jagged needs of an Inspect log and (unless ``check`` is False) check it (:func:`check_run`).
-
-    Raises
-    ------
-    JaggedInputError
-        No ``eval.task`` or ``eval.model``, or what :func:`check_run` refuses.
-    """
+    """Keep what jagged needs of an Inspect log and (unless ``check`` is False) check it (:func:`check_run`)."""
     spec = content.get("eval") or {}
     status = str(content.get("status") or "unknown")
     samples = content.get("samples")
@@ -376,12 +364,7 @@ def _items_table(rows: list[tuple], categories: dict[str, str]) -> pd.DataFrame:
 
 def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
               domain_key: str | None = None, allow_incomplete: bool = False, **_: Any) -> ItemRead:
-    """Read Inspect logs into an item-level table.
-
-    ``metric`` is ``SCORER[,KEY]`` (default: the only scorer); ``model_name`` replaces
-    ``eval.model``; ``domain_key`` is the metadata field naming the domain (default: the task);
-    ``allow_incomplete`` accepts logs whose status is not ``success``.
-    """
+    """Read Inspect logs into an item-level table (loader options: :mod:`jagged.options`)."""
     runs, superseded = _newest_runs([read_log(p.content, p.path, model_name=model_name, check=False)
                                      for p in parsed])
     for run in runs:  # superseded logs are not checked: a newer run replaces them

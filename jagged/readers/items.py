@@ -134,23 +134,14 @@ def _item_ids(raw: pd.Series, source: str, line_offset: int | None) -> pd.Series
 
 
 def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset: int | None = 2) -> pd.DataFrame:
-    """Check an item-level table and return it in canonical form.
+    """Check an item-level table and return it in canonical form, in input order.
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``domain``, ``item`` (str), ``correct`` (float64) and ``category`` (None
-        when unknown), in input order; then, only when the input has them, ``choice`` and
-        ``key`` (None when empty), ``n_options`` (NaN when empty), ``text`` and ``options``
-        (one bounded value per item).
-
-    Raises
-    ------
-    JaggedInputError
-        Missing column; empty table; empty model, domain or item name; ``correct`` missing,
-        non-numeric or outside [0, 1]; the same (model, item) twice; an item under two
-        domains; a domain with two categories; a malformed choice or key, a key beyond
-        ``n_options``, or ``correct`` not equal to ``choice == key``.
+    Columns: ``model``, ``domain``, ``item`` (str), ``correct`` (float64), ``category`` (None
+    when unknown), then those the input has of ``choice``, ``key`` (None when empty),
+    ``n_options`` (NaN when empty), ``text`` and ``options`` (one bounded value per item).
+    Refused with a one-line error: a missing column, no rows, an empty name, ``correct``
+    missing, non-numeric or outside [0, 1], a (model, item) twice, an item under two domains,
+    a domain with two categories, and what :func:`jagged.readers.choices.check_answers` refuses.
     """
     frame = _rename_aliases(frame, source)
     check_columns(frame.columns, source)
@@ -210,9 +201,9 @@ def cap_text(value: Any, limit: int = TEXT_MAX_CHARS) -> str | None:
 def options_text(options: Any) -> str | None:
     """Option texts as the ``options`` cell: a JSON list (option k is letter A + k), bounded; None without options.
 
-    A JSON list given as a string is read first, other text kept as written (cut at
-    :data:`TEXT_MAX_CHARS`); an object option gives its ``text``. At most :data:`MAX_OPTIONS`
-    options of :data:`OPTION_MAX_CHARS` characters; an empty option stays ``""``.
+    A JSON list given as a string is read first, other text kept as written (cut); an object
+    option gives its ``text``; at most :data:`MAX_OPTIONS` options of :data:`OPTION_MAX_CHARS`
+    characters, an empty one kept as ``""``.
     """
     if isinstance(options, str):
         stripped = options.strip()
@@ -337,9 +328,8 @@ def aggregate_items(items: pd.DataFrame) -> pd.DataFrame:
 def coverage_from_counts(scores: pd.DataFrame, domain_items: pd.Series) -> pd.DataFrame:
     """Per-model item coverage from a canonical table's ``n_items`` and the distinct items per domain.
 
-    Returns one row per model: ``model``, ``n_items``, ``n_items_total``, ``missing_items``,
-    ``coverage`` (n_items / n_items_total) and ``domains_short`` (domains where the model
-    lacks items, ``", "``-joined).
+    One row per model: ``n_items``, ``n_items_total``, ``missing_items``, ``coverage`` and
+    ``domains_short`` (domains where it lacks items, ``", "``-joined).
     """
     total = int(domain_items.sum())
     n_total = domain_items.reindex(pd.Index(scores["domain"].to_numpy(dtype=object))).to_numpy(dtype=float)
@@ -381,11 +371,7 @@ def coverage_notes(cov: pd.DataFrame) -> tuple[dict[str, str], str]:
 
 def dataset_from_items(frame: pd.DataFrame, *, source: str, paths: list[Path],
                        line_offset: int | None = None) -> Dataset:
-    """Validate and aggregate an in-memory item-level table into a Dataset (``format="items"``).
-
-    ``items`` is the validated table, ``model_notes`` a coverage remark for every model that
-    lacks items, ``details`` the ``items``, ``coverage`` and ``choices`` summaries.
-    """
+    """Validate and aggregate an in-memory item table into a Dataset, with coverage notes and summaries."""
     items = validate_items(frame, source, line_offset=line_offset)
     scores = validate_scores(aggregate_items(items), source, line_offset=None)
     cov = coverage_from_counts(scores, items.groupby("domain")["item"].nunique())

@@ -135,11 +135,9 @@ def model_from_args(model_args: Any) -> str | None:
 class ResultsRun:
     """One lm-eval results file, with what jagged needs from it.
 
-    ``model`` is the name after any ``model_name`` override, ``found_model`` the file's;
-    ``timestamp`` in seconds since the epoch; ``rows`` the ``results`` rows; ``children`` each
-    group's sub-tasks (from ``group_subtasks`` or the aliases); ``groups`` the names that are
-    never leaves; ``n_samples`` task to {"original", "effective"}; ``limit`` ``config.limit``;
-    ``structure`` ``"group_subtasks"``, ``"aliases"`` or ``"flat"``.
+    ``children`` maps each group to its sub-tasks (from ``group_subtasks`` or the aliases),
+    ``groups`` holds the names that are never leaves, ``structure`` says which
+    (``"group_subtasks"``, ``"aliases"`` or ``"flat"``).
     """
 
     path: Path
@@ -306,10 +304,9 @@ def _filter_of(key: str) -> str:
 def _choose_metric(pairs: list[tuple[ResultsRun, str]], metric: str | None, source: str) -> tuple[str, str | None]:
     """The metric (name, and filter when fixed) used as the score of every leaf.
 
-    Default: ``acc`` when present, else the only higher-is-better metric; the filter is then
-    resolved leaf by leaf (``none`` where a leaf has several), as lm-eval's leaderboard tasks
-    use different filters for different leaves. A metric marked ``higher_is_better: false``
-    is refused.
+    Default: ``acc``, else the only higher-is-better metric; the filter is resolved leaf by
+    leaf (``none`` where a leaf has several), as leaderboard tasks use different filters for
+    different leaves. A metric marked ``higher_is_better: false`` is refused.
     """
     counts: dict[str, int] = {}
     numeric: set[str] = set()
@@ -405,13 +402,10 @@ def limit_note(run: ResultsRun, leaves: list[str]) -> str | None:
 
 def load_results(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
                  model_name: str | None = None, **_: Any) -> ScoreRead:
-    """Read lm-eval results files into per-domain scores (validated by the registry).
+    """Read lm-eval results files into per-domain scores (loader options: :mod:`jagged.options`).
 
-    ``task`` is the group (or comma-separated tasks) whose leaves are the domains, required
-    when the files hold several top-level tasks; ``metric`` is ``NAME[,FILTER]`` (default
-    ``acc,none`` when present, else the only higher-is-better metric); ``model_name``
-    replaces every file's model. Leaves with no usable value (``"N/A"``, NaN, missing) are
-    left out with a :class:`JaggedWarning`; ``--limit`` runs are noted per model.
+    Leaves with no usable value (``"N/A"``, NaN, missing) are left out with a warning;
+    ``--limit`` runs are noted per model.
     """
     runs = [read_results(p.content, p.path, model_name=model_name) for p in parsed]
     names = sorted({r.found_model for r in runs})
@@ -680,14 +674,12 @@ def _sample_values(records: list[dict[str, Any]], field_name: str, name: str) ->
 
 def read_samples(parsed: list[Any], *, source: str, task: str | None = None, metric: str | None = None,
                  model_name: str | None = None, domain_key: str | None = None, **_: Any) -> ItemRead:
-    """Read lm-eval samples files into an item-level table.
+    """Read lm-eval samples files into an item-level table (loader options: :mod:`jagged.options`).
 
-    ``task`` keeps the samples of these tasks (comma-separated) or of the leaves of these
-    groups; ``metric`` is ``NAME[,FILTER]``, the field used as ``correct`` and the filter
-    whose lines are kept (default ``acc``, else the results file's default metric, else the
-    only numeric field); ``model_name`` defaults to the results file of the same run;
-    ``domain_key`` is a ``doc`` field (dotted for nested) naming the domain. Multiple-choice
-    tasks also get ``choice`` and ``key``.
+    ``task`` may name groups (their leaves, from the results file beside the samples);
+    ``metric`` also picks the filter whose lines are kept (default ``acc``, else the results
+    file's default, else the only numeric field); the model defaults to the results file of
+    the same run.
     """
     wanted = [t.strip() for t in str(task).split(",") if t.strip()] if task else []
     entries = _samples_entries(parsed, wanted, model_name)
@@ -910,23 +902,15 @@ def _target_index(target: Any, texts: list[str] | None, n: int) -> int | None:
 
 
 def lmeval_choices(records: Sequence[dict[str, Any]], metric: str) -> tuple[dict[str, list[Any]] | None, str]:
-    """Choice, key and option count of lm-eval multiple-choice samples, where they can be derived.
-
-    Returns
-    -------
-    columns : dict or None
-        ``choice``, ``key`` (0-based indices as strings) and ``n_options`` per record; None
-        when the file is no multiple-choice task or the answers do not reproduce the metric.
-    reason : str
-        Empty when derived, else why not.
+    """Choice, key and option count of lm-eval multiple-choice samples; (None, why not) where they cannot be derived.
 
     Notes
     -----
     lm-eval scores an item by the argmax of the per-choice loglikelihoods in
     ``filtered_resps`` (``acc``), or of the loglikelihoods divided by the choice texts'
     lengths in characters (``acc_norm``), the first of tied maxima. The key is ``target``: an
-    option index, or the text of exactly one choice. The derivation is used only when it
-    reproduces the metric for every record; otherwise the file keeps correctness only.
+    option index, or the text of exactly one choice. Choices and keys (0-based indices as
+    strings) are used only when they reproduce the metric for every record.
     """
     if metric not in ("acc", "acc_norm"):
         return None, f"metric {metric!r} is not a multiple-choice accuracy"
