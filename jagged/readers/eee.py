@@ -284,21 +284,6 @@ def read_result(entry: Any, index: int, path: Path) -> Result:
                   path=hierarchy_path(entry.get("evaluation_result_id"), name), dataset=dataset)
 
 
-@dataclass
-class Results:
-    """A file's results (:func:`read_results`), why each is no score (None for a score) and its nested statistics."""
-
-    results: list[Result]
-    reasons: list[str | None]
-    nested_stats: int
-
-
-def read_results(entries: list[Any], path: Path) -> Results:
-    """Read every ``evaluation_results`` entry of a file (:func:`read_result`) in one pass."""
-    results = [read_result(entry, i, path) for i, entry in enumerate(entries)]
-    return Results(results, [not_a_score(result) for result in results], nested_stats(entries))
-
-
 @functools.lru_cache(maxsize=65536)
 def _namenot_a_score(name: str) -> str | None:
     """Why a result's name says it is no score (win rates, HELM's non-accuracy columns), or None."""
@@ -345,11 +330,6 @@ def not_a_score(result: Result) -> str | None:
     elif high <= low:
         return f"empty declared range [{low:g}, {high:g}]"
     return None
-
-
-def fractions(results: list[Result], path: Path) -> list[float]:
-    """:func:`fraction` of every result, in order."""
-    return [fraction(result, path) for result in results]
 
 
 def fraction(result: Result, path: Path) -> float:
@@ -587,13 +567,14 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
     """
     schema = schema_of(content, path)
     found_model = _model_id(content, path)
-    read = read_results(content["evaluation_results"], path)
-    results = read.results
+    entries = content["evaluation_results"]
+    results = [read_result(entry, i, path) for i, entry in enumerate(entries)]
     counts = _sibling_counts(results)
     top_items = _top_level_items(content)
     left_out: list[tuple[str, str]] = []
     candidates = []
-    for result, reason in zip(results, read.reasons):
+    for result in results:
+        reason = not_a_score(result)
         if reason:
             left_out.append((result.raw_name, reason))
         else:
@@ -622,15 +603,13 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
             continue
         kept.append((result, n_items))
     scores: dict[str, tuple[float, float, tuple[str, ...], str]] = {
-        result.name: (value, n_items, result.path, suffix or result.metric)
-        for (result, n_items), value in zip(kept, fractions([r for r, _ in kept], path))}
+        r.name: (fraction(r, path), n_items, r.path, suffix or r.metric) for r, n_items in kept}
     info = content["model_info"]
     extra = info.get("additional_details") if isinstance(info.get("additional_details"), dict) else {}
     detailed = content.get("detailed_evaluation_results")
     evaluated = parse_timestamp(content.get("evaluation_timestamp"))
     if evaluated is None:
-        stamps = [parse_timestamp(e.get("evaluation_timestamp")) for e in content["evaluation_results"]
-                  if isinstance(e, dict)]
+        stamps = [parse_timestamp(e.get("evaluation_timestamp")) for e in entries if isinstance(e, dict)]
         stamps = [s for s in stamps if s is not None]
         evaluated = max(stamps) if stamps else None
     return AggregateFile(
@@ -640,4 +619,4 @@ def read_aggregate(content: dict[str, Any], path: Path, *, metric: str | None = 
         precision=str(extra["precision"]) if extra.get("precision") is not None else None,
         samples_file=(detailed.get("file_path") if isinstance(detailed, dict)
                       and isinstance(detailed.get("file_path"), str) else None),
-        nested_stats=read.nested_stats, collection=collection, benchmark=benchmark_of(content))
+        nested_stats=nested_stats(entries), collection=collection, benchmark=benchmark_of(content))
