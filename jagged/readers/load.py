@@ -26,7 +26,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.options import LOAD, check_keywords, names, selection
 from jagged.paths import holds_parquet
-from jagged.readers import eee_collection, helm, items_parquet, limits, registry, tables
+from jagged.readers import eee, helm, items_parquet, limits, registry, tables
 from jagged.readers.dataset import Dataset
 from jagged.readers.reader import Parsed
 from jagged.resources import data_dir
@@ -119,7 +119,7 @@ def handles_directory(path: Path) -> bool:
 
 def _datastore_files(path: Path, collection: str | None) -> tuple[list[Path], list[str]] | None:
     """An EEE datastore's files (only ``data/``, only ``collection``) and not-used entries; None if no datastore."""
-    data = eee_collection.datastore_data(path)
+    data = eee.datastore_data(path)
     if data is None:
         return None
     if collection:
@@ -165,7 +165,7 @@ def load_directory(path: Path, options: dict[str, Any]) -> Dataset:
         if store is not None:
             files, outside = store
             parsed, ignored, damaged = registry.parse_all(files, path)
-        if store is None or not any(p.reader is eee_collection.READER for p in parsed):  # no datastore
+        if store is None or not any(p.reader is eee.READER for p in parsed):  # no datastore
             found = _candidates(path)
             runs = helm.runs_among(found)
             inside = set(runs)

@@ -17,7 +17,7 @@ looser (EEE records carry ``sample_id`` and may also carry a ``doc_id``):
 1. :mod:`~jagged.readers.tables` -- CSV and Parquet tables (first bytes: text or ``PAR1``);
 2. :mod:`~jagged.readers.lmeval` -- lm-eval ``results*.json``;
 3. :mod:`~jagged.readers.inspect_logs` -- Inspect ``.json`` logs and ``.eval`` archives;
-4. :mod:`~jagged.readers.eee_collection` -- Every Eval Ever aggregate files;
+4. :mod:`~jagged.readers.eee` -- Every Eval Ever aggregate files;
 5. :mod:`~jagged.readers.helm` -- HELM run files (the run folder is read);
 6. :mod:`~jagged.readers.eee_samples` -- Every Eval Ever ``*_samples.jsonl``;
 7. :mod:`~jagged.readers.lmeval` -- lm-eval ``samples_<task>_<ts>.jsonl``.
@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.options import BY_NAME, LOAD, names
-from jagged.readers import eee_collection, eee_samples, helm, inspect_logs, lmeval, tables
+from jagged.readers import eee, eee_samples, helm, inspect_logs, lmeval, tables
 from jagged.readers.canonical import item_counts, validate_scores, with_item_counts
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import head as read_head
@@ -57,7 +57,7 @@ READERS: list[Reader] = [
     tables.READER,
     lmeval.RESULTS_READER,
     inspect_logs.READER,
-    eee_collection.READER,
+    eee.READER,
     helm.READER,
     eee_samples.READER,
     lmeval.SAMPLES_READER,
