@@ -1,23 +1,21 @@
-"""HELM (Stanford CRFM) run directories: item-level results from ``per_instance_stats.json``.
+"""HELM (Stanford CRFM) run folders: item-level results from ``per_instance_stats.json``.
 
-HELM writes one folder per run (``benchmark_output/runs/<suite>/<run name>/``) holding
-``run_spec.json``, ``scenario_state.json``, ``per_instance_stats.json`` and ``stats.json``.
-jagged reads one run folder, or any folder holding run folders:
+A run folder (``benchmark_output/runs/<suite>/<run name>/``) holds ``run_spec.json``,
+``scenario_state.json``, ``per_instance_stats.json`` and ``stats.json`` (HELM's aggregates,
+which jagged recomputes); jagged reads one, or any folder holding several:
 
-* **model**: ``run_spec.adapter_spec.model``.
+* **model**: ``run_spec.adapter_spec.model``;
 * **domain**: the run name's scenario arguments (``mmlu:subject=philosophy,method=...``
-  gives ``philosophy``; several give ``k=v`` pairs), else the scenario; the scenario is
-  the ``category`` when a read spans several.
+  gives ``philosophy``; several give ``k=v`` pairs), else the scenario, which is the
+  ``category`` when a read spans several;
 * **item**: ``instance_id``; **correct**: the per-instance ``mean`` of the main metric
-  (``--metric``; default ``exact_match``, else the run spec's first), on the ``test``
-  split (else ``valid``), without perturbations; train trials averaged.
-* **choice** and **key** (requests with an ``output_mapping`` of letters): the letter
-  answered and that of the reference tagged ``correct``; **text** and **options**: the
-  input text and the references in letter order, bounded; all from ``scenario_state.json``.
-* Several runs of one model and domain: the newest (latest request time, else the
+  (default ``exact_match``, else the run spec's first) on the ``test`` split (else
+  ``valid``), without perturbations, train trials averaged;
+* **choice**, **key**, **text**, **options** (``scenario_state.json``): for requests with an
+  ``output_mapping``, the letter answered and that of the reference tagged ``correct``;
+  the input text and the references in letter order, bounded;
+* several runs of one model and domain: the newest (latest request time, else the
   folder's time) is used, the others listed as superseded.
-
-``stats.json`` holds HELM's aggregates; jagged recomputes them from the instances.
 """
 
 from __future__ import annotations

@@ -1,22 +1,18 @@
 """The input cap: how many bytes any file, archive member or table may expand to.
 
-Inputs are untrusted (a 257 KB ``.eval`` archive can expand to 3.9 GB), so every reader
-counts what is **actually produced while streaming** (decompressed bytes, Arrow bytes of
-decoded Parquet batches, JSON text and values) against one cap, never a declared size,
-and stops with a one-line :class:`InputTooLargeError` (CLI exit 2) once past it. Data
-beyond :data:`KEEP_BYTES` are counted and dropped, and read again only when the whole
-input is within the cap, so refusing costs bounded memory.
+Inputs are untrusted (a 257 KB ``.eval`` archive can expand to 3.9 GB), so readers count
+what is **actually produced while streaming** (decompressed bytes, decoded Parquet Arrow
+bytes, JSON text and values), never a declared size, and stop with a one-line
+:class:`InputTooLargeError` once past the cap. Data beyond :data:`KEEP_BYTES` are counted
+and dropped, and read again only when the whole input is within the cap.
 
-The cap, first found: ``jagged.load(..., max_input_bytes=N)`` (``--max-input-bytes``,
-set for the call by :func:`input_cap`, a context variable); the environment variable
-``JAGGED_MAX_INPUT_BYTES`` (bytes, or ``K``/``M``/``G`` suffixes, powers of 1024); the
-default :data:`DEFAULT_MAX_INPUT_BYTES` (2 GiB, room for the 50-million-row item tables
-of ``benchmarks/`` while pandas needs several times a table's Arrow bytes).
-
-What counts, per input file (an archive's members summed): the (decompressed) bytes of
-CSV and JSON text; each archive member's decompressed bytes; Parquet's decoded Arrow
-bytes (a dictionary once per column chunk); for JSON also :data:`JSON_VALUE_BYTES` per
-``{``, ``[`` or ``,``, an upper bound of Python's memory per parsed value.
+The cap, first found: ``max_input_bytes`` (``--max-input-bytes``, set for a call by
+:func:`input_cap`, a context variable); ``JAGGED_MAX_INPUT_BYTES`` (bytes, or ``K``/``M``/
+``G`` suffixes, powers of 1024); :data:`DEFAULT_MAX_INPUT_BYTES` (2 GiB). Per input file
+(an archive's members summed) it counts the (decompressed) bytes of CSV and JSON text,
+each member's decompressed bytes, Parquet's decoded Arrow bytes (a dictionary once per
+column chunk) and, for JSON, :data:`JSON_VALUE_BYTES` per ``{``, ``[`` or ``,``, an upper
+bound of Python's memory per parsed value.
 """
 
 from __future__ import annotations

@@ -1,18 +1,16 @@
 """The dispatcher: which reader takes an input, asked in the order of :data:`READERS`, and the one validation after.
 
-Every input format is one module holding ``READER = Reader(...)``
-(:class:`jagged.readers.reader.Reader`), listed once in :data:`READERS`. A file's head is
-read once (:func:`jagged.readers.files.head`: its kind by first bytes and, for JSON, the
-parsed document) and the readers are asked **in order**; the first that recognises it
-reads it. Files of one *family* may share a folder (the earliest reader present is used,
-the others' files listed in ``details["not used"]``), two families may not. Readers
-return rows as read; :func:`finish` validates them once into a
-:class:`~jagged.readers.dataset.Dataset`. A reader receives the loader options it
-declares; another given is warned about and ignored.
+Every format is one module holding a :class:`~jagged.readers.reader.Reader`, listed once in
+:data:`READERS` (adding a format: one module, one line). A file's head is read once
+(:func:`jagged.readers.files.head`) and the readers are asked **in order**; the first that
+recognises it reads it. Files of one *family* may share a folder (the earliest reader
+present is used, the others' files listed as not used), two families may not. Readers
+return rows as read; :func:`finish` applies the options every input takes
+(:data:`GENERIC`) and validates once into a :class:`~jagged.readers.dataset.Dataset`.
 
-The order, and why: per-domain formats come before the item-level ones of their family
-(a folder with lm-eval results and samples uses the results), stricter tests before
-looser (EEE records carry ``sample_id`` and may also carry a ``doc_id``):
+The order: per-domain formats before the item-level ones of their family (a folder with
+lm-eval results and samples uses the results), stricter tests before looser (EEE records
+carry ``sample_id`` and may also carry a ``doc_id``):
 
 1. :mod:`~jagged.readers.tables` -- CSV and Parquet tables (first bytes: text or ``PAR1``);
 2. :mod:`~jagged.readers.lmeval` -- lm-eval ``results*.json``;
@@ -21,13 +19,6 @@ looser (EEE records carry ``sample_id`` and may also carry a ``doc_id``):
 5. :mod:`~jagged.readers.helm` -- HELM run files (the run folder is read);
 6. :mod:`~jagged.readers.eee_samples` -- Every Eval Ever ``*_samples.jsonl``;
 7. :mod:`~jagged.readers.lmeval` -- lm-eval ``samples_<task>_<ts>.jsonl``.
-
-Options every input takes (:data:`GENERIC`): the row selection (``where``, ``models``,
-``domains``), applied by :func:`finish` unless the reader did; ``n_items``, the item
-counts of a per-domain table without them; ``strict``, which refuses what a reader would
-leave out (a damaged file, a value outside its declared range).
-
-Adding a format: one module with a ``READER`` and one line in :data:`READERS`.
 """
 
 from __future__ import annotations

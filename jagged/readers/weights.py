@@ -1,23 +1,16 @@
-"""Weights files (CSV or YAML) read and checked into a long table of raw weights.
+"""Weights files (CSV or YAML) read and checked into a table of raw weights (normalised by jagged.stats.weights).
 
-The deployment profiles of :mod:`jagged.stats.weights`, which normalises them. CSV (comma,
-tab or semicolon) has columns ``domain`` and ``weight``, optionally ``profile`` (without
-it the file is one profile named after its stem), ``comment`` and ``description`` (one per
-profile, the first non-empty value)::
+CSV (comma, tab or semicolon) has ``domain`` and ``weight``, optionally ``profile`` (else
+the file is one profile named after its stem), ``comment`` and ``description`` (the first
+non-empty per profile)::
 
     profile,domain,weight,comment
     law_office,law,50,"most questions are legal"
 
-YAML is a list of such records, a mapping from profile name to ``{domain: weight}`` (or
-to a list of records), or one ``{domain: weight}`` mapping::
-
-    law_office:
-      law: 50
-      business: 20
-
-Weights are non-negative finite numbers. Every problem is a one-line
-:class:`~jagged.errors.JaggedInputError` listing the offending names or values; reading is
-bounded (:mod:`jagged.readers.limits`) and YAML is plain data only (:mod:`jagged.safe_yaml`).
+YAML is a list of such records, a mapping from profile to ``{domain: weight}`` (or to a
+list of records), or one ``{domain: weight}`` mapping. Weights are non-negative finite
+numbers; every problem is one line listing the offending names or values. Reading is
+bounded, and YAML is plain data only (:mod:`jagged.safe_yaml`).
 """
 
 from __future__ import annotations
