@@ -315,9 +315,9 @@ def read_member(archive: zipfile.ZipFile, name: str, path: Path, budget: Budget 
     if info.file_size > budget.cap - budget.used:
         raise too_large(f"{path.name}: the members up to {name}", budget.cap, how="are recorded as")
     start = budget.used
-    for keep in (KEEP_BYTES, None):  # a second pass only for a member larger than KEEP_BYTES that checked out
+    for keep in (KEEP_BYTES, None):  # a second pass only for a large member that checked out
         budget.used = start
-        if info.compress_type == ZIP_ZSTANDARD and not _zipfile_reads_zstandard():
+        if info.compress_type == ZIP_ZSTANDARD and getattr(zipfile, "ZIP_ZSTANDARD", None) != ZIP_ZSTANDARD:
             data = _read_zstandard(info, path, budget, what, keep)
         else:
             data = _read_zipfile(archive, info, budget, what, keep)
@@ -345,11 +345,6 @@ def _read_zipfile(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: Budge
         raise MemberError(str(exc) or type(exc).__name__) from None
     _check_size(read.size, info.file_size)
     return read.data
-
-
-def _zipfile_reads_zstandard() -> bool:
-    """Python 3.14's zipfile reads method 93 itself."""
-    return getattr(zipfile, "ZIP_ZSTANDARD", None) == ZIP_ZSTANDARD
 
 
 def _read_zstandard(info: zipfile.ZipInfo, path: Path, budget: Budget, what: str, keep: int | None) -> bytes | None:

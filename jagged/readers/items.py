@@ -225,12 +225,6 @@ def options_text(options: Any) -> str | None:
     return json.dumps(texts, ensure_ascii=False)
 
 
-def _first_per_item(item: pd.Series, values: pd.Series) -> pd.Series:
-    """The first non-empty value of every item (index: item), stripped."""
-    text = values.astype("string").str.strip()
-    return text.where(text != "").groupby(item.to_numpy(), sort=False).first().astype(object)
-
-
 def _with_text(table: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     """Add the optional ``text`` and ``options`` columns: one bounded value per item."""
     present = [c for c in TEXT_COLUMNS if c in frame.columns]
@@ -238,7 +232,8 @@ def _with_text(table: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
         return table
     extra = {}
     for column in present:
-        per_item = _first_per_item(table["item"], frame[column])  # one value per item: loops run over items
+        text = frame[column].astype("string").str.strip()  # the first non-empty value of every item
+        per_item = text.where(text != "").groupby(table["item"].to_numpy(), sort=False).first().astype(object)
         bounded = per_item.map(options_text if column == "options" else cap_text)
         values = table["item"].map(bounded)
         extra[column] = values.astype(object).where(values.notna(), None)

@@ -261,11 +261,6 @@ def read_results(content: dict[str, Any], path: Path, *, model_name: str | None 
     return run
 
 
-def _root_label(run: ResultsRun, root: str) -> str:
-    n = len(run.leaves(root))
-    return root if n <= 1 and not run.children.get(root) else f"{root} ({n} {'leaf' if n == 1 else 'leaves'})"
-
-
 def _root_labels(runs: list[ResultsRun]) -> list[str]:
     """Top-level tasks of all runs, groups first, each labelled with its number of leaves."""
     roots: dict[str, ResultsRun] = {}
@@ -273,7 +268,9 @@ def _root_labels(runs: list[ResultsRun]) -> list[str]:
         for root in run.roots:
             roots.setdefault(root, run)
     ordered = sorted(roots, key=lambda root: not any(r.children.get(root) for r in runs))
-    return [_root_label(roots[root], root) for root in ordered]
+    counts = {root: len(roots[root].leaves(root)) for root in ordered}
+    return [root if counts[root] <= 1 and not roots[root].children.get(root)
+            else f"{root} ({counts[root]} {'leaf' if counts[root] == 1 else 'leaves'})" for root in ordered]
 
 
 def _select_tasks(runs: list[ResultsRun], task: str | None, source: str) -> list[str]:

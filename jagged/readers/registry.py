@@ -55,16 +55,11 @@ READERS: list[Reader] = [
 ]
 
 
-def _content(head: Head) -> Any:
-    """A head's parsed JSON, read here once when whoever made the head did not read it."""
-    if head.kind == "json" and head.content is None:
-        head.content = read_json_text(head.path)
-    return head.content
-
-
 def recognise(head: Head) -> Parsed | None:
     """The input as kept by the first reader of :data:`READERS` taking its kind and JSON; None if none does."""
-    content = _content(head)
+    if head.kind == "json" and head.content is None:  # a head made elsewhere, not read yet
+        head.content = read_json_text(head.path)
+    content = head.content
     for reader in READERS:
         if head.kind in reader.kinds and (head.kind != "json" or reader.recognises is None
                                           or reader.recognises(content)):
@@ -132,15 +127,6 @@ def options_for(reader: Reader, options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k in reader.options}
 
 
-def _check_one_family(found: list[Parsed], source: str) -> None:
-    families = list(dict.fromkeys(p.reader.family for p in found))
-    if len(families) > 1:
-        first = next(p for p in found if p.reader.family == families[0])
-        second = next(p for p in found if p.reader.family == families[1])
-        raise JaggedInputError(f"{source}: mixes {families[0]} ({first.path.name}) and {families[1]} "
-                               f"({second.path.name}); point jagged at one kind")
-
-
 def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str, Any] | None = None) -> Dataset:
     """Select rows and validate what a reader returned, once, into a :class:`Dataset` (a Dataset passes as it is).
 
@@ -180,7 +166,11 @@ def read_found(found: list[Parsed], *, source: str, options: dict[str, Any], ign
     """Read recognised inputs of one family with the earliest reader present, and validate once."""
     order = {id(reader): i for i, reader in enumerate(READERS)}
     found = sorted(found, key=lambda p: order[id(p.reader)])
-    _check_one_family(found, source)
+    families = list(dict.fromkeys(p.reader.family for p in found))
+    if len(families) > 1:
+        first, second = (next(p for p in found if p.reader.family == f) for f in families[:2])
+        raise JaggedInputError(f"{source}: mixes {families[0]} ({first.path.name}) and {families[1]} "
+                               f"({second.path.name}); point jagged at one kind")
     present = list(dict.fromkeys(p.reader for p in found))
     reader = present[0]
     for other in present[1:]:
