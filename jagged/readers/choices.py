@@ -1,18 +1,13 @@
-"""The optional ``choice``, ``key`` and ``n_options`` columns of item-level tables.
-
-``choice`` is the option the model chose (empty: no answer extracted, the row counts as
-wrong); ``key`` the option scored as correct for that model (it may differ between
-models, an audit finding; empty: no choice information); ``n_options`` how many options
-the item had for that model.
+"""The labels and checks of the optional ``choice``, ``key`` and ``n_options`` columns of item tables.
 
 A label is one token: a letter, an index or a short name, at most :data:`LABEL_MAX`
 characters, without whitespace or the separators ``, ; |``. Letters ``A``–``Z`` stand for
 options 0–25 and non-negative integers for 0-based indices (as lm-eval writes them), so
 with ``n_options`` a choice naming an option the item lacks counts as wrong and is
 counted apart from distractors (a note); a *key* beyond ``n_options`` is an error. Where
-a row has a key, ``correct`` must be 0 or 1 and equal ``choice == key``.
-
-The same rules in SQL serve the out-of-core path.
+a row has a key, ``correct`` must be 0 or 1 and equal ``choice == key``; an empty choice
+is a wrong answer, an empty key no choice information. The same rules in SQL serve the
+out-of-core path.
 """
 
 from __future__ import annotations

@@ -19,15 +19,12 @@ EEE field                  jagged
 ``input.choices``          ``options`` (a bounded JSON list)
 ========================== ==============================================================
 
-``choice`` and ``key`` are given for **multiple-choice** samples (an ``input.choices`` list
-whose reference is an option letter or one option's text), both as option letters, so a
-reference given as text and an answer given as a letter agree.
-
-**Linked aggregate**: the aggregate whose ``detailed_evaluation_results.file_path`` names
-the file, looked for beside it (``<uuid>.json``, or any aggregate there naming it) and in
-a datastore under ``data/*/<model id>/``. Its ``retrieved_timestamp`` dates the run (the
-newest of a model and evaluation wins), its ranges map scores, and its ``checksum`` and
-``total_rows`` are checked (a mismatch is a warning).
+``choice`` and ``key`` (option letters) only for **multiple-choice** samples: an
+``input.choices`` list whose reference is a letter or one option's text. The **linked
+aggregate** (whose ``detailed_evaluation_results.file_path`` names the file; looked for
+beside it and in a datastore under ``data/*/<model id>/``) dates the run (the newest of a
+model and evaluation wins) and maps scores; its ``checksum`` and ``total_rows`` are checked
+(a mismatch is a warning).
 """
 
 from __future__ import annotations

@@ -1,25 +1,22 @@
 """Inspect (UK AISI ``inspect_ai``) evaluation logs: ``.json`` files and ``.eval`` archives.
 
-Both are read without importing ``inspect_ai``. A ``.json`` log is one object with
-``version``, ``status``, ``eval`` (task, model, created ...), ``results`` and ``samples``.
-An ``.eval`` log is a zip archive (members deflate or Zstandard,
-:func:`jagged.readers.files.read_member`) holding ``header.json`` (absent while the run is
-unfinished: ``_journal/start.json`` stands in and the status is ``started``) and one
+Read without ``inspect_ai``. A ``.json`` log is one object with ``version``, ``status``,
+``eval`` (task, model, created ...), ``results`` and ``samples``; an ``.eval`` log is a zip
+archive (:func:`jagged.readers.files.read_member`) holding ``header.json`` (while the run is
+unfinished ``_journal/start.json`` stands in, status ``started``) and one
 ``samples/<id>_epoch_<n>.json`` per sample and epoch.
 
-Each sample is one item: its ``id`` the item, one scorer's value ``correct``, the domain
-the task name or the metadata field named by ``domain_key``. Values map as Inspect's
+Each sample is one item: its ``id`` the item, one scorer's value ``correct``, the task (or
+the metadata field named by ``domain_key``) the domain. Values map as Inspect's
 ``value_to_float``: numbers as they are, ``C``/``I``/``P``/``N`` as 1/0/0.5/0, ``yes``/``true``
-1 and ``no``/``false`` 0; anything else is an error, not a silent 0. Epochs are reduced by
-their mean. A log whose ``status`` is not ``success`` is refused unless
-``allow_incomplete``. Of several logs of one model and task the newest (``eval.created``)
-is used, the others listed as superseded.
+1 and ``no``/``false`` 0; anything else is an error, not a silent 0. Epochs are averaged. A
+log whose ``status`` is not ``success`` is refused unless ``allow_incomplete``; of several
+logs of one model and task the newest (``eval.created``) is used.
 
 Multiple-choice samples (a ``choices`` list) also give ``choice`` (the scorer's
 ``answer``, kept when every epoch chose the same) and ``key`` (the ``target``, letters
-joined with ``", "`` when several are correct). Every item gets its bounded ``text`` (the
-``input`` string, or its user messages' text) and, for multiple choice, ``options``; an
-archive's samples keep only these texts, not their transcripts.
+joined with ``", "``). Items get a bounded ``text`` (the ``input``, or its user messages)
+and ``options``; an archive's samples keep only these texts, not their transcripts.
 """
 
 from __future__ import annotations

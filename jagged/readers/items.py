@@ -18,17 +18,13 @@ options    optional: the options, a JSON list of their texts (option k is
            letter A + k), or any other text as written (``A) … | B) …``)
 ========== ===================================================================
 
-``text`` and ``options`` are one value per item (the first non-empty one), bounded: a text
-over :data:`TEXT_MAX_CHARS` characters is cut and ends in ``…``; a JSON option list keeps
-:data:`MAX_OPTIONS` options of :data:`OPTION_MAX_CHARS` characters at most. They are
-untrusted: stored as given, escaped where shown. ``choice``, ``key`` and ``n_options`` are
-checked by :mod:`jagged.readers.choices` (``correct`` must equal ``choice == key`` where a
-row has a key). Other columns are ignored.
-
+``text`` and ``options`` are one bounded value per item (:func:`cap_text`,
+:func:`options_text`), untrusted: stored as given, escaped where shown. ``choice``, ``key``
+and ``n_options`` are checked by :mod:`jagged.readers.choices`. Other columns are ignored.
 Aggregation: ``score`` = mean of ``correct`` over the items the model has in the domain,
-``n_items`` = their number. Items a model lacks are counted per model (coverage), never
-imputed. A Parquet file of more than :data:`IN_MEMORY_MAX_ROWS` rows is aggregated out of
-core by :mod:`jagged.readers.items_parquet`, from the SQL columns of :func:`parquet_columns`.
+``n_items`` their number; items a model lacks are counted (coverage), never imputed. A
+Parquet file of more than :data:`IN_MEMORY_MAX_ROWS` rows is aggregated out of core by
+:mod:`jagged.readers.items_parquet`, from the SQL columns of :func:`parquet_columns`.
 """
 
 from __future__ import annotations
@@ -51,14 +47,11 @@ from jagged.resources import data_dir
 
 ITEM_COLUMNS: tuple[str, ...] = ("model", "domain", "item", "correct")
 ITEM_ALIASES: dict[str, str] = {"item_id": "item"}
-#: Item-level Parquet files with more rows than this are aggregated out of core (DuckDB)
-#: and their item table is not kept in memory.
+#: Item-level Parquet files with more rows are aggregated out of core, their item table not kept.
 IN_MEMORY_MAX_ROWS: int = 5_000_000
-#: The item-level MMLU-Pro responses behind the bundled per-category scores (choice and key
-#: included; see ``jagged/data/PROVENANCE.md``).
+#: The bundled item-level MMLU-Pro responses, with choice and key (``jagged/data/PROVENANCE.md``).
 BUNDLED_ITEMS_NAME = "mmlu_pro_responses.csv.gz"
-#: MMLU-Pro's question text and options (12,032 items; see ``jagged/data/PROVENANCE.md``), read lazily,
-#: only for the items a report lists (:func:`load_bundled_item_text`).
+#: MMLU-Pro's question texts and options, read only for the items a report lists.
 BUNDLED_TEXT_NAME = "mmlu_pro_item_text.csv.gz"
 #: The optional text columns of an item table (one value per item).
 TEXT_COLUMNS: tuple[str, ...] = ("text", "options")

@@ -31,9 +31,7 @@ from typing import IO, Any
 
 from jagged.errors import JaggedInputError
 
-#: Default cap in bytes.
 DEFAULT_MAX_INPUT_BYTES: int = 2 * 1024 ** 3
-#: Environment variable that raises or lowers the cap.
 ENV_VAR = "JAGGED_MAX_INPUT_BYTES"
 #: Decompressed data kept while streaming; beyond it data are counted, dropped and re-read.
 KEEP_BYTES: int = 128 * 1024 ** 2

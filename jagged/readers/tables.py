@@ -1,17 +1,14 @@
 """CSV and Parquet tables: long, wide and item-level layouts, told apart by their columns.
 
 * item-level: ``model, domain, item`` (or ``item_id``), ``correct`` (:mod:`jagged.readers.items`;
-  a Parquet file of more than :data:`jagged.readers.items.IN_MEMORY_MAX_ROWS` rows, counted
-  while decoding, is aggregated out of core by :mod:`jagged.readers.items_parquet`);
+  a large Parquet file, rows counted while decoding, is aggregated out of core);
 * long: ``model, domain, score`` (+ optional ``n_items``, ``category``);
 * wide: ``model`` plus one numeric column per domain.
 
-**Row selection** (:func:`select_rows`: ``where``, ``models``, ``domains``) is applied to the
-table as read, before validation, so rows of other releases never reach the duplicate
-check. ``where`` keeps rows whose column equals the value (as stripped text; all
-conditions must hold); in a wide table ``domains`` picks columns and the ``where``
-columns are dropped before the melt. An unknown column, model, domain or value is an
-error naming it and what the table holds.
+**Row selection** (:func:`select_rows`) is applied to the table as read, before validation,
+so rows of other releases never reach the duplicate check. ``where`` keeps rows whose
+column equals the value (as stripped text, all conditions holding); in a wide table
+``domains`` picks columns and the ``where`` columns are dropped before the melt.
 """
 
 from __future__ import annotations
