@@ -249,11 +249,7 @@ def _deduplicate(table: pd.DataFrame, source: str, line_offset: int | None,
 
 def wide_to_long(frame: pd.DataFrame, source: str = "<table>", *, score_scale: str = "fraction",
                  line_offset: int | None = 2) -> pd.DataFrame:
-    """Turn a wide table (``model`` plus one numeric column per domain) into a long one.
-
-    An empty cell means the model lacks that domain. Each column is converted to fractions
-    here, so messages name the domain column.
-    """
+    """A wide table (``model`` plus a score column per domain) as a long one; an empty cell: no score."""
     if "model" not in frame.columns:
         raise JaggedInputError(
             f"{source}: no 'model' column; expected long (model, domain, score) or wide "
@@ -308,11 +304,7 @@ def _whole(value: Any) -> float | None:
 
 
 def item_counts(value: Any) -> ItemCounts:
-    """The ``n_items`` option: a positive whole number, or a ``domain,n_items`` CSV (read within the input cap).
-
-    A file lacking a column, with an empty, non-whole or non-positive count, or giving one
-    domain two counts is refused.
-    """
+    """The ``n_items`` option: a positive whole number, or a ``domain,n_items`` CSV of one such count per domain."""
     numeric = isinstance(value, str) and _NUMBER.fullmatch(value.strip()) is not None
     if not isinstance(value, (str, Path)) or numeric:
         number = None if isinstance(value, bool) else _whole(value)

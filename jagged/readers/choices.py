@@ -53,11 +53,7 @@ def _labels(raw: pd.Series) -> np.ndarray:
 
 
 def normalise_labels(raw: pd.Series, column: str, source: str, line_offset: int | None) -> np.ndarray:
-    """An option-label column (``"choice"`` or ``"key"``) as an object array of strings, None where empty.
-
-    A malformed label (whitespace or a separator inside, longer than :data:`LABEL_MAX`, or
-    true/false) is an error naming the value and the line.
-    """
+    """An option-label column (``"choice"`` or ``"key"``) as strings, None where empty; malformed labels refused."""
     try:
         labels = _labels(raw)
     except JaggedInputError:
@@ -114,11 +110,7 @@ def normalise_n_options(raw: pd.Series, source: str, line_offset: int | None) ->
 
 
 def check_answers(table: pd.DataFrame, source: str, line_offset: int | None) -> None:
-    """Check ``choice``/``key`` against ``correct`` and ``n_options`` (see the module docstring).
-
-    The first keyed row with partial credit, a key beyond ``n_options``, or ``correct`` not
-    equal to ``choice == key`` is an error naming its model, item and line.
-    """
+    """Check ``choice``/``key`` against ``correct`` and ``n_options``; the first bad row is named with its line."""
     if "key" not in table.columns:
         return
     key = table["key"].to_numpy(dtype=object)

@@ -761,10 +761,7 @@ def select_collection(files: list[AggregateFile], collection: str | None, source
 
 
 def select_benchmark(files: list[AggregateFile], where: Any, source: str) -> list[AggregateFile]:
-    """The files of the benchmark chosen (``--where dataset=NAME``) or of the only one.
-
-    Files naming no benchmark join the one named benchmark when there is one.
-    """
+    """The files of the benchmark chosen (``--where dataset=NAME``) or of the only one, which files naming none join."""
     wanted = [value for column, value in parse_where(where) if column == "dataset"]
     named: dict[str, list[AggregateFile]] = {}
     for file in files:

@@ -339,10 +339,7 @@ def _categories(items: pd.DataFrame, files: list[SamplesFile], domain_key: str |
 
 def read_samples(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
                  domain_key: str | None = None, **_: Any) -> ItemRead:
-    """Read EEE instance-level files into an item-level table (loader options: :mod:`jagged.options`).
-
-    ``metric`` names the ``evaluation_result_id`` to read where an evaluation has samples of several results.
-    """
+    """Read EEE instance-level files into an item table; ``metric`` picks an ``evaluation_result_id``."""
     files = [_one_result(f, metric) for p in parsed
              for f in read_file(p.path, records(p.content), model_name=model_name)]
     winners, replaced = newest((((f.model, f.evaluation), f) for f in files), rank=lambda f: (f.stamp, str(f.path)))

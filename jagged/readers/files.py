@@ -56,11 +56,7 @@ def sniff(path: Path) -> str:
 
 
 def head(path: Path, root: Path | None = None) -> Head:
-    """A file as the registry first sees it: its kind by first bytes and, for JSON, the parsed document.
-
-    Inside a folder (``root`` given) a file is a zip archive (``PK``) or JSON. An empty file or
-    invalid JSON is a :class:`JaggedInputError`.
-    """
+    """A file's kind by first bytes (inside a folder: zip or JSON) and, for JSON, the parsed document."""
     if root is None:
         kind = sniff(path)
     else:

@@ -241,10 +241,7 @@ def item_texts(items: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_bundled_item_text(item_ids: Any = None) -> pd.DataFrame:
-    """MMLU-Pro's question text and options for ``item_ids`` (default: all), bounded as :func:`validate_items` does.
-
-    Index ``item``; ``text`` and ``options`` (a JSON list). Items without text are absent.
-    """
+    """MMLU-Pro's bounded question ``text`` and ``options`` (index ``item``) for ``item_ids`` (default: all)."""
     table = pd.read_csv(data_dir() / BUNDLED_TEXT_NAME, usecols=["item_id", "question", "options"])
     ids = table["item_id"].astype(str)
     if item_ids is not None:

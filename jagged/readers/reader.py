@@ -151,10 +151,7 @@ class Replaced(Generic[T]):
 
 def newest(candidates: Iterable[tuple[Hashable, T]], rank: Callable[[T], tuple[Any, ...]]
            ) -> tuple[dict[Hashable, T], list[Replaced[T]]]:
-    """Keep the candidate of largest ``rank`` (a tuple, timestamp first) for every key.
-
-    Returns the winners by key (in order of first appearance) and every loser (by key,
-    oldest first).
+    """Per key, the candidate of largest ``rank`` (timestamp first), in first-seen order; and the losers, oldest first.
     """
     winners: dict[Hashable, T] = {}
     losers: dict[Hashable, list[T]] = {}
@@ -213,11 +210,7 @@ def metadata_value(record: dict[str, Any], key: str) -> Any:
 
 
 def metadata_domain(record: dict[str, Any], key: str, where: str, available: list[str]) -> str:
-    """The domain (stripped) named by metadata field ``key`` of one record (``where`` names it in messages).
-
-    An absent key (``available`` is listed) or an empty, missing or non-scalar value is a
-    :class:`JaggedInputError`.
-    """
+    """The domain (stripped) named by metadata field ``key`` of one record; ``where`` names the record in errors."""
     try:
         value = metadata_value(record, key)
     except KeyError:

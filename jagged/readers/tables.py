@@ -121,10 +121,7 @@ def _is_wide(columns: set[str]) -> bool:
 def from_frame(frame: pd.DataFrame, *, source: str, paths: list[Path], score_scale: str = "fraction",
                line_offset: int | None = 2, where: Any = (), models: Any = (),
                domains: Any = ()) -> ScoreRead | ItemRead:
-    """Tell the table layout by its columns; the rows as read (selected), for the registry to validate.
-
-    ``line_offset`` is added to row labels to give file lines (2 for CSV, None otherwise).
-    """
+    """Tell the layout by the columns; the selected rows as read (``line_offset``: 2 for CSV), for the registry."""
     columns = set(frame.columns)
     if _is_wide(columns) and "model" in columns and ("domain" in columns or "score" in columns):
         missing = "score" if "domain" in columns else "domain"
