@@ -70,8 +70,11 @@ def load(path: str | Path | pd.DataFrame | None = None, *, score_scale: str = "f
         dataset.selection = selection(options)
         return dataset
     path = BUNDLED_SCORES if path is None else Path(path)
-    with limits.input_cap(max_input_bytes):  # None: the cap in force stays
+    if max_input_bytes is None:  # the cap in force stays
         dataset = _load(path, score_scale=score_scale, **options)
+    else:
+        with limits.input_cap(max_input_bytes):
+            dataset = _load(path, score_scale=score_scale, **options)
     dataset.selection = selection(options)
     return dataset
 
