@@ -292,7 +292,7 @@ def validate(scores: str, **kwargs: Any) -> None:
 
     check_inputs(scores, kwargs)
     if not kwargs.get("collection"):
-        from jagged.readers.eee_collection import datastore_collections
+        from jagged.readers.eee import datastore_collections
         from jagged.views.summary import collections_text
 
         found = datastore_collections(Path(scores))

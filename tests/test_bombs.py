@@ -136,8 +136,8 @@ def test_archive_budget_refuses_before_decompressing(tmp_path):
     data = b"x" * (3 * MIB)
     path = tmp_path / "raw.zip"
     path.write_bytes(zip_archive([zstd_member("m", data)]))
+    from jagged.readers.files import read_member
     from jagged.readers.limits import Budget
-    from jagged.readers.ziparchive import read_member
 
     with zipfile.ZipFile(path) as archive:
         budget = Budget("raw.zip", cap=4 * MIB)
@@ -451,7 +451,7 @@ def test_huge_array_is_charged_for_its_values(tmp_path, monkeypatch):
 
 
 def test_deep_json_string_inside_an_eee_file_is_ignored_like_other_bad_details(tmp_path):
-    from jagged.readers.eee_results import detail_dict as _detail_dict
+    from jagged.readers.eee import detail_dict as _detail_dict
 
     assert _detail_dict('{"a": ' * 100_000 + "1" + "}" * 100_000) is None
     assert _detail_dict('{"n": ' + "1" * 5000 + "}") is None

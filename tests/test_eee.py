@@ -21,9 +21,8 @@ from conftest import TEST_DATA
 import jagged
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.eee_samples import read_samples
-from jagged.readers.reader import Head
+from jagged.readers.reader import Head, newest
 from jagged.readers.registry import parse
-from jagged.readers.supersede import newest
 
 EEE = TEST_DATA / "eee"
 HELM_MMLU = EEE / "data" / "helm_mmlu"

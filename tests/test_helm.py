@@ -13,7 +13,7 @@ from conftest import TEST_DATA
 
 import jagged
 from jagged.errors import JaggedInputError
-from jagged.readers.helm import parse_run_name, read_runs, run_folders
+from jagged.readers.helm import parse_run_name, read_runs
 
 RUNS = TEST_DATA / "helm_runs"
 MMLU = RUNS / "mmlu-subject=philosophy,method=multiple_choice_joint,model=openai_gpt2"
@@ -150,8 +150,9 @@ def test_run_names(name, scenario, args):
 
 
 def test_run_folders_are_found_below_a_suite():
-    assert [p.name for p in run_folders(RUNS)] == sorted(p.name for p in (MMLU, HELLASWAG, NARRATIVE))
-    assert run_folders(MMLU) == [MMLU]
+    found = jagged.load(RUNS).paths  # a suite: every run folder below it
+    assert sorted(p.parent.name for p in found) == sorted(p.name for p in (MMLU, HELLASWAG, NARRATIVE))
+    assert jagged.load(MMLU).paths == [MMLU / "per_instance_stats.json"]
 
 
 # --- damaged run folders: a Dataset or one line of error ------------------------------------------

@@ -32,7 +32,7 @@ def _parsed(path):
 
 
 def independent_leaves(doc: dict, task: str) -> dict[str, list[str]]:
-    """Leaf -> group path, by walking group_subtasks (written separately from jagged.readers.lmeval_results)."""
+    """Leaf -> group path, by walking group_subtasks (written separately from jagged.readers.lmeval)."""
     subtasks = doc["group_subtasks"]
     out: dict[str, list[str]] = {}
     stack = [(task, [task])]
@@ -225,7 +225,7 @@ def test_mmlu_pro_samples_aggregate_to_the_results_score(shared_data):
     expected = results["results"]["leaderboard_mmlu_pro"]["exact_match,get-answer"]
     records = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
     # the item-level table, checked independently of the aggregation
-    from jagged.readers.lmeval_samples import read_samples
+    from jagged.readers.lmeval import read_samples
 
     read = read_samples([_parsed(samples)], source=samples.name)
     assert list(read.items["correct"]) == [r["exact_match"] for r in records]
@@ -499,7 +499,7 @@ def test_samples_folder_with_results_beside_them(tmp_path):
     for path in run.glob("samples_*.jsonl"):
         (only / path.name).write_text(path.read_text())
     write_json(only / f"results_{stamp}.json", doc)
-    from jagged.readers.lmeval_samples import read_samples
+    from jagged.readers.lmeval import read_samples
 
     read = read_samples([_parsed(p) for p in sorted(only.glob("samples_*.jsonl"))], source="x")
     assert len(read.items) == 10
@@ -530,7 +530,7 @@ def test_samples_with_filters_and_non_item_metrics(tmp_path):
     path = tmp_path / "samples_gsm8k_2025-01-01T00-00-00.000001.jsonl"
     path.write_text(samples_lines(records))
     assert_bad_input("metrics", path, "--model-name", "m", fragments=("several filters", "strict-match"))
-    from jagged.readers.lmeval_samples import read_samples
+    from jagged.readers.lmeval import read_samples
 
     read = read_samples([_parsed(path)], source=path.name, model_name="m", metric="exact_match,flexible-extract")
     assert list(read.items["correct"]) == [1.0, 1.0, 0.0]
@@ -690,7 +690,7 @@ def test_samples_without_choice_information_keep_correctness_only(shared_data, t
 
 
 def test_acc_norm_divides_by_the_choice_lengths():
-    from jagged.readers.choices import lmeval_choices
+    from jagged.readers.lmeval import lmeval_choices
 
     record = {"filtered_resps": [["-3.0", "False"], ["-4.0", "False"]], "target": "1", "acc_norm": 1.0,
               "arguments": {"gen_args_0": {"arg_0": "q", "arg_1": " no"},
@@ -751,7 +751,7 @@ def test_samples_text_from_other_doc_shapes(shared_data):
 
 
 def test_samples_options_from_the_loglikelihood_requests_when_the_doc_has_none(tmp_path):
-    from jagged.readers.lmeval_samples import doc_text
+    from jagged.readers.lmeval import doc_text
 
     record = {"doc_id": 0, "doc": {"stem": "no known key"},
               "arguments": {"gen_args_0": {"arg_0": "Q: 2+2?\nA:", "arg_1": " 4"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jagged.errors import JaggedInputError
-from jagged.readers.metadata import metadata_domain, metadata_keys, metadata_value
+from jagged.readers.reader import metadata_domain, metadata_keys, metadata_value
 
 RECORDS = [{"metadata": {"subject": " law ", "meta": {"area": "stem"}, "a.b": "literal"}},
            {"metadata": {"level": 3}}, {"no": "metadata"}]

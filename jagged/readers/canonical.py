@@ -1,6 +1,6 @@
 """The canonical per-domain score table and its validation.
 
-Every input format converges to this one tidy table before anything else looks at it:
+Every input format converges to this one table:
 
 ========== ========== =====================================================
 column     dtype      meaning
@@ -12,14 +12,9 @@ n_items    float64    items behind the score; NaN when unknown
 category   category   coarser group of the domain; NaN when unknown
 ========== ========== =====================================================
 
-Names are pandas Categoricals: a large table (10,000 models x 1,000 domains) is hashed
-once, in validation, and every metric then works on the integer codes. Compare them
-with strings as usual (``scores["model"] == "x"``); ``groupby`` uses
-``observed=True`` by default in pandas 3. Categories are sorted.
-
+Names are sorted pandas Categoricals, hashed once here; metrics work on the codes.
 Validation happens once, in :func:`validate_scores`, and raises
-:class:`~jagged.errors.JaggedInputError` whose message names the source, the column and
-the value at fault.
+:class:`~jagged.errors.JaggedInputError` naming the source, the column and the value.
 """
 
 from __future__ import annotations
@@ -34,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.readers.files import read_csv
 from jagged.text import listing, plural
 
 CANONICAL_COLUMNS: tuple[str, ...] = ("model", "domain", "score", "n_items", "category")
@@ -56,11 +52,7 @@ def cell_repr(value: object, width: int = 60) -> str:
 
 
 def name_categories(raw: pd.Series, column: str, source: str, line_offset: int | None) -> pd.Categorical:
-    """Return a name column as a sorted Categorical of stripped strings.
-
-    Works on the distinct values only (factorize once), so it stays fast on tables with
-    millions of rows. Empty or missing names are an error naming the line.
-    """
+    """A name column as a sorted Categorical of stripped strings (distinct values only); empty names are an error."""
     codes, uniques = pd.factorize(raw, use_na_sentinel=True)
     names = pd.Index(uniques).astype("string").str.strip()
     empty_unique = np.asarray((names == "").fillna(True), dtype=bool)
@@ -76,11 +68,9 @@ def name_categories(raw: pd.Series, column: str, source: str, line_offset: int |
 
 
 def check_percent_scale(largest: float, source: str) -> None:
-    """Refuse ``--score-scale percent`` for scores that are all at most 1: fractions, not percentages.
+    """Refuse ``--score-scale percent`` when every score as read is at most 1: they are fractions.
 
-    ``largest`` is the largest score as read (before dividing by 100). Every score at most 1
-    % would be a table of near-total failures; a table of fractions read as percentages
-    gives scores near 0.007 and silently wrong numbers (issue 29).
+    Read as percentages they would give scores near 0.007 and silently wrong numbers.
     """
     if largest <= 1.0:
         raise JaggedInputError(f"{source}: every score is at most 1 (the largest is {largest:g}), so the scores are "
@@ -91,33 +81,14 @@ def to_fraction(raw: pd.Series, column: str, source: str, *, score_scale: str = 
                 line_offset: int | None = 2, whole: bool = True) -> pd.Series:
     """Convert a score column to float fractions in [0, 1], or raise a one-line error.
 
-    Parameters
-    ----------
-    raw : pandas.Series
-        The column as read.
-    column : str
-        Its name, for messages.
-    source : str
-        The file (or table) name, for messages.
-    score_scale : {"fraction", "percent"}
-        ``"percent"`` divides by 100 before the range check.
-    line_offset : int or None
-        Added to an integer row label to give the file line (2 for a CSV with a header).
-    whole : bool
-        The column holds every score of the table, so ``"percent"`` with every value at
-        most 1 is refused (:func:`check_percent_scale`); False for one column of a wide
-        table, which the caller checks as a whole.
-
-    Returns
-    -------
-    pandas.Series
-        float64 scores in [0, 1].
+    ``"percent"`` divides by 100 before the range check. ``line_offset`` turns an integer row
+    label into a file line. With ``whole`` the column holds every score of the table, so
+    ``"percent"`` with every value at most 1 is refused (:func:`check_percent_scale`); False
+    for one column of a wide table, checked as a whole by the caller.
     """
     if score_scale not in SCORE_SCALES:
         raise JaggedInputError(f"score scale must be one of {', '.join(SCORE_SCALES)}, not {score_scale!r}")
-    if pd.api.types.is_bool_dtype(raw.dtype):
-        values = raw.astype("float64")
-    elif pd.api.types.is_numeric_dtype(raw.dtype):
+    if pd.api.types.is_numeric_dtype(raw.dtype):  # booleans too
         values = raw.astype("float64")
     else:
         values = pd.to_numeric(raw, errors="coerce").astype("float64")
@@ -183,10 +154,8 @@ _COLUMN_NAME = re.compile(r"^[\w][\w .()%#+-]{0,63}$")
 def found_columns(frame: pd.DataFrame) -> str:
     """``found: a, b, c`` for a message, only when the header looks like a table's.
 
-    A file that is no table (``/etc/shadow`` given as scores) has its first line read as
-    the header; echoing it would print the file's content. Names are shown only when the
-    header has at least two columns and each is a short plain name; otherwise only how
-    many columns there were.
+    A file that is no table (``/etc/shadow`` given as scores) would have its first line
+    echoed; names are shown only for two or more short plain names, else only their count.
     """
     names = [str(c) for c in frame.columns]
     if len(names) >= 2 and all(_COLUMN_NAME.match(n) for n in names):
@@ -196,32 +165,12 @@ def found_columns(frame: pd.DataFrame) -> str:
 
 def validate_scores(frame: pd.DataFrame, source: str = "<table>", *, score_scale: str = "fraction",
                     line_offset: int | None = 2) -> pd.DataFrame:
-    """Check a long per-domain table and return it in canonical form.
+    """Check a long table (``model``, ``domain``, ``score``, optional ``n_items``, ``category``) into canonical form.
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        Long table with columns ``model``, ``domain``, ``score`` and optionally
-        ``n_items`` and ``category``; other columns are ignored.
-    source : str
-        Name used in error messages (normally the file name).
-    score_scale : {"fraction", "percent"}
-        Scale of ``score``; percentages are divided by 100.
-    line_offset : int or None
-        Added to integer row labels to report file lines.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The canonical table (see module docstring). Exact duplicate (model, domain) rows
-        are collapsed to one.
-
-    Raises
-    ------
-    JaggedInputError
-        Empty table; missing column; empty model or domain name; non-numeric, NaN,
-        infinite or out-of-range score; invalid ``n_items``; a (model, domain) pair given
-        twice with different scores.
+    Other columns are ignored; exact duplicate (model, domain) rows are collapsed. Refused
+    with a one-line error: an empty table, a missing column, an empty name, a non-numeric,
+    NaN, infinite or out-of-range score, an invalid ``n_items``, a (model, domain) pair given
+    twice with different scores (naming a column that tells them apart).
     """
     if len(frame.columns) == 0:
         raise JaggedInputError(f"{source}: the table has no columns")
@@ -263,8 +212,7 @@ def _telling_apart(raw: pd.DataFrame | None, rows: pd.Index) -> str:
 
 def _deduplicate(table: pd.DataFrame, source: str, line_offset: int | None,
                  raw: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Collapse exact duplicate (model, domain) rows; conflicting ones are an error (naming the column of
-    ``raw``, the table as read, that tells them apart)."""
+    """Collapse exact duplicate (model, domain) rows; conflicting ones are an error."""
     n_domains = len(table["domain"].cat.categories)
     cells = len(table["model"].cat.categories) * n_domains
     key = table["model"].cat.codes.to_numpy().astype(np.int32 if cells < 2**31 else np.int64)
@@ -301,30 +249,7 @@ def _deduplicate(table: pd.DataFrame, source: str, line_offset: int | None,
 
 def wide_to_long(frame: pd.DataFrame, source: str = "<table>", *, score_scale: str = "fraction",
                  line_offset: int | None = 2) -> pd.DataFrame:
-    """Turn a wide table (``model`` plus one numeric column per domain) into a long one.
-
-    Empty cells mean the model has no score for that domain; they are dropped, which
-    makes that model incomplete. Values are left as read; :func:`validate_scores`
-    checks them.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        Wide table with a ``model`` column.
-    source : str
-        Name used in error messages.
-    score_scale : {"fraction", "percent"}
-        Scale of the score cells; each column is checked and converted here so that
-        messages name the domain column.
-    line_offset : int or None
-        Added to row labels to give file lines in messages.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Long table with ``model``, ``domain`` and ``score`` as fractions, the source row
-        label in the index.
-    """
+    """A wide table (``model`` plus a score column per domain) as a long one; an empty cell: no score."""
     if "model" not in frame.columns:
         raise JaggedInputError(
             f"{source}: no 'model' column; expected long (model, domain, score) or wide "
@@ -359,17 +284,7 @@ def wide_to_long(frame: pd.DataFrame, source: str = "<table>", *, score_scale: s
 
 @dataclass(frozen=True)
 class ItemCounts:
-    """Item counts given for a table without them (the ``n_items`` loader option).
-
-    Attributes
-    ----------
-    every : float or None
-        One count for every domain.
-    by_domain : dict
-        Domain to count, from a ``domain,n_items`` file.
-    source : str
-        Where they came from (the file name, or the number).
-    """
+    """Item counts given for a table without them (``--n-items``): one for ``every`` domain, or ``by_domain``."""
 
     every: float | None = None
     by_domain: dict[str, float] = field(default_factory=dict)
@@ -389,20 +304,7 @@ def _whole(value: Any) -> float | None:
 
 
 def item_counts(value: Any) -> ItemCounts:
-    """The ``n_items`` option: a positive whole number, or a ``domain,n_items`` CSV (read within the input cap).
-
-    Parameters
-    ----------
-    value : int, str or os.PathLike
-        A number (``120``, ``"120"``) or the path of a CSV with columns ``domain`` and
-        ``n_items`` (other columns ignored).
-
-    Raises
-    ------
-    JaggedInputError
-        Neither a positive whole number nor a readable file; the file lacks a column,
-        has an empty, non-whole or non-positive count, or gives one domain two counts.
-    """
+    """The ``n_items`` option: a positive whole number, or a ``domain,n_items`` CSV of one such count per domain."""
     numeric = isinstance(value, str) and _NUMBER.fullmatch(value.strip()) is not None
     if not isinstance(value, (str, Path)) or numeric:
         number = None if isinstance(value, bool) else _whole(value)
@@ -412,8 +314,6 @@ def item_counts(value: Any) -> ItemCounts:
     path = Path(value)
     if not os.path.isfile(path):  # os.path: a name too long for the file system is no file either
         raise JaggedInputError(f"--n-items {str(value)[:60]!r}: neither a positive whole number nor a file")
-    from jagged.readers.files import read_csv
-
     frame = read_csv(path)
     missing = [c for c in ("domain", "n_items") if c not in frame.columns]
     if missing:
@@ -434,13 +334,8 @@ def item_counts(value: Any) -> ItemCounts:
 def with_item_counts(scores: pd.DataFrame, counts: ItemCounts, source: str) -> pd.DataFrame:
     """A canonical table with ``n_items`` from the ``n_items`` option.
 
-    Policy: a table that has item counts of its own keeps them and the option is refused
-    (one or the other, never a mix); a domain the counts file lacks is an error naming it.
-
-    Raises
-    ------
-    JaggedInputError
-        The table has ``n_items`` already, or the file lacks some of its domains.
+    Policy: a table with item counts of its own refuses the option (one or the other, never
+    a mix); a domain the counts file lacks is an error naming it.
     """
     if scores["n_items"].notna().any():
         raise JaggedInputError(f"{source}: the table has item counts (n_items) of its own; --n-items is for tables "
@@ -457,20 +352,11 @@ def with_item_counts(scores: pd.DataFrame, counts: ItemCounts, source: str) -> p
 
 
 def summarize(table: pd.DataFrame) -> dict[str, object]:
-    """Counts that describe a canonical table (used by ``jagged validate`` and reports).
+    """Counts that describe a canonical table (``jagged validate`` and reports).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Canonical table.
-
-    Returns
-    -------
-    dict
-        ``rows``, ``models``, ``domains``, ``complete_models``, ``incomplete`` (model
-        names), ``score_min``, ``score_max``, ``has_n_items`` (every score has a count),
-        ``n_items_known`` (how many scores have one), ``without_n_items`` (models with a
-        score lacking a count, when some scores have one), ``categories``.
+    Returns ``rows``, ``models``, ``domains``, ``complete_models``, ``incomplete`` (names),
+    ``score_min``, ``score_max``, ``has_n_items`` (every score has a count), ``n_items_known``,
+    ``without_n_items`` (models lacking a count when some scores have one), ``categories``.
     """
     n_domains = table["domain"].nunique()
     per_model = table.groupby("model", sort=True, observed=True)["domain"].nunique()

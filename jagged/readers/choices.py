@@ -1,36 +1,18 @@
-"""The optional ``choice``, ``key`` and ``n_options`` columns of item-level tables.
+"""The labels and checks of the optional ``choice``, ``key`` and ``n_options`` columns of item tables.
 
-========== ===================================================================
-column     meaning
-========== ===================================================================
-choice     the option the model chose: a label such as ``B`` or ``2``; empty
-           when no answer was extracted (the row then counts as wrong)
-key        the option scored as correct for that model; it may differ
-           between models for the same item (an audit finding, not an error);
-           an empty key means the row carries no choice information
-n_options  how many options the item had for that model (optional)
-========== ===================================================================
-
-A label is one token: a letter, an index or a short name, at most
-:data:`LABEL_MAX` characters, without whitespace or the separators ``, ; |``
-(several answers in one cell are refused). Letters ``A``–``Z`` stand for options
-0–25 and non-negative integers for 0-based option indices (as lm-eval writes them),
-so with ``n_options`` a choice can be recognised as naming an option the item does
-not have: such a row counts as wrong and the audit counts it separately, not as a
-distractor (a note, not an error). A *key* beyond ``n_options`` is an error.
-
-Where a row has a key, ``correct`` must be 0 or 1 and equal ``choice == key``; the
-first row that disagrees is reported with its model, item and line.
-
-This module also derives choice and key from lm-evaluation-harness samples of
-multiple-choice tasks (:func:`lmeval_choices`).
+A label is one token: a letter, an index or a short name, at most :data:`LABEL_MAX`
+characters, without whitespace or the separators ``, ; |``. Letters ``A``–``Z`` stand for
+options 0–25 and non-negative integers for 0-based indices (as lm-eval writes them), so
+with ``n_options`` a choice naming an option the item lacks counts as wrong and is
+counted apart from distractors (a note); a *key* beyond ``n_options`` is an error. Where
+a row has a key, ``correct`` must be 0 or 1 and equal ``choice == key``; an empty choice
+is a wrong answer, an empty key no choice information. The same rules in SQL serve the
+out-of-core path.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -71,25 +53,7 @@ def _labels(raw: pd.Series) -> np.ndarray:
 
 
 def normalise_labels(raw: pd.Series, column: str, source: str, line_offset: int | None) -> np.ndarray:
-    """An option-label column as an object array of strings, None where empty.
-
-    Parameters
-    ----------
-    raw : pandas.Series
-        The column as read.
-    column : str
-        ``"choice"`` or ``"key"``, for messages.
-    source : str
-        File name, for messages.
-    line_offset : int or None
-        Added to integer row labels to give file lines.
-
-    Raises
-    ------
-    JaggedInputError
-        A malformed label (whitespace or a separator inside, longer than
-        :data:`LABEL_MAX`, or a true/false value), naming the value and the line.
-    """
+    """An option-label column (``"choice"`` or ``"key"``) as strings, None where empty; malformed labels refused."""
     try:
         labels = _labels(raw)
     except JaggedInputError:
@@ -146,24 +110,7 @@ def normalise_n_options(raw: pd.Series, source: str, line_offset: int | None) ->
 
 
 def check_answers(table: pd.DataFrame, source: str, line_offset: int | None) -> None:
-    """Check ``choice``/``key`` against ``correct`` and ``n_options`` (see the module docstring).
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Item table with ``model``, ``item``, ``correct`` and any of ``choice``, ``key``,
-        ``n_options`` (labels already normalised), indexed by the input's row labels.
-    source : str
-        File name, for messages.
-    line_offset : int or None
-        Added to integer row labels to give file lines.
-
-    Raises
-    ------
-    JaggedInputError
-        A keyed row with partial credit, a key beyond ``n_options``, or ``correct`` not
-        equal to ``choice == key``: the first such row, with its model, item and line.
-    """
+    """Check ``choice``/``key`` against ``correct`` and ``n_options``; the first bad row is named with its line."""
     if "key" not in table.columns:
         return
     key = table["key"].to_numpy(dtype=object)
@@ -225,128 +172,8 @@ def answers_summary(table: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-# --- lm-evaluation-harness samples of multiple-choice tasks ----------------------------
-
-def _loglikelihoods(resps: Any) -> list[float] | None:
-    """Per-choice loglikelihoods from ``filtered_resps`` (``[[ll, is_greedy], ...]``, numbers or strings)."""
-    if not isinstance(resps, list) or len(resps) < 2:
-        return None
-    out = []
-    for entry in resps:
-        if isinstance(entry, list) and len(entry) == 1 and isinstance(entry[0], list):
-            entry = entry[0]
-        if not isinstance(entry, list) or len(entry) != 2:
-            return None
-        try:
-            value = float(entry[0])
-        except (TypeError, ValueError):
-            return None
-        if math.isnan(value):
-            return None
-        out.append(value)
-    return out
-
-
-def _continuations(arguments: Any, n: int) -> list[str] | None:
-    """The choice texts of a multiple-choice request (``arguments.gen_args_k.arg_1``)."""
-    if isinstance(arguments, dict):
-        texts = []
-        for k in range(n):
-            request = arguments.get(f"gen_args_{k}")
-            if not isinstance(request, dict) or not isinstance(request.get("arg_1"), str):
-                return None
-            texts.append(request["arg_1"])
-        return texts
-    return None
-
-
-def _target_index(target: Any, texts: list[str] | None, n: int) -> int | None:
-    """The key as a 0-based index: an integer target in range, or the one choice text equal to it."""
-    if isinstance(target, bool):
-        return None
-    if isinstance(target, (int, float)) and float(target).is_integer() and 0 <= int(target) < n:
-        return int(target)
-    if isinstance(target, str):
-        stripped = target.strip()
-        if _INDEX.match(stripped) and int(stripped) < n:
-            return int(stripped)
-        if texts is not None:
-            hits = [k for k, t in enumerate(texts) if t.strip() == stripped]
-            if len(hits) == 1:
-                return hits[0]
-    return None
-
-
-def lmeval_choices(records: Sequence[dict[str, Any]], metric: str) -> tuple[dict[str, list[Any]] | None, str]:
-    """Choice, key and option count of lm-eval multiple-choice samples, where they can be derived.
-
-    Parameters
-    ----------
-    records : sequence of dict
-        One samples file's records, in the order of its item table.
-    metric : str
-        The metric field used as ``correct`` (``acc`` or ``acc_norm``).
-
-    Returns
-    -------
-    columns : dict or None
-        ``choice``, ``key`` (0-based option indices as strings) and ``n_options`` per
-        record; None when the file is no multiple-choice task or the derived answers
-        do not reproduce the metric.
-    reason : str
-        Empty when derived, else why not (for the dataset's details).
-
-    Notes
-    -----
-    lm-eval scores a multiple-choice item by the argmax of the per-choice
-    loglikelihoods in ``filtered_resps`` (``acc``), or of the loglikelihoods divided by
-    the choice texts' lengths in characters (``acc_norm``); ``numpy.argmax`` takes the
-    first of tied maxima, and so does this. The key is ``target``: an option index, or
-    the text of exactly one choice. The derivation is used only when it reproduces the
-    metric for every record (choice == key exactly where the metric is 1); otherwise
-    the file keeps correctness only.
-    """
-    if metric not in ("acc", "acc_norm"):
-        return None, f"metric {metric!r} is not a multiple-choice accuracy"
-    choice, key, n_options = [], [], []
-    for record in records:
-        lls = _loglikelihoods(record.get("filtered_resps"))
-        if lls is None:
-            return None, "samples carry no per-choice loglikelihoods"
-        texts = _continuations(record.get("arguments"), len(lls))
-        if metric == "acc_norm":
-            if texts is None:
-                return None, "acc_norm needs the choice texts, which the samples lack"
-            lls = [ll / max(len(t), 1) for ll, t in zip(lls, texts)]
-        target = _target_index(record.get("target"), texts, len(lls))
-        if target is None:
-            return None, "target is not one of the choices"
-        chosen = int(np.argmax(lls))
-        value = record.get(metric)
-        try:
-            scored = float(value)
-        except (TypeError, ValueError):
-            return None, f"metric {metric!r} is not a number"
-        if scored not in (0.0, 1.0) or (scored == 1.0) != (chosen == target):
-            return None, f"argmax of the loglikelihoods does not reproduce {metric!r}"
-        choice.append(str(chosen))
-        key.append(str(target))
-        n_options.append(len(lls))
-    return {"choice": choice, "key": key, "n_options": n_options}, ""
-
-
-# --- the same rules in SQL, for the out-of-core path ------------------------------------
-
 def sql_label(column: str, kind: str) -> str:
-    """SQL for a label column as :func:`normalise_labels` reads it (NULL where empty).
-
-    Parameters
-    ----------
-    column : str
-        The quoted column name.
-    kind : {"text", "integer", "float"}
-        The column's Parquet type.
-    """
+    """SQL for a label column (``kind``: its Parquet type) as :func:`normalise_labels` reads it (NULL where empty)."""
     if kind == "integer":
         return f"CAST({column} AS VARCHAR)"
     if kind == "float":

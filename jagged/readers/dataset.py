@@ -1,7 +1,4 @@
-"""The one shape every reader produces: :class:`Dataset`.
-
-A leaf module: every reader imports it, it imports no reader.
-"""
+"""The one shape every reader produces: :class:`Dataset` (a leaf: it imports no reader)."""
 
 from __future__ import annotations
 
@@ -19,32 +16,12 @@ from jagged.text import Summarised
 class Dataset(Summarised):
     """Everything a loader learned from its input.
 
-    Attributes
-    ----------
-    scores : pandas.DataFrame
-        The canonical per-domain table (see :mod:`jagged.readers.canonical`).
-    source : str
-        Display name of the input (file or folder name).
-    paths : list of pathlib.Path
-        Every file read.
-    format : str
-        The detected format: ``"long"``, ``"wide"``, ``"items"``, ...
-    items : pandas.DataFrame or None
-        Item-level table (``model, domain, item, correct``) when the input had one and it
-        is held in memory.
-    item_path : pathlib.Path or None
-        The Parquet file or partitioned folder of the item-level results when the reader
-        aggregated them out of core (``items`` is then None): the engines read it again.
-    model_notes : dict
-        Per-model remarks a loader wants shown in the metrics ``note`` column.
-    details : dict
-        Format-specific facts for ``jagged validate`` and the report.
-    selection : dict
-        The loader options that chose what was read, as given (:data:`jagged.options.SELECTION`:
-        ``where``, ``models``, ``domains``, ``n_items``); empty when every row was read as it is.
-    benchmark : str or None
-        The benchmark's name when the reader knows it (e.g. an evaluation's dataset name);
-        None: see :attr:`name`.
+    ``scores`` is the canonical per-domain table (:mod:`jagged.readers.canonical`); ``items``
+    the item table when held in memory, ``item_path`` the Parquet file or folder of item
+    results aggregated out of core (``items`` None then); ``model_notes`` per-model remarks
+    for the metrics ``note`` column; ``details`` format facts for ``jagged validate`` and the
+    report; ``selection`` the selection options given; ``benchmark`` the benchmark's name when
+    the reader knows it.
     """
 
     scores: pd.DataFrame
@@ -75,9 +52,6 @@ class Dataset(Summarised):
 
 
 def sha256_file(path: str | Path) -> str:
-    """Return the hex SHA-256 digest of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
+    """The hex SHA-256 digest of a file."""
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()

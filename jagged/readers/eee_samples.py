@@ -6,32 +6,25 @@ Each line is one sample of one evaluation of one model:
 EEE field                  jagged
 ========================== ==============================================================
 ``sample_id``              ``item`` (``<evaluation_name>:<sample_id>`` when a read spans
-                           several evaluations, whose ids may repeat)
-``evaluation.score``       ``correct`` (in [0, 1]; a score on another declared range is
-                           mapped from the linked aggregate's ``min_score``/``max_score``);
-                           ``evaluation.is_correct`` when there is no score
-``evaluation_name``        ``domain``, or the ``metadata`` field named by ``--domain-key``
-                           (dotted for nested; the error lists the keys); with several
-                           evaluations, the evaluation becomes the ``category``
+                           several evaluations)
+``evaluation.score``       ``correct`` (in [0, 1], or mapped from the linked aggregate's
+                           declared range); ``evaluation.is_correct`` without a score
+``evaluation_name``        ``domain``, or the ``metadata`` field named by ``--domain-key``;
+                           with several evaluations, the evaluation is the ``category``
 ``model_id``               ``model`` (``--model-name`` overrides it)
-``answer_attribution``     ``choice``: the extracted answer (the terminal attribution, else
-                           the last), else ``output.raw`` for multiple-choice samples
+``answer_attribution``     ``choice``: the terminal attribution's answer (else the last),
+                           else ``output.raw``
 ``input.reference``        ``key``
 ``input.raw``              ``text`` (else ``input.formatted``), bounded
-``input.choices``          ``options`` of multiple-choice samples (a bounded JSON list)
+``input.choices``          ``options`` (a bounded JSON list)
 ========================== ==============================================================
 
-``choice`` and ``key`` are given for **multiple-choice** samples: those with an
-``input.choices`` list whose reference is an option letter or the text of one option.
-Both are written as option letters (``A`` for the first choice), so a reference given as
-the option's text (HELM conversions) and an answer given as its letter agree.
-
-**Linked aggregate.** The aggregate file that points to a samples file (its
-``detailed_evaluation_results.file_path``) is looked for beside it (``<uuid>.json`` for
-``<uuid>_samples.jsonl``, or any aggregate there naming it) and, in a datastore, under
-``data/*/<model id>/``. When found, its ``retrieved_timestamp`` dates the run (newest run of
-a model and evaluation wins), its ranges map scores, and its ``checksum`` and
-``total_rows`` are checked (a mismatch is a warning).
+``choice`` and ``key`` (option letters) only for **multiple-choice** samples: an
+``input.choices`` list whose reference is a letter or one option's text. The **linked
+aggregate** (whose ``detailed_evaluation_results.file_path`` names the file; looked for
+beside it and in a datastore under ``data/*/<model id>/``) dates the run (the newest of a
+model and evaluation wins) and maps scores; its ``checksum`` and ``total_rows`` are checked
+(a mismatch is a warning).
 """
 
 from __future__ import annotations
@@ -47,14 +40,21 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
-from jagged.readers.eee import is_aggregate, parse_timestamp
-from jagged.readers.eee_results import hierarchy_path, read_result
+from jagged.readers.eee import hierarchy_path, is_aggregate, parse_timestamp, read_result
 from jagged.readers.files import read_json_text
-from jagged.readers.hierarchy import category_map
+from jagged.readers.items import cap_text, options_text
 from jagged.readers.limits import InputTooLargeError
-from jagged.readers.metadata import metadata_domain, metadata_keys
-from jagged.readers.reader import ItemRead, Parsed, Reader, records
-from jagged.readers.supersede import newest
+from jagged.readers.reader import (
+    ItemRead,
+    Parsed,
+    Reader,
+    category_map,
+    mapped,
+    metadata_domain,
+    metadata_keys,
+    newest,
+    records,
+)
 from jagged.text import listing, plural
 
 FORMAT = "Every Eval Ever instance-level"
@@ -129,15 +129,6 @@ def find_aggregate(path: Path, model_id: str | None) -> Link | None:
     return None
 
 
-def _file_digest(path: Path, algorithm: str) -> str:
-    """A file's hex digest, read in chunks (the file was already read within the input cap)."""
-    digest = hashlib.new(algorithm)
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _check_link(link: Link, path: Path, n_rows: int) -> list[str]:
     """Checksum and row count against what the aggregate says; the mismatches."""
     detailed = link.content.get("detailed_evaluation_results") or {}
@@ -145,17 +136,14 @@ def _check_link(link: Link, path: Path, n_rows: int) -> list[str]:
     algorithm = str(detailed.get("hash_algorithm") or "").lower()
     checksum = detailed.get("checksum")
     if algorithm in ("sha256", "md5") and isinstance(checksum, str):
-        digest = _file_digest(path, algorithm)
+        with open(path, "rb") as handle:  # read within the input cap already
+            digest = hashlib.file_digest(handle, algorithm).hexdigest()
         if digest != checksum.lower():
             problems.append(f"{algorithm} differs from the checksum in {link.path.name}")
     total = detailed.get("total_rows")
     if isinstance(total, int) and not isinstance(total, bool) and total != n_rows:
         problems.append(f"{n_rows} rows, {link.path.name} says {total}")
     return problems
-
-
-# --------------------------------------------------------------------------------------
-# one record
 
 
 def _option_letter(value: Any, choices: list[Any]) -> str | None:
@@ -191,10 +179,8 @@ def choice_and_key(record: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 def sample_text(record: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The question (``input.raw``, else ``input.formatted``) and, for a multiple-choice sample (its
-    reference names one of its ``input.choices``), the options; bounded."""
-    from jagged.readers.items import cap_text, options_text
-
+    """The question (``input.raw``, else ``input.formatted``) and, for a multiple-choice sample, the options; bounded.
+    """
     source = record.get("input") if isinstance(record.get("input"), dict) else {}
     text = cap_text(source.get("raw")) or cap_text(source.get("formatted"))
     choices = source.get("choices")
@@ -232,10 +218,6 @@ def _correct(record: dict[str, Any], where: str, ranges: dict[str, tuple[float |
     return None
 
 
-# --------------------------------------------------------------------------------------
-# files
-
-
 @dataclass(eq=False)
 class SamplesFile:
     """One instance-level file, with its records checked for the fields jagged reads."""
@@ -258,14 +240,7 @@ def _sample_id(record: dict[str, Any], where: str) -> str:
 
 
 def read_file(path: Path, content: Any, *, model_name: str | None = None) -> list[SamplesFile]:
-    """Check one samples file; one :class:`SamplesFile` per (model, evaluation) it holds.
-
-    Raises
-    ------
-    JaggedInputError
-        A line that is not an object, or a record without ``model_id`` (unless
-        ``model_name``) or ``evaluation_name``.
-    """
+    """Check one samples file; one :class:`SamplesFile` per (model, evaluation) it holds."""
     records = [content] if isinstance(content, dict) else list(content)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for number, record in enumerate(records, start=1):
@@ -364,29 +339,7 @@ def _categories(items: pd.DataFrame, files: list[SamplesFile], domain_key: str |
 
 def read_samples(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
                  domain_key: str | None = None, **_: Any) -> ItemRead:
-    """Read EEE instance-level files into an item-level table.
-
-    Parameters
-    ----------
-    parsed : list of jagged.readers.reader.Parsed
-        Samples files, already parsed (a list of records each).
-    source : str
-        Name used in messages.
-    metric : str, optional
-        The ``evaluation_result_id`` to read where an evaluation has samples of several
-        results (metrics).
-    model_name : str, optional
-        Replaces every ``model_id``.
-    domain_key : str, optional
-        Sample-metadata field (dotted for nested) naming the domain; default: the
-        evaluation name.
-
-    Returns
-    -------
-    ItemRead
-        ``model, domain, item, correct, category`` and, for multiple-choice samples,
-        ``choice`` and ``key``; ``text`` and ``options`` (None where a sample has none).
-    """
+    """Read EEE instance-level files into an item table; ``metric`` picks an ``evaluation_result_id``."""
     files = [_one_result(f, metric) for p in parsed
              for f in read_file(p.path, records(p.content), model_name=model_name)]
     winners, replaced = newest((((f.model, f.evaluation), f) for f in files), rank=lambda f: (f.stamp, str(f.path)))
@@ -406,8 +359,7 @@ def read_samples(parsed: list[Any], *, source: str, metric: str | None = None, m
     items = pd.DataFrame(found.rows, columns=["model", "domain", "item", "correct", "choice", "key", "evaluation",
                                               "text", "options"])
     categories = _categories(items, used, domain_key, source)
-    items["category"] = items["domain"].map(categories).astype(object).where(items["domain"].map(categories).notna(),
-                                                                               None)
+    items["category"] = mapped(items["domain"], categories)
     if items["key"].isna().all():
         items = items.drop(columns=["choice", "key"])
     details = _details(used, files, items, replaced, domain_key)
@@ -452,7 +404,3 @@ def _unused(found: list[Parsed]) -> list[str]:
 READER = Reader(name="EEE instance-level", family="Every Eval Ever files", what="Every Eval Ever instance-level files",
                 options=("metric", "model_name", "domain_key"), recognises=is_instance, read=read_samples,
                 unused=_unused)
-
-
-__all__ = ["FORMAT", "Link", "SamplesFile", "choice_and_key", "find_aggregate", "is_instance", "READER",
-           "read_file", "read_samples"]

@@ -1,14 +1,21 @@
-"""Reading files for the readers: kind by first bytes, text, CSV, Parquet, JSON, one-line errors.
+"""Reading files for the readers: kind by first bytes, text, CSV, Parquet, JSON, zip members; one-line errors.
 
-Every read is bounded by the input cap (:mod:`jagged.readers.limits`): text and gzip are
-counted while read or decompressed, Parquet batch by batch as it is decoded
-(:func:`scan_parquet`), JSON by its bytes and values.
+Every read is bounded by the input cap (:mod:`jagged.readers.limits`), counting what is
+produced: text and gzip while read, Parquet batch by batch as decoded, JSON by bytes and
+values, zip members as decompressed. Zip members (Inspect ``.eval``, :func:`read_member`)
+are read through :mod:`zipfile`, or for Zstandard (method 93, which :mod:`zipfile` reads
+only from Python 3.14) from their local header with ``zstandard``, checked against the
+recorded size and CRC-32; never more than the recorded size + 1 byte is read.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import struct
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,22 +24,16 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers import limits
+from jagged.readers.limits import KEEP_BYTES, Budget, read_stream, too_large
 from jagged.readers.reader import Head
 from jagged.text import first_line
 
 GZIP_MAGIC = b"\x1f\x8b"
-#: Byte-order marks of UTF-16 text, little- and big-endian.
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def sniff(path: Path) -> str:
-    """Guess a file's kind from its first bytes.
-
-    Returns
-    -------
-    str
-        ``"parquet"``, ``"json"``, ``"zip"``, ``"binary"`` or ``"text"``.
-    """
+    """Guess a file's kind from its first bytes: ``"parquet"``, ``"json"``, ``"zip"``, ``"binary"`` or ``"text"``."""
     with open(path, "rb") as handle:
         head = handle.read(8192)
     if not head:
@@ -55,26 +56,7 @@ def sniff(path: Path) -> str:
 
 
 def head(path: Path, root: Path | None = None) -> Head:
-    """A file as the registry first sees it: its kind from the first bytes and, for JSON, the parsed document.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-        The file.
-    root : pathlib.Path, optional
-        The folder it was found in. Inside a folder a file is a zip archive (first bytes
-        ``PK``) or JSON (an error says otherwise); alone, its kind is :func:`sniff`'s.
-
-    Returns
-    -------
-    Head
-        With ``content`` parsed once here (:func:`read_json_text`) for a ``"json"`` file.
-
-    Raises
-    ------
-    JaggedInputError
-        An empty file, or not valid JSON.
-    """
+    """A file's kind by first bytes (inside a folder: zip or JSON) and, for JSON, the parsed document."""
     if root is None:
         kind = sniff(path)
     else:
@@ -84,13 +66,7 @@ def head(path: Path, root: Path | None = None) -> Head:
 
 
 def decode_text(path: Path, data: bytes) -> str:
-    """The text of a file: UTF-8 (a byte-order mark dropped), or UTF-16 when it starts with a UTF-16 mark.
-
-    Raises
-    ------
-    JaggedInputError
-        Bytes that are not text in that encoding (the message names the byte and offset).
-    """
+    """UTF-8 text (a byte-order mark dropped) or UTF-16 after a UTF-16 mark; else an error naming the byte."""
     encoding = "utf-16" if data.startswith(UTF16_BOMS) else "utf-8-sig"
     try:
         return data.decode(encoding)
@@ -104,10 +80,9 @@ def decode_text(path: Path, data: bytes) -> str:
 def read_csv(path: Path) -> pd.DataFrame:
     """Read a delimited text file as strings-or-numbers, with one-line errors.
 
-    Only empty cells count as missing, so a model called ``NA`` keeps its name.
-    The delimiter is a comma, or a tab / semicolon when the header has those and no comma.
-    A gzip-compressed file (``.csv.gz``) is decompressed first. The text (decompressed)
-    may be at most the input cap (:mod:`jagged.readers.limits`).
+    Only empty cells count as missing, so a model called ``NA`` keeps its name. The
+    delimiter is a comma, or a tab / semicolon when the header has those and no comma. A
+    gzip file (``.csv.gz``) is decompressed first; the text may be at most the input cap.
     """
     with open(path, "rb") as handle:
         gzipped = handle.read(2) == GZIP_MAGIC
@@ -144,8 +119,6 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 def _long_row(text: str, sep: str) -> str:
     """Where the first row with more fields than the header is (``line N``), for a message."""
-    import csv
-
     rows = csv.reader(io.StringIO(text), delimiter=sep)
     width = None
     for row in rows:
@@ -160,20 +133,7 @@ def _long_row(text: str, sep: str) -> str:
 
 @dataclass
 class ParquetScan:
-    """What streaming a Parquet file found: its actual rows and Arrow bytes, and the batches when kept.
-
-    Attributes
-    ----------
-    rows : int
-        Rows decoded (not the footer's declared count).
-    nbytes : int
-        Arrow bytes decoded (a dictionary counted once per column chunk).
-    batches : list of pyarrow.RecordBatch or None
-        Every batch, or None when they were not kept (more than ``keep_bytes`` or
-        ``keep_rows``).
-    schema : pyarrow.Schema
-        The file's schema (with its pandas metadata).
-    """
+    """What streaming a Parquet file found: rows and Arrow bytes decoded, the batches (None when not kept)."""
 
     rows: int
     nbytes: int
@@ -204,38 +164,18 @@ _VALUE_BYTES = {"BOOLEAN": 0.125, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 
 
 
 def check_footers(parts: list[Path], source: str, root: Path | None = None) -> int:
-    """Read the footers of Parquet files and hold what they declare to the input cap, before any scan.
+    """Hold what Parquet footers declare to the input cap, before any scan; return the rows their row groups declare.
 
-    Parameters
-    ----------
-    parts : list of pathlib.Path
-        The files (one file, or a partitioned folder's parts:
-        :func:`jagged.paths.parquet_parts`).
-    source : str
-        The input's name for messages.
-    root : pathlib.Path, optional
-        The folder; a damaged part is named relative to it.
-
-    Returns
-    -------
-    int
-        The rows the footers' row groups declare (the file's own total may differ, and
-        readers go by the row groups).
-
-    Raises
-    ------
-    jagged.readers.limits.InputTooLargeError
-        What they declare decodes to more than the cap (all parts together).
-    JaggedInputError
-        A footer that cannot be read.
+    Raises :class:`~jagged.readers.limits.InputTooLargeError` (all parts together) or, for an
+    unreadable footer, :class:`JaggedInputError` naming the part.
 
     Notes
     -----
     Each column chunk counts ``max(uncompressed bytes, values × width)``, the width being
     what one decoded value takes at least (8 bytes for INT64 and DOUBLE, 4 for INT32, FLOAT
-    and the offsets of a string ...): run-length encoding makes a billion equal values a few
-    kilobytes of Parquet, never of decoded data. A footer may lie, so the readers still
-    count what they actually decode (:func:`scan_parquet`) or scan (the rows DuckDB reads).
+    and a string's offsets): run-length encoding makes a billion equal values a few kilobytes
+    of Parquet, never of decoded data. A footer may lie, so readers still count what they
+    decode (:func:`scan_parquet`) or scan.
     """
     import pyarrow.parquet as pq
 
@@ -261,24 +201,8 @@ def scan_parquet(path: Path, *, keep_bytes: int | None = limits.KEEP_BYTES,
                  keep_rows: int | None = None) -> ParquetScan:
     """Decode a Parquet file batch by batch, counting actual rows and Arrow bytes against the input cap.
 
-    Parameters
-    ----------
-    path : pathlib.Path
-        The file.
-    keep_bytes, keep_rows : int, optional
-        Keep the batches while within both (None: no bound); past either they are
-        dropped and counting goes on, so memory stays bounded whatever the file holds.
-
-    Returns
-    -------
-    ParquetScan
-
-    Raises
-    ------
-    jagged.readers.limits.InputTooLargeError
-        The decoded data pass the cap (footers and row counts are not trusted).
-    JaggedInputError
-        Not readable as Parquet.
+    Batches are kept while within ``keep_bytes`` and ``keep_rows`` (None: no bound), then
+    dropped while counting goes on, so memory stays bounded.
     """
     import pyarrow.parquet as pq
 
@@ -310,16 +234,7 @@ def scan_parquet(path: Path, *, keep_bytes: int | None = limits.KEEP_BYTES,
 
 
 def read_parquet(path: Path, scan: ParquetScan | None = None) -> pd.DataFrame:
-    """Read a Parquet file within the input cap, turning reader failures into one-line errors.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-        The file.
-    scan : ParquetScan, optional
-        A scan already made (:func:`scan_parquet`); its batches are used when it kept
-        them, else the file is decoded again (known by then to be within the cap).
-    """
+    """Read a Parquet file within the input cap, reusing ``scan``'s batches when it kept them; one-line errors."""
     import pyarrow as pa
 
     if scan is None:
@@ -336,17 +251,7 @@ def read_parquet(path: Path, scan: ParquetScan | None = None) -> pd.DataFrame:
 
 
 def read_json_text(path: Path) -> Any:
-    """Parse a JSON document or a JSON-lines file.
-
-    Python's parser accepts the ``NaN`` / ``Infinity`` literals lm-eval sometimes
-    writes. A file holding several JSON values, one per line, is returned as a list of
-    them.
-
-    Raises
-    ------
-    JaggedInputError
-        Not valid JSON or JSON lines; the message gives the line.
-    """
+    """Parse a JSON document, or JSON lines as a list of their values (``NaN``, ``Infinity`` accepted)."""
     data = limits.read_file(path, json_values=True)
     text = decode_text(path, data)
     del data
@@ -380,3 +285,86 @@ def _json_failure(what: str, exc: BaseException) -> None:
     if reason is None:
         raise exc
     raise JaggedInputError(f"{what}: not readable JSON: {reason}") from None
+
+
+#: Zip compression method of Zstandard (APPNOTE 4.4.5).
+ZIP_ZSTANDARD = 93
+_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
+_LOCAL_SIGNATURE = b"PK\x03\x04"
+
+
+class MemberError(Exception):
+    """A member cannot be read; the message says why (one line)."""
+
+
+def read_member(archive: zipfile.ZipFile, name: str, path: Path, budget: Budget | None = None) -> bytes:
+    """The uncompressed bytes of one archive member, within the input cap (``budget`` shared by the archive).
+
+    Raises :class:`MemberError` for unknown compression, damaged data, or a size or CRC that
+    does not match, :class:`~jagged.readers.limits.InputTooLargeError` past the cap.
+    """
+    info = archive.getinfo(name)
+    budget = budget if budget is not None else Budget(path.name)
+    what = f"{path.name}: member {name}"
+    if info.file_size > budget.cap:
+        raise too_large(what, budget.cap, how="is recorded as")
+    if info.file_size > budget.cap - budget.used:
+        raise too_large(f"{path.name}: the members up to {name}", budget.cap, how="are recorded as")
+    start = budget.used
+    for keep in (KEEP_BYTES, None):  # a second pass only for a large member that checked out
+        budget.used = start
+        if info.compress_type == ZIP_ZSTANDARD and getattr(zipfile, "ZIP_ZSTANDARD", None) != ZIP_ZSTANDARD:
+            data = _read_zstandard(info, path, budget, what, keep)
+        else:
+            data = _read_zipfile(archive, info, budget, what, keep)
+        if data is not None:
+            return data
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_size(size: int, recorded: int) -> None:
+    if size > recorded:
+        raise MemberError(f"expands to more than the {recorded:,} bytes the archive records")
+    if size < recorded:
+        raise MemberError(f"uncompressed size {size:,} bytes, the archive records {recorded:,}")
+
+
+def _read_zipfile(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: Budget, what: str,
+                  keep: int | None) -> bytes | None:
+    """A member :mod:`zipfile` decompresses (it stops at the recorded size and checks the CRC-32 at the end)."""
+    try:
+        with archive.open(info) as handle:
+            read = read_stream(handle, budget, what, limit=info.file_size, keep=keep)
+    except NotImplementedError as exc:
+        raise MemberError(f"compression method {info.compress_type} is not supported ({exc})") from None
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
+        raise MemberError(str(exc) or type(exc).__name__) from None
+    _check_size(read.size, info.file_size)
+    return read.data
+
+
+def _read_zstandard(info: zipfile.ZipInfo, path: Path, budget: Budget, what: str, keep: int | None) -> bytes | None:
+    if info.flag_bits & 0x1:
+        raise MemberError("the member is encrypted")
+    with open(path, "rb") as handle:
+        handle.seek(info.header_offset)
+        header = handle.read(_LOCAL_HEADER.size)
+        if len(header) != _LOCAL_HEADER.size or not header.startswith(_LOCAL_SIGNATURE):
+            raise MemberError("bad local file header")
+        fields = _LOCAL_HEADER.unpack(header)
+        name_length, extra_length = fields[9], fields[10]
+        handle.seek(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
+        compressed = handle.read(info.compress_size)  # at most what the file holds
+    if len(compressed) != info.compress_size:
+        raise MemberError("the archive is truncated")
+    import zstandard
+
+    try:  # never more than the archive records (+1), in chunks, whatever the frames claim
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(compressed), read_across_frames=True) as reader:
+            read = read_stream(reader, budget, what, limit=info.file_size, keep=keep, crc=True)
+    except zstandard.ZstdError as exc:
+        raise MemberError(f"damaged Zstandard data ({exc})") from None
+    _check_size(read.size, info.file_size)
+    if read.crc32 != info.CRC:
+        raise MemberError("CRC-32 does not match (damaged data)")
+    return read.data

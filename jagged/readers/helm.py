@@ -1,30 +1,21 @@
-"""HELM (Stanford CRFM) run directories: item-level results from ``per_instance_stats.json``.
+"""HELM (Stanford CRFM) run folders: item-level results from ``per_instance_stats.json``.
 
-HELM writes one folder per run (``benchmark_output/runs/<suite>/<run name>/``) holding
-``run_spec.json``, ``scenario_state.json``, ``per_instance_stats.json`` and ``stats.json``.
-jagged reads one run folder, or any folder holding run folders (a suite, or several):
+A run folder (``benchmark_output/runs/<suite>/<run name>/``) holds ``run_spec.json``,
+``scenario_state.json``, ``per_instance_stats.json`` and ``stats.json`` (HELM's aggregates,
+which jagged recomputes); jagged reads one, or any folder holding several:
 
-* **model**: ``run_spec.adapter_spec.model``.
-* **domain**: the run's scenario arguments, from the run name
-  (``mmlu:subject=philosophy,method=...,model=...`` gives ``philosophy``; several arguments
-  give ``k=v`` pairs); a run without arguments is named by its scenario (``narrative_qa``).
-  The scenario (the name before ``:``) is the ``category`` when a read spans several.
-* **item**: ``instance_id``; **correct**: the per-instance ``mean`` of the run's main
-  metric (``--metric NAME``; default ``exact_match``, else the run spec's first metric),
-  on the ``test`` split where the run has one (else ``valid``), without perturbations;
-  several train trials are averaged.
-* **choice** and **key** (multiple-choice runs, whose requests carry an
-  ``output_mapping`` of option letters): the letter the model answered and the letter of
-  the reference tagged ``correct``, from ``scenario_state.json``.
-* **text** and **options**: the instance's ``input.text`` and, for multiple-choice runs, its
-  references' texts in the order of their letters (``output_mapping``), from
-  ``scenario_state.json``, bounded (:func:`jagged.readers.items.cap_text`).
-* Several runs of one model and domain: the newest (latest request time in
-  ``scenario_state.json``, else the folder's time) is used, the others are listed as
-  superseded.
-
-``stats.json`` holds HELM's own aggregates; jagged recomputes them from the instances (the
-tests check that both agree).
+* **model**: ``run_spec.adapter_spec.model``;
+* **domain**: the run name's scenario arguments (``mmlu:subject=philosophy,method=...``
+  gives ``philosophy``; several give ``k=v`` pairs), else the scenario, which is the
+  ``category`` when a read spans several;
+* **item**: ``instance_id``; **correct**: the per-instance ``mean`` of the main metric
+  (default ``exact_match``, else the run spec's first) on the ``test`` split (else
+  ``valid``), without perturbations, train trials averaged;
+* **choice**, **key**, **text**, **options** (``scenario_state.json``): for requests with an
+  ``output_mapping``, the letter answered and that of the reference tagged ``correct``;
+  the input text and the references in letter order, bounded;
+* several runs of one model and domain: the newest (latest request time, else the
+  folder's time) is used, the others listed as superseded.
 """
 
 from __future__ import annotations
@@ -38,9 +29,8 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers.files import read_json_text
-from jagged.readers.hierarchy import category_map
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader
-from jagged.readers.supersede import newest
+from jagged.readers.items import cap_text, options_text
+from jagged.readers.reader import Head, ItemRead, Parsed, Reader, category_map, mapped, newest
 from jagged.text import listing, plural
 
 FORMAT = "HELM run"
@@ -63,15 +53,6 @@ def is_run_file(content: Any) -> bool:
         return "adapter_spec" in content and "scenario_spec" in content
     return (isinstance(content, list) and bool(content) and isinstance(content[0], dict)
             and "instance_id" in content[0] and "stats" in content[0])
-
-
-def run_folders(folder: Path) -> list[Path]:
-    """Run folders at or below ``folder``: folders with ``run_spec.json`` and ``per_instance_stats.json``."""
-    found = [p.parent for p in sorted(folder.rglob(RUN_SPEC)) if (p.parent / PER_INSTANCE).is_file()
-             and not any(part.startswith(".") for part in p.parent.relative_to(folder).parts)]
-    if (folder / RUN_SPEC).is_file() and (folder / PER_INSTANCE).is_file() and folder not in found:
-        found.insert(0, folder)
-    return found
 
 
 def runs_among(files: list[Path]) -> list[Path]:
@@ -125,14 +106,7 @@ def _read(folder: Path, name: str) -> Any:
 
 
 def read_run(folder: Path, *, model_name: str | None = None) -> HelmRun:
-    """Read one run folder.
-
-    Raises
-    ------
-    JaggedInputError
-        A file missing, or a field jagged needs missing or mistyped (the message names
-        the folder, the file and the field).
-    """
+    """Read one run folder; a missing file or field is an error naming the folder, the file and the field."""
     spec = _read(folder, RUN_SPEC)
     where = f"{folder.name}/{RUN_SPEC}"
     if not isinstance(spec, dict) or not isinstance(spec.get("adapter_spec"), dict):
@@ -218,8 +192,6 @@ def _choices(run: HelmRun) -> dict[str, tuple[str | None, str | None]]:
 
 def _texts(run: HelmRun) -> dict[str, tuple[str | None, str | None]]:
     """Instance id to (input text, options as a JSON list for multiple-choice requests), bounded."""
-    from jagged.readers.items import cap_text, options_text
-
     out: dict[str, tuple[str | None, str | None]] = {}
     for state in run.requests:
         instance = _dict(state.get("instance"))
@@ -260,25 +232,7 @@ def _run_rows(run: HelmRun, metric: str | None) -> tuple[list[tuple], str, str]:
 
 def read_runs(folders: list[Path], *, source: str, metric: str | None = None, model_name: str | None = None,
               **_: Any) -> ItemRead:
-    """Read HELM run folders into an item-level table.
-
-    Parameters
-    ----------
-    folders : list of pathlib.Path
-        Run folders (see :func:`run_folders`).
-    source : str
-        Name used in messages.
-    metric : str, optional
-        The per-instance stat used as ``correct`` (default ``exact_match``).
-    model_name : str, optional
-        Replaces ``adapter_spec.model``.
-
-    Returns
-    -------
-    ItemRead
-        ``model, domain, item, correct, category`` and, for multiple-choice runs,
-        ``choice`` and ``key``; ``text`` and ``options`` (None where the run has none).
-    """
+    """Read HELM run folders into an item-level table (loader options: :mod:`jagged.options`)."""
     runs = [read_run(folder, model_name=model_name) for folder in folders]
     winners, replaced = newest((((r.model, r.domain), r) for r in runs), rank=lambda r: (r.stamp, str(r.folder)))
     used = list(winners.values())
@@ -294,8 +248,7 @@ def read_runs(folders: list[Path], *, source: str, metric: str | None = None, mo
     items = pd.DataFrame(rows, columns=["model", "domain", "item", "correct", "choice", "key", "text", "options"])
     paths = {r.domain: (r.scenario, r.domain) if r.domain != r.scenario else (r.domain,) for r in used}
     categories = category_map(paths, list(dict.fromkeys(p[0] for p in paths.values())))
-    items["category"] = items["domain"].map(categories).astype(object).where(items["domain"].map(categories).notna(),
-                                                                               None)
+    items["category"] = mapped(items["domain"], categories)
     if items["key"].isna().all():
         items = items.drop(columns=["choice", "key"])
     items = items[[c for c in ("model", "domain", "item", "correct", "category", "choice", "key", "text", "options")
@@ -329,7 +282,3 @@ def _read_found(found: list[Parsed], *, source: str, **options: Any) -> ItemRead
 
 READER = Reader(name="HELM run", family="HELM runs", what="HELM runs", options=("metric", "model_name"),
                 read=_read_found, recognises=is_run_file, parse=_parse)
-
-
-__all__ = ["FORMAT", "HelmRun", "READER", "is_run_file", "parse_run_name", "read_run", "read_runs", "run_folders",
-           "runs_among"]

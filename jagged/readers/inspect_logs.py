@@ -1,35 +1,22 @@
 """Inspect (UK AISI ``inspect_ai``) evaluation logs: ``.json`` files and ``.eval`` archives.
 
-Both are read without importing ``inspect_ai``. A ``.json`` log is one object with
-``version``, ``status``, ``eval`` (task, model, created ...), ``results`` and
-``samples``. An ``.eval`` log is a zip archive holding ``header.json`` (the same object
-without samples; absent while the run is unfinished, when ``_journal/start.json``
-stands in and the status is ``started``) and one ``samples/<id>_epoch_<n>.json`` per
-sample and epoch.
+Read without ``inspect_ai``. A ``.json`` log is one object with ``version``, ``status``,
+``eval`` (task, model, created ...), ``results`` and ``samples``; an ``.eval`` log is a zip
+archive (:func:`jagged.readers.files.read_member`) holding ``header.json`` (while the run is
+unfinished ``_journal/start.json`` stands in, status ``started``) and one
+``samples/<id>_epoch_<n>.json`` per sample and epoch.
 
-Each sample becomes one item: its ``id`` is the item, the value of one scorer is
-``correct``, and the domain is the task name, or the sample-metadata field named by
-``domain_key``. Score values map as Inspect's own ``value_to_float`` does: numbers as
-they are, ``C``/``I``/``P``/``N`` (correct / incorrect / partial / no answer) as
-1/0/0.5/0, ``yes``/``true`` as 1 and ``no``/``false`` as 0; anything else is an error
-rather than a silent 0. Several epochs of a sample are reduced by their mean (whatever
-reducer the task used). A log whose ``status`` is not ``success`` is refused unless
-``allow_incomplete`` is set.
+Each sample is one item: its ``id`` the item, one scorer's value ``correct``, the task (or
+the metadata field named by ``domain_key``) the domain. Values map as Inspect's
+``value_to_float``: numbers as they are, ``C``/``I``/``P``/``N`` as 1/0/0.5/0, ``yes``/``true``
+1 and ``no``/``false`` 0; anything else is an error, not a silent 0. Epochs are averaged. A
+log whose ``status`` is not ``success`` is refused unless ``allow_incomplete``; of several
+logs of one model and task the newest (``eval.created``) is used.
 
-Archive members are compressed with deflate (older inspect_ai) or Zstandard (zip method
-93, inspect_ai 0.3.x since 2025); :mod:`jagged.readers.ziparchive` reads both.
-
-Multiple-choice samples (a ``choices`` list, as the ``multiple_choice()`` solver writes)
-also give the item table ``choice`` (the scorer's ``answer``: the letter the model chose,
-kept when every epoch chose the same) and ``key`` (the sample's ``target``, letters joined
-with ``", "`` when several are correct, as the ``choice()`` scorer joins its answer).
-Several logs of the same model and task: the newest (``eval.created``) is used and the
-others are listed as superseded (:mod:`jagged.readers.supersede`).
-
-Every item also gets its ``text``, the sample's ``input`` (a string, or the text of its user
-messages), and, for multiple-choice samples, its ``options`` (the ``choices`` list), both
-bounded (:func:`jagged.readers.items.cap_text`); an archive's samples keep only these bounded
-texts, not their transcripts.
+Multiple-choice samples (a ``choices`` list) also give ``choice`` (the scorer's
+``answer``, kept when every epoch chose the same) and ``key`` (the ``target``, letters
+joined with ``", "``). Items get a bounded ``text`` (the ``input``, or its user messages)
+and ``options``; an archive's samples keep only these texts, not their transcripts.
 """
 
 from __future__ import annotations
@@ -46,11 +33,20 @@ from typing import Any
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.readers.files import MemberError, read_member
+from jagged.readers.items import cap_text, options_text
 from jagged.readers.limits import Budget, loads
-from jagged.readers.metadata import domain_clash, metadata_domain, metadata_keys
-from jagged.readers.reader import Head, ItemRead, Parsed, Reader
-from jagged.readers.supersede import newest
-from jagged.readers.ziparchive import MemberError, read_member
+from jagged.readers.reader import (
+    Head,
+    ItemRead,
+    Parsed,
+    Reader,
+    domain_clash,
+    mapped,
+    metadata_domain,
+    metadata_keys,
+    newest,
+)
 from jagged.text import join_notes, listing, plural
 
 #: Inspect's letter grades (``inspect_ai.scorer`` CORRECT, INCORRECT, PARTIAL, NOANSWER).
@@ -80,19 +76,7 @@ def is_log(content: Any) -> bool:
 
 
 def read_eval_archive(path: Path) -> dict[str, Any]:
-    """Read an Inspect ``.eval`` zip archive into the shape of a ``.json`` log.
-
-    Returns
-    -------
-    dict
-        ``version``, ``status``, ``eval``, ``results``, ``samples`` (and ``error`` when
-        present). ``status`` is ``started`` when the archive has no header yet.
-
-    Raises
-    ------
-    JaggedInputError
-        Not a zip archive, not an Inspect log, or unreadable members.
-    """
+    """Read an Inspect ``.eval`` zip archive into the shape of a ``.json`` log (status ``started`` without a header)."""
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -142,10 +126,7 @@ def _message_text(content: Any) -> str:
 
 
 def input_text(value: Any) -> str | None:
-    """A sample's ``input`` as bounded text: the string, or the text of its user messages (all messages
-    when none is from the user), joined by blank lines; None when there is none."""
-    from jagged.readers.items import cap_text
-
+    """A sample's ``input`` as bounded text: the string, or its user messages' text (else all messages')."""
     if isinstance(value, list):
         messages = [m for m in value if isinstance(m, dict)]
         users = [m for m in messages if m.get("role") == "user"] or messages
@@ -155,17 +136,12 @@ def input_text(value: Any) -> str | None:
 
 def _options(sample: dict[str, Any]) -> str | None:
     """The ``choices`` of a multiple-choice sample as the ``options`` cell (a bounded JSON list)."""
-    from jagged.readers.items import options_text
-
     choices = sample.get("choices")
     return options_text(choices) if isinstance(choices, list) and choices else None
 
 
 def score_to_float(value: Any) -> float | None:
-    """One Inspect score value as a number, like ``inspect_ai.scorer.value_to_float``.
-
-    Returns None for values that are not a score (lists, objects, other text).
-    """
+    """One Inspect score value as a number, like ``inspect_ai.scorer.value_to_float``; None when it is no score."""
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
@@ -205,23 +181,7 @@ def _sample_scores(sample: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(eq=False)
 class InspectRun:
-    """One Inspect log, reduced to what jagged needs.
-
-    Attributes
-    ----------
-    path : pathlib.Path
-        The log file.
-    task : str
-        ``eval.task``.
-    model : str
-        ``eval.model`` or the ``model_name`` override.
-    status : str
-        ``success``, ``cancelled``, ``error`` or ``started``.
-    created : float
-        Start of the run, seconds since the epoch.
-    samples : list of dict
-        ``id``, ``epoch``, ``scores``, ``metadata`` (and ``error``) of each sample.
-    """
+    """One Inspect log reduced to what jagged needs; ``created`` in seconds since the epoch."""
 
     path: Path
     task: str
@@ -233,16 +193,7 @@ class InspectRun:
 
 def read_log(content: dict[str, Any], path: Path, *, model_name: str | None = None,
              allow_incomplete: bool = False, check: bool = True) -> InspectRun:
-    """Keep what jagged needs of an Inspect log and (unless ``check`` is False) check it.
-
-    See :func:`check_run` for the checks.
-
-    Raises
-    ------
-    JaggedInputError
-        The status is not ``success`` (unless ``allow_incomplete``), or the log holds
-        no samples.
-    """
+    """Keep what jagged needs of an Inspect log and (unless ``check`` is False) check it (:func:`check_run`)."""
     spec = content.get("eval") or {}
     status = str(content.get("status") or "unknown")
     samples = content.get("samples")
@@ -261,12 +212,7 @@ def read_log(content: dict[str, Any], path: Path, *, model_name: str | None = No
 
 
 def check_run(run: InspectRun, *, allow_incomplete: bool = False) -> None:
-    """Refuse a log that did not finish (unless ``allow_incomplete``) or holds no samples.
-
-    Raises
-    ------
-    JaggedInputError
-        The message names the file and the status.
+    """Refuse a log that did not finish (unless ``allow_incomplete``) or holds no samples; the message names the file.
     """
     if run.status != "success" and not allow_incomplete:
         raise JaggedInputError(f"{run.path.name}: Inspect log status is {run.status!r}, not 'success'; pass "
@@ -395,11 +341,7 @@ def _read_run(run: InspectRun, scorer: tuple[str, str | None], *, domain_key: st
 
 
 def _items_table(rows: list[tuple], categories: dict[str, str]) -> pd.DataFrame:
-    """One row per (model, domain, item): epochs averaged; ``choice``/``key`` for multiple-choice items;
-    ``text`` and ``options`` (the first epoch's).
-
-    ``choice`` is kept only when every epoch of the item chose the same answer.
-    """
+    """One row per (model, domain, item), epochs averaged; ``choice`` kept only when every epoch chose the same."""
     frame = pd.DataFrame(rows, columns=["model", "domain", "item", "epoch", "correct", "choice", "key", "text",
                                         "options"])
     grouped = frame.groupby(["model", "domain", "item"], sort=False, as_index=False)
@@ -407,8 +349,7 @@ def _items_table(rows: list[tuple], categories: dict[str, str]) -> pd.DataFrame:
     texts = grouped[["text", "options"]].first()
     for column in ("text", "options"):
         items[column] = texts[column].astype(object).where(texts[column].notna(), None).to_numpy()
-    category = items["domain"].map(categories) if categories else pd.Series(None, index=items.index)
-    items["category"] = category.astype(object).where(category.notna(), None)
+    items["category"] = mapped(items["domain"], categories)
     if frame["key"].notna().any():
         agreed = grouped.agg(n=("choice", "nunique"), choice=("choice", "first"), key=("key", "first"),
                              missing=("choice", lambda c: c.isna().any()))
@@ -420,30 +361,7 @@ def _items_table(rows: list[tuple], categories: dict[str, str]) -> pd.DataFrame:
 
 def read_logs(parsed: list[Any], *, source: str, metric: str | None = None, model_name: str | None = None,
               domain_key: str | None = None, allow_incomplete: bool = False, **_: Any) -> ItemRead:
-    """Read Inspect logs into an item-level table (``model, domain, item, correct``).
-
-    Parameters
-    ----------
-    parsed : list of jagged.readers.reader.Parsed
-        Inspect logs, already parsed.
-    source : str
-        Name used in messages.
-    metric : str, optional
-        ``SCORER[,KEY]``: which scorer (and which value of a scorer giving several);
-        default: the only scorer.
-    model_name : str, optional
-        Replaces ``eval.model``.
-    domain_key : str, optional
-        Sample-metadata field (dotted for nested) naming the domain; default: the task.
-    allow_incomplete : bool
-        Accept logs whose status is not ``success``.
-
-    Returns
-    -------
-    ItemRead
-        Items with ``text`` and ``options``, and ``choice`` and ``key`` columns when the samples are
-        multiple choice.
-    """
+    """Read Inspect logs into an item-level table (loader options: :mod:`jagged.options`)."""
     runs, superseded = _newest_runs([read_log(p.content, p.path, model_name=model_name, check=False)
                                      for p in parsed])
     for run in runs:  # superseded logs are not checked: a newer run replaces them
@@ -503,6 +421,3 @@ def _parse(head: Head) -> Parsed:
 READER = Reader(name="Inspect log", family="Inspect logs", what="Inspect logs",
                 options=("metric", "model_name", "domain_key", "allow_incomplete"), read=read_logs,
                 kinds=("zip", "json"), recognises=is_log, parse=_parse)
-
-
-__all__ = ["InspectRun", "READER", "check_run", "read_eval_archive", "read_log", "read_logs", "score_to_float"]

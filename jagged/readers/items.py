@@ -1,6 +1,6 @@
 """Item-level results in memory: validate them and aggregate them to canonical per-domain scores.
 
-An item-level table has one row per (model, item) with the columns
+An item-level table has one row per (model, item):
 
 ========== ===================================================================
 column     meaning
@@ -18,25 +18,13 @@ options    optional: the options, a JSON list of their texts (option k is
            letter A + k), or any other text as written (``A) … | B) …``)
 ========== ===================================================================
 
-``text`` and ``options`` are one value per item for every model (the first non-empty one of its
-rows), bounded: a text over :data:`TEXT_MAX_CHARS` characters is cut and ends in ``…``; a JSON
-option list keeps :data:`MAX_OPTIONS` options of :data:`OPTION_MAX_CHARS` characters at most.
-Untrusted: stored as given, escaped where shown. The evaluator readers fill both where their
-format has them; a Parquet file aggregated out of core keeps no text (no item table in memory).
-
-``choice``, ``key`` and ``n_options`` are checked by :mod:`jagged.readers.choices`
-(``correct`` must equal ``choice == key`` where a row has a key) and feed the item audit
-(:mod:`jagged.stats.item_audit`). Other columns (e.g. ``pred_missing``) are ignored. Aggregation gives the
-canonical table of :mod:`jagged.readers.canonical` with ``score`` = mean of ``correct`` over the items the model
-has in the domain and ``n_items`` = the number of those items. Items a model lacks are counted per
-model (coverage) and never imputed.
-
-Small tables are validated and aggregated in memory (:func:`dataset_from_items`); a Parquet
-file with more than :data:`IN_MEMORY_MAX_ROWS` rows (counted while decoding it, within the
-input cap of :mod:`jagged.readers.limits`; a footer's row count can lie) is aggregated out of
-core by :mod:`jagged.readers.items_parquet`. The canonical columns of an item-level Parquet
-file as SQL expressions (:func:`parquet_columns`) are here, since the item audit's SQL
-(:mod:`jagged.stats.item_expr`) uses them too.
+``text`` and ``options`` are one bounded value per item (:func:`cap_text`,
+:func:`options_text`), untrusted: stored as given, escaped where shown. ``choice``, ``key``
+and ``n_options`` are checked by :mod:`jagged.readers.choices`. Other columns are ignored.
+Aggregation: ``score`` = mean of ``correct`` over the items the model has in the domain,
+``n_items`` their number; items a model lacks are counted (coverage), never imputed. A
+Parquet file of more than :data:`IN_MEMORY_MAX_ROWS` rows is aggregated out of core by
+:mod:`jagged.readers.items_parquet`, from the SQL columns of :func:`parquet_columns`.
 """
 
 from __future__ import annotations
@@ -49,19 +37,21 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.readers.canonical import cell_repr, name_categories, row_location
+from jagged.readers import choices
+from jagged.readers.canonical import cell_repr, name_categories, row_location, validate_scores
+from jagged.readers.choices import answers_summary, sql_label
 from jagged.readers.dataset import Dataset
+from jagged.readers.files import read_csv
+from jagged.readers.reader import mapped
+from jagged.resources import data_dir
 
 ITEM_COLUMNS: tuple[str, ...] = ("model", "domain", "item", "correct")
 ITEM_ALIASES: dict[str, str] = {"item_id": "item"}
-#: Item-level Parquet files with more rows than this are aggregated out of core (DuckDB)
-#: and their item table is not kept in memory.
+#: Item-level Parquet files with more rows are aggregated out of core, their item table not kept.
 IN_MEMORY_MAX_ROWS: int = 5_000_000
-#: The item-level MMLU-Pro responses behind the bundled per-category scores (choice and key
-#: included; see ``jagged/data/PROVENANCE.md``).
+#: The bundled item-level MMLU-Pro responses, with choice and key (``jagged/data/PROVENANCE.md``).
 BUNDLED_ITEMS_NAME = "mmlu_pro_responses.csv.gz"
-#: MMLU-Pro's question text and options (12,032 items; see ``jagged/data/PROVENANCE.md``), read lazily,
-#: only for the items a report lists (:func:`load_bundled_item_text`).
+#: MMLU-Pro's question texts and options, read only for the items a report lists.
 BUNDLED_TEXT_NAME = "mmlu_pro_item_text.csv.gz"
 #: The optional text columns of an item table (one value per item).
 TEXT_COLUMNS: tuple[str, ...] = ("text", "options")
@@ -74,30 +64,13 @@ ELLIPSIS = "…"
 
 
 def load_bundled_items() -> Dataset:
-    """The bundled item-level MMLU-Pro responses (29 models × 12,032 items, with choice and key).
-
-    Their per-(model, domain) scores equal the bundled per-category scores exactly.
-    """
-    from jagged.readers.files import read_csv
-    from jagged.resources import data_dir
-
+    """The bundled item-level MMLU-Pro responses (29 models × 12,032 items, with choice and key)."""
     path = data_dir() / BUNDLED_ITEMS_NAME
     return dataset_from_items(read_csv(path), source=path.name, paths=[path], line_offset=2)
 
 
 def is_item_table(columns: Any) -> bool:
-    """True when a set of column names describes item-level results.
-
-    Parameters
-    ----------
-    columns : iterable of str
-        Column names as read.
-
-    Returns
-    -------
-    bool
-        ``correct`` plus ``item`` (or its alias ``item_id``) are present.
-    """
+    """Whether column names describe item-level results: ``correct`` plus ``item`` (or ``item_id``)."""
     names = {str(c).strip() for c in columns}
     return "correct" in names and ("item" in names or any(a in names for a in ITEM_ALIASES))
 
@@ -154,35 +127,14 @@ def _item_ids(raw: pd.Series, source: str, line_offset: int | None) -> pd.Series
 
 
 def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset: int | None = 2) -> pd.DataFrame:
-    """Check an item-level table and return it in canonical form.
+    """Check an item-level table and return it in canonical form, in input order.
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        Table with ``model``, ``domain``, ``item`` (or ``item_id``) and ``correct``;
-        optional ``category``; other columns are ignored.
-    source : str
-        Name used in error messages (normally the file name).
-    line_offset : int or None
-        Added to integer row labels to report file lines (2 for a CSV with a header).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``model``, ``domain``, ``item`` (str), ``correct`` (float64) and
-        ``category`` (object, None when unknown), in input order; then ``choice`` and
-        ``key`` (object, None when empty) and ``n_options`` (float64, NaN when empty),
-        then ``text`` and ``options`` (object, one value per item, None when the item has
-        none; bounded, see the module docstring), each only when the input has it.
-
-    Raises
-    ------
-    JaggedInputError
-        Missing column; empty table; empty model, domain or item name; ``correct``
-        missing, non-numeric or outside [0, 1]; the same (model, item) twice; an item
-        listed under two domains; a domain given two categories; a malformed choice or
-        key, a key beyond ``n_options``, or ``correct`` not equal to ``choice == key``
-        (see :mod:`jagged.readers.choices`).
+    Columns: ``model``, ``domain``, ``item`` (str), ``correct`` (float64), ``category`` (None
+    when unknown), then those the input has of ``choice``, ``key`` (None when empty),
+    ``n_options`` (NaN when empty), ``text`` and ``options`` (one bounded value per item).
+    Refused with a one-line error: a missing column, no rows, an empty name, ``correct``
+    missing, non-numeric or outside [0, 1], a (model, item) twice, an item under two domains,
+    a domain with two categories, and what :func:`jagged.readers.choices.check_answers` refuses.
     """
     frame = _rename_aliases(frame, source)
     check_columns(frame.columns, source)
@@ -208,9 +160,7 @@ def validate_items(frame: pd.DataFrame, source: str = "<table>", *, line_offset:
 
 
 def _with_answers(table: pd.DataFrame, frame: pd.DataFrame, source: str, line_offset: int | None) -> pd.DataFrame:
-    """Add the optional ``choice``, ``key`` and ``n_options`` columns, checked (:mod:`jagged.readers.choices`)."""
-    from jagged.readers import choices
-
+    """Add the optional ``choice``, ``key`` and ``n_options`` columns, checked."""
     present = [c for c in choices.CHOICE_COLUMNS if c in frame.columns]
     if not present:
         return table
@@ -242,20 +192,11 @@ def cap_text(value: Any, limit: int = TEXT_MAX_CHARS) -> str | None:
 
 
 def options_text(options: Any) -> str | None:
-    """A list of option texts as the ``options`` cell: a JSON list (option k is letter A + k), bounded.
+    """Option texts as the ``options`` cell: a JSON list (option k is letter A + k), bounded; None without options.
 
-    Parameters
-    ----------
-    options : list
-        Option texts (strings or numbers; an object with a ``text`` field gives that text).
-        A JSON list given as a string is read first; other text is kept as written (cut at
-        :data:`TEXT_MAX_CHARS`).
-
-    Returns
-    -------
-    str or None
-        ``json.dumps`` of at most :data:`MAX_OPTIONS` options of at most :data:`OPTION_MAX_CHARS`
-        characters each (an empty option stays ``""``, keeping the letters); None without options.
+    A JSON list given as a string is read first, other text kept as written (cut); an object
+    option gives its ``text``; at most :data:`MAX_OPTIONS` options of :data:`OPTION_MAX_CHARS`
+    characters, an empty one kept as ``""``.
     """
     if isinstance(options, str):
         stripped = options.strip()
@@ -277,20 +218,15 @@ def options_text(options: Any) -> str | None:
     return json.dumps(texts, ensure_ascii=False)
 
 
-def _first_per_item(item: pd.Series, values: pd.Series) -> pd.Series:
-    """The first non-empty value of every item (index: item), as text stripped of surrounding space."""
-    text = values.astype("string").str.strip()
-    return text.where(text != "").groupby(item.to_numpy(), sort=False).first().astype(object)
-
-
 def _with_text(table: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
-    """Add the optional ``text`` and ``options`` columns: one bounded value per item, the first non-empty one."""
+    """Add the optional ``text`` and ``options`` columns: one bounded value per item."""
     present = [c for c in TEXT_COLUMNS if c in frame.columns]
     if not present:
         return table
     extra = {}
     for column in present:
-        per_item = _first_per_item(table["item"], frame[column])  # one value per item: loops run over items
+        text = frame[column].astype("string").str.strip()  # the first non-empty value of every item
+        per_item = text.where(text != "").groupby(table["item"].to_numpy(), sort=False).first().astype(object)
         bounded = per_item.map(options_text if column == "options" else cap_text)
         values = table["item"].map(bounded)
         extra[column] = values.astype(object).where(values.notna(), None)
@@ -298,34 +234,14 @@ def _with_text(table: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def item_texts(items: pd.DataFrame) -> pd.DataFrame:
-    """The ``text`` and ``options`` of a validated item table, one row per item (index ``item``; None where
-    the table lacks the column or the item a value; no rows when the table has neither column)."""
+    """The ``text`` and ``options`` of a validated item table, one row per item (index ``item``; None where absent)."""
     first = (items if any(c in items.columns for c in TEXT_COLUMNS) else items.iloc[:0]).drop_duplicates("item")
     return pd.DataFrame({c: first[c].to_numpy(dtype=object) if c in first else None for c in TEXT_COLUMNS},
                         index=pd.Index(first["item"].to_numpy(dtype=object), name="item"))
 
 
 def load_bundled_item_text(item_ids: Any = None) -> pd.DataFrame:
-    """MMLU-Pro's question text and options for some items (bundled, Apache-2.0; see ``jagged/data/PROVENANCE.md``).
-
-    Parameters
-    ----------
-    item_ids : iterable of str, optional
-        The items wanted (ids as in the bundled responses); default: all 12,032.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``item`` (str); ``text`` (the question) and ``options`` (a JSON list of the
-        option texts, option k being letter A + k), bounded as :func:`validate_items`
-        bounds them. Items without text are absent.
-
-    Notes
-    -----
-    Only the three columns needed are parsed and only the wanted rows kept (the whole file: about 0.1 s).
-    """
-    from jagged.resources import data_dir
-
+    """MMLU-Pro's bounded question ``text`` and ``options`` (index ``item``) for ``item_ids`` (default: all)."""
     table = pd.read_csv(data_dir() / BUNDLED_TEXT_NAME, usecols=["item_id", "question", "options"])
     ids = table["item_id"].astype(str)
     if item_ids is not None:
@@ -375,24 +291,12 @@ def _check_categories(table: pd.DataFrame, source: str, line_offset: int | None)
 
 
 def aggregate_items(items: pd.DataFrame) -> pd.DataFrame:
-    """Aggregate a validated item table to the canonical per-domain table.
-
-    Parameters
-    ----------
-    items : pandas.DataFrame
-        Output of :func:`validate_items`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Canonical columns ``model, domain, score, n_items, category`` sorted by model and
-        domain, with ``score`` = sum(correct) / n_items over the items the model has in
-        the domain.
+    """Aggregate a validated item table to the canonical per-domain table, sorted by model and domain.
 
     Notes
     -----
-    The score is computed as a float64 sum divided by the count, so for 0/1 data it is the
-    correctly rounded fraction k/n (what ``k / n`` gives in Python).
+    ``score`` = sum(correct) / n_items over the items the model has in the domain, a float64
+    sum divided by the count: for 0/1 data the correctly rounded k/n.
     """
     grouped = items.groupby(["model", "domain"], sort=True)
     out = grouped["correct"].agg(["sum", "size"]).reset_index()
@@ -402,28 +306,15 @@ def aggregate_items(items: pd.DataFrame) -> pd.DataFrame:
         "domain": out["domain"].astype(object).to_numpy(),
         "score": out["sum"].to_numpy(dtype=float) / out["size"].to_numpy(dtype=float),
         "n_items": out["size"].to_numpy(dtype=float),
-        "category": out["domain"].map(categories).astype(object).where(
-            out["domain"].map(categories).notna(), None).to_numpy(),
+        "category": mapped(out["domain"], categories).to_numpy(),
     })
 
 
 def coverage_from_counts(scores: pd.DataFrame, domain_items: pd.Series) -> pd.DataFrame:
-    """Per-model item coverage from per-domain item counts.
+    """Per-model item coverage from a canonical table's ``n_items`` and the distinct items per domain.
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical table whose ``n_items`` are the items each model has per domain.
-    domain_items : pandas.Series
-        Number of distinct items per domain over all models (index: domain).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per model (sorted): ``model``, ``n_items`` (items the model has),
-        ``n_items_total`` (items in the data), ``missing_items``, ``coverage``
-        (n_items / n_items_total) and ``domains_short`` (domains where the model lacks
-        items, including domains it has none of, as a ``", "``-joined string).
+    One row per model: ``n_items``, ``n_items_total``, ``missing_items``, ``coverage`` and
+    ``domains_short`` (domains where it lacks items, ``", "``-joined).
     """
     total = int(domain_items.sum())
     n_total = domain_items.reindex(pd.Index(scores["domain"].to_numpy(dtype=object))).to_numpy(dtype=float)
@@ -465,29 +356,7 @@ def coverage_notes(cov: pd.DataFrame) -> tuple[dict[str, str], str]:
 
 def dataset_from_items(frame: pd.DataFrame, *, source: str, paths: list[Path],
                        line_offset: int | None = None) -> Dataset:
-    """Validate and aggregate an in-memory item-level table into a Dataset.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        Item-level table as read (see the module docstring for its columns).
-    source : str
-        Name used in messages.
-    paths : list of pathlib.Path
-        Files behind the table.
-    line_offset : int or None
-        Added to row labels to give file lines in messages (2 for CSV).
-
-    Returns
-    -------
-    Dataset
-        ``format="items"``; ``scores`` aggregated per (model, domain); ``items`` the
-        validated item table; ``model_notes`` a coverage remark for every model that lacks
-        items; ``details`` with ``items`` and ``coverage`` summaries.
-    """
-    from jagged.readers.canonical import validate_scores
-    from jagged.readers.choices import answers_summary
-
+    """Validate and aggregate an in-memory item table into a Dataset, with coverage notes and summaries."""
     items = validate_items(frame, source, line_offset=line_offset)
     scores = validate_scores(aggregate_items(items), source, line_offset=None)
     cov = coverage_from_counts(scores, items.groupby("domain")["item"].nunique())
@@ -502,17 +371,8 @@ def dataset_from_items(frame: pd.DataFrame, *, source: str, paths: list[Path],
     return Dataset(scores=scores, source=source, paths=list(paths), format="items", items=items,
                    model_notes=notes, details=details)
 
-
-# --- Parquet schema: the canonical columns as SQL (out-of-core aggregation, jagged.stats.item_expr)
-
 def parquet_names(path: str | Path) -> list[str]:
-    """A Parquet file's column names, from its footer (the row count there is not trusted).
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        A Parquet file.
-    """
+    """A Parquet file's column names, from its footer."""
     import pyarrow.parquet as pq
 
     return list(pq.read_schema(path).names)
@@ -550,13 +410,11 @@ def _pa_kind(dtype: Any) -> str:
 def parquet_columns(path: str | Path) -> dict[str, str]:
     """SQL expressions for the canonical columns of an item-level Parquet file (view ``t``).
 
-    Keys ``model, domain, item, correct`` always; ``category, choice, key, n_options`` when
-    the file has them. Names and labels are trimmed text (NULL when empty), item ids and
-    labels written as in memory (``1.0`` → ``1``), ``correct`` and ``n_options`` as DOUBLE.
+    ``model, domain, item, correct`` always; ``category, choice, key, n_options`` when
+    present. Names and labels are trimmed text (NULL when empty), ids and labels written as
+    in memory (``1.0`` → ``1``), ``correct`` and ``n_options`` as DOUBLE.
     """
     import pyarrow.parquet as pq
-
-    from jagged.readers.choices import sql_label
 
     schema = pq.read_schema(path)
     col = {str(raw).strip(): raw for raw in schema.names}

@@ -1,52 +1,29 @@
 """The input cap: how many bytes any file, archive member or table may expand to.
 
-Files from outside are untrusted: a 257 KB ``.eval`` archive can hold a Zstandard member
-that expands to 3.9 GB, a 28 MB gzip CSV to 6 GB, a 3 MB Parquet file to 300 million
-rows, a JSON file to millions of containers. Every reader therefore reads through this
-module, which counts what is **actually produced while streaming** (decompressed bytes,
-Arrow bytes of decoded Parquet batches, JSON text and values) against one cap, never
-trusting a declared size, and stops with a one-line
-:class:`InputTooLargeError` (a :class:`~jagged.errors.JaggedInputError`: CLI exit 2) as soon
-as the count passes it. Refusing costs bounded memory: decompressed data is kept only up
-to :data:`KEEP_BYTES`; beyond that it is counted and dropped, and read a second time only
-when the whole input turned out to be within the cap.
+Inputs are untrusted (a 257 KB ``.eval`` archive can expand to 3.9 GB), so readers count
+what is **actually produced while streaming** (decompressed bytes, decoded Parquet Arrow
+bytes, JSON text and values), never a declared size, and stop with a one-line
+:class:`InputTooLargeError` once past the cap. Data beyond :data:`KEEP_BYTES` are counted
+and dropped, and read again only when the whole input is within the cap.
 
-The cap
--------
-:data:`DEFAULT_MAX_INPUT_BYTES` (2 GiB) unless raised (or lowered), in this order of
-precedence:
-
-1. ``jagged.load(path, max_input_bytes=N)`` (CLI ``--max-input-bytes N``, notebook
-   parameter ``max_input_bytes``), which sets it for the duration of the call
-   (:func:`input_cap`, a :class:`contextvars.ContextVar`, so threads and notebooks each
-   see their own);
-2. the environment variable ``JAGGED_MAX_INPUT_BYTES`` (bytes, or with a ``K``/``M``/``G``
-   suffix, powers of 1024: ``8G``);
-3. the default.
-
-What counts against it, per input file (an archive's members summed):
-
-* CSV, JSON, JSON lines: the (decompressed) bytes of the text;
-* each archive member: its decompressed bytes, and all members of one archive together;
-* Parquet: the Arrow bytes of the decoded batches (a dictionary counted once per column
-  chunk), so a few MB of repeated rows count for what they become;
-* JSON additionally :data:`JSON_VALUE_BYTES` per container or separator (``{``, ``[``,
-  ``,``), an upper bound of what Python needs per parsed value, so a 2 GB text of ``[{},{},``
-  cannot become 48 GB of Python objects.
-
-Why 2 GiB: the largest inputs the bundled benchmarks read are the 50-million-row item-level
-Parquet files of ``benchmarks/bench_items.py`` and ``bench_item_audit.py``, measured at 17.1
-and 26.1 Arrow bytes a row (dictionary-encoded names), 0.80 and 1.22 GiB; 2 GiB passes them
-with room, while pandas needs several times a table's Arrow bytes to hold it in memory, so
-a much larger default would let a single file exhaust a 16 GB machine.
+The cap, first found: ``max_input_bytes`` (``--max-input-bytes``, set for a call by
+:func:`input_cap`, a context variable); ``JAGGED_MAX_INPUT_BYTES`` (bytes, or ``K``/``M``/
+``G`` suffixes, powers of 1024); :data:`DEFAULT_MAX_INPUT_BYTES` (2 GiB). Per input file
+(an archive's members summed) it counts the (decompressed) bytes of CSV and JSON text,
+each member's decompressed bytes, Parquet's decoded Arrow bytes (a dictionary once per
+column chunk) and, for JSON, :data:`JSON_VALUE_BYTES` per ``{``, ``[`` or ``,``, an upper
+bound of Python's memory per parsed value.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import gzip
+import json
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,12 +31,9 @@ from typing import IO, Any
 
 from jagged.errors import JaggedInputError
 
-#: Default cap in bytes (2 GiB; see the module docstring for why).
 DEFAULT_MAX_INPUT_BYTES: int = 2 * 1024 ** 3
-#: Environment variable that raises or lowers the cap.
 ENV_VAR = "JAGGED_MAX_INPUT_BYTES"
-#: Decompressed data kept while streaming; beyond it data are counted, dropped and re-read
-#: only if the whole input is within the cap (so refusing a bomb needs at most this much).
+#: Decompressed data kept while streaming; beyond it data are counted, dropped and re-read.
 KEEP_BYTES: int = 128 * 1024 ** 2
 #: Bytes charged per JSON container or separator: an upper bound of Python's memory per value.
 JSON_VALUE_BYTES: int = 64
@@ -78,20 +52,7 @@ class InputTooLargeError(JaggedInputError):
 
 
 def parse_size(value: Any, where: str) -> int:
-    """A positive byte count from an int or a string such as ``"4096"``, ``"512M"`` or ``"8GiB"``.
-
-    Parameters
-    ----------
-    value : int or str
-        The value given.
-    where : str
-        What gave it, for the message (``"JAGGED_MAX_INPUT_BYTES"``, ``"max_input_bytes"``).
-
-    Raises
-    ------
-    JaggedInputError
-        Not a positive whole number of bytes.
-    """
+    """A positive byte count, at most :data:`MAX_CAP`, from an int or a string (``"4096"``, ``"512M"``, ``"8GiB"``)."""
     if isinstance(value, bool):
         raise JaggedInputError(f"{where}: {value!r} is not a number of bytes")
     if isinstance(value, int):
@@ -120,18 +81,7 @@ def max_input_bytes() -> int:
 
 @contextlib.contextmanager
 def input_cap(value: int | str | None) -> Iterator[int]:
-    """Set the cap for the readers called inside the ``with`` block (``None``: keep the current one).
-
-    Parameters
-    ----------
-    value : int, str or None
-        Bytes (see :func:`parse_size`).
-
-    Yields
-    ------
-    int
-        The cap in force.
-    """
+    """Set the cap (bytes, see :func:`parse_size`) for the readers called in the ``with`` block; None keeps it."""
     if value is None:
         yield max_input_bytes()
         return
@@ -159,15 +109,7 @@ def too_large(what: str, cap: int, *, how: str = "expands to") -> InputTooLargeE
 
 
 class Budget:
-    """Bytes counted against the cap for one input (a file, or an archive and all its members).
-
-    Parameters
-    ----------
-    what : str
-        The input's name for messages (``"scores.csv.gz"``).
-    cap : int, optional
-        Default: :func:`max_input_bytes`.
-    """
+    """Bytes counted against the cap (default :func:`max_input_bytes`) for one input (a file, or an archive)."""
 
     def __init__(self, what: str, cap: int | None = None) -> None:
         self.what = what
@@ -192,31 +134,13 @@ class StreamRead:
 
 def read_stream(stream: IO[bytes], budget: Budget, what: str | None = None, *, limit: int | None = None,
                 keep: int | None = None, crc: bool = False) -> StreamRead:
-    """Read a binary stream to its end in chunks, counting against ``budget``.
+    """Read a binary stream to its end in :data:`CHUNK_BYTES` pieces, counting against ``budget``.
 
-    Parameters
-    ----------
-    stream : file-like
-        A decompressing (or plain) stream; read in :data:`CHUNK_BYTES` pieces, never
-        asked for more, so a lying header cannot make it allocate a large buffer.
-    budget : Budget
-        Counts the bytes; raises past its cap.
-    what : str, optional
-        Name in the message (default: the budget's).
-    limit : int, optional
-        Stop after this many bytes + 1 (so a caller can tell "more than the limit").
-    keep : int, optional
-        Keep at most this many bytes; past it the data are dropped (still counted and
-        checksummed) and ``data`` is None. Default: keep everything.
-    crc : bool
-        Compute the CRC-32 of what was read.
-
-    Returns
-    -------
-    StreamRead
+    Never asks for more than a chunk, so a lying header cannot make it allocate a large
+    buffer. Stops after ``limit + 1`` bytes (so a caller can tell "more than the limit");
+    keeps at most ``keep`` bytes (past it ``data`` is None, the rest still counted and, with
+    ``crc``, checksummed).
     """
-    import zlib
-
     chunks: list[bytes] | None = []
     size = checksum = 0
     while limit is None or size <= limit:
@@ -238,15 +162,8 @@ def read_stream(stream: IO[bytes], budget: Budget, what: str | None = None, *, l
 def read_file(path: Path, budget: Budget | None = None, *, json_values: bool = False) -> bytes:
     """A plain file's bytes, at most the cap (checked on the size and again while reading).
 
-    With ``json_values`` the bytes are also charged as JSON text (:func:`json_budget`)
-    before anyone parses them.
-
-    Raises
-    ------
-    InputTooLargeError
-        The file is larger than the cap.
-    JaggedInputError
-        Not a regular file, or unreadable.
+    With ``json_values`` the bytes are also charged as JSON text (:func:`json_budget`). A
+    FIFO, device or unreadable file is a :class:`JaggedInputError`.
     """
     budget = budget or Budget(path.name)
     if not os.path.isfile(path):  # before opening: opening a FIFO blocks
@@ -279,19 +196,9 @@ def read_file(path: Path, budget: Budget | None = None, *, json_values: bool = F
 def gunzip_file(path: Path) -> bytes:
     """Decompress a gzip file with bounded memory, its output counted against the cap.
 
-    The output is kept up to :data:`KEEP_BYTES`; a larger output is counted to its end (or
-    the cap) without being kept and, when within the cap, decompressed again to return it.
-
-    Raises
-    ------
-    InputTooLargeError
-        It expands to more than the cap.
-    JaggedInputError
-        Damaged gzip data.
+    Output past :data:`KEEP_BYTES` is counted to its end without being kept and, when within
+    the cap, decompressed again. Damaged data is a :class:`JaggedInputError`.
     """
-    import gzip
-    import zlib
-
     for keep in (KEEP_BYTES, None):
         budget = Budget(path.name)
         try:
@@ -307,9 +214,8 @@ def gunzip_file(path: Path) -> bytes:
 def json_budget(data: bytes | str, what: str) -> None:
     """Charge a JSON text's bytes and :data:`JSON_VALUE_BYTES` per ``{``, ``[`` and ``,`` against the cap.
 
-    Counting those characters (in C, a few GB/s) bounds the number of values the parser
-    can build, whatever the strings hold (separators inside strings only make the bound
-    more cautious).
+    Counting those characters bounds the number of values the parser can build, whatever
+    the strings hold.
     """
     if isinstance(data, str):
         count = data.count(",") + data.count("[") + data.count("{")
@@ -322,12 +228,7 @@ def json_budget(data: bytes | str, what: str) -> None:
 
 
 def json_error(exc: BaseException) -> str | None:
-    """The one-line reason for a JSON parse failure that is not a syntax error, else None.
-
-    Python's parser raises :class:`RecursionError` past about 1,000 nested levels,
-    :class:`ValueError` for an integer of more than 4,300 digits (``sys.int_info``) and
-    :class:`MemoryError` when it runs out of memory.
-    """
+    """The one-line reason for a JSON failure other than syntax (depth, a 4,300-digit integer, memory), else None."""
     if isinstance(exc, RecursionError):
         return "nested too deeply (more than about 1,000 levels of arrays or objects)"
     if isinstance(exc, MemoryError):
@@ -338,26 +239,10 @@ def json_error(exc: BaseException) -> str | None:
 
 
 def loads(text: str | bytes, what: str) -> Any:
-    """Parse JSON within the cap; depth, huge integers and memory become one-line errors.
+    """Parse JSON within the cap (:func:`json_budget`); depth, huge integers and memory become one-line errors.
 
-    Parameters
-    ----------
-    text : str or bytes
-        The JSON text.
-    what : str
-        The file (and member) for messages.
-
-    Raises
-    ------
-    InputTooLargeError
-        Too many bytes or values (:func:`json_budget`).
-    JaggedInputError
-        Nested too deeply, an integer too long, or out of memory.
-    json.JSONDecodeError
-        Not valid JSON (callers word their own message with its line and column).
+    ``json.JSONDecodeError`` is left to callers, who word it with its line and column.
     """
-    import json
-
     json_budget(text, what)
     try:
         return json.loads(text)
@@ -366,9 +251,3 @@ def loads(text: str | bytes, what: str) -> Any:
         if reason is None:
             raise
         raise JaggedInputError(f"{what}: not readable JSON: {reason}") from None
-
-
-__all__ = ["Budget", "DEFAULT_MAX_INPUT_BYTES", "ENV_VAR", "InputTooLargeError", "JSON_VALUE_BYTES", "KEEP_BYTES",
-           "MAX_CAP", "StreamRead", "gunzip_file", "input_cap", "json_budget", "json_error", "loads",
-           "max_input_bytes", "parse_size",
-           "read_file", "read_stream", "size_text", "too_large"]

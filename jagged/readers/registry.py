@@ -1,44 +1,24 @@
 """The dispatcher: which reader takes an input, asked in the order of :data:`READERS`, and the one validation after.
 
-Every input format is one module holding ``READER = Reader(...)``
-(:class:`jagged.readers.reader.Reader`), listed once in :data:`READERS`. For a file,
-:func:`read_file` reads its head once (:func:`jagged.readers.files.head`: the kind its
-first bytes say and, for JSON, the parsed document) and asks the readers **in the order of**
-:data:`READERS`, handing each the parsed JSON; the first that recognises it reads it. The
-registry is the only place that asks them.
-A folder's files are found by :mod:`jagged.readers.folders` and each recognised the same
-way; files of one *family* may share a folder (the earliest reader present is used, the
-others' files are listed in ``details["not used"]``), two families may not.
+Every format is one module holding a :class:`~jagged.readers.reader.Reader`, listed once in
+:data:`READERS` (adding a format: one module, one line). A file's head is read once
+(:func:`jagged.readers.files.head`) and the readers are asked **in order**; the first that
+recognises it reads it. Files of one *family* may share a folder (the earliest reader
+present is used, the others' files listed as not used), two families may not. Readers
+return rows as read; :func:`finish` applies the options every input takes
+(:data:`GENERIC`) and validates once into a :class:`~jagged.readers.dataset.Dataset`.
 
-Readers return rows as read (:class:`~jagged.readers.reader.ScoreRead`,
-:class:`~jagged.readers.reader.ItemRead`); :func:`finish` validates them once, into a
-:class:`~jagged.readers.dataset.Dataset` (:func:`jagged.readers.canonical.validate_scores`,
-:func:`jagged.readers.items.dataset_from_items`). Options are the loader options of
-:mod:`jagged.options` (stage ``load``); a reader receives those it declares, and a given
-option it does not declare is warned about and ignored.
-
-The order, and why:
+The order: per-domain formats before the item-level ones of their family (a folder with
+lm-eval results and samples uses the results), stricter tests before looser (EEE records
+carry ``sample_id`` and may also carry a ``doc_id``):
 
 1. :mod:`~jagged.readers.tables` -- CSV and Parquet tables (first bytes: text or ``PAR1``);
-2. :mod:`~jagged.readers.lmeval_results` -- lm-eval ``results*.json``;
+2. :mod:`~jagged.readers.lmeval` -- lm-eval ``results*.json``;
 3. :mod:`~jagged.readers.inspect_logs` -- Inspect ``.json`` logs and ``.eval`` archives;
-4. :mod:`~jagged.readers.eee_collection` -- Every Eval Ever aggregate files;
+4. :mod:`~jagged.readers.eee` -- Every Eval Ever aggregate files;
 5. :mod:`~jagged.readers.helm` -- HELM run files (the run folder is read);
-6. :mod:`~jagged.readers.eee_samples` -- Every Eval Ever instance-level ``*_samples.jsonl``;
-7. :mod:`~jagged.readers.lmeval_samples` -- lm-eval ``samples_<task>_<ts>.jsonl``.
-
-Per-domain formats come before the item-level ones of their family (a folder with lm-eval
-results and samples uses the results), and the stricter tests before the looser (EEE
-records carry ``sample_id`` and may also carry a ``doc_id``).
-
-Options every input takes (:data:`GENERIC`): the row selection (``where``, ``models``,
-``domains``) is applied by :func:`finish` before validation, unless the reader applied it
-already (a table does, before a wide table is melted); ``n_items`` gives the item counts
-of a per-domain table without them (:func:`jagged.readers.canonical.item_counts`); ``strict``
-refuses what a reader would leave out (a damaged file, a value outside its declared range).
-A reader that declares one of them also receives it; none is warned about.
-
-Adding a format: one module with a ``READER`` and one line in :data:`READERS`.
+6. :mod:`~jagged.readers.eee_samples` -- Every Eval Ever ``*_samples.jsonl``;
+7. :mod:`~jagged.readers.lmeval` -- lm-eval ``samples_<task>_<ts>.jsonl``.
 """
 
 from __future__ import annotations
@@ -50,10 +30,12 @@ from typing import Any, Callable
 
 from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.options import BY_NAME, LOAD, names
-from jagged.readers import eee_collection, eee_samples, helm, inspect_logs, lmeval_results, lmeval_samples, tables
+from jagged.readers import eee, eee_samples, helm, inspect_logs, lmeval, tables
+from jagged.readers.canonical import item_counts, validate_scores, with_item_counts
 from jagged.readers.dataset import Dataset
 from jagged.readers.files import head as read_head
 from jagged.readers.files import read_json_text
+from jagged.readers.items import dataset_from_items
 from jagged.readers.limits import InputTooLargeError
 from jagged.readers.reader import Head, ItemRead, Parsed, Reader, ScoreRead
 from jagged.text import merge_notes, one_line
@@ -64,29 +46,20 @@ GENERIC: tuple[str, ...] = (*tables.SELECTION, "n_items", "strict")
 #: The readers, in the order they are asked.
 READERS: list[Reader] = [
     tables.READER,
-    lmeval_results.READER,
+    lmeval.RESULTS_READER,
     inspect_logs.READER,
-    eee_collection.READER,
+    eee.READER,
     helm.READER,
     eee_samples.READER,
-    lmeval_samples.READER,
+    lmeval.SAMPLES_READER,
 ]
 
 
-def _content(head: Head) -> Any:
-    """A head's parsed JSON, read here once when whoever made the head did not read it."""
-    if head.kind == "json" and head.content is None:
-        head.content = read_json_text(head.path)
-    return head.content
-
-
 def recognise(head: Head) -> Parsed | None:
-    """The input as the first reader of :data:`READERS` that recognises it keeps it; None when none does.
-
-    A reader recognises a head when it takes the head's kind (:attr:`Reader.kinds`) and, for
-    JSON, its ``recognises`` says yes to the JSON parsed once (:func:`jagged.readers.files.head`).
-    """
-    content = _content(head)
+    """The input as kept by the first reader of :data:`READERS` taking its kind and JSON; None if none does."""
+    if head.kind == "json" and head.content is None:  # a head made elsewhere, not read yet
+        head.content = read_json_text(head.path)
+    content = head.content
     for reader in READERS:
         if head.kind in reader.kinds and (head.kind != "json" or reader.recognises is None
                                           or reader.recognises(content)):
@@ -106,13 +79,7 @@ def _describe_unknown(content: Any) -> str:
 
 
 def parse(head: Head) -> Parsed:
-    """Recognise an input, or say what it is instead.
-
-    Raises
-    ------
-    JaggedInputError
-        No reader recognises it (binary data, or JSON of no supported evaluator).
-    """
+    """Recognise an input, or raise a :class:`JaggedInputError` saying what it is instead (binary, or other JSON)."""
     found = recognise(head)
     if found is not None:
         return found
@@ -124,11 +91,10 @@ def parse(head: Head) -> Parsed:
 
 
 def parse_all(files: list[Path], root: Path) -> tuple[list[Parsed], list[str], list[str]]:
-    """Recognise a folder's files, each read once (:func:`jagged.readers.files.head`); (recognised, not used, damaged).
+    """Recognise a folder's files; (recognised, not used, damaged).
 
-    A file no reader recognises, or not readable as JSON, is listed as not used (a damaged
-    one, invalid JSON, also as damaged); an unreadable ``.eval`` archive and an input past
-    the cap stop the read.
+    Unrecognised or unreadable JSON files are listed as not used (invalid JSON also as
+    damaged); an unreadable ``.eval`` archive and an input past the cap stop the read.
     """
     parsed: list[Parsed] = []
     ignored: list[str] = []
@@ -147,7 +113,7 @@ def parse_all(files: list[Path], root: Path) -> tuple[list[Parsed], list[str], l
 
 
 def given_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The loader options (:func:`jagged.options.names` of stage ``load``) given a value other than their default."""
+    """The loader options given a value other than their default."""
     return {k: options[k] for k in names(LOAD)
             if k in options and options[k] not in (None, "", False) and options[k] != BY_NAME[k].default}
 
@@ -161,37 +127,13 @@ def options_for(reader: Reader, options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k in reader.options}
 
 
-def _check_one_family(found: list[Parsed], source: str) -> None:
-    families = list(dict.fromkeys(p.reader.family for p in found))
-    if len(families) > 1:
-        first = next(p for p in found if p.reader.family == families[0])
-        second = next(p for p in found if p.reader.family == families[1])
-        raise JaggedInputError(f"{source}: mixes {families[0]} ({first.path.name}) and {families[1]} "
-                               f"({second.path.name}); point jagged at one kind")
-
-
 def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str, Any] | None = None) -> Dataset:
     """Select rows and validate what a reader returned, once, into a :class:`Dataset` (a Dataset passes as it is).
 
-    Parameters
-    ----------
-    read : ScoreRead, ItemRead or Dataset
-        A reader's output.
-    source : str
-        Display name of the input.
-    options : dict, optional
-        Given loader options: the selection (``where``, ``models``, ``domains``) is applied
-        unless the reader did (:attr:`ScoreRead.selected`), and ``n_items`` gives the item
-        counts of per-domain scores without them.
-
-    Raises
-    ------
-    JaggedInputError
-        What validation or the selection refuses; ``n_items`` given for item-level data
-        or for a table with its own counts.
+    The selection (``where``, ``models``, ``domains``) is applied unless the reader did;
+    ``n_items`` gives item counts to per-domain scores without them, and is refused for
+    item-level data.
     """
-    from jagged.readers.canonical import item_counts, with_item_counts
-
     options = options or {}
     selection = {k: options.get(k) for k in tables.SELECTION if options.get(k)}
     counts = item_counts(options.get("n_items")) if options.get("n_items") not in (None, "") else None
@@ -201,8 +143,6 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
     if isinstance(read, Dataset):
         return read
     if isinstance(read, ScoreRead):
-        from jagged.readers.canonical import validate_scores
-
         frame = read.scores
         if selection and not read.selected:
             frame = tables.select_rows(frame, source=read.label, **selection)
@@ -212,8 +152,6 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
         return Dataset(scores=scores, source=source, paths=list(read.paths), format=read.format,
                        model_notes=dict(read.model_notes), details=dict(read.details),
                        benchmark=read.details.get("benchmark"))
-    from jagged.readers.items import dataset_from_items
-
     items = read.items
     if selection and not read.selected:
         items = tables.select_rows(items, source=source, **selection)
@@ -225,27 +163,14 @@ def finish(read: ScoreRead | ItemRead | Dataset, source: str, options: dict[str,
 
 
 def read_found(found: list[Parsed], *, source: str, options: dict[str, Any], ignored: list[str]) -> Dataset:
-    """Read recognised inputs of one family with the earliest reader present, and validate once.
-
-    Parameters
-    ----------
-    found : list of Parsed
-        Recognised inputs (one file's, or a folder's).
-    source : str
-        Display name (file or folder).
-    options : dict
-        Given loader options (:func:`given_options`).
-    ignored : list of str
-        Entries for ``details["not used"]`` so far.
-
-    Raises
-    ------
-    JaggedInputError
-        Inputs of two families, or any error of the reader.
-    """
+    """Read recognised inputs of one family with the earliest reader present, and validate once."""
     order = {id(reader): i for i, reader in enumerate(READERS)}
     found = sorted(found, key=lambda p: order[id(p.reader)])
-    _check_one_family(found, source)
+    families = list(dict.fromkeys(p.reader.family for p in found))
+    if len(families) > 1:
+        first, second = (next(p for p in found if p.reader.family == f) for f in families[:2])
+        raise JaggedInputError(f"{source}: mixes {families[0]} ({first.path.name}) and {families[1]} "
+                               f"({second.path.name}); point jagged at one kind")
     present = list(dict.fromkeys(p.reader for p in found))
     reader = present[0]
     for other in present[1:]:
@@ -259,11 +184,7 @@ def read_found(found: list[Parsed], *, source: str, options: dict[str, Any], ign
 
 
 def one_line_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Make sure every error message is one line, whatever names the files hold.
-
-    An integer too large for a float (JSON allows 4,300 digits; a float holds 308) is an
-    input error too, wherever a reader converts it.
-    """
+    """Make every error message one line, and an integer too large for a float an input error."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -284,18 +205,6 @@ def one_line_errors(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @one_line_errors
 def read_file(path: Path, options: dict[str, Any]) -> Dataset:
-    """Read one file into a Dataset: its head read once, the readers asked in order, validated once.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-        The file.
-    options : dict
-        Loader options, given or not.
-    """
+    """Read one file into a Dataset: its head read once, the readers asked in order, validated once."""
     found = parse(read_head(Path(path)))
     return read_found([found], source=Path(path).name, options=given_options(options), ignored=[])
-
-
-__all__ = ["GENERIC", "READERS", "finish", "given_options", "one_line_errors", "options_for", "parse", "parse_all",
-           "read_file", "read_found", "recognise"]

@@ -1,19 +1,14 @@
 """CSV and Parquet tables: long, wide and item-level layouts, told apart by their columns.
 
-* item-level: ``model, domain, item`` (or ``item_id``), ``correct`` (see
-  :mod:`jagged.readers.items`; item-level Parquet files with more rows than
-  :data:`jagged.readers.items.IN_MEMORY_MAX_ROWS`, counted while decoding them, not read
-  from the footer, are aggregated out of core by :mod:`jagged.readers.items_parquet`);
+* item-level: ``model, domain, item`` (or ``item_id``), ``correct`` (:mod:`jagged.readers.items`;
+  a large Parquet file, rows counted while decoding, is aggregated out of core);
 * long: ``model, domain, score`` (+ optional ``n_items``, ``category``);
 * wide: ``model`` plus one numeric column per domain.
 
-**Row selection** (:func:`select_rows`, the loader options ``where``, ``models``,
-``domains``) is applied to the table as read, before anything is validated, so rows of
-other releases never reach the duplicate check. ``where`` keeps the rows whose column
-equals the value (compared as text, stripped; several conditions must all hold); in a
-wide table ``domains`` picks columns and the ``where`` columns are dropped before the
-table is melted (they select rows, they are no domains). An unknown column, model,
-domain or value is an error naming it and what the table holds.
+**Row selection** (:func:`select_rows`) is applied to the table as read, before validation,
+so rows of other releases never reach the duplicate check. ``where`` keeps rows whose
+column equals the value (as stripped text, all conditions holding); in a wide table
+``domains`` picks columns and the ``where`` columns are dropped before the melt.
 """
 
 from __future__ import annotations
@@ -38,13 +33,7 @@ SHOWN = 12
 
 
 def parse_where(where: Any) -> list[tuple[str, str]]:
-    """``["release=2024-08-31", ...]`` as (column, value) pairs.
-
-    Raises
-    ------
-    JaggedInputError
-        A condition without ``=`` or with an empty column name.
-    """
+    """``["release=2024-08-31", ...]`` as (column, value) pairs; a condition without ``=`` or a column is an error."""
     if isinstance(where, str):
         where = [where]
     pairs = []
@@ -76,33 +65,11 @@ def _check_known(wanted: list[str], present: pd.Series | list[str], what: str, f
 
 def select_rows(frame: pd.DataFrame, *, source: str, where: Any = (), models: Any = (), domains: Any = (),
                 wide: bool = False) -> pd.DataFrame:
-    """Keep the rows (and, in a wide table, the domain columns) the selection options ask for.
+    """Keep the rows (and, in a ``wide`` table, the domain columns) the selection options ask for.
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        The table as read: long, item-level, or wide (``wide=True``).
-    source : str
-        Name used in messages.
-    where : sequence of str
-        ``COLUMN=VALUE`` conditions, all of which must hold (values compared as stripped text).
-    models, domains : sequence of str
-        Models (rows of ``model``) and domains (rows of ``domain``; columns of a wide table)
-        to keep; empty: all.
-    wide : bool
-        Whether ``frame`` is a wide table (``model`` plus one column per domain).
-
-    Returns
-    -------
-    pandas.DataFrame
-        The selected rows, their index (file lines) kept; a wide table without its
-        ``where`` columns.
-
-    Raises
-    ------
-    JaggedInputError
-        An unknown column, model, domain or value (the message lists what the table
-        holds, at most :data:`SHOWN` of each), or no row left.
+    The index (file lines) is kept; a wide table loses its ``where`` columns. An unknown
+    column, model, domain or value (the message lists at most :data:`SHOWN` of what the table
+    holds), or no row left, is a :class:`JaggedInputError`.
     """
     conditions, models, domains = parse_where(where), _names(models), _names(domains)
     if not (conditions or models or domains):
@@ -154,29 +121,7 @@ def _is_wide(columns: set[str]) -> bool:
 def from_frame(frame: pd.DataFrame, *, source: str, paths: list[Path], score_scale: str = "fraction",
                line_offset: int | None = 2, where: Any = (), models: Any = (),
                domains: Any = ()) -> ScoreRead | ItemRead:
-    """Tell the table layout by its columns; the rows as read, for the registry to validate.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        The table as read.
-    source : str
-        Name used in messages.
-    paths : list of pathlib.Path
-        Files behind the table.
-    score_scale : {"fraction", "percent"}
-        Scale of scores in long and wide tables.
-    line_offset : int or None
-        Added to row labels to give file lines in messages (2 for CSV, None otherwise).
-    where, models, domains : sequence of str
-        The row selection (:func:`select_rows`), applied before anything is validated.
-
-    Raises
-    ------
-    JaggedInputError
-        A long table missing ``domain`` or ``score``; what :func:`~jagged.readers.canonical.wide_to_long`
-        or :func:`select_rows` refuses.
-    """
+    """Tell the layout by the columns; the selected rows as read (``line_offset``: 2 for CSV), for the registry."""
     columns = set(frame.columns)
     if _is_wide(columns) and "model" in columns and ("domain" in columns or "score" in columns):
         missing = "score" if "domain" in columns else "domain"
@@ -195,11 +140,7 @@ def from_frame(frame: pd.DataFrame, *, source: str, paths: list[Path], score_sca
 
 def read_table(found: list[Parsed], *, source: str, score_scale: str = "fraction", where: Any = (),
                models: Any = (), domains: Any = (), **_: Any) -> ScoreRead | ItemRead | Dataset:
-    """Read one CSV or Parquet file (see the module docstring for the layouts).
-
-    A large item-level Parquet file comes back as a :class:`Dataset` already validated and
-    aggregated out of core (:func:`jagged.readers.items_parquet.dataset_from_parquet`).
-    """
+    """Read one CSV or Parquet file; a large item-level Parquet file comes back as a Dataset aggregated out of core."""
     path = found[0].path
     if found[0].kind == "parquet":
         try:  # the column names only; the row count comes from decoding, never from the footer
@@ -224,5 +165,3 @@ def read_table(found: list[Parsed], *, source: str, score_scale: str = "fraction
 
 READER = Reader(name="table", family="CSV/Parquet tables", what="CSV/Parquet tables",
                 options=("score_scale", *SELECTION), read=read_table, kinds=("text", "parquet"))
-
-__all__ = ["READER", "SELECTION", "from_frame", "parse_where", "read_table", "select_rows"]

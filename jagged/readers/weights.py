@@ -1,32 +1,16 @@
-"""Weights files (CSV or YAML) read and checked into a long table of raw weights.
+"""Weights files (CSV or YAML) read and checked into a table of raw weights (normalised by jagged.stats.weights).
 
-A weights file gives the deployment profiles of :mod:`jagged.stats.weights` (which turns
-the table into a normalised profiles × domains matrix; this module only reads and checks).
-
-Weights file format
--------------------
-CSV (comma, tab or semicolon separated) with columns ``domain`` and ``weight`` and
-optionally ``profile`` (several named profiles in one file; without it the whole file
-is one profile named after the file stem), ``comment`` (why this weight) and
-``description`` (one text per profile; the first non-empty value counts)::
+CSV (comma, tab or semicolon) has ``domain`` and ``weight``, optionally ``profile`` (else
+the file is one profile named after its stem), ``comment`` and ``description`` (the first
+non-empty per profile)::
 
     profile,domain,weight,comment
     law_office,law,50,"most questions are legal"
-    law_office,business,20,"contracts, clients"
 
-YAML, either a list of records with the same keys, or a mapping from profile name to
-``{domain: weight}`` (or to a list of records), or a single ``{domain: weight}``
-mapping::
-
-    law_office:
-      law: 50
-      business: 20
-
-Weights must be non-negative finite numbers (:mod:`jagged.stats.weights` normalises them
-to sum to 1 within each profile). All problems raise :class:`~jagged.errors.JaggedInputError`
-with one line that lists the offending names or values. Reading is bounded like every input
-(:mod:`jagged.readers.limits`), and YAML goes through :mod:`jagged.safe_yaml`: plain data
-only, no aliases, anchors or tags.
+YAML is a list of such records, a mapping from profile to ``{domain: weight}`` (or to a
+list of records), or one ``{domain: weight}`` mapping. Weights are non-negative finite
+numbers; every problem is one line listing the offending names or values. Reading is
+bounded, and YAML is plain data only (:mod:`jagged.safe_yaml`).
 """
 
 from __future__ import annotations
@@ -39,6 +23,7 @@ import pandas as pd
 
 from jagged import safe_yaml
 from jagged.errors import JaggedInputError
+from jagged.readers.canonical import found_columns
 from jagged.readers.files import decode_text, read_csv
 from jagged.readers.limits import read_file
 from jagged.text import listing
@@ -51,7 +36,7 @@ MAX_WEIGHTS_VALUES = 1_000_000
 
 
 def _records_from_yaml(data: Any, source: str, stem: str) -> pd.DataFrame:
-    """Turn the supported YAML shapes into a long table with a ``_where`` column."""
+    """The supported YAML shapes as a long table with a ``_where`` column."""
     rows: list[dict[str, Any]] = []
 
     def record(entry: Any, where: str, profile: str | None) -> None:
@@ -98,25 +83,7 @@ def _records_from_yaml(data: Any, source: str, stem: str) -> pd.DataFrame:
 
 
 def read_weights_file(path: Path) -> pd.DataFrame:
-    """Read a weights file (CSV or YAML) into an unvalidated table with a ``_where`` column.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-        The weights file.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (profile, domain, weight) record as written, with ``_where`` (the line
-        or entry, for messages); :func:`read_weights` checks it.
-
-    Raises
-    ------
-    JaggedInputError
-        Missing file, a folder, unreadable text, YAML that is not plain bounded data (no
-        aliases, anchors or tags; see :mod:`jagged.safe_yaml`), or a file over the input cap.
-    """
+    """Read a weights file into an unvalidated table, one row per record, ``_where`` naming its line or entry."""
     source = path.name
     if not path.exists():
         raise JaggedInputError(f"{path}: no such weights file")
@@ -132,9 +99,6 @@ def read_weights_file(path: Path) -> pd.DataFrame:
     frame = read_csv(path)
     frame["_where"] = [f"line {i + 2}" for i in range(len(frame))]
     return frame
-
-
-# --------------------------------------------------------------------------- checking
 
 
 def _float(value: Any) -> Any:
@@ -158,7 +122,7 @@ def _shown(value: Any) -> str:
 
 
 def _weight_values(raw: pd.Series, domain: pd.Series, where: pd.Series, source: str) -> np.ndarray:
-    """Convert the weight column to floats, listing every bad value in one error line."""
+    """The weight column as floats, every bad value listed in one error line."""
 
     def label(mask: np.ndarray, show_value: bool) -> str:
         idx = raw.index[mask]
@@ -201,34 +165,19 @@ def _text_column(frame: pd.DataFrame, column: str) -> pd.Series:
 
 
 def read_weights(path: str | Path) -> pd.DataFrame:
-    """Read and check a weights file; weights are *not* yet normalised.
+    """Read and check a weights file (format in the module docstring); weights are *not* yet normalised.
 
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        CSV or YAML weights file (format in the module docstring).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Long table with columns ``profile``, ``domain``, ``weight`` (float64, as given,
-        >= 0), ``comment`` and ``description`` ("" when absent), in file order.
-
-    Raises
-    ------
-    JaggedInputError
-        Missing ``domain`` / ``weight`` column; empty domain or profile name; non-numeric,
-        NaN, infinite or negative weights (every offender listed); a domain given twice in
-        one profile. (A profile named like a built-in one is refused by
-        :func:`jagged.stats.weights.resolve_profiles`, which knows the built-ins.)
+    Returns ``profile``, ``domain``, ``weight`` (float64, as given), ``comment`` and
+    ``description`` ("" when absent), in file order. Refused: a missing ``domain`` / ``weight``
+    column, an empty domain or profile name, non-numeric, NaN, infinite or negative weights
+    (every offender listed), a domain twice in one profile. (Profiles named like built-ins are
+    refused by :func:`jagged.stats.weights.resolve_profiles`.)
     """
     path = Path(path)
     source = path.name
     raw = read_weights_file(path)
     missing = [c for c in ("domain", "weight") if c not in raw.columns]
     if missing:
-        from jagged.readers.canonical import found_columns  # never echoes a file that is no table
-
         have = found_columns(raw.drop(columns="_where", errors="ignore"))
         raise JaggedInputError(f"{source}: missing column(s) {', '.join(missing)} ({have})")
     if len(raw) == 0:

@@ -149,7 +149,7 @@ def collections_text(source: str, collections: list[tuple[str, int, int, list[st
     source : str
         The folder named.
     collections : list of (name, files, models, benchmarks)
-        :func:`jagged.readers.eee_collection.datastore_collections` (models counted by id, as
+        :func:`jagged.readers.eee.datastore_collections` (models counted by id, as
         every other count of jagged).
 
     Returns
