@@ -26,6 +26,7 @@ from jagged.errors import JaggedInputError
 from jagged.options import AnalysisOptions
 from jagged.readers.dataset import Dataset
 from jagged.stats.decomposition import Decomposition
+from jagged.stats.engine import Engine
 from jagged.stats.metrics import jaggedness
 from jagged.text import join_note_columns
 
@@ -69,6 +70,11 @@ class Analysis:
     item_rest: str = "domain"
 
     @cached_property
+    def engine(self) -> Engine:
+        """Where the item statistics run (:meth:`jagged.stats.engine.Engine.from_options`), made once."""
+        return Engine.from_options(self.options)
+
+    @cached_property
     def decomposition(self) -> Any:
         """The logit decomposition of the scores (:func:`jagged.stats.decomposition.decompose`), computed once.
 
@@ -81,7 +87,7 @@ class Analysis:
     @cached_property
     def table(self) -> pd.DataFrame:
         """The per-model metrics table (:func:`metrics_table`)."""
-        return metrics_table(self.dataset, self.options, decomposition=self.decomposition)
+        return metrics_table(self.dataset, self.options, decomposition=self.decomposition, engine=self.engine)
 
     @cached_property
     def leave_one_out(self) -> dict[str, pd.DataFrame]:
@@ -186,8 +192,7 @@ class Analysis:
         source = self.item_source
         if source is None:
             return None
-        audit = audit_items(source, rest=self.item_rest, engine=self.options.engine,
-                            spark_master=self.options.spark_master, fit=self.item_model, flaws=self.flaws,
+        audit = audit_items(source, rest=self.item_rest, engine=self.engine, fit=self.item_model, flaws=self.flaws,
                             model=False)
         return audit if audit.flaws is not None else without_model(audit, self.item_model_input[1])
 
@@ -204,7 +209,7 @@ class Analysis:
         source = self.item_source
         if source is None:
             return None, f"{self.dataset.source}: no item-level results"
-        return model_table(source, int(self.dataset.scores["model"].nunique()), self.options.engine)
+        return model_table(source, int(self.dataset.scores["model"].nunique()), self.engine)
 
     @property
     def item_table(self) -> pd.DataFrame | None:
@@ -259,7 +264,7 @@ class Analysis:
         from jagged.stats.item_audit import IRT_MIN_MODELS
 
         in_memory = self.bundled or self.dataset.items is not None
-        return bool(in_memory and self.options.engine != "spark"
+        return bool(in_memory and not self.engine.spark
                     and self.dataset.scores["model"].nunique() >= IRT_MIN_MODELS)
 
     def item_text(self, item_ids: Any = None) -> pd.DataFrame | None:
@@ -471,7 +476,7 @@ def add_notes(table: pd.DataFrame, model_notes: dict[str, str]) -> pd.DataFrame:
 
 
 def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
-                  decomposition: Decomposition | None = None) -> pd.DataFrame:
+                  decomposition: Decomposition | None = None, engine: Engine | None = None) -> pd.DataFrame:
     """The full per-model metrics table for a dataset.
 
     Parameters
@@ -483,6 +488,8 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
     decomposition : Decomposition, optional
         :func:`jagged.stats.decomposition.decompose` of ``dataset.scores`` when already
         computed (:attr:`Analysis.decomposition`); otherwise it is computed here.
+    engine : Engine, optional
+        Where out-of-core intervals run (default: :meth:`Engine.from_options` of ``options``).
 
     Returns
     -------
@@ -527,11 +534,10 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
     table = add_structure(table, decomposition, alpha=1.0 - options.ci)
     table = add_rests_on(table, dataset.scores, decomposition)
     if options.bootstrap > 0:
-        # item-level results out of core (or --engine spark): the Poisson bootstrap in the engine (interval_route)
         table = add_intervals(table, dataset.scores, dataset.items, weights=weights, n_boot=options.bootstrap,
                               seed=options.seed, ci=options.ci,
                               statistics={"relative_jaggedness": replicate_statistic(decomposition)},
-                              source=dataset.item_path, engine=options.engine, spark_master=options.spark_master)
+                              source=dataset.item_path, engine=engine or Engine.from_options(options))
     check_intervals(table)  # invariant: every printed estimate lies in its own interval
     return add_notes(table, dataset.model_notes)
 

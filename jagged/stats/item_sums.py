@@ -12,7 +12,7 @@ not copied), :func:`lake_item_sums` for a Parquet file or a hive-partitioned fol
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.stats.engine import Engine, read_parquet, table_from_frame
 
 
 @dataclass
@@ -66,8 +67,7 @@ class ItemSums:
     source: str = "memory"
 
 
-def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
-              spark_master: str | None = None) -> ItemSums:
+def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: Engine | str | None = None) -> ItemSums:
     """The sufficient statistics of the item audit from a validated item table in memory.
 
     Parameters
@@ -77,10 +77,8 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None =
         correct`` and optionally ``choice, key, n_options``).
     rest : {"domain", "test"}
         Rest scores and abilities within the item's domain, or over the whole test.
-    engine : {"duckdb", "spark"}, optional
+    engine : Engine or {"duckdb", "spark"}, optional
         Where the sums run (default DuckDB, which reads the frame where it is).
-    spark_master : str, optional
-        See :func:`jagged.stats.engine.spark_session`.
 
     Returns
     -------
@@ -103,12 +101,11 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None =
         frame["n_options"] = frame["n_options"].astype(float)
     # one DuckDB thread: the sums are added in the frame's order, so the same table gives the same bits (and
     # items with the same responses exactly tied statistics) run after run
-    return _engine_sums(lambda con: _memtable(con, frame), rest=rest, engine=engine, spark_master=spark_master,
-                        source="memory", validated=True, threads=1, names=names)
+    return _engine_sums(lambda con: _memtable(con, frame), rest=rest, engine=replace(Engine.of(engine), threads=1),
+                        source="memory", validated=True, names=names)
 
 
-def lake_item_sums(path: str | Path, *, rest: str = "domain", engine: str | None = None,
-                   spark_master: str | None = None) -> ItemSums:
+def lake_item_sums(path: str | Path, *, rest: str = "domain", engine: Engine | str | None = None) -> ItemSums:
     """The :class:`ItemSums` of an item-level Parquet file or hive-partitioned folder, computed in the engine.
 
     Parameters
@@ -118,41 +115,33 @@ def lake_item_sums(path: str | Path, *, rest: str = "domain", engine: str | None
         checked by the loader.
     rest : {"domain", "test"}
         Rest group: the item's domain, or the whole test.
-    engine : {"duckdb", "spark"}, optional
+    engine : Engine or {"duckdb", "spark"}, optional
         Default DuckDB (memory limit, spilling to disk).
-    spark_master : str, optional
-        See :func:`jagged.stats.engine.spark_session`.
 
     Returns
     -------
     ItemSums
         ``source`` is ``"duckdb"`` or ``"spark"``; its ``model_domain_sums`` reads the input again.
     """
-    from jagged.stats.engine import read_parquet
-
     path = Path(path)
-    return _engine_sums(lambda con: read_parquet(con, path), rest=rest, engine=engine, spark_master=spark_master,
+    return _engine_sums(lambda con: read_parquet(con, path), rest=rest, engine=Engine.of(engine),
                         source=None, validated=False, name=path.name)
 
 
 def _memtable(con: Any, frame: pd.DataFrame) -> Any:
-    from jagged.stats.engine import table_from_frame
-
     types = {"model": "int64", "domain": "int64", "item": "int64", "correct": "float64", "choice": "string",
              "key": "string", "n_options": "float64"}
     return table_from_frame(con, frame, {c: types[c] for c in frame.columns})
 
 
-def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, spark_master: str | None,
-                 source: str | None, validated: bool, name: str = "<item table>",
-                 threads: int | None = None, names: dict[str, np.ndarray] | None = None) -> ItemSums:
+def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: Engine, source: str | None, validated: bool,
+                 name: str = "<item table>", names: dict[str, np.ndarray] | None = None) -> ItemSums:
     """Open the engine, build the rows from ``table(con)``, compute the sums.
 
     The connection stays open for the sums' later question (the sensitivity), which
     reuse the registered rows; it closes when the last function that uses it (in this
     :class:`ItemSums` or a copy of it) is garbage-collected.
     """
-    from jagged.stats.engine import check_engine, connect
     from jagged.stats.item_expr import (
         compute_item_sums,
         rows_table,
@@ -160,9 +149,8 @@ def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, 
         run_model_domain_sums,
     )
 
-    engine = check_engine(engine)
-    source = "spark" if engine == "spark" else (source or "duckdb")
-    con, close = connect(engine, spark_master=spark_master, threads=threads)
+    source = "spark" if engine.spark else (source or "duckdb")
+    con, close = engine.connect()
     held = _Held(con)
     closing = weakref.finalize(held, close)
     try:
