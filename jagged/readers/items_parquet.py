@@ -1,14 +1,10 @@
-"""Item-level Parquet too large for memory, as a file or as a lake holds it: checked and aggregated out of core.
+"""Item-level Parquet too large for memory, a file or a hive-partitioned folder: checked and aggregated out of core.
 
 :func:`dataset_from_parquet` runs the checks of :func:`jagged.readers.items.validate_items`
-and the aggregation of :func:`jagged.readers.items.aggregate_items` as SQL over a Parquet
-file, or over a folder of Parquet files partitioned hive-style (``model=a/part-0.parquet``:
-the ``key=value`` folder names become text columns, so ``model`` may live in the path);
-DuckDB reads it in row groups and spills to disk, so peak memory stays bounded whatever
-the size. Messages name the row (``row 12``), in a folder with its file
-(``model=a/part-0.parquet row 12``). The item statistics read the same file or folder again
-with either engine (:func:`jagged.stats.item_sums.lake_item_sums`): the Dataset records it as
-``item_path``.
+and the aggregation of :func:`jagged.readers.items.aggregate_items` as SQL in DuckDB, which
+reads in row groups and spills to disk. Messages name the row (``row 12``; in a folder
+``model=a/part-0.parquet row 12``). The Dataset records the input as ``item_path`` for the
+item statistics, which read it again (:mod:`jagged.stats.engine`).
 """
 
 from __future__ import annotations
@@ -128,38 +124,32 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
     Parameters
     ----------
     path : str or pathlib.Path
-        Item-level Parquet file (columns as in the module docstring), or a folder of them
-        partitioned hive-style (``model=a/part-0.parquet``; a column may live in the path).
+        Item-level Parquet file, or a folder of them partitioned hive-style
+        (``model=a/part-0.parquet``; a column may live in the path).
     source : str, optional
         Name used in messages (default: the file name).
-    memory_limit : str
-        DuckDB ``memory_limit``; DuckDB spills hash tables to a temporary folder beyond it.
-    threads : int, optional
-        DuckDB threads (default: the CPU count, at most 4).
+    memory_limit, threads
+        DuckDB's (threads default: the CPU count, at most 4).
 
     Returns
     -------
     Dataset
-        As :func:`dataset_from_items` but with ``items=None``: the item table is not
-        loaded, so intervals come from the parametric bootstrap on ``n_items``.
+        As :func:`jagged.readers.items.dataset_from_items` with ``items=None`` and
+        ``item_path`` set.
 
     Raises
     ------
     JaggedInputError
-        The same checks as :func:`validate_items`, reported with the Parquet row number;
-        a folder's parts as :func:`jagged.paths.parquet_parts` refuses them; footers that
-        declare more than the input cap (:func:`jagged.readers.files.check_footers`), or
-        rows beyond what they declare.
+        The checks of :func:`validate_items`, with the Parquet row; a folder's parts as
+        :func:`jagged.paths.parquet_parts` refuses them; footers that declare more than the
+        input cap (:func:`jagged.readers.files.check_footers`), or rows beyond them.
 
     Notes
     -----
-    DuckDB is given the file, or the folder's parts, as an explicit list of literal paths
-    and may open nothing else (:func:`jagged.paths.confine_duckdb`).
-
-    Why DuckDB rather than a pyarrow-dataset batch loop: aggregation alone is easy either
-    way, but two checks need a hash over every (model, item) pair (duplicates) and every
-    item (one domain per item). DuckDB does these in C++ with a memory cap and spilling,
-    while a Python batch loop would have to keep its own global hash of item names.
+    DuckDB gets the file or the parts as literal paths and may open nothing else
+    (:func:`jagged.paths.confine_duckdb`). DuckDB rather than a pyarrow batch loop: the
+    duplicate and one-domain-per-item checks need a hash over every (model, item) pair and
+    item, which DuckDB keeps in C++ with a memory cap and spilling.
     """
     import duckdb
 

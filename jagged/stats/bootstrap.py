@@ -22,6 +22,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError
 from jagged.stats.engine import Engine
 from jagged.stats.intervals import ESTIMATE_OF
+from jagged.stats.parallel import _one_blas_thread as one_blas_thread
 from jagged.stats.replicates import Replicates, ReplicateStatistic, chunk_size, summarise
 from jagged.stats.uncertainty import place_after
 
@@ -74,19 +75,10 @@ class ItemMatrix:
 
 def item_matrix(items: pd.DataFrame, models: np.ndarray | None = None,
                 domains: np.ndarray | None = None) -> ItemMatrix:
-    """Arrange an item-level table as an :class:`ItemMatrix`.
+    """A validated item table as an :class:`ItemMatrix`: models and domains in the order given (default: sorted).
 
-    Parameters
-    ----------
-    items : pandas.DataFrame
-        Validated item table (``model``, ``domain``, ``item``, ``correct``).
-    models, domains : numpy.ndarray, optional
-        Column and domain order (default: sorted names). Domains without items get no
-        rows.
-
-    Returns
-    -------
-    ItemMatrix
+    Items keep their order of first appearance within their domain; a domain without
+    items gets no rows.
     """
     models = np.asarray(sorted(pd.unique(items["model"])) if models is None else models, dtype=object)
     domains = np.asarray(sorted(pd.unique(items["domain"])) if domains is None else domains, dtype=object)
@@ -108,11 +100,8 @@ def item_matrix(items: pd.DataFrame, models: np.ndarray | None = None,
 
 
 def _chunks(n_boot: int, size: int) -> Iterator[int]:
-    done = 0
-    while done < n_boot:
-        step = min(size, n_boot - done)
-        yield step
-        done += step
+    for done in range(0, n_boot, size):
+        yield min(size, n_boot - done)
 
 
 def domain_sums(matrix: ItemMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -132,23 +121,10 @@ def domain_sums(matrix: ItemMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray 
 
 def resampled_sums(matrix: ItemMatrix, n_boot: int, rng: np.random.Generator
                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-    """Stratified, paired item resampling: per chunk of replicates, the domain sums.
+    """Stratified, paired item resampling: per chunk of b replicates (:func:`chunk_size`), b × M × D sums.
 
-    Parameters
-    ----------
-    matrix : ItemMatrix
-        The item-level results.
-    n_boot : int
-        Replicates in total.
-    rng : numpy.random.Generator
-        Source of the draws (one independent stream is spawned from it per domain size).
-
-    Yields
-    ------
-    (numpy.ndarray, numpy.ndarray, numpy.ndarray or None)
-        b × M × D arrays Σ c·x, Σ c·present and (partial credit only) Σ c·x² for the next
-        b replicates (:func:`chunk_size`), where c are the resampling counts of the
-        domain's items.
+    Yields Σ c·x, Σ c·present and (partial credit only) Σ c·x², where c are the resampling
+    counts of the domain's items; ``rng`` spawns one stream per domain size.
 
     Notes
     -----
@@ -179,29 +155,29 @@ def resampled_sums(matrix: ItemMatrix, n_boot: int, rng: np.random.Generator
             rows = bounds[domains][:, None] + np.arange(n)
             groups.append((domains, int(n), [v[rows] for v in sources]))
     streams = rng.spawn(len(groups))
-    for b in _chunks(n_boot, chunk_size(n_boot, n_models * n_domains)):
-        targets = [np.zeros((b, n_models, n_domains)) for _ in sources]
-        for target, values in zip(targets, sources):
-            target[:, :, single] = values[bounds[single]].T
-        for (at, n, values), stream in zip(groups, streams):
-            k = values[0].shape[0]
-            step = max(1, _BLOCK_ENTRIES // (k * n))
-            rows_at_once = min(b, step * max(1, _GEMM_ENTRIES // (step * k * n)))
-            counts = np.empty((k, rows_at_once, n), dtype=x.dtype)
-            for top in range(0, b, rows_at_once):
-                r = min(rows_at_once, b - top)
-                for lo in range(0, r, step):
-                    c = min(step, r - lo)
-                    draws = stream.integers(0, n, size=(c, k, n))
-                    draws += np.arange(c * k).reshape(c, k, 1) * n
-                    counts[:, lo:lo + c] = np.bincount(draws.ravel(), minlength=c * k * n).reshape(
-                        c, k, n).transpose(1, 0, 2)
-                for target, part in zip(targets, values):
-                    target[top:top + r][:, :, at] = (counts[:, :r] @ part).transpose(1, 2, 0)
-        num = targets[0]
-        den = np.broadcast_to(sizes.astype(float), num.shape).copy() if complete else targets[1]
-        sq = targets[-1] if matrix.partial else None
-        yield num, den, sq
+    with one_blas_thread():  # thin products: on a busy machine OpenBLAS's waiting threads cost more than they do
+        for b in _chunks(n_boot, chunk_size(n_boot, n_models * n_domains)):
+            targets = [np.zeros((b, n_models, n_domains)) for _ in sources]
+            for target, values in zip(targets, sources):
+                target[:, :, single] = values[bounds[single]].T
+            for (at, n, values), stream in zip(groups, streams):
+                k = values[0].shape[0]
+                step = max(1, _BLOCK_ENTRIES // (k * n))
+                rows_at_once = min(b, step * max(1, _GEMM_ENTRIES // (step * k * n)))
+                counts = np.empty((k, rows_at_once, n), dtype=x.dtype)
+                for top in range(0, b, rows_at_once):
+                    r = min(rows_at_once, b - top)
+                    for lo in range(0, r, step):
+                        c = min(step, r - lo)
+                        draws = stream.integers(0, n, size=(c, k, n))
+                        draws += np.arange(c * k).reshape(c, k, 1) * n
+                        counts[:, lo:lo + c] = np.bincount(draws.ravel(), minlength=c * k * n).reshape(
+                            c, k, n).transpose(1, 0, 2)
+                    for target, part in zip(targets, values):
+                        target[top:top + r][:, :, at] = (counts[:, :r] @ part).transpose(1, 2, 0)
+            num = targets[0]
+            den = np.broadcast_to(sizes.astype(float), num.shape).copy() if complete else targets[1]
+            yield num, den, targets[-1] if matrix.partial else None
 
 
 def _binomial_replicate_sums(s: np.ndarray, n: np.ndarray, n_boot: int, rng: np.random.Generator
@@ -225,23 +201,7 @@ def weight_array(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np.
 def replicates_from_matrix(matrix: ItemMatrix, *, weights: pd.DataFrame | None = None, n_boot: int = 2000,
                            seed: int = 0, statistics: Mapping[str, ReplicateStatistic] | None = None
                            ) -> "Replicates":
-    """Paired stratified item bootstrap on an :class:`ItemMatrix`.
-
-    Parameters
-    ----------
-    matrix : ItemMatrix
-        Item-level results.
-    weights : pandas.DataFrame, optional
-        Profiles × domains weight matrix (columns matched to ``matrix.domains`` by name).
-    n_boot : int
-        Replicates B.
-    seed : int
-        Seed of ``numpy.random.default_rng``.
-
-    Returns
-    -------
-    Replicates
-    """
+    """Paired stratified item bootstrap on an :class:`ItemMatrix` (``weights``: profiles × domains, by name)."""
     _check_settings(n_boot, 0.5)
     observed = domain_sums(matrix)
     w, profiles = weight_array(weights, matrix.domains)
@@ -257,23 +217,17 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
 
     Parameters
     ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    items : pandas.DataFrame, optional
-        Item-level table behind ``scores``, in memory.
+    scores, items : pandas.DataFrame
+        Canonical per-domain table, and the item-level table behind it in memory (optional).
     weights : pandas.DataFrame, optional
-        Profiles × domains weight matrix (:func:`jagged.stats.weights.resolve_profiles`); it
-        must have a column for every score domain.
-    n_boot : int
-        Number of replicates B.
-    seed : int
-        Seed of ``numpy.random.default_rng`` (of the Poisson weights' hash).
+        Profiles × domains weight matrix with a column for every score domain.
+    n_boot, seed : int
+        Replicates B; seed of ``numpy.random.default_rng`` (of the Poisson weights' hash).
     statistics : mapping of str to callable, optional
         Further per-model statistics of the same replicates (:data:`ReplicateStatistic`),
         e.g. :func:`jagged.stats.relative.replicate_statistic`; they land in ``extra``.
     source : str or pathlib.Path, optional
-        The Parquet file or partitioned folder behind item-level ``scores`` aggregated out
-        of core (``Dataset.item_path``).
+        The Parquet file or folder behind item-level ``scores`` aggregated out of core.
     engine : Engine or {"duckdb", "spark"}, optional
         Where item-level results out of core are read (:class:`jagged.stats.engine.Engine`).
 
@@ -281,12 +235,8 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
     -------
     Replicates
         ``method`` says which bootstrap made them; models without ``n_items`` (binomial)
-        get all-NaN replicates.
-
-    Raises
-    ------
-    JaggedInputError
-        ``n_boot`` < 1; a score domain without a weight column.
+        get all-NaN replicates. ``n_boot`` < 1 or a score domain without a weight column
+        is a :class:`JaggedInputError`.
 
     Notes
     -----
@@ -354,24 +304,11 @@ def centred_interval(estimate: np.ndarray, replicates: np.ndarray, ci: float, *,
                      bounds: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The percentile interval of bootstrap replicates, moved so that their median is the estimate.
 
-    Parameters
-    ----------
-    estimate : numpy.ndarray
-        The statistic of the data as observed (shape of one replicate).
-    replicates : numpy.ndarray
-        B × ... replicates of the same statistic, with the same correction (NaN: none).
-    ci : float
-        Interval level.
-    squared : bool
-        The statistic is a square before a floor at 0 (V − N̂ of √max(V − N̂, 0)): the ends
-        are computed on that scale and reported as √max(·, 0), like the estimate.
-    bounds : (float, float), optional
-        The statistic's range; the ends are clipped to it.
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray)
-        ``lo`` and ``hi``; NaN where the estimate or every replicate is NaN.
+    ``replicates`` (B × the estimate's shape, NaN: none) carry the same correction as
+    ``estimate``; ``squared``: the statistic is a square before a floor at 0 (V − N̂ of
+    √max(V − N̂, 0)), the ends are reported as √max(·, 0); ``bounds``: the statistic's range,
+    the ends are clipped to it. Returns ``lo``, ``hi`` (NaN where the estimate or every
+    replicate is NaN).
 
     Notes
     -----
@@ -379,16 +316,11 @@ def centred_interval(estimate: np.ndarray, replicates: np.ndarray, ci: float, *,
 
         [θ̂ + q_{(1−ci)/2} − q_{1/2},  θ̂ + q_{(1+ci)/2} − q_{1/2}],
 
-    the percentile interval shifted by the bootstrap's median bias q_{1/2} − θ̂. Since
-    q_{(1−ci)/2} ≤ q_{1/2} ≤ q_{(1+ci)/2}, it contains θ̂ by construction, and a monotone
-    map applied to θ̂ and to both ends (the floor and the root of a noise-corrected
-    statistic, clipping to a range) keeps it inside. For a statistic linear in the
-    scores (``macro_score``, ``dep_score``, ``wedge``) the median of the replicates is the
-    estimate up to the resampling's discreteness, and the interval is the plain percentile
-    interval. For a noise-corrected statistic the replicates carry the sampling noise once
-    more than the data (in the bootstrap world the truth is the observed table, already
-    noisy), so their median lies off the estimate; the shift removes that, and the
-    interval is one for the noise-free statistic that the estimate estimates.
+    the percentile interval shifted by the bootstrap's median bias q_{1/2} − θ̂: it contains
+    θ̂ by construction, and a monotone map of θ̂ and both ends (floor, root, clipping) keeps
+    it inside. For a statistic linear in the scores it is the plain percentile interval up
+    to the resampling's discreteness; for a noise-corrected one the replicates carry the
+    noise once more than the data, and the shift removes that.
     """
     lo, mid, hi = _quantiles(replicates, [(1.0 - ci) / 2.0, 0.5, (1.0 + ci) / 2.0])
     lo, hi = estimate + (lo - mid), estimate + (hi - mid)

@@ -1,12 +1,9 @@
-"""The item audit's sufficient statistics: what they are (:class:`ItemSums`) and where they come from.
+"""The item audit's sufficient statistics (:class:`ItemSums`), computed by the engine from any input.
 
-The item audit (:mod:`jagged.stats.item_audit`) needs only sums over rows: per (model,
-domain), per item and per (item, option). :class:`ItemSums` holds them. They are computed
-once, by the Ibis expressions of :mod:`jagged.stats.item_expr`, on the engine of
-:mod:`jagged.stats.engine` (DuckDB embedded by default, Spark with ``engine="spark"``),
-whatever the input: :func:`item_sums` for an item table in memory (registered with DuckDB,
-not copied), :func:`lake_item_sums` for a Parquet file or a hive-partitioned folder of them
-(read by the engine in row groups). The definitions are in :mod:`jagged.stats.item_expr`.
+The item audit needs only sums over rows: per (model, domain), per item and per (item,
+option), written once as the Ibis expressions of :mod:`jagged.stats.item_expr` and run by
+the :class:`jagged.stats.engine.Engine`: :func:`item_sums` for an item table in memory
+(registered, not copied), :func:`lake_item_sums` for a Parquet file or partitioned folder.
 """
 
 from __future__ import annotations
@@ -32,29 +29,21 @@ class ItemSums:
     model_group : pandas.DataFrame
         ``model``, ``group``, ``s`` (Σ correct), ``n`` (items).
     items : pandas.DataFrame
-        One row per item (:data:`jagged.stats.item_expr.ITEM_SUM_COLUMNS`): ``n`` models, Σx, Σx²; over the
-        rows with a rest score ``n_r``, Σx, Σx², ΣR, ΣR², ΣxR;
-        the upper/lower group size ``k_ul`` and Σw_u·x, Σw_l·x; ``n_choice`` rows with
-        choice information; the smallest and largest ``n_options`` (NaN: unknown).
+        One row per item, sorted by name (:data:`jagged.stats.item_expr.ITEM_SUM_COLUMNS`).
     options : pandas.DataFrame
         One row per (item, chosen label) over rows with choice information
-        (:data:`jagged.stats.item_expr.OPTION_SUM_COLUMNS`; ``pos`` is the item's row in :attr:`items`, sorted by
-        ``pos`` then label): rows choosing it, their Σw_u, how many of them
-        were wrong, how many of those have a rest score, their ΣR and Σw_u. The label
-        :data:`jagged.stats.item_expr.NO_ANSWER` is "no answer".
+        (:data:`jagged.stats.item_expr.OPTION_SUM_COLUMNS`; ``pos`` is the item's row in
+        :attr:`items`; the label :data:`jagged.stats.item_expr.NO_ANSWER` is "no answer").
     keys : pandas.DataFrame
-        ``pos`` (the item's row in :attr:`items`), ``key``, ``count``: how many rows carry
-        each key.
+        ``pos``, ``key``, ``count``: how many rows carry each key.
     has_choice, has_key : bool
         Whether the table has the columns.
     model_domain_sums : callable
         ``model_domain_sums(set_aside, rescore)`` → per (model, domain) ``s, n`` over all
         items, ``s_kept, n_kept`` without the items ``set_aside``, and ``s_rescored`` with
-        the items of ``rescore`` (item → option) scored against that option (``n_rescored``
-        of them).
+        the items of ``rescore`` (item → option) scored against that option (``n_rescored``).
     source : str
-        Where the sums come from: ``"memory"`` (an item table in memory, through DuckDB),
-        ``"duckdb"`` (a Parquet file or folder read by DuckDB) or ``"spark"``.
+        ``"memory"`` (an item table, through DuckDB), ``"duckdb"`` (a Parquet input) or ``"spark"``.
     """
 
     model_group: pd.DataFrame
@@ -68,22 +57,11 @@ class ItemSums:
 
 
 def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: Engine | str | None = None) -> ItemSums:
-    """The sufficient statistics of the item audit from a validated item table in memory.
+    """The :class:`ItemSums` of a validated item table in memory (:func:`jagged.readers.items.validate_items`).
 
-    Parameters
-    ----------
-    items : pandas.DataFrame
-        Output of :func:`jagged.readers.items.validate_items` (``model, domain, item,
-        correct`` and optionally ``choice, key, n_options``).
-    rest : {"domain", "test"}
-        Rest scores and abilities within the item's domain, or over the whole test.
-    engine : Engine or {"duckdb", "spark"}, optional
-        Where the sums run (default DuckDB, which reads the frame where it is).
-
-    Returns
-    -------
-    ItemSums
-        ``source`` is ``"memory"`` (DuckDB over the frame) or ``"spark"``.
+    ``rest``: rest scores and abilities within the item's domain, or over the whole
+    ``"test"``; ``engine``: where the sums run (default DuckDB, which reads the frame
+    where it is). ``source`` is ``"memory"`` or ``"spark"``.
     """
     columns = [c for c in ("model", "domain", "item", "correct", "choice", "key", "n_options") if c in items.columns]
     frame = items[columns].copy(deep=False)
@@ -106,22 +84,10 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: Engine | str
 
 
 def lake_item_sums(path: str | Path, *, rest: str = "domain", engine: Engine | str | None = None) -> ItemSums:
-    """The :class:`ItemSums` of an item-level Parquet file or hive-partitioned folder, computed in the engine.
+    """The :class:`ItemSums` of an item-level Parquet file or hive-partitioned folder the loader checked.
 
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        A Parquet file, or a folder of them partitioned hive-style (``model=.../part-0.parquet``),
-        checked by the loader.
-    rest : {"domain", "test"}
-        Rest group: the item's domain, or the whole test.
-    engine : Engine or {"duckdb", "spark"}, optional
-        Default DuckDB (memory limit, spilling to disk).
-
-    Returns
-    -------
-    ItemSums
-        ``source`` is ``"duckdb"`` or ``"spark"``; its ``model_domain_sums`` reads the input again.
+    ``rest`` and ``engine`` as in :func:`item_sums`; ``source`` is ``"duckdb"`` or
+    ``"spark"``, and ``model_domain_sums`` reads the input again.
     """
     path = Path(path)
     return _engine_sums(lambda con: read_parquet(con, path), rest=rest, engine=Engine.of(engine),
