@@ -120,7 +120,8 @@ def measure(engine: str, path: Path) -> dict:
 
 def measure_metrics(path: Path, bootstrap: int | None) -> dict:
     """``jagged metrics PATH`` in a fresh process (``--bootstrap 0``, or the default): wall, CPU, peak RSS."""
-    command = [sys.executable, "-m", "jagged.cli", "metrics", str(path), "-o", os.devnull]
+    out = path.with_name(f"metrics-{bootstrap}.csv")
+    command = [sys.executable, "-m", "jagged.cli", "metrics", str(path), "-o", str(out)]
     if bootstrap is not None:
         command += ["--bootstrap", str(bootstrap)]
     start = time.perf_counter()
@@ -129,6 +130,7 @@ def measure_metrics(path: Path, bootstrap: int | None) -> dict:
     wall = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"jagged metrics failed:\n{child.stderr.read().decode(errors='replace')}")
+    out.unlink(missing_ok=True)
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_rss": usage.ru_maxrss * 1024}
 
 
