@@ -320,7 +320,7 @@ def _confined(con: Any, files: list[Path]) -> list[str]:
         spill = getattr(con, "_jagged_spill", None)
         return confine_duckdb(con.con, files, [spill] if spill else [])
     if not {os.fspath(f) for f in files} <= allowed:
-        raise RuntimeError("this DuckDB connection may read only the input it was first given; connect() again")
+        raise RuntimeError("this DuckDB connection may read only the input it was first given; connect again")
     return [engine_path(f) for f in files]
 
 
