@@ -39,27 +39,12 @@ SECTIONS_MIME = "application/vnd.jagged.sections+json"
 
 @dataclass
 class Analysis:
-    """Everything a report shows, computed once from a dataset and the options.
+    """Everything a report shows, computed once from a dataset and the options (each table on first access).
 
-    Attributes
-    ----------
-    dataset : Dataset
-        The loaded input.
-    options : AnalysisOptions
-        What to compute.
-    display : dict
-        Display options by name (``focus_model``, ``max_models``, ``theme`` ...; see
-        :mod:`jagged.options`), for the notebook's cells.
-    bundled : bool
-        Whether the input is the data bundled with jagged.
-    item_rest : {"domain", "test"}
-        The trait of the item response model and the item audit's rest score.
-    draws : int, optional
-        Permutation draws of :attr:`structure` (None: :func:`jagged.stats.dimensions.default_draws`).
-
-    Notes
-    -----
-    The tables are computed on first access and kept (``functools.cached_property``).
+    ``display`` holds the display options by name (:mod:`jagged.options`) for the
+    notebook's cells; ``bundled`` whether the input is the data bundled with jagged;
+    ``item_rest`` the trait of the item response model and the item audit's rest score;
+    ``draws`` the permutation draws of :attr:`structure` (None: the default).
     """
 
     dataset: Dataset
@@ -76,10 +61,7 @@ class Analysis:
 
     @cached_property
     def decomposition(self) -> Any:
-        """The logit decomposition of the scores (:func:`jagged.stats.decomposition.decompose`), computed once.
-
-        The metrics table, :attr:`structure` and the notebooks all read this one.
-        """
+        """The logit decomposition of the scores (:func:`jagged.stats.decomposition.decompose`), read by all."""
         from jagged.stats.decomposition import decompose
 
         return decompose(self.dataset.scores)
@@ -113,10 +95,7 @@ class Analysis:
 
     @cached_property
     def structure(self) -> Any:
-        """Model or benchmark: decomposition, variance shares, dimensions (:func:`jagged.stats.structure.structure`).
-
-        Built on :attr:`decomposition` (not fitted again).
-        """
+        """Model or benchmark (:func:`jagged.stats.structure.structure`), built on :attr:`decomposition`."""
         from jagged.stats.structure import structure
 
         return structure(self.dataset.scores, draws=self.draws, seed=self.options.seed, ci=self.options.ci,
@@ -124,11 +103,7 @@ class Analysis:
 
     @cached_property
     def level_correlations(self) -> dict[str, dict[str, float]]:
-        """How cv_error and each relative jaggedness relate to the level, by relative column (computed once).
-
-        :func:`jagged.stats.structure.level_correlations` of :attr:`table` with
-        ``relative_jaggedness`` and with ``relative_jaggedness_corrected``.
-        """
+        """:func:`jagged.stats.structure.level_correlations` of :attr:`table`, by relative jaggedness column."""
         from jagged.stats.structure import level_correlations
 
         return {column: level_correlations(self.table, column)

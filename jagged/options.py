@@ -46,36 +46,25 @@ class Option:
     Attributes
     ----------
     name : str
-        Keyword argument and notebook parameter name; the CLI flag is ``--name`` with
-        dashes (see :attr:`flag`).
-    stage : {"load", "analysis", "display"}
-        Who takes it: :func:`jagged.load`, :class:`AnalysisOptions`, or the notebook only.
+        Keyword argument and notebook parameter; the CLI flag is :attr:`flag`.
+    stage : {"load", "analysis", "display", "compare"}
+        Who takes it: :func:`jagged.load`, :class:`AnalysisOptions`, the notebook, compare.
     kind : {"str", "bool", "int", "float", "list"}
         Its type, as the notebook's parameters cell declares it.
-    default : object
-        The library default (``None``: not given); the CLI default unless ``cli_default``.
+    default, cli_default : object
+        The library default (None: not given); the CLI's and notebooks' when it differs.
     help : str
         One line for ``--help``, the notebook's parameters cell and the report's parameters
         (no ``=``: papermill could not read the notebook's line).
-    cli_default : object, optional
-        The CLI's and the notebooks' default when it differs from the library's.
-    choices : tuple, optional
-        Allowed values.
-    metavar : str, optional
-        Placeholder in ``--help``.
-    cli : bool
-        Whether the CLI has a flag for it.
-    cli_flag : str, optional
-        The flag when it is not ``--name`` with dashes (``--profile``, repeatable).
-    minimum, maximum : int or float, optional
-        Bounds of a numeric option (inclusive unless ``open_bounds``), shared by the CLI's
-        click type and :meth:`check`; every numeric option has a maximum.
-    open_bounds : bool
-        Whether both bounds are excluded (``ci`` lies strictly between 0 and 1).
+    choices, metavar, cli, cli_flag
+        Allowed values; placeholder in ``--help``; whether the CLI has a flag; the flag when
+        it is not ``--name`` with dashes (``--profile``, repeatable).
+    minimum, maximum, open_bounds
+        Bounds of a numeric option (every one has a maximum), shared by the CLI's click
+        type and :meth:`check`; inclusive unless ``open_bounds``.
     capability : bool
-        Whether it widens what a run may touch (an engine, a cluster, the input cap): then
-        it comes from the command line only, never from stored parameters
-        (:func:`set_aside_capabilities`).
+        It widens what a run may touch (an engine, a cluster, the input cap): it comes from
+        the command line only, never from stored parameters (:func:`set_aside_capabilities`).
     """
 
     name: str
@@ -342,18 +331,7 @@ def _given(value: Any) -> bool:
 
 
 def load_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword arguments for :func:`jagged.load` among ``values`` ("" and None: not given).
-
-    Parameters
-    ----------
-    values : mapping
-        CLI keyword arguments, notebook parameters, or any mapping with option names.
-
-    Returns
-    -------
-    dict
-        Only loader options that were given.
-    """
+    """The loader options given among ``values`` (CLI keywords, notebook parameters ...; "" and None: not given)."""
     out = {}
     for name in names(LOAD):
         if name in values and _given(values[name]):
@@ -362,13 +340,10 @@ def load_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def selection(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The :data:`SELECTION` options given among ``values`` ("", None and empty lists: not given).
+    """The :data:`SELECTION` options given among ``values``, in that order ("", None and empty lists: not given).
 
-    Returns
-    -------
-    dict
-        In :data:`SELECTION` order: ``where``, ``models``, ``domains`` as lists of text (a
-        single text becomes a list of one), ``n_items`` as text.
+    ``where``, ``models``, ``domains`` as lists of text (a text becomes a list of one),
+    ``n_items`` as text.
     """
     out: dict[str, Any] = {}
     for name in SELECTION:
@@ -383,15 +358,7 @@ def selection(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def analysis_options(values: Mapping[str, Any], **override: Any) -> AnalysisOptions:
-    """An :class:`AnalysisOptions` from the analysis options among ``values``.
-
-    Parameters
-    ----------
-    values : mapping
-        Option values ("" and None: the default; lists become tuples).
-    **override
-        Fields to set regardless of ``values`` (e.g. ``bootstrap=0`` for a quick check).
-    """
+    """An :class:`AnalysisOptions` from ``values`` ("" and None: the default; lists become tuples) and ``override``."""
     kwargs: dict[str, Any] = {}
     for name in names(ANALYSIS):
         if name in values and _given(values[name]):
@@ -481,15 +448,7 @@ def _literal(value: Any) -> str:
 
 
 def cli_options(*stages: str, exclude: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A decorator adding the click options of the given stages to a command.
-
-    Parameters
-    ----------
-    *stages : str
-        ``"load"``, ``"analysis"``, ``"display"``, ``"compare"`` (the compare command's own).
-    exclude : sequence of str
-        Option names to leave out.
-    """
+    """A decorator adding the click options of ``stages`` (load, analysis, display, compare) but ``exclude``."""
     import click
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:

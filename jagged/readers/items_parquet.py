@@ -62,10 +62,7 @@ def lake_columns(path: Path) -> dict[str, str]:
     if not path.is_dir():
         return parquet_columns(path)
     schema = lake_schema(path)
-    col = {str(raw).strip(): raw for raw in schema.names}
-    for alias, name in ITEM_ALIASES.items():
-        if alias in col and name not in col:
-            col[name] = col[alias]
+    col = _named(schema)
 
     def kind(name: str) -> str:
         dtype = schema.field(col[name]).type
@@ -89,6 +86,15 @@ def lake_columns(path: Path) -> dict[str, str]:
     if "n_options" in col:
         out["n_options"] = f"TRY_CAST({sql_name(col['n_options'])} AS DOUBLE)"
     return out
+
+
+def _named(schema: Any) -> dict[str, Any]:
+    """Column name (stripped; the item aliases of :data:`ITEM_ALIASES` too) → the schema's own name."""
+    col = {str(raw).strip(): raw for raw in schema.names}
+    for alias, name in ITEM_ALIASES.items():
+        if alias in col and name not in col:
+            col[name] = col[alias]
+    return col
 
 
 class _RowRef:
@@ -159,12 +165,7 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
     parts = parquet_parts(path, source) if path.is_dir() else [path]
     declared = check_footers(parts, source, path if path.is_dir() else None)
     schema = lake_schema(path)
-    names = [str(n).strip() for n in schema.names]
-    raw_names = list(schema.names)
-    col = {name: raw for name, raw in zip(names, raw_names)}
-    for alias, name in ITEM_ALIASES.items():
-        if alias in col and name not in col:
-            col[name] = col[alias]
+    col = _named(schema)
     check_columns(col, source)
     rows = _RowRef(path)
     text = {name: pa_is_text(schema.field(raw).type) for name, raw in col.items()}
@@ -283,12 +284,8 @@ def _duckdb_answer_checks(con: Any, source: str, expr: dict[str, str], rows: _Ro
 
 def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, c: str, cat: str, rows: _RowRef,
                                  declared: int) -> tuple[pd.DataFrame, pd.Series, bool, int, int]:
-    """Run the validation queries, then the aggregation, on view ``t``.
-
-    Four passes over the file: row checks (one scan, all conditions at once; no more rows
-    than the ``declared`` ones the footers were held to the input cap for), the domain of
-    every item, distinct (model, item) pairs, and the (model, domain) aggregation.
-    """
+    """The validation queries, then the aggregation, on view ``t``: four passes (row checks, at most ``declared``
+    rows; one domain per item; distinct (model, item) pairs; the (model, domain) sums)."""
     _row = rows.label
 
     def one(sql: str) -> Any:

@@ -361,27 +361,21 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
 
     Notes
     -----
-    *Resampling.* With item-level data, each replicate draws, within every domain, n_d
-    items with replacement — one multinomial(n_d, 1/n_d) count vector c per domain, **the
-    same for every model** (paired). A model's replicate domain score is
-    (c · x_m) / (c · a_m), x_m its correctness and a_m its presence over the domain's
-    items, so models lacking items use only items they have (never imputed). The Poisson
-    bootstrap gives each item an independent Poisson(1) weight instead, the same for every
-    model (:mod:`jagged.stats.poisson_bootstrap`). Without items, each score is redrawn as
-    Binomial(n_d, ŝ_d)/n_d (independent across models); without ``n_items`` a model gets
-    no interval and ``interval_note`` says why.
+    *Resampling.* With item-level data each replicate draws, within every domain, n_d items
+    with replacement: a multinomial(n_d, 1/n_d) count vector c, **the same for every
+    model** (paired). A model's replicate domain score is (c · x_m) / (c · a_m), x_m its
+    correctness and a_m its presence, so a model lacking items uses only those it has. The
+    Poisson bootstrap gives each item a Poisson(1) weight instead, the same for every model.
+    Without items each score is redrawn as Binomial(n_d, ŝ_d)/n_d; without ``n_items`` a
+    model gets no interval and ``interval_note`` says why.
 
-    *Intervals.* Every interval is :func:`centred_interval` of the replicates of its
-    statistic, with the same correction and floor as the estimate, so it contains the
-    estimate by construction. ``macro_score``, ``dep_score`` = Σ_d w_d s_d and ``wedge`` =
-    macro − dep are linear in the scores: their intervals are the percentile intervals up
-    to the resampling's discreteness. The ``cv_error`` interval is for the **noise-free**
-    CV that ``cv_error_corrected`` = √max(V − N̂, 0)/ē estimates
-    (:func:`jagged.stats.uncertainty.sampling_noise`): each replicate gives
-    u* = (V* − N̂*)/ē*², the interval is taken on that scale around u = (V − N̂)/ē² and
-    reported as √max(·, 0). Resampling adds the noise once more (E*[V*] ≈ V_true + 2N), so
-    the replicates lie above u; centring on u removes that. Both ends are 0 where the
-    corrected value and the replicates all fall below the floor.
+    *Intervals.* Each is :func:`centred_interval` of its statistic's replicates, with the
+    estimate's correction and floor, so it contains the estimate. ``macro_score``,
+    ``dep_score`` and ``wedge`` are linear in the scores: percentile intervals. The
+    ``cv_error`` interval is for the **noise-free** CV that ``cv_error_corrected`` =
+    √max(V − N̂, 0)/ē estimates (:func:`jagged.stats.uncertainty.sampling_noise`): taken on
+    the scale u* = (V* − N̂*)/ē*² around u = (V − N̂)/ē² and reported as √max(·, 0); the
+    replicates carry the noise twice (E*[V*] ≈ V_true + 2N), and centring on u removes it.
     """
     _check_settings(1, ci)
     reps = bootstrap_replicates(scores, items, **resampling)

@@ -196,17 +196,10 @@ def _same_master(session: Any, spark_master: str | None) -> Any:
 class Engine:
     """Where the item statistics run, made once from the options and passed down as one value.
 
-    Attributes
-    ----------
-    kind : {"duckdb", "spark"}
-        Checked (:func:`check_engine`; None: the default).
-    master : str, optional
-        Spark master URL, checked (:func:`check_spark_master`) when given; see
-        :func:`spark_session`.
-    memory_limit : str
-        DuckDB memory limit (it spills to a folder of its own beyond it).
-    threads : int, optional
-        DuckDB threads (default: the CPU count, at most 4).
+    ``kind`` is checked (:func:`check_engine`; None: the default), ``master`` (the Spark
+    master URL, see :func:`spark_session`) checked when given (:func:`check_spark_master`);
+    ``memory_limit`` and ``threads`` are DuckDB's (it spills beyond the limit; threads
+    default to the CPU count, at most 4).
     """
 
     kind: str | None = None
