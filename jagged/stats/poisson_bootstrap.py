@@ -105,12 +105,15 @@ def _observed(con: Any, rows: Any) -> tuple[np.ndarray, np.ndarray, tuple[np.nda
     models = np.asarray(sorted(cells["model"].unique()), dtype=object)
     domains = np.asarray(sorted(cells["domain"].unique()), dtype=object)
     at = pd.Index(models).get_indexer(cells["model"]), pd.Index(domains).get_indexer(cells["domain"])
-    sums = []
-    for name in ("num", "den", "sq"):
-        a = np.zeros((len(models), len(domains)))
-        a[at] = cells[name].to_numpy(dtype=float)
-        sums.append(a)
-    return models, domains, tuple(sums), bool(cells["partial"].sum() > 0)
+    return models, domains, _placed(cells, at, (len(models), len(domains))), bool(cells["partial"].sum() > 0)
+
+
+def _placed(frame: pd.DataFrame, at: tuple[np.ndarray, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """The ``num``, ``den`` and ``sq`` columns of ``frame`` placed at ``at`` in zero arrays of ``shape``."""
+    out = tuple(np.zeros(shape) for _ in range(3))
+    for a, name in zip(out, ("num", "den", "sq")):
+        a[at] = frame[name].to_numpy(dtype=float)
+    return out
 
 
 def replicate_sums(con: Any, rows: Any, n_boot: int, seed: int, models: np.ndarray, domains: np.ndarray,
@@ -126,15 +129,10 @@ def replicate_sums(con: Any, rows: Any, n_boot: int, seed: int, models: np.ndarr
         b = min(block, n_boot - start)
         reps = ibis.memtable(pd.DataFrame({"b": np.arange(start, start + b, dtype=np.int64)}), schema={"b": "int64"})
         out = fetch(con, replicate_sums_expr(rows, reps, seed))
-        bi = out["b"].to_numpy(dtype=np.int64) - start
-        mi = pd.Index(models).get_indexer(out["model"])
-        di = pd.Index(domains).get_indexer(out["domain"])
-        arrays = []
-        for name in ("num", "den", "sq"):
-            a = np.zeros((b, len(models), len(domains)))
-            a[bi, mi, di] = out[name].to_numpy(dtype=float)
-            arrays.append(a)
-        yield arrays[0], arrays[1], arrays[2] if partial else None
+        at = (out["b"].to_numpy(dtype=np.int64) - start, pd.Index(models).get_indexer(out["model"]),
+              pd.Index(domains).get_indexer(out["domain"]))
+        num, den, sq = _placed(out, at, (b, len(models), len(domains)))
+        yield num, den, sq if partial else None
 
 
 def _rows(con: Any, data: pd.DataFrame | Path) -> Any:
