@@ -84,18 +84,18 @@ def child(folder: str, engine: str, boot: int, cores: int) -> None:
         session.sparkContext.setLogLevel("ERROR")
     started = time.perf_counter() - start
     out = {"start": started}
-    with eng.backend(engine, spark_master=master, threads=cores, memory_limit="3GB") as con:
+    with eng.Engine(engine, master, threads=cores, memory_limit="3GB").backend() as con:
         rows, _, _ = rows_table(eng.read_parquet(con, folder))
         t = time.perf_counter()
         scan = fetch(con, rows.group_by(["model", "domain"]).aggregate(s=rows.x.sum(), n=rows.count()))
         out["scan"] = time.perf_counter() - t
         out["rows"] = float(scan["n"].sum())
     t = time.perf_counter()
-    sums = lake_item_sums(folder, engine=engine, spark_master=master)
+    sums = lake_item_sums(folder, engine=eng.Engine(engine, master))
     out["statistics"] = time.perf_counter() - t
     out["items"] = len(sums.items)
     if boot:
-        with eng.backend(engine, spark_master=master, threads=cores, memory_limit="3GB") as con:
+        with eng.Engine(engine, master, threads=cores, memory_limit="3GB").backend() as con:
             rows, _, _ = rows_table(eng.read_parquet(con, folder))
             models, domains, _, partial = _present(con, rows)
             t = time.perf_counter()

@@ -15,7 +15,14 @@ then measures, each in a fresh subprocess so peak RSS is that engine's alone:
 Prints aggregation time and peak RSS of each (``getrusage(RUSAGE_SELF).ru_maxrss`` in the
 child), and jagged's peak RSS as a ratio to the pandas baseline. Target: jagged <= 2 GB.
 
-Run: ``.venv/bin/python benchmarks/bench_items.py`` (about 2-4 minutes; ~0.4 GB of disk).
+``--metrics`` measures ``jagged metrics`` on the file instead, each run a fresh process:
+``--bootstrap 0`` (the scan, the baseline) and the default intervals (2000 replicates of the
+paired bootstrap on the item matrix streamed out of DuckDB); wall time, CPU time (user +
+system, every thread) and peak RSS of each, and the ratios. Targets: intervals <= 120 s and
+<= 2 GB. On a machine shared with other work the wall time is the CPU's share; CPU time
+and the ratio to the scan measured in the same run are the comparable figures.
+
+Run: ``.venv/bin/python benchmarks/bench_items.py [--metrics] [--keep FILE]`` (~0.2 GB of disk).
 """
 
 from __future__ import annotations
@@ -111,6 +118,22 @@ def measure(engine: str, path: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def measure_metrics(path: Path, bootstrap: int | None) -> dict:
+    """``jagged metrics PATH`` in a fresh process (``--bootstrap 0``, or the default): wall, CPU, peak RSS."""
+    out = path.with_name(f"metrics-{bootstrap}.csv")
+    command = [sys.executable, "-m", "jagged.cli", "metrics", str(path), "-o", str(out)]
+    if bootstrap is not None:
+        command += ["--bootstrap", str(bootstrap)]
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"jagged metrics failed:\n{child.stderr.read().decode(errors='replace')}")
+    out.unlink(missing_ok=True)
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak_rss": usage.ru_maxrss * 1024}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=50_000_000)
@@ -118,18 +141,31 @@ def main() -> None:
     parser.add_argument("--domains", type=int, default=20)
     parser.add_argument("--engines", default="jagged,pyarrow-batches,pandas",
                         help="comma-separated subset of jagged, pyarrow-batches, pandas")
+    parser.add_argument("--metrics", action="store_true", help="measure jagged metrics with and without intervals")
+    parser.add_argument("--keep", type=Path, default=None, help="generate the file here once and reuse it")
     parser.add_argument("--child", nargs=2, metavar=("ENGINE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
     with tempfile.TemporaryDirectory(prefix="jagged-bench-items-") as tmp:
-        path = Path(tmp) / "items.parquet"
-        start = time.perf_counter()
-        generate(path, args.rows, args.models, args.domains)
-        print(f"bench_items: generated {args.rows:,} rows ({args.models} models x {args.rows // args.models:,} "
-              f"items, {args.domains} domains) in {time.perf_counter() - start:.1f} s, "
-              f"{path.stat().st_size / 1e6:.0f} MB Parquet")
+        path = args.keep or Path(tmp) / "items.parquet"
+        if not path.exists():
+            start = time.perf_counter()
+            generate(path, args.rows, args.models, args.domains)
+            print(f"bench_items: generated {args.rows:,} rows ({args.models} models x {args.rows // args.models:,} "
+                  f"items, {args.domains} domains) in {time.perf_counter() - start:.1f} s, "
+                  f"{path.stat().st_size / 1e6:.0f} MB Parquet")
+        if args.metrics:
+            scan, full = measure_metrics(path, 0), measure_metrics(path, None)
+            for name, r in (("scan, no intervals", scan), ("with intervals (B = 2000)", full)):
+                print(f"  jagged metrics, {name:<26} wall {r['wall']:7.1f} s   CPU {r['cpu']:7.1f} s   "
+                      f"peak RSS {r['peak_rss'] / GB:5.2f} GB")
+            print(f"  intervals / scan: CPU {full['cpu'] / scan['cpu']:.2f}x, wall {full['wall'] / scan['wall']:.2f}x; "
+                  f"peak RSS {full['peak_rss'] / GB:.2f} GB (target <= 2 GB) "
+                  f"{'OK' if full['peak_rss'] <= 2 * GB else 'MISSED'}; CPU {full['cpu']:.0f} s (target <= 120 s) "
+                  f"{'OK' if full['cpu'] <= 120 else 'MISSED'}")
+            return
         results = {engine: measure(engine, path) for engine in args.engines.split(",")}
     for r in results.values():
         print(f"  {r['engine']:<16} {r['seconds']:7.1f} s   peak RSS {r['peak_rss'] / GB:5.2f} GB   "

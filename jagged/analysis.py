@@ -26,6 +26,7 @@ from jagged.errors import JaggedInputError
 from jagged.options import AnalysisOptions
 from jagged.readers.dataset import Dataset
 from jagged.stats.decomposition import Decomposition
+from jagged.stats.engine import Engine
 from jagged.stats.metrics import jaggedness
 from jagged.text import join_note_columns
 
@@ -38,27 +39,12 @@ SECTIONS_MIME = "application/vnd.jagged.sections+json"
 
 @dataclass
 class Analysis:
-    """Everything a report shows, computed once from a dataset and the options.
+    """Everything a report shows, computed once from a dataset and the options (each table on first access).
 
-    Attributes
-    ----------
-    dataset : Dataset
-        The loaded input.
-    options : AnalysisOptions
-        What to compute.
-    display : dict
-        Display options by name (``focus_model``, ``max_models``, ``theme`` ...; see
-        :mod:`jagged.options`), for the notebook's cells.
-    bundled : bool
-        Whether the input is the data bundled with jagged.
-    item_rest : {"domain", "test"}
-        The trait of the item response model and the item audit's rest score.
-    draws : int, optional
-        Permutation draws of :attr:`structure` (None: :func:`jagged.stats.dimensions.default_draws`).
-
-    Notes
-    -----
-    The tables are computed on first access and kept (``functools.cached_property``).
+    ``display`` holds the display options by name (:mod:`jagged.options`) for the
+    notebook's cells; ``bundled`` whether the input is the data bundled with jagged;
+    ``item_rest`` the trait of the item response model and the item audit's rest score;
+    ``draws`` the permutation draws of :attr:`structure` (None: the default).
     """
 
     dataset: Dataset
@@ -69,11 +55,13 @@ class Analysis:
     item_rest: str = "domain"
 
     @cached_property
-    def decomposition(self) -> Any:
-        """The logit decomposition of the scores (:func:`jagged.stats.decomposition.decompose`), computed once.
+    def engine(self) -> Engine:
+        """Where the item statistics run (:meth:`jagged.stats.engine.Engine.from_options`), made once."""
+        return Engine.from_options(self.options)
 
-        The metrics table, :attr:`structure` and the notebooks all read this one.
-        """
+    @cached_property
+    def decomposition(self) -> Any:
+        """The logit decomposition of the scores (:func:`jagged.stats.decomposition.decompose`), read by all."""
         from jagged.stats.decomposition import decompose
 
         return decompose(self.dataset.scores)
@@ -81,7 +69,7 @@ class Analysis:
     @cached_property
     def table(self) -> pd.DataFrame:
         """The per-model metrics table (:func:`metrics_table`)."""
-        return metrics_table(self.dataset, self.options, decomposition=self.decomposition)
+        return metrics_table(self.dataset, self.options, decomposition=self.decomposition, engine=self.engine)
 
     @cached_property
     def leave_one_out(self) -> dict[str, pd.DataFrame]:
@@ -107,10 +95,7 @@ class Analysis:
 
     @cached_property
     def structure(self) -> Any:
-        """Model or benchmark: decomposition, variance shares, dimensions (:func:`jagged.stats.structure.structure`).
-
-        Built on :attr:`decomposition` (not fitted again).
-        """
+        """Model or benchmark (:func:`jagged.stats.structure.structure`), built on :attr:`decomposition`."""
         from jagged.stats.structure import structure
 
         return structure(self.dataset.scores, draws=self.draws, seed=self.options.seed, ci=self.options.ci,
@@ -118,11 +103,7 @@ class Analysis:
 
     @cached_property
     def level_correlations(self) -> dict[str, dict[str, float]]:
-        """How cv_error and each relative jaggedness relate to the level, by relative column (computed once).
-
-        :func:`jagged.stats.structure.level_correlations` of :attr:`table` with
-        ``relative_jaggedness`` and with ``relative_jaggedness_corrected``.
-        """
+        """:func:`jagged.stats.structure.level_correlations` of :attr:`table`, by relative jaggedness column."""
         from jagged.stats.structure import level_correlations
 
         return {column: level_correlations(self.table, column)
@@ -186,8 +167,7 @@ class Analysis:
         source = self.item_source
         if source is None:
             return None
-        audit = audit_items(source, rest=self.item_rest, engine=self.options.engine,
-                            spark_master=self.options.spark_master, fit=self.item_model, flaws=self.flaws,
+        audit = audit_items(source, rest=self.item_rest, engine=self.engine, fit=self.item_model, flaws=self.flaws,
                             model=False)
         return audit if audit.flaws is not None else without_model(audit, self.item_model_input[1])
 
@@ -204,7 +184,7 @@ class Analysis:
         source = self.item_source
         if source is None:
             return None, f"{self.dataset.source}: no item-level results"
-        return model_table(source, int(self.dataset.scores["model"].nunique()), self.options.engine)
+        return model_table(source, int(self.dataset.scores["model"].nunique()), self.engine)
 
     @property
     def item_table(self) -> pd.DataFrame | None:
@@ -259,11 +239,16 @@ class Analysis:
         from jagged.stats.item_audit import IRT_MIN_MODELS
 
         in_memory = self.bundled or self.dataset.items is not None
-        return bool(in_memory and self.options.engine != "spark"
+        return bool(in_memory and not self.engine.spark
                     and self.dataset.scores["model"].nunique() >= IRT_MIN_MODELS)
 
     def item_text(self, item_ids: Any = None) -> pd.DataFrame | None:
-        """The question text and options of some items (:func:`item_text`), None when there is none."""
+        """The question text and options of some items (index ``item``; ``text``, ``options`` a JSON list), or None.
+
+    From the item table of ``source`` (``Analysis.item_source``); for the ``bundled`` data
+    without text, MMLU-Pro's bundled question text read for the wanted ``item_ids`` only
+    (:func:`jagged.readers.items.load_bundled_item_text`). None when neither has text.
+    """
         return item_text(self.item_source, item_ids, bundled=self.bundled)
 
     @cached_property
@@ -400,7 +385,7 @@ def strongest_models(scores: pd.DataFrame, n: int = 5) -> list[str]:
 
 def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: bool = True, draws: int | None = None,
             **options: Any) -> Analysis:
-    """Load an input and prepare its analysis.
+    """Load an input and prepare its :class:`Analysis`.
 
     Parameters
     ----------
@@ -408,26 +393,20 @@ def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: boo
         Any input :func:`jagged.load` reads, or a :class:`Dataset` it returned (then no loader
         option applies); ``None`` or ``""``: the bundled MMLU-Pro data.
     example_profiles : bool
-        For the bundled data without ``weights``, use its illustrative profiles, as the
-        reports do (default; see :func:`jagged.stats.weights.report_weights`), so that
-        ``analyse()`` shows what ``jagged report`` shows. Other inputs are not affected.
+        For the bundled data without ``weights``, its illustrative profiles, as the reports
+        use them (:func:`jagged.stats.weights.report_weights`).
     draws : int, optional
         Permutation draws of :attr:`Analysis.structure` (``jagged structure --draws``).
     **options
-        Options by name (:mod:`jagged.options`): loader, analysis and display options.
-        ``""`` and ``None`` mean "not given".
-
-    Returns
-    -------
-    Analysis
+        Loader, analysis and display options by name (:mod:`jagged.options`); ``""`` and
+        ``None`` mean "not given".
 
     Raises
     ------
     JaggedInputError
         Bad input (the message names the file and the column or value at fault).
     TypeError
-        A keyword that is no option (the closest option suggested), or loader options
-        given with a :class:`Dataset`.
+        A keyword that is no option (the closest suggested), or loader options with a Dataset.
     """
     from jagged.readers.load import BUNDLED_SCORES, load
     from jagged.stats.weights import report_weights
@@ -471,42 +450,25 @@ def add_notes(table: pd.DataFrame, model_notes: dict[str, str]) -> pd.DataFrame:
 
 
 def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
-                  decomposition: Decomposition | None = None) -> pd.DataFrame:
-    """The full per-model metrics table for a dataset.
+                  decomposition: Decomposition | None = None, engine: Engine | None = None) -> pd.DataFrame:
+    """The full per-model metrics table for a dataset (defaults: the jaggedness table only).
 
-    Parameters
-    ----------
-    dataset : Dataset
-        Output of :func:`jagged.load`.
-    options : AnalysisOptions, optional
-        Defaults compute the jaggedness table only.
-    decomposition : Decomposition, optional
-        :func:`jagged.stats.decomposition.decompose` of ``dataset.scores`` when already
-        computed (:attr:`Analysis.decomposition`); otherwise it is computed here.
+    ``decomposition`` is :func:`jagged.stats.decomposition.decompose` of the scores when
+    already computed; ``engine`` where out-of-core intervals run (default: from ``options``).
 
     Returns
     -------
     pandas.DataFrame
-        The columns of :func:`jagged.jaggedness`, plus those the options add. With
-        ``weights`` or ``profiles`` there is one row per profile × model, with a
-        ``profile`` column after ``model`` and the columns of
-        :func:`jagged.stats.deployment.deployment_metrics` (``dep_score``, ``wedge``,
-        ``wedge_bound``, ``sigma_w``, ``exposure_error_corr``, ``rank_macro``,
-        ``rank_dep``) before ``note``; :func:`jagged.stats.deployment.rank_agreement` of it
-        gives the per-profile Kendall τ.
-        Always after ``cv_error``: ``cv_error_corrected``, ``noise_share``,
-        ``p_equal_error``, ``noise_flag`` (:func:`jagged.stats.uncertainty.add_noise`; flagged
-        models say so in ``note``). With at least two domain categories:
-        ``cv_error_categories`` and ``share_between`` (:func:`add_hierarchy`). With
-        ``bootstrap > 0``: ``<stat>_lo`` / ``<stat>_hi`` for ``cv_error``, ``macro_score``,
-        ``dep_score`` and ``wedge``, each after the estimate it contains (``cv_error_lo``
-        after ``cv_error_corrected``; checked: :func:`jagged.stats.intervals.check_intervals`), plus
-        ``interval_method`` and ``interval_note`` (:func:`jagged.stats.bootstrap.add_intervals`).
-        Always before those and ``note``: ``model_effect``, ``relative_jaggedness``,
-        ``relative_jaggedness_corrected`` (with its interval when bootstrapped), ``relative_noise_share``,
-        ``p_model_fit``, ``relative_noise_flag`` (:func:`jagged.stats.structure.add_structure`),
-        then ``cv_error_rests_on`` and ``relative_jaggedness_rests_on``: the domain without which
-        that value would be at most half (:func:`jagged.stats.leave_one_out.add_rests_on`).
+        The columns of :func:`jagged.jaggedness`, then ``cv_error_corrected``,
+        ``noise_share``, ``p_equal_error``, ``noise_flag`` (:func:`jagged.stats.uncertainty.add_noise`).
+        With profiles: one row per profile × model, ``profile`` after ``model`` and the
+        columns of :func:`jagged.stats.deployment.deployment_metrics` before ``note``. With
+        two or more domain categories: ``cv_error_categories``, ``share_between``
+        (:func:`add_hierarchy`). Then the columns of :func:`jagged.stats.structure.add_structure`
+        and of :func:`jagged.stats.leave_one_out.add_rests_on`. With ``bootstrap > 0``:
+        ``<stat>_lo`` / ``<stat>_hi``, each after the estimate it contains (checked:
+        :func:`jagged.stats.intervals.check_intervals`), ``interval_method`` and
+        ``interval_note`` (:func:`jagged.stats.bootstrap.add_intervals`).
     """
     from jagged.stats.bootstrap import add_intervals
     from jagged.stats.decomposition import decompose
@@ -527,11 +489,10 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
     table = add_structure(table, decomposition, alpha=1.0 - options.ci)
     table = add_rests_on(table, dataset.scores, decomposition)
     if options.bootstrap > 0:
-        # item-level results out of core (or --engine spark): the Poisson bootstrap in the engine (interval_route)
         table = add_intervals(table, dataset.scores, dataset.items, weights=weights, n_boot=options.bootstrap,
                               seed=options.seed, ci=options.ci,
                               statistics={"relative_jaggedness": replicate_statistic(decomposition)},
-                              source=dataset.item_path, engine=options.engine, spark_master=options.spark_master)
+                              source=dataset.item_path, engine=engine or Engine.from_options(options))
     check_intervals(table)  # invariant: every printed estimate lies in its own interval
     return add_notes(table, dataset.model_notes)
 
@@ -558,27 +519,10 @@ def resolve_profiles(scores: pd.DataFrame, weights: str | Path | pd.DataFrame | 
                      profiles: Sequence[str] = (), missing_weight: str = "error") -> pd.DataFrame:
     """The normalised profiles × domains weight matrix, from a weights file or table (``jagged.resolve_profiles``).
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table (``model``, ``domain``, ``score``, ``n_items``).
-    weights : str, pathlib.Path or pandas.DataFrame, optional
-        A weights file (CSV or YAML, format in :mod:`jagged.readers.weights`), read and
-        checked with :func:`jagged.readers.weights.read_weights`; or such a table already
-        in memory (columns ``profile``, ``domain``, ``weight``).
-    profiles, missing_weight
-        As in :func:`jagged.stats.weights.resolve_profiles`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        See :func:`jagged.stats.weights.resolve_profiles`.
-
-    Raises
-    ------
-    JaggedInputError
-        Any problem of the file (:func:`jagged.readers.weights.read_weights`) or of the
-        profiles (:func:`jagged.stats.weights.resolve_profiles`).
+    ``weights`` is a weights file (CSV or YAML, :mod:`jagged.readers.weights`), or such a
+    table in memory (``profile``, ``domain``, ``weight``); ``profiles`` and
+    ``missing_weight`` as in :func:`jagged.stats.weights.resolve_profiles`, which says what
+    it returns. Any problem of the file or the profiles is a :class:`JaggedInputError`.
     """
     from jagged.readers.weights import read_weights
     from jagged.stats import weights as profile_stats
@@ -610,20 +554,9 @@ def profile_weights(dataset: Dataset, options: AnalysisOptions | None = None) ->
 def add_deployment(table: pd.DataFrame, scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFrame:
     """Expand a per-model jaggedness table to profile × model rows with deployment metrics.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Output of :func:`jagged.jaggedness` (one row per model).
-    scores : pandas.DataFrame
-        The canonical per-domain table behind it.
-    weights : pandas.DataFrame
-        Profiles × domains weight matrix.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``profile``, the jaggedness columns, the deployment columns, ``note``
-        (both notes, "; "-separated); profiles in matrix order, models sorted.
+    Returns ``model``, ``profile``, the jaggedness columns, the deployment columns of
+    :func:`jagged.stats.deployment.deployment_metrics` and ``note`` (both notes,
+    "; "-separated); profiles in matrix order, models sorted.
     """
     from jagged.stats.deployment import deployment_metrics
     from jagged.stats.weights import items_coverage
@@ -702,7 +635,7 @@ def compare_weights(a: Any, b: Any, options: Mapping[str, Any]) -> Any:
 
 def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float = 0.05, repeats: bool = False,
                    where_a: Sequence[str] = (), where_b: Sequence[str] = (), **options: Any) -> tuple[Any, Any, Any]:
-    """Load two inputs and compare them (``jagged compare A B``).
+    """Load two inputs and compare them (``jagged compare A B``): ``(Dataset, Dataset, Comparison)``.
 
     Parameters
     ----------
@@ -714,16 +647,10 @@ def compare_inputs(a: str | Path | None, b: str | Path | None, *, alpha: float =
     repeats : bool
         A and B are repeated runs of the same models: add the run-to-run noise floor.
     where_a, where_b : sequence of str
-        ``COLUMN=VALUE`` row filters of one side (with ``where``, which applies to both):
-        ``compare_inputs(f, f, where_a=["release=X"], where_b=["release=Y"])`` compares two
-        releases in one file.
+        ``COLUMN=VALUE`` row filters of one side (``where`` applies to both).
     **options
-        Loader options (both sides) and analysis options (``weights``, ``profiles``,
-        ``missing_weight``, ``bootstrap``, ``seed``, ``ci``) by name (:mod:`jagged.options`).
-
-    Returns
-    -------
-    (Dataset, Dataset, jagged.stats.compare.Comparison)
+        Loader options (both sides) and ``weights``, ``profiles``, ``missing_weight``,
+        ``bootstrap``, ``seed``, ``ci`` by name (:mod:`jagged.options`).
 
     Raises
     ------

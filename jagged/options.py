@@ -1,31 +1,17 @@
 """Every user option, declared once: its CLI flag, its loader or analysis argument, its notebook parameter.
 
-The same option reaches jagged by three roads: a command-line flag (``--score-scale``),
-a keyword argument of :func:`jagged.load` or :class:`AnalysisOptions`, and a parameter of a
-report notebook (set by papermill). :data:`OPTIONS` names each once, with its stage, type,
-defaults and help, and the functions below translate between the roads:
-
-* :func:`cli_options` turns a stage's options into click options for a command;
-* :func:`load_kwargs` and :func:`analysis_options` pick the loader's and the analysis's
-  arguments out of any mapping of values (CLI keyword arguments, notebook parameters);
-* :func:`notebook_values` writes values as notebook parameters ("" for "not given",
-  lists for tuples) and :func:`from_notebook` reads them back (None for "");
-* :func:`parameters_cell` writes a notebook's ``parameters`` cell from :data:`NOTEBOOK_PARAMETERS`
-  (``tests/nbval_refresh.py`` puts it in the notebook, ``tests/test_options.py`` checks);
-* :func:`check_value` and :func:`check_parameters` hold every value to its option's
-  declared type and bounds (the same bounds the CLI's click types use) with the machinery
-  of :mod:`jagged.option_checks`, which returns it as plain JSON types or refuses it;
-* :func:`parse_sections` checks a ``--sections`` choice against :data:`REPORT_SECTIONS`
-  (here, not in :mod:`jagged.report.sections`, so that checking it imports neither
-  nbconvert nor pandas before the report's kernel starts).
+:data:`OPTIONS` names each option once, with its stage, type, bounds, defaults and help;
+the functions below translate between the three roads: click options for a command
+(:func:`cli_options`), the loader's and the analysis's arguments out of any mapping
+(:func:`load_kwargs`, :func:`analysis_options`), notebook parameters and back
+(:func:`notebook_values`, :func:`from_notebook`: ``""`` means "not given" there, since
+papermill parameters are plain literals), and a notebook's ``parameters`` cell
+(:func:`parameters_cell`).
 
 Parameters are data: stored parameters (``jagged report --params``) come from files other
-people wrote, so every value is checked here before a kernel starts. Numbers have a
-documented upper bound (:attr:`Option.maximum`), text is at most :data:`MAX_TEXT`
-characters without NUL, lists at most :data:`MAX_LIST` texts.
-
-In the notebooks ``""`` means "not given" for text options, since papermill parameters are
-plain literals; everywhere else it is ``None``.
+people wrote, so every value is held to its option's declared type and bounds
+(:func:`check_value`, :func:`check_parameters`, with :mod:`jagged.option_checks`) before a
+kernel starts, and capabilities never come from them (:func:`set_aside_capabilities`).
 """
 
 from __future__ import annotations
@@ -60,36 +46,25 @@ class Option:
     Attributes
     ----------
     name : str
-        Keyword argument and notebook parameter name; the CLI flag is ``--name`` with
-        dashes (see :attr:`flag`).
-    stage : {"load", "analysis", "display"}
-        Who takes it: :func:`jagged.load`, :class:`AnalysisOptions`, or the notebook only.
+        Keyword argument and notebook parameter; the CLI flag is :attr:`flag`.
+    stage : {"load", "analysis", "display", "compare"}
+        Who takes it: :func:`jagged.load`, :class:`AnalysisOptions`, the notebook, compare.
     kind : {"str", "bool", "int", "float", "list"}
         Its type, as the notebook's parameters cell declares it.
-    default : object
-        The library default (``None``: not given); the CLI default unless ``cli_default``.
+    default, cli_default : object
+        The library default (None: not given); the CLI's and notebooks' when it differs.
     help : str
         One line for ``--help``, the notebook's parameters cell and the report's parameters
         (no ``=``: papermill could not read the notebook's line).
-    cli_default : object, optional
-        The CLI's and the notebooks' default when it differs from the library's.
-    choices : tuple, optional
-        Allowed values.
-    metavar : str, optional
-        Placeholder in ``--help``.
-    cli : bool
-        Whether the CLI has a flag for it.
-    cli_flag : str, optional
-        The flag when it is not ``--name`` with dashes (``--profile``, repeatable).
-    minimum, maximum : int or float, optional
-        Bounds of a numeric option (inclusive unless ``open_bounds``), shared by the CLI's
-        click type and :meth:`check`; every numeric option has a maximum.
-    open_bounds : bool
-        Whether both bounds are excluded (``ci`` lies strictly between 0 and 1).
+    choices, metavar, cli, cli_flag
+        Allowed values; placeholder in ``--help``; whether the CLI has a flag; the flag when
+        it is not ``--name`` with dashes (``--profile``, repeatable).
+    minimum, maximum, open_bounds
+        Bounds of a numeric option (every one has a maximum), shared by the CLI's click
+        type and :meth:`check`; inclusive unless ``open_bounds``.
     capability : bool
-        Whether it widens what a run may touch (an engine, a cluster, the input cap): then
-        it comes from the command line only, never from stored parameters
-        (:func:`set_aside_capabilities`).
+        It widens what a run may touch (an engine, a cluster, the input cap): it comes from
+        the command line only, never from stored parameters (:func:`set_aside_capabilities`).
     """
 
     name: str
@@ -249,31 +224,11 @@ PATH_PARAMETERS = ("scores", "weights", "a", "b")
 class AnalysisOptions:
     """What to compute beyond the jaggedness penalty: the ``analysis`` options as one value.
 
-    The fields are the :data:`ANALYSIS` options, in declaration order, and their defaults
-    are the declared library defaults (:attr:`Option.default`).
-
-    Attributes
-    ----------
-    weights : str or None
-        Path of a weights file (CSV or YAML) with exposure profiles.
-    profiles : tuple of str
-        Profile names to compute, in order: names from the weights file or the
-        built-ins ``uniform`` and ``items`` (empty: every profile in the weights file).
-    missing_weight : {"error", "zero"}
-        What a score domain absent from a profile means.
-    bootstrap : int
-        Bootstrap replicates for intervals (0: none). The Python default is 0, so a
-        library call is fast, deterministic and adds no columns unless asked; the CLI
-        (``--bootstrap``) and the report notebook default to 2000.
-    seed : int
-        Random seed for the bootstrap (``numpy.random.default_rng(seed)``).
-    ci : float
-        Interval level; 1 − ci is also the level of the equal-error test behind
-        ``noise_flag`` (see :func:`jagged.stats.uncertainty.sampling_noise`).
-    engine : {"duckdb", "spark"}
-        Where the sums over item-level rows run (:mod:`jagged.stats.engine`).
-    spark_master : str or None
-        Spark master URL with ``engine="spark"`` (None: Spark's configuration, else local[*]).
+    The fields are the :data:`ANALYSIS` options, in declaration order, with their declared
+    library defaults (:attr:`Option.default`; ``bootstrap`` is 0 here, so a library call is
+    fast and adds no columns unless asked, 2000 on the CLI and in the notebooks). ``ci`` is
+    also 1 − the level of the equal-error test behind ``noise_flag``; ``engine`` and
+    ``spark_master`` make the :class:`jagged.stats.engine.Engine` (``Engine.from_options``).
     """
 
     weights: str | None = BY_NAME["weights"].default
@@ -299,28 +254,13 @@ def check_value(name: str, value: Any, source: str = "") -> Any:
 
 
 def check_parameters(values: Mapping[str, Any], source: str, declared: Iterable[str] | None = None) -> dict[str, Any]:
-    """Check a whole parameter set before a kernel starts.
+    """Check a whole parameter set (e.g. a report's stored parameters) before a kernel starts.
 
-    Parameters
-    ----------
-    values : mapping
-        Parameter name → value (e.g. read from a report's stored parameters).
-    source : str
-        Where they came from, the start of every message (``"--params r.html"``).
-    declared : iterable of str, optional
-        The parameters the notebook declares (default: every option and notebook-only
-        parameter). A name that is not declared, or declared by no option or
-        :data:`NOTEBOOK_ONLY` entry, is refused.
-
-    Returns
-    -------
-    dict
-        The values as plain types (str, int, float, bool, None, lists of str), in order.
-
-    Raises
-    ------
-    JaggedInputError
-        One line naming the unknown names or the first bad value.
+    Every name must be ``declared`` (default: every option and notebook-only parameter) and
+    declared by an option or a :data:`NOTEBOOK_ONLY` entry; every value passes
+    :func:`check_value`. Returns the values as plain types, in order; else one
+    :class:`JaggedInputError` line starting with ``source`` (``"--params r.html"``) naming
+    the unknown names or the first bad value.
     """
     known = [k for k in (declared if declared is not None else [*BY_NAME, *NOTEBOOK_ONLY])
              if k in BY_NAME or k in NOTEBOOK_ONLY]
@@ -334,22 +274,13 @@ def check_parameters(values: Mapping[str, Any], source: str, declared: Iterable[
 
 
 def check_keywords(given: Iterable[str], function: str, known: Iterable[str] | None = None) -> None:
-    """Refuse keyword arguments that name no option, as Python does, with the closest option suggested.
-
-    Parameters
-    ----------
-    given : iterable of str
-        The keyword arguments' names.
-    function : str
-        The function's name, for the message (``"load"``).
-    known : iterable of str, optional
-        The names it takes (default: every option, :data:`OPTIONS`).
+    """Refuse keyword arguments that name no option (default ``known``: :data:`OPTIONS`), as Python does.
 
     Raises
     ------
     TypeError
         ``load() got an unexpected keyword argument 'modles'; did you mean 'models'?``
-        (:func:`difflib.get_close_matches`), or the names it takes when none is close.
+        (:func:`difflib.get_close_matches`), or the names ``function`` takes when none is close.
     """
     import difflib
 
@@ -368,24 +299,9 @@ def set_aside_capabilities(values: Mapping[str, Any], defaults: Mapping[str, Any
     A report's parameters (or a ``--params`` YAML) come from whoever sent them: they
     describe a run, never widen what a rerun may touch. An option declared with
     ``capability=True`` (the engine, the Spark master, the input cap) keeps its stored value
-    in the report it came from, for provenance; the rerun uses the default unless its flag
-    is given again, and says so in one warning naming what it set aside.
-
-    Parameters
-    ----------
-    values : mapping
-        Checked stored parameters (notebook values).
-    defaults : mapping
-        The notebook's defaults.
-    typed : iterable of str
-        Option names given on the command line.
-    source : str
-        Where the values came from, the start of the warning (``"--params r.html"``).
-
-    Returns
-    -------
-    dict
-        ``values`` with the capabilities not typed at their defaults.
+    in the report it came from, for provenance; the rerun uses the notebook's ``defaults``
+    unless its flag is among ``typed``, and one warning starting with ``source`` names what
+    it set aside.
     """
     import warnings
 
@@ -415,18 +331,7 @@ def _given(value: Any) -> bool:
 
 
 def load_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword arguments for :func:`jagged.load` among ``values`` ("" and None: not given).
-
-    Parameters
-    ----------
-    values : mapping
-        CLI keyword arguments, notebook parameters, or any mapping with option names.
-
-    Returns
-    -------
-    dict
-        Only loader options that were given.
-    """
+    """The loader options given among ``values`` (CLI keywords, notebook parameters ...; "" and None: not given)."""
     out = {}
     for name in names(LOAD):
         if name in values and _given(values[name]):
@@ -435,13 +340,10 @@ def load_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def selection(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The :data:`SELECTION` options given among ``values`` ("", None and empty lists: not given).
+    """The :data:`SELECTION` options given among ``values``, in that order ("", None and empty lists: not given).
 
-    Returns
-    -------
-    dict
-        In :data:`SELECTION` order: ``where``, ``models``, ``domains`` as lists of text (a
-        single text becomes a list of one), ``n_items`` as text.
+    ``where``, ``models``, ``domains`` as lists of text (a text becomes a list of one),
+    ``n_items`` as text.
     """
     out: dict[str, Any] = {}
     for name in SELECTION:
@@ -456,15 +358,7 @@ def selection(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def analysis_options(values: Mapping[str, Any], **override: Any) -> AnalysisOptions:
-    """An :class:`AnalysisOptions` from the analysis options among ``values``.
-
-    Parameters
-    ----------
-    values : mapping
-        Option values ("" and None: the default; lists become tuples).
-    **override
-        Fields to set regardless of ``values`` (e.g. ``bootstrap=0`` for a quick check).
-    """
+    """An :class:`AnalysisOptions` from ``values`` ("" and None: the default; lists become tuples) and ``override``."""
     kwargs: dict[str, Any] = {}
     for name in names(ANALYSIS):
         if name in values and _given(values[name]):
@@ -554,15 +448,7 @@ def _literal(value: Any) -> str:
 
 
 def cli_options(*stages: str, exclude: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A decorator adding the click options of the given stages to a command.
-
-    Parameters
-    ----------
-    *stages : str
-        ``"load"``, ``"analysis"``, ``"display"``, ``"compare"`` (the compare command's own).
-    exclude : sequence of str
-        Option names to leave out.
-    """
+    """A decorator adding the click options of ``stages`` (load, analysis, display, compare) but ``exclude``."""
     import click
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -616,25 +502,10 @@ def _click_kwargs(option: Option) -> dict[str, Any]:
 
 
 def parse_sections(value: str | None, source: str = "--sections") -> tuple[str, ...] | None:
-    """The sections a ``--sections`` value chooses, checked (None or "": every section).
+    """The sections a ``--sections`` value chooses, in report order, each once (None or "": every section).
 
-    Parameters
-    ----------
-    value : str or None
-        Comma-separated names from :data:`jagged.options.REPORT_SECTIONS` (spaces around names
-        are ignored).
-    source : str
-        Where the value came from, for the message.
-
-    Returns
-    -------
-    tuple of str or None
-        The names in report order, each once; None when every section is wanted.
-
-    Raises
-    ------
-    JaggedInputError
-        One line naming the unknown sections and the known ones, or an empty choice.
+    ``value`` is comma-separated names of :data:`REPORT_SECTIONS`; unknown names, or a
+    choice of none, are a one-line :class:`JaggedInputError` starting with ``source``.
     """
     if value is None or not str(value).strip():
         return None

@@ -256,7 +256,7 @@ def test_poisson_replicate_sums_match_the_hash_in_numpy(engine, source, table, i
         request.getfixturevalue("spark")
     want = oracle_poisson(table, n_boot=12, seed=5)
     models, domains = np.asarray(sorted(MODELS), dtype=object), np.asarray(DOMAINS, dtype=object)
-    with eng.backend(engine) as con:
+    with eng.Engine(engine).backend() as con:
         if source == "frame":
             t = eng.table_from_frame(con, table[["model", "domain", "item", "correct"]],
                                      {"model": "string", "domain": "string", "item": "string", "correct": "float64"})

@@ -395,12 +395,12 @@ def test_paths_are_never_patterns_and_the_parts_checked_are_the_parts_read(workd
                                   "a\\b.parquet", "a{b,c}.parquet", "**.parquet", "o'q.parquet", "t\tu.parquet"])
 def test_duckdb_reads_exactly_the_file_named_and_nothing_else(workdir, name):
     """Every glob character DuckDB knows, escaped; a connection confined to its files opens no other."""
-    from jagged.stats.engine import connect, read_parquet
+    from jagged.stats.engine import Engine, read_parquet
 
     for other in ("sx.parquet", "qx.parquet", "xa.parquet", "b.parquet", "ab.parquet", "abc.parquet", "x.parquet"):
         _constant_rows(Path(other), 3)
     _constant_rows(Path(name), 7)
-    con, close = connect()
+    con, close = Engine().connect()
     try:
         assert read_parquet(con, name).count().execute() == 7
         settings = dict(con.con.execute("SELECT name, value FROM duckdb_settings() WHERE name IN ("
@@ -521,9 +521,9 @@ def test_running_out_of_memory_is_one_line(workdir, monkeypatch):
 
 SPARK_PROBE = """
 import json, sys
-from jagged.stats.engine import connect, read_parquet, spark_session
+from jagged.stats.engine import Engine, read_parquet, spark_session
 context = spark_session().sparkContext
-con, close = connect("spark")
+con, close = Engine("spark").connect()
 models = sorted(read_parquet(con, sys.argv[1]).to_pandas()["model"].unique())
 conf = context.getConf()
 refused = []  # a running session is no reason to skip the checks of another master

@@ -204,7 +204,7 @@ def upper_lower_weights(item: np.ndarray, rest: np.ndarray, n_items: int,
     """
     import ibis
 
-    from jagged.stats.engine import backend, table_from_frame
+    from jagged.stats.engine import Engine, table_from_frame
     from jagged.stats.item_expr import fetch, weighted_rows_expr
 
     item = np.asarray(item, dtype=np.int64)
@@ -212,7 +212,7 @@ def upper_lower_weights(item: np.ndarray, rest: np.ndarray, n_items: int,
     # one "model" per row whose group holds the row and one other: the rest score comes out as given
     # (s - x) / (n - 1) with x = 0, s = rest, n = 2
     frame = pd.DataFrame({"row": np.arange(len(item)), "item": item.astype(str), "rest_in": rest})
-    with backend() as con:
+    with Engine().backend() as con:
         t = table_from_frame(con, frame, {"row": "int64", "item": "string", "rest_in": "float64"})
         mg = t.select(model=t.row.cast("string"), grp=ibis.literal("g"),
                       s=t.rest_in, n=ibis.ifelse(t.rest_in.isnan() | t.rest_in.isnull(), 1, 2).cast("int64"))

@@ -1,8 +1,8 @@
-"""The report's intervals without the item matrix: item-level results out of core get the Poisson bootstrap.
+"""The report's intervals of item-level results out of core: the paired bootstrap on the item matrix streamed out
+of DuckDB (the same intervals as in memory), the Poisson bootstrap beyond the cell budget.
 
-The rule (:func:`jagged.stats.bootstrap.interval_route`), its record (``interval_method``), the
-analysis layer routing an out-of-core Parquet input to it, and coverage on simulated data with
-known truth beside the paired bootstrap computed on the same file read in memory.
+Which bootstrap runs and its record (``interval_method``), the analysis layer routing an out-of-core Parquet
+input, and the Poisson bootstrap's coverage on simulated data with known truth beside the paired bootstrap.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pytest
 
 import jagged
 from jagged.readers import items as items_module
-from jagged.stats.bootstrap import METHOD_ITEMS, bootstrap_intervals, interval_route
+from jagged.stats import poisson_bootstrap
+from jagged.stats.bootstrap import METHOD_BINOMIAL, METHOD_ITEMS, bootstrap_intervals
 from jagged.stats.poisson_bootstrap import METHOD_POISSON
 
 ALPHAS = ((4.0, 2.0), (2.0, 3.0))  # Beta(α, β) of the item difficulties of the two domains
@@ -46,21 +47,23 @@ def lake(tmp_path_factory):
     return in_memory, out_of_core, truth
 
 
-def test_the_rule_names_the_bootstrap():
+def test_out_of_core_items_within_the_budget_get_the_paired_intervals_of_the_table_in_memory(lake):
+    """The item matrix streamed out of DuckDB is the matrix of the table (items in name order): the same intervals."""
+    in_memory, out_of_core, _ = lake
+    paired = bootstrap_intervals(in_memory.scores, in_memory.items, n_boot=200, seed=3)
+    streamed = bootstrap_intervals(out_of_core.scores, None, n_boot=200, seed=3, source=out_of_core.item_path)
+    assert set(streamed["interval_method"]) == {METHOD_ITEMS}
+    pd.testing.assert_frame_equal(streamed, paired)
     table = pd.DataFrame({"model": ["a"], "domain": ["d"], "item": ["i"], "correct": [1.0]})
-    assert interval_route(table) == "paired"
-    assert interval_route(table, engine="duckdb") == "paired"
-    assert interval_route(table, engine="spark") == "poisson"      # the matrix is not built on a cluster
-    assert interval_route(None, "lake.parquet") == "poisson"       # out of core
-    assert interval_route(None, "lake", engine="spark") == "poisson"
-    assert interval_route(None) == "binomial"                      # scores with n_items only
-    assert interval_route(table.iloc[:0]) == "binomial"
+    scores = table.assign(score=1.0, n_items=1.0)[["model", "domain", "score", "n_items"]]
+    assert set(bootstrap_intervals(scores, table.iloc[:0], n_boot=5)["interval_method"]) == {METHOD_BINOMIAL}
 
 
-def test_out_of_core_parquet_gets_poisson_intervals_covering_like_the_paired(lake):
+def test_out_of_core_parquet_beyond_the_budget_gets_poisson_intervals_covering_like_the_paired(lake, monkeypatch):
     """300 models with known truth: the 95% interval of the macro score covers it about 95% of the time with the
-    Poisson bootstrap (out of core, in DuckDB) and with the paired bootstrap (same file in memory)."""
+    Poisson bootstrap (out of core beyond the cell budget, in DuckDB) and with the paired bootstrap."""
     in_memory, out_of_core, truth = lake
+    monkeypatch.setattr(poisson_bootstrap, "MATRIX_CELLS", 300 * 120 - 1)
     assert in_memory.items is not None and out_of_core.items is None and out_of_core.item_path is not None
     n_boot, ci = 400, 0.95
     paired = bootstrap_intervals(in_memory.scores, in_memory.items, n_boot=n_boot, seed=1, ci=ci)
@@ -85,12 +88,14 @@ def test_out_of_core_parquet_gets_poisson_intervals_covering_like_the_paired(lak
     np.testing.assert_allclose(poisson["macro_score_hi"], paired["macro_score_hi"], atol=0.03)
 
 
-def test_the_analysis_routes_an_out_of_core_input_to_the_poisson_bootstrap(lake):
+def test_the_analysis_routes_an_out_of_core_input_by_its_size(lake, monkeypatch):
     from jagged.analysis import metrics_table
     from jagged.options import AnalysisOptions
 
     in_memory, out_of_core, _ = lake
     memory = metrics_table(in_memory, AnalysisOptions(bootstrap=50, seed=2))
+    pd.testing.assert_frame_equal(metrics_table(out_of_core, AnalysisOptions(bootstrap=50, seed=2)), memory)
+    monkeypatch.setattr(poisson_bootstrap, "MATRIX_CELLS", 1000)
     lake_table = metrics_table(out_of_core, AnalysisOptions(bootstrap=50, seed=2))
     assert set(memory["interval_method"]) == {METHOD_ITEMS}
     assert set(lake_table["interval_method"]) == {METHOD_POISSON}

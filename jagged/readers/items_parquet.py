@@ -1,14 +1,10 @@
-"""Item-level Parquet too large for memory, as a file or as a lake holds it: checked and aggregated out of core.
+"""Item-level Parquet too large for memory, a file or a hive-partitioned folder: checked and aggregated out of core.
 
 :func:`dataset_from_parquet` runs the checks of :func:`jagged.readers.items.validate_items`
-and the aggregation of :func:`jagged.readers.items.aggregate_items` as SQL over a Parquet
-file, or over a folder of Parquet files partitioned hive-style (``model=a/part-0.parquet``:
-the ``key=value`` folder names become text columns, so ``model`` may live in the path);
-DuckDB reads it in row groups and spills to disk, so peak memory stays bounded whatever
-the size. Messages name the row (``row 12``), in a folder with its file
-(``model=a/part-0.parquet row 12``). The item statistics read the same file or folder again
-with either engine (:func:`jagged.stats.item_sums.lake_item_sums`): the Dataset records it as
-``item_path``.
+and the aggregation of :func:`jagged.readers.items.aggregate_items` as SQL in DuckDB, which
+reads in row groups and spills to disk. Messages name the row (``row 12``; in a folder
+``model=a/part-0.parquet row 12``). The Dataset records the input as ``item_path`` for the
+item statistics, which read it again (:mod:`jagged.stats.engine`).
 """
 
 from __future__ import annotations
@@ -66,10 +62,7 @@ def lake_columns(path: Path) -> dict[str, str]:
     if not path.is_dir():
         return parquet_columns(path)
     schema = lake_schema(path)
-    col = {str(raw).strip(): raw for raw in schema.names}
-    for alias, name in ITEM_ALIASES.items():
-        if alias in col and name not in col:
-            col[name] = col[alias]
+    col = _named(schema)
 
     def kind(name: str) -> str:
         dtype = schema.field(col[name]).type
@@ -93,6 +86,15 @@ def lake_columns(path: Path) -> dict[str, str]:
     if "n_options" in col:
         out["n_options"] = f"TRY_CAST({sql_name(col['n_options'])} AS DOUBLE)"
     return out
+
+
+def _named(schema: Any) -> dict[str, Any]:
+    """Column name (stripped; the item aliases of :data:`ITEM_ALIASES` too) → the schema's own name."""
+    col = {str(raw).strip(): raw for raw in schema.names}
+    for alias, name in ITEM_ALIASES.items():
+        if alias in col and name not in col:
+            col[name] = col[alias]
+    return col
 
 
 class _RowRef:
@@ -128,38 +130,32 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
     Parameters
     ----------
     path : str or pathlib.Path
-        Item-level Parquet file (columns as in the module docstring), or a folder of them
-        partitioned hive-style (``model=a/part-0.parquet``; a column may live in the path).
+        Item-level Parquet file, or a folder of them partitioned hive-style
+        (``model=a/part-0.parquet``; a column may live in the path).
     source : str, optional
         Name used in messages (default: the file name).
-    memory_limit : str
-        DuckDB ``memory_limit``; DuckDB spills hash tables to a temporary folder beyond it.
-    threads : int, optional
-        DuckDB threads (default: the CPU count, at most 4).
+    memory_limit, threads
+        DuckDB's (threads default: the CPU count, at most 4).
 
     Returns
     -------
     Dataset
-        As :func:`dataset_from_items` but with ``items=None``: the item table is not
-        loaded, so intervals come from the parametric bootstrap on ``n_items``.
+        As :func:`jagged.readers.items.dataset_from_items` with ``items=None`` and
+        ``item_path`` set.
 
     Raises
     ------
     JaggedInputError
-        The same checks as :func:`validate_items`, reported with the Parquet row number;
-        a folder's parts as :func:`jagged.paths.parquet_parts` refuses them; footers that
-        declare more than the input cap (:func:`jagged.readers.files.check_footers`), or
-        rows beyond what they declare.
+        The checks of :func:`validate_items`, with the Parquet row; a folder's parts as
+        :func:`jagged.paths.parquet_parts` refuses them; footers that declare more than the
+        input cap (:func:`jagged.readers.files.check_footers`), or rows beyond them.
 
     Notes
     -----
-    DuckDB is given the file, or the folder's parts, as an explicit list of literal paths
-    and may open nothing else (:func:`jagged.paths.confine_duckdb`).
-
-    Why DuckDB rather than a pyarrow-dataset batch loop: aggregation alone is easy either
-    way, but two checks need a hash over every (model, item) pair (duplicates) and every
-    item (one domain per item). DuckDB does these in C++ with a memory cap and spilling,
-    while a Python batch loop would have to keep its own global hash of item names.
+    DuckDB gets the file or the parts as literal paths and may open nothing else
+    (:func:`jagged.paths.confine_duckdb`). DuckDB rather than a pyarrow batch loop: the
+    duplicate and one-domain-per-item checks need a hash over every (model, item) pair and
+    item, which DuckDB keeps in C++ with a memory cap and spilling.
     """
     import duckdb
 
@@ -169,12 +165,7 @@ def dataset_from_parquet(path: str | Path, *, source: str | None = None,
     parts = parquet_parts(path, source) if path.is_dir() else [path]
     declared = check_footers(parts, source, path if path.is_dir() else None)
     schema = lake_schema(path)
-    names = [str(n).strip() for n in schema.names]
-    raw_names = list(schema.names)
-    col = {name: raw for name, raw in zip(names, raw_names)}
-    for alias, name in ITEM_ALIASES.items():
-        if alias in col and name not in col:
-            col[name] = col[alias]
+    col = _named(schema)
     check_columns(col, source)
     rows = _RowRef(path)
     text = {name: pa_is_text(schema.field(raw).type) for name, raw in col.items()}
@@ -293,12 +284,8 @@ def _duckdb_answer_checks(con: Any, source: str, expr: dict[str, str], rows: _Ro
 
 def _duckdb_checks_and_aggregate(con: Any, source: str, m: str, d: str, i: str, c: str, cat: str, rows: _RowRef,
                                  declared: int) -> tuple[pd.DataFrame, pd.Series, bool, int, int]:
-    """Run the validation queries, then the aggregation, on view ``t``.
-
-    Four passes over the file: row checks (one scan, all conditions at once; no more rows
-    than the ``declared`` ones the footers were held to the input cap for), the domain of
-    every item, distinct (model, item) pairs, and the (model, domain) aggregation.
-    """
+    """The validation queries, then the aggregation, on view ``t``: four passes (row checks, at most ``declared``
+    rows; one domain per item; distinct (model, item) pairs; the (model, domain) sums)."""
     _row = rows.label
 
     def one(sql: str) -> Any:

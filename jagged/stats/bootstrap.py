@@ -1,35 +1,28 @@
 """Bootstrap intervals of the per-model statistics: item bootstrap, binomial bootstrap, replicates.
 
-* :func:`bootstrap_intervals` — intervals for ``cv_error`` (its noise-corrected value),
-  ``macro_score``, ``dep_score`` and ``wedge``, each centred on its estimate
-  (:func:`centred_interval`): a paired stratified bootstrap over items when the item
-  table is in memory, a Poisson bootstrap over items computed in the engine
-  (:mod:`jagged.stats.poisson_bootstrap`) when the item-level results are out of core (a
-  large Parquet file or a partitioned folder) or ``engine="spark"``, else a parametric
-  (binomial) bootstrap from ``n_items``, else none (with the reason); :func:`interval_route`
-  states the rule, ``interval_method`` records which was used, and :func:`add_intervals`
-  puts them into the metrics table.
-* :func:`bootstrap_replicates` — the replicates themselves, with further statistics
-  (:data:`ReplicateStatistic`) computed on the same resampling.
-
-All functions are pure: DataFrames in, DataFrames out; random draws come from
-``numpy.random.default_rng(seed)``, so a seed gives the same result every time, however the
-replicates are split into chunks. Memory is linear in the items and in models × domains: the
-replicates are summed a chunk at a time (at most :data:`jagged.stats.replicates.CELL_BUDGET`
-replicate × model × domain cells), never all B × M × D at once.
+:func:`bootstrap_intervals` gives intervals for ``cv_error`` (its noise-corrected value),
+``macro_score``, ``dep_score`` and ``wedge``, each centred on its estimate
+(:func:`centred_interval`), from :func:`bootstrap_replicates` (which bootstrap, and when:
+there); :func:`add_intervals` puts them into the metrics table. Random draws come from
+``numpy.random.default_rng(seed)``: a seed gives the same result however the replicates are
+chunked. Memory is linear in the items and in models × domains: replicates are summed a
+chunk at a time (:data:`jagged.stats.replicates.CELL_BUDGET`), never all B × M × D at once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.stats.engine import Engine
 from jagged.stats.intervals import ESTIMATE_OF
+from jagged.stats.parallel import _one_blas_thread as one_blas_thread
 from jagged.stats.replicates import Replicates, ReplicateStatistic, chunk_size, summarise
 from jagged.stats.uncertainty import place_after
 
@@ -41,8 +34,8 @@ REASON_NO_N_ITEMS = "no interval: the scores carry no n_items, so their sampling
 RANGES: dict[str, tuple[float, float]] = {"macro_score": (0.0, 1.0), "dep_score": (0.0, 1.0), "wedge": (-1.0, 1.0)}
 #: Upper bound on the entries of one block of resampling draws (replicates × items drawn at once).
 _BLOCK_ENTRIES = 4_000_000
-
-# --------------------------------------------------------------------------- bootstrap
+#: Upper bound on the resampling counts (replicates × items) multiplied with the matrix at once.
+_GEMM_ENTRIES = 1 << 24
 
 
 def _check_settings(n_boot: int, ci: float) -> None:
@@ -59,15 +52,13 @@ class ItemMatrix:
     Attributes
     ----------
     correct : numpy.ndarray
-        N × M float ``correct`` (0 where the model lacks the item).
+        N × M ``correct``, float64 or (0/1 credit) float32; 0 where the model lacks the item.
     present : numpy.ndarray
         N × M bool, True where the model has a result for the item.
     bounds : numpy.ndarray
         D + 1 row offsets: domain d owns rows ``bounds[d]:bounds[d + 1]``.
-    models : numpy.ndarray
-        Model names, length M.
-    domains : numpy.ndarray
-        Domain names, length D.
+    models, domains : numpy.ndarray
+        Names, length M and D.
     """
 
     correct: np.ndarray
@@ -76,7 +67,7 @@ class ItemMatrix:
     models: np.ndarray
     domains: np.ndarray
 
-    @property
+    @cached_property
     def partial(self) -> bool:
         """True when some ``correct`` lies strictly between 0 and 1."""
         return bool(((self.correct > 0) & (self.correct < 1)).any())
@@ -84,19 +75,10 @@ class ItemMatrix:
 
 def item_matrix(items: pd.DataFrame, models: np.ndarray | None = None,
                 domains: np.ndarray | None = None) -> ItemMatrix:
-    """Arrange an item-level table as an :class:`ItemMatrix`.
+    """A validated item table as an :class:`ItemMatrix`: models and domains in the order given (default: sorted).
 
-    Parameters
-    ----------
-    items : pandas.DataFrame
-        Validated item table (``model``, ``domain``, ``item``, ``correct``).
-    models, domains : numpy.ndarray, optional
-        Column and domain order (default: sorted names). Domains without items get no
-        rows.
-
-    Returns
-    -------
-    ItemMatrix
+    Items keep their order of first appearance within their domain; a domain without
+    items gets no rows.
     """
     models = np.asarray(sorted(pd.unique(items["model"])) if models is None else models, dtype=object)
     domains = np.asarray(sorted(pd.unique(items["domain"])) if domains is None else domains, dtype=object)
@@ -118,59 +100,49 @@ def item_matrix(items: pd.DataFrame, models: np.ndarray | None = None,
 
 
 def _chunks(n_boot: int, size: int) -> Iterator[int]:
-    done = 0
-    while done < n_boot:
-        step = min(size, n_boot - done)
-        yield step
-        done += step
+    for done in range(0, n_boot, size):
+        yield min(size, n_boot - done)
 
 
 def domain_sums(matrix: ItemMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The M × D sums Σ x, Σ present and (partial credit) Σ x² of the data as observed (every item once)."""
+    starts, empty = np.minimum(matrix.bounds[:-1], max(len(matrix.correct) - 1, 0)), np.diff(matrix.bounds) == 0
+
     def per_domain(values: np.ndarray) -> np.ndarray:
-        total = np.vstack([np.zeros((1, values.shape[1])), np.cumsum(values, axis=0)])
-        return (total[matrix.bounds[1:]] - total[matrix.bounds[:-1]]).T
+        if not len(values):
+            return np.zeros((values.shape[1], len(empty)))
+        sums = np.add.reduceat(values, starts, axis=0, dtype=float)
+        sums[empty] = 0.0
+        return sums.T
 
     x = matrix.correct
-    return per_domain(x), per_domain(matrix.present.astype(float)), per_domain(x * x) if matrix.partial else None
+    return per_domain(x), per_domain(matrix.present), per_domain(x * x) if matrix.partial else None
 
 
 def resampled_sums(matrix: ItemMatrix, n_boot: int, rng: np.random.Generator
                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-    """Stratified, paired item resampling: per chunk of replicates, the domain sums.
+    """Stratified, paired item resampling: per chunk of b replicates (:func:`chunk_size`), b × M × D sums.
 
-    Parameters
-    ----------
-    matrix : ItemMatrix
-        The item-level results.
-    n_boot : int
-        Replicates in total.
-    rng : numpy.random.Generator
-        Source of the draws (one independent stream is spawned from it per domain size).
-
-    Yields
-    ------
-    (numpy.ndarray, numpy.ndarray, numpy.ndarray or None)
-        b × M × D arrays Σ c·x, Σ c·present and (partial credit only) Σ c·x² for the next
-        b replicates (:func:`chunk_size`), where c are the resampling counts of the
-        domain's items.
+    Yields Σ c·x, Σ c·present and (partial credit only) Σ c·x², where c are the resampling
+    counts of the domain's items; ``rng`` spawns one stream per domain size.
 
     Notes
     -----
     For each domain and replicate, n_d items are drawn with replacement from the domain's
     n_d items, and c counts how often each was drawn (a multinomial(n_d, 1/n_d) vector).
     The same c serves every model (paired). Domains of one size n are drawn together, from
-    a stream of their own, replicate after replicate: a block of b' replicates × k domains ×
-    n items at a time, so the draws do not depend on how the replicates are chunked. The
-    sums of all models are one batched matrix product ``C @ X`` (k × b' × n times
-    k × n × M) per block; a one-item domain always draws its item once (no draw). There
-    is no loop over replicates, models or domains.
+    a stream of their own, replicate after replicate: blocks of b' replicates × k domains ×
+    n items (:data:`_BLOCK_ENTRIES`), so the draws do not depend on the chunking. The sums of
+    all models are one batched matrix product ``C @ X`` (k × r × n times k × n × M) for r
+    replicates at a time (:data:`_GEMM_ENTRIES`), in the matrix's dtype (float32 sums of
+    0/1 credit are exact integers); a one-item domain always draws its item once. There is
+    no loop over models or domains.
     """
     x, bounds = matrix.correct, matrix.bounds
     sizes = np.diff(bounds)
     n_models, n_domains = x.shape[1], len(sizes)
     complete = bool(matrix.present.all())
-    sources = [x] + ([] if complete else [matrix.present.astype(float)]) + ([x * x] if matrix.partial else [])
+    sources = [x] + ([] if complete else [matrix.present.astype(x.dtype)]) + ([x * x] if matrix.partial else [])
     single = np.flatnonzero(sizes == 1)
     groups = []                                    # (domains, items per domain, k × n × M values of each source)
     for n in np.unique(sizes[sizes > 1]):
@@ -183,24 +155,29 @@ def resampled_sums(matrix: ItemMatrix, n_boot: int, rng: np.random.Generator
             rows = bounds[domains][:, None] + np.arange(n)
             groups.append((domains, int(n), [v[rows] for v in sources]))
     streams = rng.spawn(len(groups))
-    for b in _chunks(n_boot, chunk_size(n_boot, n_models * n_domains)):
-        targets = [np.zeros((b, n_models, n_domains)) for _ in sources]
-        for target, values in zip(targets, sources):
-            target[:, :, single] = values[bounds[single]].T
-        for (at, n, values), stream in zip(groups, streams):
-            k = values[0].shape[0]
-            step = max(1, _BLOCK_ENTRIES // (k * n))
-            for lo in range(0, b, step):
-                c = min(step, b - lo)
-                draws = stream.integers(0, n, size=(c, k, n)) + np.arange(c * k).reshape(c, k, 1) * n
-                counts = np.bincount(draws.ravel(), minlength=c * k * n).reshape(c, k, n).astype(float)
-                counts = counts.transpose(1, 0, 2)                                # k × c × n
-                for target, part in zip(targets, values):
-                    target[lo:lo + c][:, :, at] = (counts @ part).transpose(1, 2, 0)
-        num = targets[0]
-        den = np.broadcast_to(sizes.astype(float), num.shape).copy() if complete else targets[1]
-        sq = targets[-1] if matrix.partial else None
-        yield num, den, sq
+    with one_blas_thread():  # thin products: on a busy machine OpenBLAS's waiting threads cost more than they do
+        for b in _chunks(n_boot, chunk_size(n_boot, n_models * n_domains)):
+            targets = [np.zeros((b, n_models, n_domains)) for _ in sources]
+            for target, values in zip(targets, sources):
+                target[:, :, single] = values[bounds[single]].T
+            for (at, n, values), stream in zip(groups, streams):
+                k = values[0].shape[0]
+                step = max(1, _BLOCK_ENTRIES // (k * n))
+                rows_at_once = min(b, step * max(1, _GEMM_ENTRIES // (step * k * n)))
+                counts = np.empty((k, rows_at_once, n), dtype=x.dtype)
+                for top in range(0, b, rows_at_once):
+                    r = min(rows_at_once, b - top)
+                    for lo in range(0, r, step):
+                        c = min(step, r - lo)
+                        draws = stream.integers(0, n, size=(c, k, n))
+                        draws += np.arange(c * k).reshape(c, k, 1) * n
+                        counts[:, lo:lo + c] = np.bincount(draws.ravel(), minlength=c * k * n).reshape(
+                            c, k, n).transpose(1, 0, 2)
+                    for target, part in zip(targets, values):
+                        target[top:top + r][:, :, at] = (counts[:, :r] @ part).transpose(1, 2, 0)
+            num = targets[0]
+            den = np.broadcast_to(sizes.astype(float), num.shape).copy() if complete else targets[1]
+            yield num, den, targets[-1] if matrix.partial else None
 
 
 def _binomial_replicate_sums(s: np.ndarray, n: np.ndarray, n_boot: int, rng: np.random.Generator
@@ -214,7 +191,7 @@ def _binomial_replicate_sums(s: np.ndarray, n: np.ndarray, n_boot: int, rng: np.
         yield k, np.broadcast_to(nn.astype(float), (b,) + s.shape), None
 
 
-def _weight_array(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def weight_array(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if weights is None or len(weights) == 0:
         return np.zeros((0, len(domains))), np.asarray([], dtype=object)
     w = np.nan_to_num(weights.reindex(columns=list(domains)).to_numpy(dtype=float))
@@ -224,97 +201,56 @@ def _weight_array(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np
 def replicates_from_matrix(matrix: ItemMatrix, *, weights: pd.DataFrame | None = None, n_boot: int = 2000,
                            seed: int = 0, statistics: Mapping[str, ReplicateStatistic] | None = None
                            ) -> "Replicates":
-    """Paired stratified item bootstrap on an :class:`ItemMatrix`.
-
-    Parameters
-    ----------
-    matrix : ItemMatrix
-        Item-level results.
-    weights : pandas.DataFrame, optional
-        Profiles × domains weight matrix (columns matched to ``matrix.domains`` by name).
-    n_boot : int
-        Replicates B.
-    seed : int
-        Seed of ``numpy.random.default_rng``.
-
-    Returns
-    -------
-    Replicates
-    """
+    """Paired stratified item bootstrap on an :class:`ItemMatrix` (``weights``: profiles × domains, by name)."""
     _check_settings(n_boot, 0.5)
     observed = domain_sums(matrix)
-    w, profiles = _weight_array(weights, matrix.domains)
+    w, profiles = weight_array(weights, matrix.domains)
     return summarise(resampled_sums(matrix, n_boot, np.random.default_rng(seed)), observed, observed[1] > 0, w,
                      statistics, matrix.models, matrix.domains, profiles, METHOD_ITEMS)
-
-
-def interval_route(items: pd.DataFrame | None, source: str | Path | None = None, engine: str | None = None) -> str:
-    """Which bootstrap the intervals use: ``"paired"``, ``"poisson"`` or ``"binomial"``.
-
-    * ``"paired"`` (:func:`replicates_from_matrix`): the item table is in memory and the
-      engine is not Spark — the stratified multinomial bootstrap over items on the
-      items × models matrix;
-    * ``"poisson"`` (:func:`jagged.stats.poisson_bootstrap.poisson_replicates`): item-level
-      results that are not in memory (``source``, a Parquet file or partitioned folder
-      aggregated out of core), or any item-level results with ``engine="spark"`` — the
-      Poisson(1) weights per item and replicate are computed where the rows lie;
-    * ``"binomial"``: no item-level results (per-domain scores with ``n_items``).
-    """
-    has_items = items is not None and len(items) > 0
-    if has_items and engine != "spark":
-        return "paired"
-    if has_items or source is not None:
-        return "poisson"
-    return "binomial"
 
 
 def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
                          weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0,
                          statistics: Mapping[str, ReplicateStatistic] | None = None,
-                         source: str | Path | None = None, engine: str | None = None,
-                         spark_master: str | None = None) -> Replicates:
+                         source: str | Path | None = None, engine: Engine | str | None = None) -> Replicates:
     """Bootstrap replicates of cv_error (noise-corrected), macro_score, dep_score and wedge.
 
     Parameters
     ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    items : pandas.DataFrame, optional
-        Item-level table behind ``scores``; when given, the paired stratified item
-        bootstrap is used (:func:`replicates_from_matrix`), else the parametric binomial
-        bootstrap from ``n_items`` (the rule, with ``source`` and ``engine``:
-        :func:`interval_route`).
+    scores, items : pandas.DataFrame
+        Canonical per-domain table, and the item-level table behind it in memory (optional).
     weights : pandas.DataFrame, optional
-        Profiles × domains weight matrix (:func:`jagged.stats.weights.resolve_profiles`); it
-        must have a column for every score domain.
-    n_boot : int
-        Number of replicates B.
-    seed : int
-        Seed of ``numpy.random.default_rng``.
+        Profiles × domains weight matrix with a column for every score domain.
+    n_boot, seed : int
+        Replicates B; seed of ``numpy.random.default_rng`` (of the Poisson weights' hash).
     statistics : mapping of str to callable, optional
-        Further per-model statistics to compute on the same replicates
-        (:data:`ReplicateStatistic`), e.g. the relative jaggedness of
-        :func:`jagged.stats.structure.replicate_statistic`; they land in ``extra``.
+        Further per-model statistics of the same replicates (:data:`ReplicateStatistic`),
+        e.g. :func:`jagged.stats.relative.replicate_statistic`; they land in ``extra``.
     source : str or pathlib.Path, optional
-        The Parquet file or partitioned folder behind item-level ``scores`` aggregated out
-        of core (``Dataset.item_path``): the Poisson bootstrap runs
-        on it in the engine.
-    engine : {"duckdb", "spark"}, optional
-        Where the Poisson bootstrap runs; ``"spark"`` sends item tables in memory there too.
-    spark_master : str, optional
-        See :func:`jagged.stats.engine.spark_session`.
+        The Parquet file or folder behind item-level ``scores`` aggregated out of core.
+    engine : Engine or {"duckdb", "spark"}, optional
+        Where item-level results out of core are read (:class:`jagged.stats.engine.Engine`).
 
     Returns
     -------
     Replicates
-        Models without ``n_items`` (parametric case) get all-NaN replicates; ``method``
-        says which bootstrap made them.
+        ``method`` says which bootstrap made them; models without ``n_items`` (binomial)
+        get all-NaN replicates. ``n_boot`` < 1 or a score domain without a weight column
+        is a :class:`JaggedInputError`.
 
-    Raises
-    ------
-    JaggedInputError
-        ``n_boot`` < 1; a score domain without a weight column.
+    Notes
+    -----
+    Which bootstrap: the paired item bootstrap (:func:`replicates_from_matrix`) on the item
+    table in memory, or on the item matrix streamed out of DuckDB for results out of core
+    while models × items stay within
+    :data:`jagged.stats.poisson_bootstrap.MATRIX_CELLS` (:func:`~jagged.stats.poisson_bootstrap.matrix_from_engine`);
+    the Poisson bootstrap computed in the engine
+    (:func:`~jagged.stats.poisson_bootstrap.poisson_replicates`) for results out of core
+    beyond that, and for any item-level results with ``engine="spark"``; else the
+    parametric binomial bootstrap from ``n_items``.
     """
+    from jagged.stats.poisson_bootstrap import aligned, matrix_from_engine, poisson_replicates
+
     _check_settings(n_boot, 0.5)
     wide = scores.pivot(index="model", columns="domain", values="score").sort_index()
     models = np.asarray(wide.index, dtype=object)
@@ -325,24 +261,25 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
             raise JaggedInputError(f"weight matrix has no column for score domain(s) {', '.join(lacking[:5])}")
     extra = [] if weights is None else sorted(d for d in weights.columns if d not in set(score_domains))
     domains = np.asarray(score_domains + extra, dtype=object)  # extra: weighted but never scored
-    route = interval_route(items, source, engine)
-    if route == "paired":
-        return replicates_from_matrix(item_matrix(items, models, domains), weights=weights, n_boot=n_boot,
-                                      seed=seed, statistics=statistics)
-    if route == "poisson":
-        from jagged.stats.poisson_bootstrap import aligned, poisson_replicates
-
-        data = items if items is not None and len(items) else Path(source)
-        reps = poisson_replicates(data, weights=weights, n_boot=n_boot, seed=seed, engine=engine,
-                                  spark_master=spark_master, statistics=statistics)
-        return aligned(reps, models)
+    engine = Engine.of(engine)
+    in_memory = items is not None and len(items) > 0
+    matrix = None
+    if in_memory and not engine.spark:
+        matrix = item_matrix(items, models, domains)
+    elif source is not None and not engine.spark:
+        matrix = matrix_from_engine(source, models, domains, engine)
+    if matrix is not None:
+        return replicates_from_matrix(matrix, weights=weights, n_boot=n_boot, seed=seed, statistics=statistics)
+    if in_memory or source is not None:
+        return aligned(poisson_replicates(items if in_memory else Path(source), weights=weights, n_boot=n_boot,
+                                          seed=seed, engine=engine, statistics=statistics), models)
     rng = np.random.default_rng(seed)
     s = wide.reindex(columns=domains).to_numpy(dtype=float)
     present = ~np.isnan(s)
     n = scores.pivot(index="model", columns="domain", values="n_items").sort_index().reindex(
         columns=domains).to_numpy(dtype=float)
     usable = ~(present & np.isnan(n)).any(axis=1)
-    w, profiles = _weight_array(weights, domains)
+    w, profiles = weight_array(weights, domains)
     k, size = np.where(present, s, 0.0) * np.nan_to_num(n), np.where(present, np.nan_to_num(n), 0.0)
     reps = summarise(_binomial_replicate_sums(s, np.nan_to_num(n), n_boot, rng), (k, size, None), present, w,
                      statistics, models, domains, profiles, METHOD_BINOMIAL)
@@ -367,24 +304,11 @@ def centred_interval(estimate: np.ndarray, replicates: np.ndarray, ci: float, *,
                      bounds: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The percentile interval of bootstrap replicates, moved so that their median is the estimate.
 
-    Parameters
-    ----------
-    estimate : numpy.ndarray
-        The statistic of the data as observed (shape of one replicate).
-    replicates : numpy.ndarray
-        B × ... replicates of the same statistic, with the same correction (NaN: none).
-    ci : float
-        Interval level.
-    squared : bool
-        The statistic is a square before a floor at 0 (V − N̂ of √max(V − N̂, 0)): the ends
-        are computed on that scale and reported as √max(·, 0), like the estimate.
-    bounds : (float, float), optional
-        The statistic's range; the ends are clipped to it.
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray)
-        ``lo`` and ``hi``; NaN where the estimate or every replicate is NaN.
+    ``replicates`` (B × the estimate's shape, NaN: none) carry the same correction as
+    ``estimate``; ``squared``: the statistic is a square before a floor at 0 (V − N̂ of
+    √max(V − N̂, 0)), the ends are reported as √max(·, 0); ``bounds``: the statistic's range,
+    the ends are clipped to it. Returns ``lo``, ``hi`` (NaN where the estimate or every
+    replicate is NaN).
 
     Notes
     -----
@@ -392,16 +316,11 @@ def centred_interval(estimate: np.ndarray, replicates: np.ndarray, ci: float, *,
 
         [θ̂ + q_{(1−ci)/2} − q_{1/2},  θ̂ + q_{(1+ci)/2} − q_{1/2}],
 
-    the percentile interval shifted by the bootstrap's median bias q_{1/2} − θ̂. Since
-    q_{(1−ci)/2} ≤ q_{1/2} ≤ q_{(1+ci)/2}, it contains θ̂ by construction, and a monotone
-    map applied to θ̂ and to both ends (the floor and the root of a noise-corrected
-    statistic, clipping to a range) keeps it inside. For a statistic linear in the
-    scores (``macro_score``, ``dep_score``, ``wedge``) the median of the replicates is the
-    estimate up to the resampling's discreteness, and the interval is the plain percentile
-    interval. For a noise-corrected statistic the replicates carry the sampling noise once
-    more than the data (in the bootstrap world the truth is the observed table, already
-    noisy), so their median lies off the estimate; the shift removes that, and the
-    interval is one for the noise-free statistic that the estimate estimates.
+    the percentile interval shifted by the bootstrap's median bias q_{1/2} − θ̂: it contains
+    θ̂ by construction, and a monotone map of θ̂ and both ends (floor, root, clipping) keeps
+    it inside. For a statistic linear in the scores it is the plain percentile interval up
+    to the resampling's discreteness; for a noise-corrected one the replicates carry the
+    noise once more than the data, and the shift removes that.
     """
     lo, mid, hi = _quantiles(replicates, [(1.0 - ci) / 2.0, 0.5, (1.0 + ci) / 2.0])
     lo, hi = estimate + (lo - mid), estimate + (hi - mid)
@@ -416,81 +335,50 @@ def _interval(reps: Replicates, name: str, values: np.ndarray, ci: float) -> tup
     return centred_interval(reps.observed[name], values, ci, squared=name in reps.squared, bounds=RANGES.get(name))
 
 
-def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
-                        weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0,
-                        ci: float = 0.95, statistics: Mapping[str, ReplicateStatistic] | None = None,
-                        source: str | Path | None = None, engine: str | None = None,
-                        spark_master: str | None = None) -> pd.DataFrame:
+def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None, *, ci: float = 0.95,
+                        **resampling: Any) -> pd.DataFrame:
     """Percentile bootstrap intervals for cv_error, macro_score, dep_score and wedge.
 
     Parameters
     ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    items : pandas.DataFrame, optional
-        Item-level table behind ``scores`` (paired stratified item bootstrap).
-    weights : pandas.DataFrame, optional
-        Profiles × domains weight matrix; adds ``dep_score`` and ``wedge`` intervals.
-    n_boot : int
-        Number of replicates B (the CLI default is 2000).
-    seed : int
-        Seed of ``numpy.random.default_rng``; the same seed gives the same intervals.
+    scores, items : pandas.DataFrame
+        Canonical per-domain table, and the item-level table behind it (optional).
     ci : float
         Interval level, e.g. 0.95.
-    statistics : mapping of str to callable, optional
-        Further per-model statistics of the same replicates (see
-        :func:`bootstrap_replicates`); each adds ``<name>_lo`` and ``<name>_hi`` after the
-        ``macro_score`` interval.
-    source, engine, spark_master
-        Item-level results out of core and where the Poisson bootstrap runs (see
-        :func:`bootstrap_replicates` and :func:`interval_route`).
+    **resampling
+        ``weights`` (adds ``dep_score`` and ``wedge``), ``n_boot``, ``seed``,
+        ``statistics`` (each adds ``<name>_lo``, ``<name>_hi`` after the ``macro_score``
+        interval), ``source``, ``engine``: as in :func:`bootstrap_replicates`, which says
+        which bootstrap runs.
 
     Returns
     -------
     pandas.DataFrame
         One row per model (sorted), or per profile × model with ``weights`` (profiles in
-        matrix order, models sorted, like :func:`jagged.analysis.metrics_table`), with
-        ``model``, [``profile``], ``cv_error_lo``, ``cv_error_hi``, ``macro_score_lo``,
-        ``macro_score_hi``, [``dep_score_lo``, ``dep_score_hi``, ``wedge_lo``,
-        ``wedge_hi``], ``interval_method`` and ``interval_note`` (why a row has no
-        interval; empty otherwise).
+        matrix order, like :func:`jagged.analysis.metrics_table`): ``model``,
+        [``profile``], ``<stat>_lo``, ``<stat>_hi``, ``interval_method`` and
+        ``interval_note`` (why a row has no interval; empty otherwise).
 
     Notes
     -----
-    *Resampling.* With item-level data, each replicate draws, within every domain, n_d
-    items with replacement from the domain's n_d items — one multinomial(n_d, 1/n_d)
-    count vector c per domain, **the same for every model** (paired). A model's replicate
-    domain score is (c · x_m) / (c · a_m), x_m its correctness and a_m its presence over
-    the domain's items, so models lacking items use only items they have (never imputed).
-    All models' replicate domain scores come from batched matrix products c @ X per domain
-    size and chunk of replicates (:func:`resampled_sums`); there is no loop over replicates,
-    models or domains. Without items, each
-    score is redrawn as Binomial(n_d, ŝ_d)/n_d (parametric; independent across models).
-    Without ``n_items`` a model gets no interval and ``interval_note`` says why. Item-level
-    results out of core (or on Spark) get the Poisson bootstrap instead of the multinomial
-    count: each item's weight is Poisson(1), independently, the same for every model
-    (:mod:`jagged.stats.poisson_bootstrap`; ``interval_method`` says which was used).
+    *Resampling.* With item-level data each replicate draws, within every domain, n_d items
+    with replacement: a multinomial(n_d, 1/n_d) count vector c, **the same for every
+    model** (paired). A model's replicate domain score is (c · x_m) / (c · a_m), x_m its
+    correctness and a_m its presence, so a model lacking items uses only those it has. The
+    Poisson bootstrap gives each item a Poisson(1) weight instead, the same for every model.
+    Without items each score is redrawn as Binomial(n_d, ŝ_d)/n_d; without ``n_items`` a
+    model gets no interval and ``interval_note`` says why.
 
-    *Intervals.* Every interval is :func:`centred_interval` of the replicates of the
-    statistic it is reported with, computed by the same function, with the same
-    correction and the same floor, on the resampled sums and on the data as observed;
-    so it contains its estimate by construction. ``macro_score``, ``dep_score`` =
-    Σ_d w_d s_d and ``wedge`` = macro − dep are linear in the scores: their intervals are
-    the percentile intervals [q_{(1−ci)/2}, q_{(1+ci)/2}] up to the resampling's
-    discreteness. The ``cv_error`` interval is for the **noise-free** CV that
-    ``cv_error_corrected`` = √max(V − N̂, 0)/ē estimates (see
-    :func:`jagged.stats.uncertainty.sampling_noise`): each replicate gives
-    u* = (V* − N̂*)/ē*², the interval is taken on that scale around u = (V − N̂)/ē² and
-    reported as √max(·, 0). In the bootstrap world the "true" rates are the observed ones,
-    which already carry the noise N once, and resampling adds it again (E*[V*] ≈ V_true +
-    2N), so the replicates lie above u; centring on u removes that. The interval is not
-    centred on the raw ``cv_error``, which can lie above it when noise is large; both ends
-    are 0 where the corrected value and the replicates all fall below the floor, and the
-    lower end is 0 when equal error in every domain cannot be excluded.
+    *Intervals.* Each is :func:`centred_interval` of its statistic's replicates, with the
+    estimate's correction and floor, so it contains the estimate. ``macro_score``,
+    ``dep_score`` and ``wedge`` are linear in the scores: percentile intervals. The
+    ``cv_error`` interval is for the **noise-free** CV that ``cv_error_corrected`` =
+    √max(V − N̂, 0)/ē estimates (:func:`jagged.stats.uncertainty.sampling_noise`): taken on
+    the scale u* = (V* − N̂*)/ē*² around u = (V − N̂)/ē² and reported as √max(·, 0); the
+    replicates carry the noise twice (E*[V*] ≈ V_true + 2N), and centring on u removes it.
     """
-    _check_settings(n_boot, ci)
-    reps = bootstrap_replicates(scores, items, weights=weights, n_boot=n_boot, seed=seed, statistics=statistics,
-                                source=source, engine=engine, spark_master=spark_master)
+    _check_settings(1, ci)
+    reps = bootstrap_replicates(scores, items, **resampling)
     cv_lo, cv_hi = _interval(reps, "cv_error", reps.cv_error, ci)
     mac_lo, mac_hi = _interval(reps, "macro_score", reps.macro_score, ci)
     usable = ~np.isnan(reps.macro_score).all(axis=0)
@@ -522,38 +410,19 @@ def bootstrap_intervals(scores: pd.DataFrame, items: pd.DataFrame | None = None,
 
 
 def add_intervals(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
-                  weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0,
-                  ci: float = 0.95, statistics: Mapping[str, ReplicateStatistic] | None = None,
-                  source: str | Path | None = None, engine: str | None = None,
-                  spark_master: str | None = None) -> pd.DataFrame:
-    """Add :func:`bootstrap_intervals` columns to a metrics table.
+                  weights: pd.DataFrame | None = None, statistics: Mapping[str, ReplicateStatistic] | None = None,
+                  **settings: Any) -> pd.DataFrame:
+    """Add :func:`bootstrap_intervals` columns to a metrics table (per model, or per profile × model).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table, per model or per profile × model (with ``profile``).
-    scores, items : pandas.DataFrame
-        The data behind it (``items`` optional).
-    weights : pandas.DataFrame, optional
-        The profiles × domains matrix behind the ``profile`` rows.
-    n_boot, seed, ci, statistics
-        See :func:`bootstrap_intervals`; a statistic's interval goes after the column it
-        contains (:data:`jagged.stats.intervals.ESTIMATE_OF`: ``cv_error_lo`` after
-        ``cv_error_corrected``) when
-        the table has one.
-    source, engine, spark_master
-        Item-level results out of core and where the Poisson bootstrap runs
-        (:func:`interval_route`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``table`` with ``<stat>_lo`` / ``<stat>_hi`` after the estimate each contains, and
-        ``interval_method`` and ``interval_note`` before ``note``.
+    ``weights`` is the profiles × domains matrix behind the ``profile`` rows; ``statistics``
+    and ``**settings`` (``ci``, ``n_boot``, ``seed``, ``source``, ``engine``) go to
+    :func:`bootstrap_intervals`. Each ``<stat>_lo`` / ``<stat>_hi`` goes after the estimate
+    it contains (:data:`jagged.stats.intervals.ESTIMATE_OF`: ``cv_error_lo`` after
+    ``cv_error_corrected``), and ``interval_method`` and ``interval_note`` before ``note``.
     """
     by_profile = "profile" in table.columns and weights is not None and len(weights) > 0
-    iv = bootstrap_intervals(scores, items, weights=weights if by_profile else None, n_boot=n_boot, seed=seed,
-                             ci=ci, statistics=statistics, source=source, engine=engine, spark_master=spark_master)
+    iv = bootstrap_intervals(scores, items, weights=weights if by_profile else None, statistics=statistics,
+                             **settings)
     keys = ["model", "profile"] if by_profile else ["model"]
     out = table.merge(iv, on=keys, how="left", validate="one_to_one")
     for stat in INTERVAL_STATISTICS + tuple(statistics or ()):

@@ -1,20 +1,17 @@
 """Where the item statistics run: an embedded DuckDB (the default) or a Spark session, both through Ibis.
 
-The sums over item-level rows (:mod:`jagged.stats.item_expr`, :mod:`jagged.stats.poisson_bootstrap`)
-are Ibis expressions; this module opens the backend that runs them and turns an input (an
-item table in memory, a Parquet file, or a folder of Parquet files partitioned hive-style,
-``model=.../part-0.parquet``) into an Ibis table without loading it whole.
+:class:`Engine` is the choice, made once from the options (:meth:`Engine.from_options`)
+and passed down; it opens the backend that runs the Ibis expressions of the item
+statistics, and :func:`read_parquet` / :func:`table_from_frame` turn an input into an Ibis
+table without loading it whole. A new engine touches this module only.
 
-* ``engine="duckdb"``: an in-process DuckDB with a memory limit, spilling to a temporary
-  folder beyond it. Pandas item tables go through DuckDB too (registered, not copied), so
-  every input has one implementation of the statistics.
-* ``engine="spark"``: the active Spark session if there is one (a notebook's, a test's),
-  else a new one. Spark's own configuration is honoured: ``spark-defaults.conf`` under
-  ``SPARK_CONF_DIR`` (or ``SPARK_HOME/conf``), ``PYSPARK_SUBMIT_ARGS`` and the environment
-  set the master and everything else; only an explicit ``spark_master`` is set over them,
-  and ``local[*]`` is used when nothing names a master. A session jagged builds has no web
-  UI, a local one listens on the loopback interface only, and the JVM prints nothing
-  (:func:`spark_session`). Needs ``pip install jagged[spark]`` and Java 17.
+* ``"duckdb"``: in-process, with a memory limit, spilling to a folder of its own. Item
+  tables in memory go through it too (registered, not copied).
+* ``"spark"``: the active session, else a new one configured by Spark's own configuration
+  (``spark-defaults.conf``, ``PYSPARK_SUBMIT_ARGS``), an explicit master set over it, else
+  ``local[*]``. A session jagged builds has no web UI, a local one listens on the loopback
+  interface only, and the JVM prints nothing (:func:`spark_session`). Needs
+  ``pip install jagged[spark]`` and Java 17.
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ import tempfile
 import threading
 import uuid
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -114,15 +112,8 @@ def _spark_reason(exc: BaseException | str) -> str:
 def spark_session(spark_master: str | None = None) -> Any:
     """The active Spark session, or a new one (master: ``spark_master``, else Spark's configuration, else local[*]).
 
-    Parameters
-    ----------
-    spark_master : str, optional
-        Master URL (``local[2]``, ``spark://host:7077``, ``yarn`` ...; :data:`SPARK_MASTER`).
-        Set over Spark's configuration only when given; an active session is reused as it is.
-
-    Returns
-    -------
-    pyspark.sql.SparkSession
+    ``spark_master`` (:data:`SPARK_MASTER`) is set over Spark's configuration only when
+    given; an active session is reused as it is (with another master: an error).
 
     Raises
     ------
@@ -134,8 +125,8 @@ def spark_session(spark_master: str | None = None) -> Any:
     Notes
     -----
     A session jagged builds serves no web UI (``spark.ui.enabled=false``), and with a
-    ``local`` master binds its driver to the loopback interface (127.0.0.1): nothing
-    listens on the network. The JVM's own output (log4j, warnings) goes to /dev/null.
+    ``local`` master binds its driver to 127.0.0.1: nothing listens on the network. The
+    JVM's own output (log4j, warnings) is read for the reason of a failure, shown nowhere.
     """
     try:
         from pyspark import SparkConf, SparkContext
@@ -201,65 +192,83 @@ def _same_master(session: Any, spark_master: str | None) -> Any:
     return session
 
 
-def connect(engine: str | None = None, *, spark_master: str | None = None, memory_limit: str = DUCKDB_MEMORY_LIMIT,
-            threads: int | None = None) -> tuple[Any, Callable[[], None]]:
-    """An Ibis backend for the statistics and the function that closes it (see :func:`backend`).
+@dataclass(frozen=True)
+class Engine:
+    """Where the item statistics run, made once from the options and passed down as one value.
 
-    DuckDB is given a spill folder of its own (mode 0700), removed by ``close``; it installs
-    and loads no extension, and opens no file but the input :func:`read_parquet` gives it.
+    ``kind`` is checked (:func:`check_engine`; None: the default), ``master`` (the Spark
+    master URL, see :func:`spark_session`) checked when given (:func:`check_spark_master`);
+    ``memory_limit`` and ``threads`` are DuckDB's (it spills beyond the limit; threads
+    default to the CPU count, at most 4).
     """
-    import ibis
 
-    # ibis 12's DuckDB backend calls DuckDB's deprecated fetch_arrow_table(): not the user's business
-    warnings.filterwarnings("ignore", message=r"fetch_arrow_table\(\) is deprecated", category=DeprecationWarning,
-                            module=r"ibis\.backends\.duckdb")
-    engine = check_engine(engine)
-    if engine == "spark":  # PySpark's and Ibis's own deprecations (pandas 3), Py4J's sockets: not the user's either
-        for category in (DeprecationWarning, FutureWarning):
-            warnings.filterwarnings("ignore", category=category, module=r"(pyspark|py4j|ibis)(\.|$)")
-        warnings.filterwarnings("ignore", message=r"unclosed <socket", category=ResourceWarning)
-        return ibis.pyspark.connect(spark_session(spark_master)), lambda: None  # the session is shared: left running
-    spill = spill_folder()
-    con = ibis.duckdb.connect(database=":memory:", memory_limit=memory_limit,
-                              threads=threads or min(os.cpu_count() or 1, 4), temp_directory=spill,
-                              preserve_insertion_order=False, **DUCKDB_CONFIG)
-    con._jagged_spill = spill
+    kind: str | None = None
+    master: str | None = None
+    memory_limit: str = DUCKDB_MEMORY_LIMIT
+    threads: int | None = None
 
-    def close() -> None:
-        with contextlib.suppress(Exception):
-            con.disconnect()
-        if os.path.isdir(spill):
-            shutil.rmtree(spill, ignore_errors=True)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", check_engine(self.kind))
+        object.__setattr__(self, "master", check_spark_master(self.master) if self.master else None)
 
-    return con, close
+    @classmethod
+    def from_options(cls, options: Any) -> "Engine":
+        """The engine of an :class:`jagged.options.AnalysisOptions` (``engine``, ``spark_master``)."""
+        return cls(options.engine, options.spark_master or None)
 
+    @classmethod
+    def of(cls, engine: "Engine | str | None") -> "Engine":
+        """``engine`` itself, or the engine of that kind (None: the default)."""
+        return engine if isinstance(engine, Engine) else cls(engine)
 
-@contextlib.contextmanager
-def backend(engine: str | None = None, *, spark_master: str | None = None, memory_limit: str = DUCKDB_MEMORY_LIMIT,
-            threads: int | None = None) -> Iterator[Any]:
-    """An Ibis backend for the statistics, closed (DuckDB: with its spill folder) on exit.
+    @property
+    def spark(self) -> bool:
+        """Whether the statistics run on Spark."""
+        return self.kind == "spark"
 
-    Parameters
-    ----------
-    engine : {"duckdb", "spark"}, optional
-        Default ``"duckdb"``.
-    spark_master : str, optional
-        See :func:`spark_session`.
-    memory_limit : str
-        DuckDB memory limit.
-    threads : int, optional
-        DuckDB threads (default: the CPU count, at most 4).
+    def session(self) -> Any:
+        """The Spark session (:func:`spark_session` with :attr:`master`)."""
+        return spark_session(self.master)
 
-    Yields
-    ------
-    ibis.BaseBackend
-        The Spark session is left running (it is shared, and expensive to start).
-    """
-    con, close = connect(engine, spark_master=spark_master, memory_limit=memory_limit, threads=threads)
-    try:
-        yield con
-    finally:
-        close()
+    def connect(self) -> tuple[Any, Callable[[], None]]:
+        """An Ibis backend and the function that closes it (see :meth:`backend`).
+
+        DuckDB is given a spill folder of its own (mode 0700), removed by ``close``; it
+        installs and loads no extension, and opens no file but the input
+        :func:`read_parquet` gives it. The Spark session is shared and left running.
+        """
+        import ibis
+
+        # ibis 12's DuckDB backend calls DuckDB's deprecated fetch_arrow_table(): not the user's business
+        warnings.filterwarnings("ignore", message=r"fetch_arrow_table\(\) is deprecated",
+                                category=DeprecationWarning, module=r"ibis\.backends\.duckdb")
+        if self.spark:  # PySpark's and Ibis's own deprecations (pandas 3), Py4J's sockets: not the user's either
+            for category in (DeprecationWarning, FutureWarning):
+                warnings.filterwarnings("ignore", category=category, module=r"(pyspark|py4j|ibis)(\.|$)")
+            warnings.filterwarnings("ignore", message=r"unclosed <socket", category=ResourceWarning)
+            return ibis.pyspark.connect(self.session()), lambda: None
+        spill = spill_folder()
+        con = ibis.duckdb.connect(database=":memory:", memory_limit=self.memory_limit,
+                                  threads=self.threads or min(os.cpu_count() or 1, 4), temp_directory=spill,
+                                  preserve_insertion_order=False, **DUCKDB_CONFIG)
+        con._jagged_spill = spill
+
+        def close() -> None:
+            with contextlib.suppress(Exception):
+                con.disconnect()
+            if os.path.isdir(spill):
+                shutil.rmtree(spill, ignore_errors=True)
+
+        return con, close
+
+    @contextlib.contextmanager
+    def backend(self) -> Iterator[Any]:
+        """An Ibis backend for the statistics (:meth:`connect`), closed on exit."""
+        con, close = self.connect()
+        try:
+            yield con
+        finally:
+            close()
 
 
 #: Spark SQL type of each Ibis type :func:`table_from_frame` is given.
@@ -269,21 +278,10 @@ _ARROW_TYPES = {"string": "string", "float64": "float64", "int64": "int64", "boo
 
 
 def table_from_frame(con: Any, frame: Any, schema: dict[str, str]) -> Any:
-    """A DataFrame as a table of ``con`` (DuckDB: an Arrow view, not a copy; Spark: a temporary view).
+    """A DataFrame as an Ibis table of ``con``, with the Ibis type of each column in ``schema``.
 
-    Parameters
-    ----------
-    con : ibis.BaseBackend
-        From :func:`backend`.
-    frame : pandas.DataFrame
-        The rows.
-    schema : dict
-        Ibis type of every column.
-
-    Returns
-    -------
-    ibis.Table
-        Bound to ``con``, so that what is derived from it runs (and is cached) there.
+    DuckDB scans an Arrow view of it (numeric columns not copied); Spark gets a temporary
+    view. What is derived from the table runs (and is cached) on ``con``.
     """
     import ibis
 
@@ -315,31 +313,17 @@ def _confined(con: Any, files: list[Path]) -> list[str]:
         spill = getattr(con, "_jagged_spill", None)
         return confine_duckdb(con.con, files, [spill] if spill else [])
     if not {os.fspath(f) for f in files} <= allowed:
-        raise RuntimeError("this DuckDB connection may read only the input it was first given; connect() again")
+        raise RuntimeError("this DuckDB connection may read only the input it was first given; connect again")
     return [engine_path(f) for f in files]
 
 
 def read_parquet(con: Any, path: str | Path) -> Any:
-    """An Ibis table over a Parquet file or a hive-partitioned folder of them (read lazily by the engine).
+    """An Ibis table over a Parquet file, or a hive-partitioned folder of them (keys as text columns), read lazily.
 
-    Parameters
-    ----------
-    con : ibis.BaseBackend
-        From :func:`backend`.
-    path : str or pathlib.Path
-        A Parquet file, or a folder whose Parquet files sit below ``key=value`` folders (the
-        keys become columns, as text).
-
-    Returns
-    -------
-    ibis.Table
-
-    Notes
-    -----
     The engine reads exactly the file, or the folder's parts as the reader checked them
-    (:func:`jagged.paths.parquet_parts`), given as a list of literal paths: no path is a
-    glob pattern. DuckDB may open nothing else (:func:`jagged.paths.confine_duckdb`);
-    Spark is given the parts with globbing off and the folder as the partitions' base.
+    (:func:`jagged.paths.parquet_parts`), as literal paths, never a glob. DuckDB may open
+    nothing else (:func:`jagged.paths.confine_duckdb`); Spark gets the parts with globbing
+    off and the folder as the partitions' base.
     """
     path = Path(os.path.abspath(path))
     if not path.exists():
@@ -371,39 +355,23 @@ def read_parquet(con: Any, path: str | Path) -> Any:
 
 
 def in_memory_items(data: Any, what: str = "the item response model (IRT fit)", *,
-                    engine: str | None = None) -> Any:
-    """The item table of ``data`` in memory, for what needs the response matrix; else a one-line error.
+                    engine: Engine | str | None = None) -> Any:
+    """The item table of ``data`` (a Dataset or an item table) in memory, for what needs the response matrix.
 
     The sums over rows run in the engine at any scale, but the item response model's EM
-    (:mod:`jagged.stats.irt`, :mod:`jagged.stats.flaw`) works on the models × items matrix
-    in numpy: it runs on what fits in memory, and says so for an input aggregated out of
-    core (a large Parquet file, a partitioned folder) or when ``engine="spark"`` is asked.
-
-    Parameters
-    ----------
-    data : Dataset or pandas.DataFrame
-        The input.
-    what : str
-        What needs the matrix (for the message).
-    engine : str, optional
-        The engine the user asked for.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The item table.
+    works on the models × items matrix in numpy. An input aggregated out of core, or
+    ``engine="spark"``, gets a one-line :class:`JaggedInputError` saying so, naming ``what``.
     """
     import pandas as pd
 
-    if isinstance(data, pd.DataFrame) and engine != "spark":
+    spark = Engine.of(engine).spark
+    if isinstance(data, pd.DataFrame) and not spark:
         return data
-    items = getattr(data, "items", None)
+    items = data if isinstance(data, pd.DataFrame) else getattr(data, "items", None)
     name = getattr(data, "source", "<item table>")
-    if isinstance(data, pd.DataFrame):
-        items = data
     hint = ("it runs on what fits in memory: select models or domains (--models, --domains) or a sample of the "
             "items into a table of up to a few million rows")
-    if engine == "spark":
+    if spark:
         raise JaggedInputError(f"{name}: {what} needs the response matrix in memory and does not run on Spark; {hint}")
     if items is None:
         raise JaggedInputError(f"{name}: {what} needs the response matrix in memory, and this input is aggregated out "

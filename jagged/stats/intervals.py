@@ -53,19 +53,10 @@ def outside(value: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def outside_intervals(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a table whose estimate lies outside its own interval, one row per case.
+    """The rows of a table whose estimate lies outside its own interval: ``row, estimate, value, lo, hi``.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A table with ``<stat>_lo`` / ``<stat>_hi`` columns (the metrics table).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``row`` (the table's index), ``estimate`` (the column), ``value``, ``lo``, ``hi``;
-        empty when every estimate lies in its interval. An estimate or an end that is NaN
-        is no claim and never counted.
+    Empty when every estimate lies in its interval; an estimate or an end that is NaN is no
+    claim and never counted.
     """
     found = []
     for estimate, lo, hi in interval_triples(table.columns):
@@ -92,26 +83,10 @@ def check_intervals(table: pd.DataFrame, what: str = "metrics table") -> None:
 
 
 def wilson_interval(errors: np.ndarray, n: np.ndarray, ci: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of an error rate estimated from ``n`` items.
+    """Wilson score interval (``lo``, ``hi`` within [0, 1]) of error rates ``errors`` = k / n from ``n`` items.
 
-    Parameters
-    ----------
-    errors : array_like
-        Observed error rates e = k / n.
-    n : array_like
-        Item counts; NaN or non-positive gives a NaN interval.
-    ci : float
-        Interval level, in (0, 1).
-
-    Returns
-    -------
-    lo, hi : numpy.ndarray
-        Interval bounds, within [0, 1].
-
-    Raises
-    ------
-    JaggedInputError
-        When ``ci`` is not in (0, 1).
+    NaN or non-positive ``n`` gives a NaN interval; ``ci`` outside (0, 1) is a
+    :class:`JaggedInputError`.
 
     Notes
     -----
@@ -120,10 +95,9 @@ def wilson_interval(errors: np.ndarray, n: np.ndarray, ci: float = 0.95) -> tupl
         centre = (e + z²/2n) / (1 + z²/n)
         half   = z / (1 + z²/n) · sqrt(e(1 − e)/n + z²/4n²)
 
-    It treats a domain's items as independent draws (sampling noise of the benchmark,
-    not disagreement between runs) and stays inside [0, 1] for e = 0 or 1, unlike the
-    normal approximation. Same as ``statsmodels.stats.proportion.proportion_confint(k, n,
-    alpha=1 - ci, method="wilson")``.
+    A domain's items are treated as independent draws (the benchmark's sampling noise);
+    the interval stays inside [0, 1] for e = 0 or 1. Same as statsmodels'
+    ``proportion_confint(k, n, alpha=1 - ci, method="wilson")``.
     """
     if not 0 < ci < 1:
         raise JaggedInputError(f"interval level must be between 0 and 1, not {ci}")

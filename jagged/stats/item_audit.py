@@ -33,6 +33,7 @@ import pandas as pd
 
 from jagged.errors import JaggedInputError
 from jagged.readers.dataset import Dataset
+from jagged.stats.engine import Engine, in_memory_items
 from jagged.stats.flaw import FlawPosterior
 from jagged.stats.irt import IRTFit
 from jagged.stats.item_evidence import (
@@ -200,9 +201,8 @@ def item_audit(data: Dataset | pd.DataFrame, *, rest: str = "domain") -> pd.Data
     return audit_items(data, rest=rest).items
 
 
-def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
-                spark_master: str | None = None, fit: IRTFit | None = None, flaws: FlawPosterior | None = None,
-                model: bool = True) -> ItemAudit:
+def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: Engine | str | None = None,
+                fit: IRTFit | None = None, flaws: FlawPosterior | None = None, model: bool = True) -> ItemAudit:
     """The full item audit (see :func:`item_audit` for the statistics and the Notes).
 
     Parameters
@@ -211,10 +211,8 @@ def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: s
         Item-level dataset or item table.
     rest : {"domain", "test"}
         Rest score within the item's domain, or over the whole test; likewise the 2PL trait.
-    engine : {"duckdb", "spark"}, optional
-        Where the sums over rows run (default: embedded DuckDB).
-    spark_master : str, optional
-        Spark master (see :func:`jagged.stats.engine.spark_session`).
+    engine : Engine or {"duckdb", "spark"}, optional
+        Where the sums over rows run (:class:`jagged.stats.engine.Engine`; default: embedded DuckDB).
     fit, flaws : IRTFit, FlawPosterior, optional
         The 2PL fit and the flaw model of the same items with the same ``rest``, computed
         once by the caller (``Analysis``); computed here when not given and ``model``.
@@ -240,7 +238,7 @@ def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: s
         from jagged.readers.items import validate_items
 
         data = validate_items(data, "<item table>", line_offset=None)
-    audit = audit_from_sums(sums_of(data, rest=rest, engine=engine, spark_master=spark_master), rest=rest)
+    audit = audit_from_sums(sums_of(data, rest=rest, engine=engine), rest=rest)
     if fit is not None and flaws is not None:
         return with_model(audit, fit, flaws)
     if not model:
@@ -258,15 +256,14 @@ def audit_items(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: s
     return with_model(audit, fit, flaws)
 
 
-def model_table(data: Dataset | pd.DataFrame, n_models: int, engine: str | None) -> tuple[pd.DataFrame | None, str]:
+def model_table(data: Dataset | pd.DataFrame, n_models: int,
+                engine: Engine | str | None) -> tuple[pd.DataFrame | None, str]:
     """The item table the item response and flaw models run on, or None and the one-line reason why not.
 
     They need the model × item matrix in memory: an input aggregated out of core,
     ``engine="spark"``, fewer than :data:`IRT_MIN_MODELS` models or a matrix above
     :data:`IRT_MAX_CELLS` cells has none.
     """
-    from jagged.stats.engine import in_memory_items
-
     what = "the item response model (P(flawed) and the IRT columns)"
     try:
         items = in_memory_items(data, what, engine=engine)
@@ -339,21 +336,20 @@ def with_model(audit: ItemAudit, fit: IRTFit, flaws: FlawPosterior) -> ItemAudit
     return replace(audit, items=table, fit=fit, flaws=flaws, notes=list(audit.notes))
 
 
-def sums_of(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
-            spark_master: str | None = None) -> ItemSums:
+def sums_of(data: Dataset | pd.DataFrame, *, rest: str = "domain", engine: Engine | str | None = None) -> ItemSums:
     """The sufficient statistics of a Dataset or a validated item table, computed by the engine (DuckDB by default).
 
     An item table in memory is registered with the engine; a Dataset read out of core
     (its ``item_path``) is read again by it.
     """
     if isinstance(data, pd.DataFrame):
-        return item_sums(data, rest=rest, engine=engine, spark_master=spark_master)
+        return item_sums(data, rest=rest, engine=engine)
     if not isinstance(data, Dataset):
         raise TypeError(f"expected a Dataset or a DataFrame, not {type(data).__name__}")
     if data.items is not None:
-        return item_sums(data.items, rest=rest, engine=engine, spark_master=spark_master)
+        return item_sums(data.items, rest=rest, engine=engine)
     if data.item_path is not None:
-        return lake_item_sums(data.item_path, rest=rest, engine=engine, spark_master=spark_master)
+        return lake_item_sums(data.item_path, rest=rest, engine=engine)
     raise JaggedInputError(f"{data.source}: {data.format} scores have no item-level results; the item audit needs "
                            "a table with model, domain, item, correct (and optionally choice, key)")
 

@@ -1,27 +1,15 @@
-"""The item audit's sufficient statistics, written once as Ibis expressions: DuckDB runs them, or Spark.
+"""The item audit's sufficient statistics, written once as Ibis expressions that DuckDB or Spark run.
 
-Every sum the item audit needs (:class:`jagged.stats.item_sums.ItemSums`: per (model, rest
-group), per item, per (item, option), per (item, key) and the per-(model, domain) sums of the
-sensitivity analysis) is an expression over one table of rows (:func:`rows_table`: ``model,
-domain, grp, item, x, choice, key, n_options, informed``). The same expressions run on an item
-table in memory (registered with DuckDB), on a Parquet file or a hive-partitioned folder (read
-by the engine in row groups), with DuckDB embedded or on a Spark cluster
-(:mod:`jagged.stats.engine`).
-
-Definitions (per row r = (model m, item i); g(i) is the item's rest group: its domain,
-or the whole test):
+Every sum of :class:`jagged.stats.item_sums.ItemSums` is an expression over one table of
+rows (:func:`rows_table`), whatever the input and the engine (:mod:`jagged.stats.engine`).
+For a row r = (model m, item i) with rest group g(i) (its domain, or the whole test):
 
 * ``S_mg``, ``N_mg``: sum of ``correct`` and number of items of model m in group g;
 * rest score ``R_r = (S_mg − x_r) / (N_mg − 1)`` (undefined when N_mg = 1);
-* upper/lower weights: among the item's rows with a rest score (n_R of them), the
-  ``k = max(1, ⌊0.27 n_R + ½⌋)`` highest (lowest) rest scores get weight 1; rows tied at
-  the boundary share the remaining places equally: with ``above`` rows strictly higher
-  and ``tied`` rows equal, w_u = 1 if above + tied ≤ k else clip((k − above) / tied, 0, 1)
-  (w_l the same from below). One window per item gives ``above`` (its rank) and a second
-  partition by (item, R) gives ``tied``.
-
-Only the expressions are here; which engine runs them, and how a file or folder becomes a
-table, is :mod:`jagged.stats.engine`.
+* upper/lower weights: among the item's n_R rows with a rest score, the
+  ``k = max(1, ⌊0.27 n_R + ½⌋)`` highest (lowest) get weight 1; with ``above`` rows
+  strictly higher and ``tied`` rows equal, w_u = 1 if above + tied ≤ k else
+  clip((k − above) / tied, 0, 1) (w_l the same from below).
 """
 
 from __future__ import annotations
@@ -80,29 +68,20 @@ def _label(column: Any, dtype: Any) -> Any:
 
 def rows_table(table: Any, *, rest: str = "domain", validated: bool = False,
                coded: bool = False) -> tuple[Any, bool, bool]:
-    """The canonical row table of an item-level Ibis table.
+    """The canonical rows (:data:`ROW_COLUMNS`) of an item-level Ibis table, whether it has choice, and key.
 
     Parameters
     ----------
     table : ibis.Table
-        Columns ``model, domain, item`` (or ``item_id``), ``correct`` and optionally
-        ``choice, key, n_options`` (names may carry spaces; other columns are ignored).
+        ``model, domain, item`` (or ``item_id``), ``correct`` and optionally ``choice, key,
+        n_options`` (names may carry spaces; other columns are ignored).
     rest : {"domain", "test"}
         The rest group ``grp``: the item's domain, or ``"(all)"``.
     validated : bool
-        The table is a validated in-memory item table (names and labels already
-        normalised): no trimming or label normalisation.
+        A validated item table in memory: names and labels are not normalised again.
     coded : bool
-        ``model``, ``domain`` and ``item`` are integer codes of names sorted by name (an
-        in-memory table: grouping and sorting integers is faster than text); ``grp`` is
-        then the domain code, or 0 for the whole test (see :func:`decode`).
-
-    Returns
-    -------
-    (ibis.Table, bool, bool)
-        The rows (:data:`ROW_COLUMNS`; ``x`` float64, ``n_options`` float64, ``informed``
-        whether the row carries choice information), whether the input has ``choice``
-        and whether it has ``key``.
+        ``model``, ``domain``, ``item`` are integer codes of sorted names (faster to group);
+        ``grp`` is then the domain code, or 0 for the whole test.
     """
     import ibis
 
@@ -305,24 +284,10 @@ def _positioned(frame: pd.DataFrame, item_names: np.ndarray, label: str) -> pd.D
 
 def compute_item_sums(con: Any, rows: Any, *, has_choice: bool, has_key: bool,
                       names: dict[str, np.ndarray] | None = None) -> tuple[pd.DataFrame, ...]:
-    """Run the expressions on ``con``: the tables of :class:`jagged.stats.item_sums.ItemSums`.
+    """Run the expressions on ``con``: the ``model_group, items, options, keys`` of an ItemSums.
 
-    Parameters
-    ----------
-    con : ibis.BaseBackend
-        The engine (:func:`jagged.stats.engine.backend`).
-    rows : ibis.Table
-        From :func:`rows_table`.
-    has_choice, has_key : bool
-        Whether the input has the columns.
-    names : dict, optional
-        For integer-coded rows: ``model``, ``domain``, ``grp``, ``item`` → their names.
-
-    Returns
-    -------
-    (model_group, items, options, keys)
-        The per-group table (``model, group, s, n``, sorted by model and group) and the
-        per-item, per-option and per-key tables.
+    ``rows`` from :func:`rows_table`; ``names`` decodes integer-coded rows (``model``,
+    ``domain``, ``grp``, ``item`` → names). The per-group table is sorted by model and group.
     """
     from jagged.stats.engine import table_from_frame
 

@@ -1,18 +1,15 @@
-"""The item audit's sufficient statistics: what they are (:class:`ItemSums`) and where they come from.
+"""The item audit's sufficient statistics (:class:`ItemSums`), computed by the engine from any input.
 
-The item audit (:mod:`jagged.stats.item_audit`) needs only sums over rows: per (model,
-domain), per item and per (item, option). :class:`ItemSums` holds them. They are computed
-once, by the Ibis expressions of :mod:`jagged.stats.item_expr`, on the engine of
-:mod:`jagged.stats.engine` (DuckDB embedded by default, Spark with ``engine="spark"``),
-whatever the input: :func:`item_sums` for an item table in memory (registered with DuckDB,
-not copied), :func:`lake_item_sums` for a Parquet file or a hive-partitioned folder of them
-(read by the engine in row groups). The definitions are in :mod:`jagged.stats.item_expr`.
+The item audit needs only sums over rows: per (model, domain), per item and per (item,
+option), written once as the Ibis expressions of :mod:`jagged.stats.item_expr` and run by
+the :class:`jagged.stats.engine.Engine`: :func:`item_sums` for an item table in memory
+(registered, not copied), :func:`lake_item_sums` for a Parquet file or partitioned folder.
 """
 
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.stats.engine import Engine, read_parquet, table_from_frame
 
 
 @dataclass
@@ -31,29 +29,21 @@ class ItemSums:
     model_group : pandas.DataFrame
         ``model``, ``group``, ``s`` (Σ correct), ``n`` (items).
     items : pandas.DataFrame
-        One row per item (:data:`jagged.stats.item_expr.ITEM_SUM_COLUMNS`): ``n`` models, Σx, Σx²; over the
-        rows with a rest score ``n_r``, Σx, Σx², ΣR, ΣR², ΣxR;
-        the upper/lower group size ``k_ul`` and Σw_u·x, Σw_l·x; ``n_choice`` rows with
-        choice information; the smallest and largest ``n_options`` (NaN: unknown).
+        One row per item, sorted by name (:data:`jagged.stats.item_expr.ITEM_SUM_COLUMNS`).
     options : pandas.DataFrame
         One row per (item, chosen label) over rows with choice information
-        (:data:`jagged.stats.item_expr.OPTION_SUM_COLUMNS`; ``pos`` is the item's row in :attr:`items`, sorted by
-        ``pos`` then label): rows choosing it, their Σw_u, how many of them
-        were wrong, how many of those have a rest score, their ΣR and Σw_u. The label
-        :data:`jagged.stats.item_expr.NO_ANSWER` is "no answer".
+        (:data:`jagged.stats.item_expr.OPTION_SUM_COLUMNS`; ``pos`` is the item's row in
+        :attr:`items`; the label :data:`jagged.stats.item_expr.NO_ANSWER` is "no answer").
     keys : pandas.DataFrame
-        ``pos`` (the item's row in :attr:`items`), ``key``, ``count``: how many rows carry
-        each key.
+        ``pos``, ``key``, ``count``: how many rows carry each key.
     has_choice, has_key : bool
         Whether the table has the columns.
     model_domain_sums : callable
         ``model_domain_sums(set_aside, rescore)`` → per (model, domain) ``s, n`` over all
         items, ``s_kept, n_kept`` without the items ``set_aside``, and ``s_rescored`` with
-        the items of ``rescore`` (item → option) scored against that option (``n_rescored``
-        of them).
+        the items of ``rescore`` (item → option) scored against that option (``n_rescored``).
     source : str
-        Where the sums come from: ``"memory"`` (an item table in memory, through DuckDB),
-        ``"duckdb"`` (a Parquet file or folder read by DuckDB) or ``"spark"``.
+        ``"memory"`` (an item table, through DuckDB), ``"duckdb"`` (a Parquet input) or ``"spark"``.
     """
 
     model_group: pd.DataFrame
@@ -66,26 +56,12 @@ class ItemSums:
     source: str = "memory"
 
 
-def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None = None,
-              spark_master: str | None = None) -> ItemSums:
-    """The sufficient statistics of the item audit from a validated item table in memory.
+def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: Engine | str | None = None) -> ItemSums:
+    """The :class:`ItemSums` of a validated item table in memory (:func:`jagged.readers.items.validate_items`).
 
-    Parameters
-    ----------
-    items : pandas.DataFrame
-        Output of :func:`jagged.readers.items.validate_items` (``model, domain, item,
-        correct`` and optionally ``choice, key, n_options``).
-    rest : {"domain", "test"}
-        Rest scores and abilities within the item's domain, or over the whole test.
-    engine : {"duckdb", "spark"}, optional
-        Where the sums run (default DuckDB, which reads the frame where it is).
-    spark_master : str, optional
-        See :func:`jagged.stats.engine.spark_session`.
-
-    Returns
-    -------
-    ItemSums
-        ``source`` is ``"memory"`` (DuckDB over the frame) or ``"spark"``.
+    ``rest``: rest scores and abilities within the item's domain, or over the whole
+    ``"test"``; ``engine``: where the sums run (default DuckDB, which reads the frame
+    where it is). ``source`` is ``"memory"`` or ``"spark"``.
     """
     columns = [c for c in ("model", "domain", "item", "correct", "choice", "key", "n_options") if c in items.columns]
     frame = items[columns].copy(deep=False)
@@ -103,56 +79,35 @@ def item_sums(items: pd.DataFrame, *, rest: str = "domain", engine: str | None =
         frame["n_options"] = frame["n_options"].astype(float)
     # one DuckDB thread: the sums are added in the frame's order, so the same table gives the same bits (and
     # items with the same responses exactly tied statistics) run after run
-    return _engine_sums(lambda con: _memtable(con, frame), rest=rest, engine=engine, spark_master=spark_master,
-                        source="memory", validated=True, threads=1, names=names)
+    return _engine_sums(lambda con: _memtable(con, frame), rest=rest, engine=replace(Engine.of(engine), threads=1),
+                        source="memory", validated=True, names=names)
 
 
-def lake_item_sums(path: str | Path, *, rest: str = "domain", engine: str | None = None,
-                   spark_master: str | None = None) -> ItemSums:
-    """The :class:`ItemSums` of an item-level Parquet file or hive-partitioned folder, computed in the engine.
+def lake_item_sums(path: str | Path, *, rest: str = "domain", engine: Engine | str | None = None) -> ItemSums:
+    """The :class:`ItemSums` of an item-level Parquet file or hive-partitioned folder the loader checked.
 
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        A Parquet file, or a folder of them partitioned hive-style (``model=.../part-0.parquet``),
-        checked by the loader.
-    rest : {"domain", "test"}
-        Rest group: the item's domain, or the whole test.
-    engine : {"duckdb", "spark"}, optional
-        Default DuckDB (memory limit, spilling to disk).
-    spark_master : str, optional
-        See :func:`jagged.stats.engine.spark_session`.
-
-    Returns
-    -------
-    ItemSums
-        ``source`` is ``"duckdb"`` or ``"spark"``; its ``model_domain_sums`` reads the input again.
+    ``rest`` and ``engine`` as in :func:`item_sums`; ``source`` is ``"duckdb"`` or
+    ``"spark"``, and ``model_domain_sums`` reads the input again.
     """
-    from jagged.stats.engine import read_parquet
-
     path = Path(path)
-    return _engine_sums(lambda con: read_parquet(con, path), rest=rest, engine=engine, spark_master=spark_master,
+    return _engine_sums(lambda con: read_parquet(con, path), rest=rest, engine=Engine.of(engine),
                         source=None, validated=False, name=path.name)
 
 
 def _memtable(con: Any, frame: pd.DataFrame) -> Any:
-    from jagged.stats.engine import table_from_frame
-
     types = {"model": "int64", "domain": "int64", "item": "int64", "correct": "float64", "choice": "string",
              "key": "string", "n_options": "float64"}
     return table_from_frame(con, frame, {c: types[c] for c in frame.columns})
 
 
-def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, spark_master: str | None,
-                 source: str | None, validated: bool, name: str = "<item table>",
-                 threads: int | None = None, names: dict[str, np.ndarray] | None = None) -> ItemSums:
+def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: Engine, source: str | None, validated: bool,
+                 name: str = "<item table>", names: dict[str, np.ndarray] | None = None) -> ItemSums:
     """Open the engine, build the rows from ``table(con)``, compute the sums.
 
     The connection stays open for the sums' later question (the sensitivity), which
     reuse the registered rows; it closes when the last function that uses it (in this
     :class:`ItemSums` or a copy of it) is garbage-collected.
     """
-    from jagged.stats.engine import check_engine, connect
     from jagged.stats.item_expr import (
         compute_item_sums,
         rows_table,
@@ -160,9 +115,8 @@ def _engine_sums(table: Callable[[Any], Any], *, rest: str, engine: str | None, 
         run_model_domain_sums,
     )
 
-    engine = check_engine(engine)
-    source = "spark" if engine == "spark" else (source or "duckdb")
-    con, close = connect(engine, spark_master=spark_master, threads=threads)
+    source = "spark" if engine.spark else (source or "duckdb")
+    con, close = engine.connect()
     held = _Held(con)
     closing = weakref.finalize(held, close)
     try:

@@ -1,47 +1,36 @@
-"""Intervals without the item matrix: a Poisson bootstrap over items, computed in the engine.
+"""Intervals of item-level results the engine reads: the item matrix streamed out of it, or a Poisson bootstrap in it.
 
-The paired item bootstrap (:mod:`jagged.stats.bootstrap`) draws, per domain and replicate,
-a multinomial count for every item and multiplies an items × models matrix: it needs that
-matrix in memory. At the scale of a data lake (thousands of models × tens of thousands of
-items × many benchmarks) the matrix does not fit, and a multinomial draw couples all items
-of a domain. The Poisson bootstrap (Hanley & MacGibbon 2006; Chamandy et al. 2012, "Estimating
-uncertainty for massive data streams") gives every item, independently, a weight
-``w_ib ~ Poisson(1)`` per replicate b, the limit of the multinomial(n, 1/n) count as n
-grows. Because the weight is a function of (item, replicate, seed) only, every row computes
-its own weight where it lies, and the same item gets the same weight for every model
-(paired), on any engine and any partitioning:
+Out of core, the paired item bootstrap (:mod:`jagged.stats.bootstrap`) runs on the item
+matrix streamed out of DuckDB once (:func:`matrix_from_engine`) while models × items stay
+within :data:`MATRIX_CELLS`. Beyond that, and on Spark, the Poisson bootstrap (Hanley &
+MacGibbon 2006; Chamandy et al. 2012) runs where the rows lie: every item gets, per
+replicate b, a weight ``w_ib ~ Poisson(1)`` (the limit of the multinomial(n, 1/n) count),
+a function of (item, replicate, seed) only, so every row computes its own weight on any
+engine and partitioning, and the same item gets the same weight for every model (paired):
 
-* item code ``i``: the item's rank among the distinct item names (computed in the engine);
-* ``h = H(H(i ⊕ H(seed)) ⊕ (b · 0x9E3779B9 mod 2³²))`` with ``H`` the 32-bit integer
-  mixer ``x ← ((x ≫ 16) ⊕ x) · 0x45d9f3b mod 2³²`` (twice), ``x ← (x ≫ 16) ⊕ x``;
-* ``u = (h + ½) / 2³²`` and ``w = min{k : u ≤ F(k)}`` with ``F`` the Poisson(1) CDF (the
-  inverse-CDF draw; :data:`POISSON_CDF` up to k = 18, beyond which the mass is < 1e-17).
+* item code ``i``: the item's rank among the distinct item names;
+* ``h = H(H(i ⊕ H(seed)) ⊕ (b · 0x9E3779B9 mod 2³²))`` with ``H`` the 32-bit mixer
+  ``x ← ((x ≫ 16) ⊕ x) · 0x45d9f3b mod 2³²`` (twice), ``x ← (x ≫ 16) ⊕ x``;
+* ``w = min{k : (h + ½) / 2³² ≤ F(k)}``, ``F`` the Poisson(1) CDF (:data:`POISSON_CDF`).
 
-Per (model, domain, replicate) the engine sums ``Σ w·x``, ``Σ w`` and ``Σ w·x²`` — the
-numerator, denominator and square sums that :func:`jagged.stats.bootstrap.replicate_statistics`
-turns into replicate cv_error, macro_score, dep_score and wedge, exactly as for the paired
-bootstrap. The weights only need integer arithmetic that DuckDB and Spark share, so both
-engines give the same replicates, bit for bit in the weights.
-
-When each is used (:func:`jagged.stats.bootstrap.interval_route`, recorded in the intervals'
-``interval_method``): the paired bootstrap whenever the item table is in memory (the report,
-``jagged analyse`` on item-level files up to :data:`jagged.readers.items.IN_MEMORY_MAX_ROWS`
-rows) and the engine is DuckDB; the Poisson bootstrap for item-level data aggregated out of
-core (a large Parquet file or a partitioned folder, on DuckDB or Spark) and for any item-level
-data with ``engine="spark"``. Their coverage on simulated data with known truth is checked side
-by side in ``tests/test_engines.py`` and, through the report's routing, in
-``tests/test_poisson_intervals.py``.
+Per (model, domain, replicate) the engine sums ``Σ w·x``, ``Σ w`` and ``Σ w·x²``, which
+:func:`jagged.stats.replicates.summarise` turns into the statistics exactly as for the paired
+bootstrap; DuckDB and Spark give the same weights, bit for bit.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.stats.bootstrap import ItemMatrix, weight_array
+from jagged.stats.engine import Engine, read_parquet, table_from_frame
+from jagged.stats.item_expr import fetch, rows_table
 from jagged.stats.replicates import Replicates, ReplicateStatistic, chunk_size, summarise
 
 METHOD_POISSON = "Poisson bootstrap over items (weights from a hash of item and replicate), paired across models"
@@ -52,6 +41,9 @@ MIX, STRIDE = 0x45D9F3B, 0x9E3779B9
 #: Poisson(1) CDF F(0), …, F(17); a draw above F(17) is 18.
 POISSON_CDF: tuple[float, ...] = tuple(
     math.exp(-1.0) * sum(1.0 / math.factorial(j) for j in range(k + 1)) for k in range(18))
+#: Most models × items cells streamed out of DuckDB for the paired bootstrap (:func:`matrix_from_engine`):
+#: 5 bytes a cell with 0/1 credit (float32 and a presence byte; 0.5 GB at the bound), 17 with partial credit.
+MATRIX_CELLS = 100_000_000
 #: Replicates per engine query at most (each query reads the rows once); fewer when the
 #: query's replicate × model × domain cells would pass :data:`jagged.stats.replicates.CELL_BUDGET`.
 BLOCK = 250
@@ -90,16 +82,9 @@ def with_poisson_weight(table: Any, code: str, replicate: str, seed: int, name: 
 
 
 def replicate_sums_expr(rows: Any, replicates: Any, seed: int) -> Any:
-    """Per (model, domain, replicate ``b``): ``num`` Σw·x, ``den`` Σw, ``sq`` Σw·x².
+    """Per (model, domain, replicate ``b`` of the int64 table ``replicates``): ``num`` Σw·x, ``den`` Σw, ``sq`` Σw·x².
 
-    Parameters
-    ----------
-    rows : ibis.Table
-        ``model, domain, item, x`` (:func:`jagged.stats.item_expr.rows_table`).
-    replicates : ibis.Table
-        One column ``b`` (int64): the replicates to compute.
-    seed : int
-        Seed of the weights.
+    ``rows`` has ``model, domain, item, x`` (:func:`jagged.stats.item_expr.rows_table`).
     """
     import ibis
 
@@ -114,119 +99,114 @@ def replicate_sums_expr(rows: Any, replicates: Any, seed: int) -> Any:
 
 def _observed(con: Any, rows: Any) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...], bool]:
     """Models, domains (sorted), the M × D sums Σx, n and Σx² of the data as observed, and whether credit is partial."""
-    from jagged.stats.item_expr import fetch
-
     cells = fetch(con, rows.group_by(["model", "domain"]).aggregate(
         num=rows.x.sum(), den=rows.count(), sq=(rows.x * rows.x).sum(),
         partial=rows.count(where=(rows.x > 0) & (rows.x < 1))))
     models = np.asarray(sorted(cells["model"].unique()), dtype=object)
     domains = np.asarray(sorted(cells["domain"].unique()), dtype=object)
     at = pd.Index(models).get_indexer(cells["model"]), pd.Index(domains).get_indexer(cells["domain"])
-    sums = []
-    for name in ("num", "den", "sq"):
-        a = np.zeros((len(models), len(domains)))
-        a[at] = cells[name].to_numpy(dtype=float)
-        sums.append(a)
-    return models, domains, tuple(sums), bool(cells["partial"].sum() > 0)
+    return models, domains, _placed(cells, at, (len(models), len(domains))), bool(cells["partial"].sum() > 0)
+
+
+def _placed(frame: pd.DataFrame, at: tuple[np.ndarray, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """The ``num``, ``den`` and ``sq`` columns of ``frame`` placed at ``at`` in zero arrays of ``shape``."""
+    out = tuple(np.zeros(shape) for _ in range(3))
+    for a, name in zip(out, ("num", "den", "sq")):
+        a[at] = frame[name].to_numpy(dtype=float)
+    return out
 
 
 def replicate_sums(con: Any, rows: Any, n_boot: int, seed: int, models: np.ndarray, domains: np.ndarray,
                    partial: bool, block: int = BLOCK) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-    """Per block of replicates, the b × M × D arrays Σw·x, Σw and (partial credit only) Σw·x².
+    """Per block of ``block`` replicates (one engine query), the b × M × D arrays Σw·x, Σw and (``partial``) Σw·x².
 
-    Parameters
-    ----------
-    con : ibis.BaseBackend
-        The engine.
-    rows : ibis.Table
-        The item-level rows.
-    n_boot, seed : int
-        Replicates and seed.
-    models, domains : numpy.ndarray
-        Order of the M and D axes.
-    partial : bool
-        Whether to return Σw·x² (else None).
-    block : int
-        Replicates per engine query.
+    The M and D axes follow ``models`` and ``domains``.
     """
     import ibis
-
-    from jagged.stats.item_expr import fetch
 
     block = min(block, chunk_size(n_boot, len(models) * len(domains)))
     for start in range(0, n_boot, block):
         b = min(block, n_boot - start)
         reps = ibis.memtable(pd.DataFrame({"b": np.arange(start, start + b, dtype=np.int64)}), schema={"b": "int64"})
         out = fetch(con, replicate_sums_expr(rows, reps, seed))
-        bi = out["b"].to_numpy(dtype=np.int64) - start
-        mi = pd.Index(models).get_indexer(out["model"])
-        di = pd.Index(domains).get_indexer(out["domain"])
-        arrays = []
-        for name in ("num", "den", "sq"):
-            a = np.zeros((b, len(models), len(domains)))
-            a[bi, mi, di] = out[name].to_numpy(dtype=float)
-            arrays.append(a)
-        yield arrays[0], arrays[1], arrays[2] if partial else None
+        at = (out["b"].to_numpy(dtype=np.int64) - start, pd.Index(models).get_indexer(out["model"]),
+              pd.Index(domains).get_indexer(out["domain"]))
+        num, den, sq = _placed(out, at, (b, len(models), len(domains)))
+        yield num, den, sq if partial else None
 
 
-def poisson_replicates(data: Any, *, weights: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0,
-                       engine: str | None = None, spark_master: str | None = None,
+def _rows(con: Any, data: pd.DataFrame | Path) -> Any:
+    """The rows ``model, domain, item, x`` of a validated item table or of a Parquet file or folder, on ``con``."""
+    if isinstance(data, pd.DataFrame):
+        columns = {"model": "string", "domain": "string", "item": "string", "correct": "float64"}
+        table = table_from_frame(con, data[list(columns)].astype({"correct": float}), columns)
+        return rows_table(table, validated=True)[0]
+    return rows_table(read_parquet(con, data))[0]
+
+
+def poisson_replicates(data: pd.DataFrame | str | Path, *, weights: pd.DataFrame | None = None, n_boot: int = 2000,
+                       seed: int = 0, engine: Engine | str | None = None,
                        statistics: Mapping[str, ReplicateStatistic] | None = None) -> Replicates:
     """Poisson-bootstrap replicates of cv_error, macro_score, dep_score and wedge, summed in the engine.
 
-    Parameters
-    ----------
-    data : Dataset, pandas.DataFrame, str or pathlib.Path
-        Item-level results: a Dataset (items in memory, or a Parquet file or partitioned
-        folder aggregated out of core), a validated item table, or the path of a Parquet
-        file or folder.
-    weights : pandas.DataFrame, optional
-        Profiles × domains weight matrix.
-    n_boot : int
-        Replicates B (1 … 100,000).
-    seed : int
-        Seed of the weights (same seed, same replicates, on either engine).
-    engine : {"duckdb", "spark"}, optional
-        Where the sums run (default DuckDB).
-    spark_master : str, optional
-        See :func:`jagged.stats.engine.spark_session`.
-    statistics : mapping, optional
-        Further per-model statistics of the replicates (as :func:`jagged.stats.bootstrap.bootstrap_replicates`).
-
-    Returns
-    -------
-    Replicates
-        ``method`` is :data:`METHOD_POISSON`; models and domains sorted by name.
+    ``data`` is a validated item table or the path of an item-level Parquet file or
+    partitioned folder; the other arguments are those of
+    :func:`jagged.stats.bootstrap.bootstrap_replicates` (``n_boot`` 1 … 100,000; the same
+    seed gives the same replicates on either engine). Models and domains are sorted by
+    name; ``method`` is :data:`METHOD_POISSON`.
     """
-    from pathlib import Path
-
-    from jagged.readers.dataset import Dataset
-    from jagged.stats.engine import backend, read_parquet, table_from_frame
-    from jagged.stats.item_expr import rows_table
-
     if int(n_boot) != n_boot or not 1 <= n_boot <= 100_000:
         raise JaggedInputError(f"bootstrap replicates must be a whole number from 1 to 100000, not {n_boot!r}")
-    frame, path = None, None
-    if isinstance(data, pd.DataFrame):
-        frame = data
-    elif isinstance(data, Dataset):
-        frame, path = data.items, data.item_path
-        if frame is None and path is None:
-            raise JaggedInputError(f"{data.source}: the Poisson bootstrap needs item-level results")
-    else:
-        path = Path(data)
-    with backend(engine, spark_master=spark_master) as con:
-        if frame is not None:
-            columns = {"model": "string", "domain": "string", "item": "string", "correct": "float64"}
-            table = table_from_frame(con, frame[list(columns)].astype({"correct": float}), columns)
-            rows, _, _ = rows_table(table, validated=True)
-        else:
-            rows, _, _ = rows_table(read_parquet(con, path))
+    with Engine.of(engine).backend() as con:
+        rows = _rows(con, data if isinstance(data, pd.DataFrame) else Path(data))
         models, domains, (num, den, sq), partial = _observed(con, rows)
-        w, profiles = _weight_matrix(weights, domains)
+        w, profiles = weight_array(weights, domains)
         return summarise(replicate_sums(con, rows, int(n_boot), seed, models, domains, partial),
                          (num, den, sq if partial else None), den > 0, w, statistics, models, domains, profiles,
                          METHOD_POISSON)
+
+
+def matrix_from_engine(path: str | Path, models: np.ndarray, domains: np.ndarray, engine: Engine | None = None,
+                       max_cells: int | None = None) -> ItemMatrix | None:
+    """The :class:`~jagged.stats.bootstrap.ItemMatrix` of an item-level Parquet file or folder, streamed out of DuckDB.
+
+    None when ``len(models)`` × items passes ``max_cells`` (default :data:`MATRIX_CELLS`).
+    The engine ranks the items by name within their domain and sends (row, model,
+    ``correct``) once, in Arrow batches, into an N × M float32 matrix (float64 once a
+    partial credit arrives) and a presence mask: the matrix
+    :func:`jagged.stats.bootstrap.item_matrix` builds from the same rows sorted by item,
+    so the paired bootstrap on it gives the same replicates.
+    """
+    import ibis
+
+    max_cells = MATRIX_CELLS if max_cells is None else max_cells
+    with Engine.of(engine).backend() as con:
+        rows = _rows(con, Path(path))
+        items = rows.select("domain", "item").distinct()
+        items = items.mutate(pos=ibis.row_number().over(group_by=items.domain, order_by=items.item))
+        with items.cache() as cached:
+            sizes = fetch(con, cached.group_by("domain").aggregate(n=cached.count()))
+            n = pd.Series(sizes["n"].to_numpy(), index=sizes["domain"].to_numpy()).reindex(domains).fillna(0)
+            bounds = np.concatenate([[0], np.cumsum(n.to_numpy(dtype=np.int64))])
+            if len(models) * bounds[-1] > max_cells:
+                return None
+            starts = table_from_frame(con, pd.DataFrame({"domain": pd.Series(domains, dtype=object),
+                                                         "start": bounds[:-1]}), {"domain": "string", "start": "int64"})
+            codes = table_from_frame(con, pd.DataFrame({"model": pd.Series(models, dtype=object),
+                                                        "m": np.arange(len(models), dtype=np.int64)}),
+                                     {"model": "string", "m": "int64"})
+            j = rows.join(cached, ["domain", "item"]).join(starts, "domain").join(codes, "model")
+            x = np.zeros((int(bounds[-1]), len(models)), dtype=np.float32)
+            present = np.zeros(x.shape, dtype=bool)
+            query = str(con.compile(j.select(r=j.start + j.pos, m=j.m, x=j.x)))
+            for batch in con.con.sql(query).to_arrow_reader(1 << 20):  # (ibis 12 calls a method DuckDB 2 removed)
+                r, m = batch.column("r").to_numpy(), batch.column("m").to_numpy()
+                v = batch.column("x").to_numpy()
+                if x.dtype == np.float32 and ((v > 0) & (v < 1)).any():
+                    x = x.astype(float)
+                x[r, m], present[r, m] = v, True
+    return ItemMatrix(correct=x, present=present, bounds=bounds, models=np.asarray(models, dtype=object),
+                      domains=np.asarray(domains, dtype=object))
 
 
 def aligned(reps: Replicates, models: np.ndarray) -> Replicates:
@@ -248,10 +228,3 @@ def aligned(reps: Replicates, models: np.ndarray) -> Replicates:
                       dep_score=take(reps.dep_score), wedge=take(reps.wedge), method=reps.method,
                       extra={name: take(v) for name, v in reps.extra.items()},
                       observed={name: take(v, 0) for name, v in reps.observed.items()}, squared=reps.squared)
-
-
-def _weight_matrix(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if weights is None or len(weights) == 0:
-        return np.zeros((0, len(domains))), np.asarray([], dtype=object)
-    return (np.nan_to_num(weights.reindex(columns=list(domains)).to_numpy(dtype=float)),
-            np.asarray(weights.index, dtype=object))

@@ -27,14 +27,11 @@ class Replicates:
 
     Attributes
     ----------
-    models : numpy.ndarray
-        Model names (sorted), length M.
-    profiles : numpy.ndarray
-        Profile names, length P (0 without weights).
+    models, profiles : numpy.ndarray
+        Model names (sorted), length M; profile names, length P (0 without weights).
     cv_error : numpy.ndarray
         B × M replicates of the squared noise-corrected CV before its floor,
-        (V* − N̂*)/ē*² (:func:`replicate_statistics`; negative where the expected noise
-        exceeds the spread).
+        (V* − N̂*)/ē*² (:func:`replicate_statistics`).
     macro_score : numpy.ndarray
         B × M.
     dep_score, wedge : numpy.ndarray
@@ -42,16 +39,12 @@ class Replicates:
     method : str
         Which bootstrap produced them.
     extra : dict
-        B × M replicates of further statistics computed on the same replicates (the
-        ``statistics`` of :func:`bootstrap_replicates`), by name.
+        B × M replicates of further statistics of the same replicates, by name.
     observed : dict
-        The same statistics of the data as observed (every item counted once), by name
-        (``cv_error``, ``macro_score``, ``dep_score``, ``wedge`` and those of ``extra``):
-        arrays of length M (M × P for ``dep_score`` and ``wedge``), what the intervals are
-        centred on (:func:`jagged.stats.bootstrap.bootstrap_intervals`).
+        Each statistic of the data as observed (length M, M × P for ``dep_score`` and
+        ``wedge``): what the intervals are centred on.
     squared : frozenset of str
-        The statistics whose values are squares before a floor at 0 (``cv_error`` and the
-        extra statistics marked ``squared``): their interval ends are √max(·, 0).
+        The statistics that are squares before a floor at 0: their interval ends are √max(·, 0).
     """
 
     models: np.ndarray
@@ -78,17 +71,10 @@ def summarise(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray | None]]
               observed: tuple[np.ndarray, np.ndarray, np.ndarray | None], present: np.ndarray, weights: np.ndarray,
               statistics: Mapping[str, ReplicateStatistic] | None, models: np.ndarray, domains: np.ndarray,
               profiles: np.ndarray, method: str) -> Replicates:
-    """:class:`Replicates` from replicate domain sums, chunk by chunk, and the sums of the data as observed.
+    """:class:`Replicates` from chunks of b × M × D replicate sums and the M × D sums of the data as observed.
 
-    Parameters
-    ----------
-    chunks : iterable of (num, den, sq)
-        b × M × D replicate sums Σ c·x, Σ c·present and (partial credit) Σ c·x², one chunk
-        of replicates at a time (memory: one chunk).
-    observed : (num, den, sq)
-        M × D sums of the data as observed (every item once).
-    present, weights, statistics, models, domains, profiles, method
-        See :func:`replicate_statistics` and :class:`Replicates`.
+    Each sum is (Σ c·x, Σ c·present, Σ c·x² or None); memory: one chunk. See
+    :func:`replicate_statistics`.
     """
     statistics = dict(statistics or {})
     parts, extra = [], {name: [] for name in statistics}
@@ -110,27 +96,18 @@ def summarise(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray | None]]
 
 def replicate_statistics(num: np.ndarray, den: np.ndarray, sq: np.ndarray | None, present: np.ndarray,
                          weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per-replicate statistics from replicate domain sums.
+    """Per-replicate statistics from b × M × D replicate domain sums.
 
-    Parameters
-    ----------
-    num, den : numpy.ndarray
-        b × M × D: Σ c·x and Σ c·present (replicate domain score = num / den).
-    sq : numpy.ndarray or None
-        b × M × D Σ c·x² for partial credit; None for 0/1 data.
-    present : numpy.ndarray
-        M × D bool: the model has the domain in the original data.
-    weights : numpy.ndarray
-        P × D weight matrix (P may be 0).
+    ``num``, ``den``: Σ c·x and Σ c·present (domain score num / den); ``sq``: Σ c·x² with
+    partial credit, None for 0/1 data; ``present``: M × D, the model has the domain;
+    ``weights``: P × D (P may be 0).
 
     Returns
     -------
     (cv_error, macro_score, dep_score, wedge)
-        b × M, b × M, b × M × P, b × M × P. ``cv_error`` is the squared noise-corrected CV
-        before its floor, (V* − N̂*)/ē*², with V* and N̂* as in
-        :func:`jagged.stats.uncertainty.sampling_noise` (so ``cv_error_corrected`` is
-        √max(·, 0) of it on the data as observed); ``wedge`` is Σ_d (1/D − w_d) s_d,
-        exactly 0 for uniform weights.
+        b × M, b × M, b × M × P, b × M × P. ``cv_error`` is (V* − N̂*)/ē*², V* and N̂* as in
+        :func:`jagged.stats.uncertainty.sampling_noise` (``cv_error_corrected`` is √max(·, 0)
+        of it on the data as observed); ``wedge`` is Σ_d (1/D − w_d) s_d.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.where(present[None] & (den > 0), num / den, np.nan)
