@@ -268,8 +268,8 @@ class Analysis:
 
     @cached_property
     def item_sensitivity(self) -> pd.DataFrame | None:
-        """cv_error with the flagged items set aside (:func:`jagged.stats.item_sensitivity.flag_sensitivity`)."""
-        from jagged.stats.item_sensitivity import flag_sensitivity
+        """cv_error with the flagged items set aside (:func:`jagged.stats.item_audit.flag_sensitivity`)."""
+        from jagged.stats.item_audit import flag_sensitivity
 
         return None if self.item_audit is None else flag_sensitivity(self.item_audit)
 

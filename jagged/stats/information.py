@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.irt import IRTFit, item_probability
+from jagged.stats import irt
+from jagged.stats.parallel import one_blas_thread
 from jagged.text import Summarised
 
 #: Default ability grid.
@@ -41,7 +41,7 @@ PLACE_COLUMNS: tuple[str, ...] = ("model", "group", "theta", "theta_sd", "inform
 
 def item_information(slope: np.ndarray, intercept: np.ndarray, theta: np.ndarray) -> np.ndarray:
     """I_j(θ) = a_j² P_j(θ)(1 − P_j(θ)) for every item (rows) on the grid (columns)."""
-    p = item_probability(slope, intercept, theta)
+    p = irt.item_probability(slope, intercept, theta)
     return np.asarray(slope, float)[:, None] ** 2 * p * (1 - p)
 
 
@@ -206,7 +206,7 @@ class DomainInformation(Summarised):
                                      ("models placed", f"{self.places['model'].nunique():,}")]
 
 
-def domain_information(fit: IRTFit, *, theta: np.ndarray | None = None) -> DomainInformation:
+def domain_information(fit: irt.IRTFit, *, theta: np.ndarray | None = None) -> DomainInformation:
     """The information curves, measuring ranges and model placements of a 2PL fit, in one call.
 
     Parameters
@@ -233,7 +233,7 @@ def domain_information(fit: IRTFit, *, theta: np.ndarray | None = None) -> Domai
 
 #: Item response models fitted in this process, by trait and digest of the responses, oldest first: a warm
 #: kernel (the per-model pages of ``jagged batch``) fits an input once, not once per page.
-_FITS: dict[tuple[str, str], IRTFit] = {}
+_FITS: dict[tuple[str, str], irt.IRTFit] = {}
 #: How many fits :func:`report_fit` keeps.
 FITS_KEPT = 2
 #: Below this many models × items cells the item response model runs on one BLAS thread (see
@@ -241,26 +241,13 @@ FITS_KEPT = 2
 ONE_THREAD_BELOW = 5_000_000
 
 
-@contextlib.contextmanager
-def blas_threads_for(cells: int) -> Iterator[None]:
-    """One BLAS thread for a small response matrix (``threadpoolctl``), the default for a large one.
+def blas_threads_for(cells: int) -> contextlib.AbstractContextManager:
+    """One BLAS thread for a response matrix of fewer than :data:`ONE_THREAD_BELOW` cells, the default above.
 
-    The EM's matrix products on a matrix of fewer than :data:`ONE_THREAD_BELOW` cells are
-    too small to gain from threads, and on a busy machine OpenBLAS's waiting threads cost
-    more than the work (the bundled data's fit: 1.7 s of CPU on one thread against 13 s on
-    two, measured in one run on a loaded 2-core machine). Without ``threadpoolctl`` nothing
-    changes.
+    The EM's products on a small matrix gain nothing from threads, and on a busy machine
+    OpenBLAS's waiting threads cost more than the work (:func:`jagged.stats.parallel.one_blas_thread`).
     """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a dependency; tolerated when missing
-        yield
-        return
-    if cells >= ONE_THREAD_BELOW:
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+    return one_blas_thread(cells < ONE_THREAD_BELOW)
 
 
 def matrix_cells(table: pd.DataFrame) -> int:
@@ -268,7 +255,7 @@ def matrix_cells(table: pd.DataFrame) -> int:
     return int(table["model"].nunique()) * int(table["item"].nunique())
 
 
-def report_fit(table: pd.DataFrame, rest: str = "domain") -> IRTFit:
+def report_fit(table: pd.DataFrame, rest: str = "domain") -> irt.IRTFit:
     """:func:`jagged.stats.irt.fit_2pl` of an item table, reused within the process for the same responses.
 
     Parameters
@@ -285,13 +272,11 @@ def report_fit(table: pd.DataFrame, rest: str = "domain") -> IRTFit:
         same ``model, domain, item, correct`` rows (SHA-256 of their row hashes) and ``rest``
         while it is among the last :data:`FITS_KEPT` fitted. Treat it as read-only.
     """
-    from jagged.stats import irt
-
     rows = pd.util.hash_pandas_object(table[["model", "domain", "item", "correct"]], index=False)
     key = (rest, hashlib.sha256(rows.to_numpy().tobytes()).hexdigest())
     if key not in _FITS:
         with blas_threads_for(matrix_cells(table)):
-            fit = irt.fit_2pl(table, rest=rest)
+            fit = irt.fit_2pl(table, rest=rest)  # looked up here: tests count the fits
         while len(_FITS) >= FITS_KEPT:
             _FITS.pop(next(iter(_FITS)))
         _FITS[key] = fit

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -57,15 +57,23 @@ def thread_map(fn: Callable[[T], R], items: Iterable[T], *, sizes: Sequence[floa
     order = list(range(len(items)))
     if sizes is not None:
         order.sort(key=lambda i: -float(sizes[i]))
-    with _one_blas_thread(), ThreadPoolExecutor(max_workers=n) as pool:
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=n) as pool:
         futures = {i: pool.submit(fn, items[i]) for i in order}
         return [futures[i].result() for i in range(len(items))]
 
 
-def _one_blas_thread() -> Any:
-    """threadpoolctl's one-BLAS-thread limit, or nothing when threadpoolctl is missing."""
+@contextlib.contextmanager
+def one_blas_thread(when: bool = True) -> Iterator[None]:
+    """Hold BLAS to one thread (``threadpoolctl``) while ``when``; the package's one thread limiter.
+
+    Without ``threadpoolctl`` (a dependency, tolerated when missing) nothing changes.
+    """
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - a dependency; tolerated when missing
-        return nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+        when = False
+    if not when:
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
