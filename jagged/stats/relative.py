@@ -1,14 +1,9 @@
 """What a fitted decomposition says: per-model relative jaggedness, the variance shares, the bootstrap statistic.
 
-* :func:`model_structure` — per model ``relative_jaggedness`` (the spread of its residuals
-  across domains), the same with the expected sampling noise removed (delta method on the
-  logit scale), and a noise flag like ``cv_error``'s; :func:`relative_jaggedness` from scores;
-* :func:`replicate_statistic` — the same on the bootstrap replicates that
-  :mod:`jagged.stats.bootstrap` draws for the other intervals (one resampling);
-* :func:`variance_shares` — the variance of the logit error rates of the whole table split
-  into domain difficulty, model level, model × domain residual and expected noise.
-
-The fit itself (:func:`jagged.stats.decomposition.decompose`) is in :mod:`jagged.stats.decomposition`.
+:func:`model_structure` gives per model the spread of its residuals across domains, the same
+with the expected sampling noise removed, and a noise flag like ``cv_error``'s;
+:func:`replicate_statistic` computes it on the bootstrap replicates of
+:mod:`jagged.stats.bootstrap`; :func:`variance_shares` splits the variance of the whole table.
 """
 
 from __future__ import annotations
@@ -39,11 +34,7 @@ from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD, c
 
 def residual_spread(residual: np.ndarray, noise: np.ndarray, leverage: np.ndarray, ok: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per model (last axis: domains): D_m, the residual variance V_m and its expected noise N̂_m.
-
-    See :func:`model_structure`, Notes: V_m = (1/D_m) Σ_d (r_md − r̄_m)² and
-    N̂_m = ((D_m − 1)/D_m²) Σ_d v_md (1 − h_md), over the cells where ``ok``.
-    """
+    """Per model (last axis: domains): D_m, V_m and N̂_m of :func:`model_structure` over the cells ``ok``."""
     d = ok.sum(axis=-1).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(ok, residual, 0.0).sum(axis=-1) / d
@@ -57,68 +48,30 @@ def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SH
                     alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
     """Per model: level, relative jaggedness, its noise-corrected value and a noise flag.
 
-    Parameters
-    ----------
-    decomposition : Decomposition
-        Output of :func:`decompose`.
-    threshold : float
-        ``relative_noise_share`` above which a model is flagged.
-    alpha : float
-        Level of the model-fit test; p >= alpha is flagged.
-
     Returns
     -------
     pandas.DataFrame
-        One row per model (sorted): ``model``, then
-
-        ``n_domains``
-            D_m, the model's fitted domains;
-        ``model_effect``
-            a_m, the level on the logit scale of the error (0 = the field's average;
-            +1 ≈ e^1 = 2.7 times the odds of an error);
-        ``relative_jaggedness``
-            RJ_m = √V_m, V_m = (1/D_m) Σ_d (r_md − r̄_m)², the population sd of the
-            model's residuals across its domains (logits; ddof = 0 like ``sd_error``);
-        ``relative_jaggedness_corrected``
-            √max(V_m − N̂_m, 0), with the expected sampling noise removed;
-        ``relative_noise_share``
-            N̂_m / V_m (capped at 1), the share of V_m that noise alone would produce;
-        ``p_model_fit``
-            p-value of the test that the model has no residual beyond noise;
-        ``relative_noise_flag``
-            True when its relative jaggedness is indistinguishable from noise, False when
-            it is distinguishable, missing (``pd.NA``, pandas ``"boolean"`` dtype) when
-            nothing was tested (no n_items, fewer than 2 domains, not fitted);
-        ``structure_note``
-            why a value is missing, or the flag in words.
+        One row per model (sorted): ``n_domains`` D_m; ``model_effect`` a_m (logit of the
+        error, 0 = the field's average); ``relative_jaggedness`` √V_m (ddof 0, logits);
+        ``relative_jaggedness_corrected`` √max(V_m − N̂_m, 0); ``relative_noise_share``
+        N̂_m / V_m capped at 1; ``p_model_fit``; ``relative_noise_flag`` (nullable boolean,
+        ``<NA>`` when not tested); ``structure_note``.
 
     Notes
     -----
-    *Noise correction (delta method on the logit scale).* logit(ẽ_md) carries sampling
-    noise of variance v_md ≈ 1/((n + 1) ẽ(1 − ẽ)) (:func:`logit_noise`), independent
-    across cells. As for ``noise_share`` (:func:`jagged.stats.uncertainty.sampling_noise`),
-    centring on the model's own mean removes 1/D of it; estimating b_d from the field
-    removes the cell's share h_md = 1/M_d of the domain's mean (M_d its fitted models).
-    Hence
+    *Noise correction.* logit(ẽ_md) carries noise of variance v_md (:func:`logit_noise`),
+    independent across cells; centring on the model's mean removes 1/D of it and estimating
+    b_d removes the cell's share h_md = 1/M_d, so E[V_m] ≈ V_true + N_m with
+    N̂_m = ((D_m − 1)/D_m²) Σ_d v_md (1 − h_md) (exact for a complete table with equal noise,
+    first order otherwise); the floor at 0 biases the corrected value up near 0.
 
-        E[V_m] ≈ V_true + N_m,   N̂_m = ((D_m − 1)/D_m²) Σ_d v_md (1 − h_md),
+    *Test and flag.* X²_m = Σ_d (n + 1)(ẽ_md − p̂_md)² / (p̂_md(1 − p̂_md)), p̂ = expit(η), on
+    D_m − 1 df (its null expectation is (D_m − 1)(M − 1)/M, so p errs large: more flags).
+    Flagged when ``relative_noise_share`` > ``threshold`` or ``p_model_fit`` ≥ ``alpha``, the
+    rule of ``noise_flag``: these items cannot show the model's own unevenness.
 
-    exact for a complete table with equal noise (then N = (D − 1)(M − 1) v / (DM)), a
-    first-order approximation otherwise. V_true − N̂ is floored at 0, which biases the
-    corrected value slightly upward near 0.
-
-    *Test and flag.* The model's part of the Pearson statistic of the fit,
-    X²_m = Σ_d (n + 1)(ẽ_md − p̂_md)² / (p̂_md(1 − p̂_md)) with p̂ = expit(μ + a_m + b_d),
-    is referred to χ² with
-    D_m − 1 degrees of freedom (its expectation is (D_m − 1)(M − 1)/M without residuals,
-    so the p-value errs large: more flags). A model is flagged "relative jaggedness
-    indistinguishable from sampling noise" when ``relative_noise_share > threshold`` or
-    ``p_model_fit >= alpha`` — the rule ``noise_flag`` applies to ``cv_error``. A flag
-    says these items cannot show the model's own unevenness, not that it is even.
-
-    Edge cases: a model with fewer than 2 fitted domains, or outside the fitted group,
-    gets NaN and a note; without n_items the noise columns are NaN (``relative_noise_flag``
-    missing: not tested) and the note says so.
+    Edge cases: fewer than 2 fitted domains or outside the fitted group: NaN and a note;
+    without n_items the noise columns are NaN, the flag ``<NA>``, and the note says so.
     """
     dec = decomposition
     ok = dec.fitted
@@ -172,40 +125,19 @@ def relative_jaggedness(scores: pd.DataFrame, *, threshold: float = NOISE_SHARE_
 def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
     """How much of the variance of the logit error rates each part of the table explains.
 
-    Parameters
-    ----------
-    decomposition : Decomposition
-        Output of :func:`decompose`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per :data:`SHARE_COMPONENTS` entry: ``component``, ``label`` (the
-        cross term's names its cause, :func:`cross_label`), ``variance`` (logits²) and
-        ``share`` (of the total). Empty values when nothing
-        was fitted; noise values NaN without n_items.
+    One row per :data:`SHARE_COMPONENTS`: ``component``, ``label`` (the cross term's names its
+    cause), ``variance`` (logits²) and ``share`` of the total; NaN when nothing was fitted,
+    noise NaN without n_items.
 
     Notes
     -----
-    Over the N fitted cells, each counted once, with l_md = logit(ẽ_md):
-
-    * total T = Var(l), domain = Var(b_d), model = Var(a_m), residual = Var(r_md)
-      (population variances over cells);
-    * cross = T − domain − model − residual: twice the covariances. It is 0 (to rounding)
-      for a complete table, with or without item counts, where the fit is the two-way
-      analysis of variance of the logits and domain + model + residual = T exactly; it can
-      be nonzero only on an unbalanced table (missing cells), and its label says so
-      (:func:`cross_causes`);
-    * noise = (1/N) Σ v_md (1 − 1/M_d − 1/D_m + 1/N), the part of the residual variance
-      that sampling noise is expected to produce (M_d, D_m: the fitted models of the
-      cell's domain and domains of its model; (M − 1)(D − 1)/(MD) · v for a complete
-      table); it is part of the residual, not an addition to it;
-    * residual_beyond_noise = max(residual − noise, 0): the model × domain interaction
-      the items can show.
-
-    The shares are on the logit scale, where the model is additive; they describe this
-    set of models and domains, not the benchmark in general (a field of similar models
-    has a small model share whatever the domains are like).
+    Over the N fitted cells, l_md = logit(ẽ_md): total T = Var(l), domain = Var(b_d),
+    model = Var(a_m), residual = Var(r_md) (population variances over cells);
+    cross = T − domain − model − residual, 0 on a complete table (the two-way analysis of
+    variance), nonzero only when cells are missing; noise = (1/N) Σ v_md (1 − 1/M_d − 1/D_m +
+    1/N), the part of the residual noise is expected to produce ((M − 1)(D − 1)/(MD) · v when
+    complete); residual_beyond_noise = max(residual − noise, 0). The shares describe this set of
+    models and domains, on the logit scale.
     """
     dec = decomposition
     labels = [SHARE_LABELS[c] for c in SHARE_COMPONENTS]
@@ -233,52 +165,30 @@ def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
 
 
 def cross_causes(decomposition: Decomposition) -> list[str]:
-    """Why the shares of a decomposition can overlap (a cross term): ``["unbalanced"]`` or none.
-
-    ``"unbalanced"``: some (model, domain) cell of the fitted models and domains has no
-    score, so model and domain effects are correlated over the cells. A complete table, with
-    or without item counts, is the two-way analysis of variance of the logits: no cross term.
-    """
+    """Why the shares can overlap: ``["unbalanced"]`` when a fitted model lacks a fitted domain, else none."""
     return [] if not decomposition.ok or decomposition.balanced else ["unbalanced"]
 
 
 def cross_label(decomposition: Decomposition) -> str:
-    """The label of the cross-term row of :func:`variance_shares`, naming its cause (:func:`cross_causes`)."""
+    """The label of the cross-term row of :func:`variance_shares`, naming its cause."""
     if not cross_causes(decomposition):
         return "cross terms (none: complete table)"
     return "cross terms (unbalanced table)"
 
 
-# --------------------------------------------------------------------------- bootstrap
-
 def replicate_statistic(decomposition: Decomposition) -> ReplicateStatistic:
     """The noise-corrected relative jaggedness of bootstrap replicates, for :mod:`jagged.stats.bootstrap`.
 
-    Parameters
-    ----------
-    decomposition : Decomposition
-        The fit to the original data (which cells are fitted).
-
-    Returns
-    -------
-    callable
-        ``statistic(num, den, present, models, domains)`` → b × M array, the form
-        :func:`jagged.stats.bootstrap.bootstrap_replicates` calls with each chunk of
-        replicate sums (Σ c·x correct answers and Σ c·present items, b × M × D, in the
-        replicate's model and domain order) and with the sums of the data as observed. Its
-        attribute ``squared`` is True: it returns V − N̂, the square of
-        ``relative_jaggedness_corrected`` = √max(V − N̂, 0) before the floor.
+    Returns ``statistic(num, den, present, models, domains)`` → b × M, called with each chunk
+    of replicate sums (b × M × D) and with the observed sums; ``squared`` is True: it returns
+    V − N̂, the square of ``relative_jaggedness_corrected`` before the floor.
 
     Notes
     -----
-    Each replicate is refitted (least squares on the logits, all replicates of a chunk in
-    one batched solve, :func:`jagged.stats.decomposition.additive_wls`) and gives V* − N̂*,
-    computed as :func:`model_structure` computes V − N̂: the same statistic, the same
-    correction. On the sums of the data as observed it gives V − N̂ itself, which
-    :func:`jagged.stats.bootstrap.centred_interval` centres the interval on; the interval is
-    one for the noise-free relative jaggedness that ``relative_jaggedness_corrected``
-    estimates, and contains it. A replicate in which a model drew none of its items in a
-    domain gives that model NaN, as for ``cv_error``.
+    Each replicate is refitted (one batched :func:`~jagged.stats.decomposition.additive_wls`
+    per chunk) and gives V* − N̂* as :func:`model_structure` computes V − N̂, so the interval,
+    centred on the observed value, is one for the noise-free relative jaggedness. A model that
+    drew none of its items in a domain is NaN in that replicate.
     """
     dec = decomposition
 
