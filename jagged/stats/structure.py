@@ -11,6 +11,7 @@ metrics table and :func:`level_correlations` relates both measures to the level.
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -57,8 +58,6 @@ class Structure:
 
     def _repr_html_(self) -> str:
         """A small summary table for notebooks (every value escaped)."""
-        import html
-
         dec = self.decomposition
         rows = [("models", f"{len(dec.models):,}"), ("domains", f"{len(dec.domains):,}")]
         rows += [(f"share: {c}", f"{s:.1%}" if math.isfinite(float(s)) else "—")
