@@ -509,10 +509,9 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
         that value would be at most half (:func:`jagged.stats.leave_one_out.add_rests_on`).
     """
     from jagged.stats.bootstrap import add_intervals
-    from jagged.stats.decomposition import decompose
+    from jagged.stats.decomposition import decompose, replicate_statistic
     from jagged.stats.intervals import check_intervals
     from jagged.stats.leave_one_out import add_rests_on
-    from jagged.stats.relative import replicate_statistic
     from jagged.stats.structure import add_structure
     from jagged.stats.uncertainty import add_noise
 

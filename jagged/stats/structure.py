@@ -2,11 +2,10 @@
 
 ``cv_error`` mixes how hard each domain is for every model, how uneven one model is beyond
 that, and sampling noise, and it grows with the level (it divides by the mean error).
-:func:`structure` runs what separates them: the decomposition
-(:mod:`jagged.stats.decomposition`), relative jaggedness and variance shares
-(:mod:`jagged.stats.relative`), parallel analysis and the category check
-(:mod:`jagged.stats.dimensions`); :func:`add_structure` adds the per-model columns to the
-metrics table and :func:`level_correlations` relates both measures to the level.
+:func:`structure` runs what separates them: the decomposition with relative jaggedness and
+variance shares (:mod:`jagged.stats.decomposition`), parallel analysis and the category
+check (:mod:`jagged.stats.dimensions`); :func:`add_structure` adds the per-model columns to
+the metrics table and :func:`level_correlations` relates both measures to the level.
 """
 
 from __future__ import annotations
@@ -28,9 +27,10 @@ from jagged.stats.decomposition import (
     NOTE_NO_N_ITEMS,
     Decomposition,
     decompose,
+    model_structure,
+    variance_shares,
 )
 from jagged.stats.dimensions import CategoryCheck, Dimensions, category_check, dimensions
-from jagged.stats.relative import model_structure, variance_shares
 from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD
 from jagged.text import join_note_columns
 
@@ -152,7 +152,7 @@ def level_correlations(table: pd.DataFrame, relative: str = "relative_jaggedness
 
 def add_structure(table: pd.DataFrame, decomposition: Decomposition, *, threshold: float = NOISE_SHARE_THRESHOLD,
                   alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
-    """``table`` with the :func:`~jagged.stats.relative.model_structure` columns (``METRIC_COLUMNS``) before ``note``.
+    """``table`` with the :func:`~jagged.stats.decomposition.model_structure` columns before ``note``.
 
     Only a model left out of the fit gets its reason appended to ``note``; the others are said
     elsewhere (fewer than 2 domains already in the note, a small table by the section, the
