@@ -465,13 +465,9 @@ def flag_sensitivity(audit: ItemAudit, *, flags: Iterable[str] = REVIEW_FLAGS) -
     models = full.index
     n_items = md.groupby("model")["n"].sum().reindex(models)
     n_kept = md.groupby("model")["n_kept"].sum().reindex(models)
-    notes = []
     lost = md[(md["n"] > 0) & (md["n_kept"] == 0)].groupby("model")["domain"].apply(lambda d: ", ".join(map(str, d)))
-    for model in models:
-        note = ""
-        if model in lost.index:
-            note = f"every item of {lost[model]} set aside: CV over the remaining domains"
-        notes.append(note)
+    notes = [f"every item of {lost[m]} set aside: CV over the remaining domains" if m in lost.index else ""
+             for m in models]
     out = pd.DataFrame({
         "model": np.asarray(models, dtype=object),
         "cv_error": full["cv_error"].to_numpy(dtype=float),
