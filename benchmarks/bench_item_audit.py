@@ -154,8 +154,7 @@ def generate(path: Path, rows: int, models: int, domains: int, seed: int = 0) ->
 def child(path: str) -> None:
     """Load and audit one file; print seconds, peak RSS and a summary as JSON."""
     import jagged
-    from jagged.stats.item_audit import audit_items
-    from jagged.stats.item_sensitivity import flag_sensitivity
+    from jagged.stats.item_audit import audit_items, flag_sensitivity
 
     start = time.perf_counter()
     dataset = jagged.load(path)

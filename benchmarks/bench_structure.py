@@ -107,7 +107,6 @@ def study(datasets: int) -> None:
     from jagged.readers.dataset import Dataset
     from jagged.stats import decomposition as sdec
     from jagged.stats import dimensions as sdim
-    from jagged.stats import relative as srel
     from jagged.stats import structure as st
 
     rng = np.random.default_rng(2026)
@@ -116,11 +115,11 @@ def study(datasets: int) -> None:
     for k in range(datasets):
         sim = simulate(rng)
         dec = sdec.decompose(long_table(sim["errors"], sim["n"]))
-        per = srel.model_structure(dec)
+        per = sdec.model_structure(dec)
         corr_res.append(np.corrcoef(dec.residual.ravel(), sim["rho"].ravel())[0, 1])
         corr_rj.append(np.corrcoef(per["relative_jaggedness_corrected"], sim["rho"].std(axis=1))[0, 1])
         null = simulate(rng, residual_sd=0.0)
-        per0 = srel.model_structure(sdec.decompose(long_table(null["errors"], null["n"])))
+        per0 = sdec.model_structure(sdec.decompose(long_table(null["errors"], null["n"])))
         flagged.append(per0["relative_noise_flag"].mean())
         med_corr.append(per0["relative_jaggedness_corrected"].median())
         med_raw.append(per0["relative_jaggedness"].median())

@@ -35,7 +35,7 @@ _LAZY: dict[str, str] = {
     "bootstrap_intervals": "jagged.stats.bootstrap", "sampling_noise": "jagged.stats.uncertainty",
     "analyse": "jagged.analysis", "metrics_table": "jagged.analysis",
     "AnalysisOptions": "jagged.options", "item_audit": "jagged.stats.item_audit",
-    "structure": "jagged.stats.structure", "relative_jaggedness": "jagged.stats.relative",
+    "structure": "jagged.stats.structure", "relative_jaggedness": "jagged.stats.decomposition",
     "compare": "jagged.stats.compare",
 }
 #: subpackages imported on first use (``jagged.plots.cv_vs_macro`` after ``import jagged``)
@@ -49,10 +49,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from jagged.readers.load import BUNDLED_SCORES, load, load_scores
     from jagged.stats.bootstrap import bootstrap_intervals
     from jagged.stats.compare import compare
+    from jagged.stats.decomposition import relative_jaggedness
     from jagged.stats.deployment import deployment_metrics
     from jagged.stats.item_audit import item_audit
     from jagged.stats.metrics import cv_error, jaggedness
-    from jagged.stats.relative import relative_jaggedness
     from jagged.stats.structure import structure
     from jagged.stats.uncertainty import sampling_noise
 

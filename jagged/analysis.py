@@ -253,8 +253,8 @@ class Analysis:
 
     @cached_property
     def item_sensitivity(self) -> pd.DataFrame | None:
-        """cv_error with the flagged items set aside (:func:`jagged.stats.item_sensitivity.flag_sensitivity`)."""
-        from jagged.stats.item_sensitivity import flag_sensitivity
+        """cv_error with the flagged items set aside (:func:`jagged.stats.item_audit.flag_sensitivity`)."""
+        from jagged.stats.item_audit import flag_sensitivity
 
         return None if self.item_audit is None else flag_sensitivity(self.item_audit)
 
@@ -471,10 +471,9 @@ def metrics_table(dataset: Dataset, options: AnalysisOptions | None = None, *,
         ``interval_note`` (:func:`jagged.stats.bootstrap.add_intervals`).
     """
     from jagged.stats.bootstrap import add_intervals
-    from jagged.stats.decomposition import decompose
+    from jagged.stats.decomposition import decompose, replicate_statistic
     from jagged.stats.intervals import check_intervals
     from jagged.stats.leave_one_out import add_rests_on
-    from jagged.stats.relative import replicate_statistic
     from jagged.stats.structure import add_structure
     from jagged.stats.uncertainty import add_noise
 

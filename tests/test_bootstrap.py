@@ -158,8 +158,7 @@ def test_the_bootstrap_never_holds_every_replicate_of_every_model_and_domain_at_
     now chunks of at most replicates.CELL_BUDGET cells, the bootstrap (with the relative jaggedness) under 100 MiB."""
     import tracemalloc
 
-    from jagged.stats.decomposition import decompose
-    from jagged.stats.relative import replicate_statistic
+    from jagged.stats.decomposition import decompose, replicate_statistic
 
     ds = _one_item_domains(20_000)
     statistics = {"relative_jaggedness": replicate_statistic(decompose(ds.scores))}

@@ -21,7 +21,7 @@ from scipy.special import expit
 
 from jagged.errors import JaggedInputError
 from jagged.stats import flaw
-from jagged.stats import flaw_likelihood as fl
+from jagged.stats import flaw as fl
 from jagged.stats.fdr import q_values
 from jagged.stats.irt import fit_2pl
 

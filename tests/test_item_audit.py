@@ -27,8 +27,6 @@ from jagged.errors import JaggedInputError
 from jagged.readers import items as items_module
 from jagged.readers.items import validate_items
 from jagged.stats import item_audit as ia
-from jagged.stats import item_evidence as iev
-from jagged.stats import item_sensitivity as isens
 from jagged.stats.item_expr import UPPER_LOWER
 from jagged.stats.item_sums import item_sums
 
@@ -42,7 +40,7 @@ REVISED_OPTIONS = {2129, 2253, 2453, 3983, 5457, 5664, 5666, 6921, 8410, 8582, 8
 
 
 @pytest.fixture(scope="module")
-def bundled() -> iev.ItemAudit:
+def bundled() -> ia.ItemAudit:
     return ia.audit_items(items_module.load_bundled_items())
 
 
@@ -132,10 +130,10 @@ def test_audit_from_sums_leaves_the_sums_it_is_given_unchanged():
     sums = item_sums(validate_items(guttman(), "<item table>", line_offset=None), rest="domain")
     n_items, n_options = len(sums.items), len(sums.options)
     assert n_items == 25 and n_options > 0
-    first = iev.audit_from_sums(sums)
+    first = ia.audit_from_sums(sums)
     assert len(sums.items) == n_items and len(sums.options) == n_options
     assert len(first.sums.items) == 0 and len(first.sums.options) == 0
-    second = iev.audit_from_sums(sums)  # the same sums again: the same audit
+    second = ia.audit_from_sums(sums)  # the same sums again: the same audit
     pd.testing.assert_frame_equal(second.items, first.items)
     pd.testing.assert_frame_equal(second.options, first.options)
     pd.testing.assert_frame_equal(first.items, ia.audit_items(guttman(), model=False).items)
@@ -285,16 +283,16 @@ def test_named_flags_on_constructed_items():
 
 def test_flagged_means_any_review_flag_and_counts_add_up(bundled):
     items = bundled.items
-    review = items[[f"flag_{f}" for f in iev.REVIEW_FLAGS]].fillna(False).to_numpy(dtype=bool).any(axis=1)
+    review = items[[f"flag_{f}" for f in ia.REVIEW_FLAGS]].fillna(False).to_numpy(dtype=bool).any(axis=1)
     assert (items["flagged"].to_numpy() == review).all()
     counts = ia.flag_counts(bundled).set_index("flag")
-    for name in iev.FLAGS:
+    for name in ia.FLAGS:
         assert counts.loc[name, "n_items"] == int(items[f"flag_{name}"].fillna(False).sum())
     assert counts.loc["flagged", "n_items"] == int(review.sum())
     # rows ranked by P(flawed), the one ranking
     assert items["flaw_rank"].tolist() == list(range(1, len(items) + 1))
     assert (np.diff(items["posterior"].to_numpy()) <= 1e-12).all()
-    assert list(items.columns) == list(iev.MODEL_AUDIT_COLUMNS)
+    assert list(items.columns) == list(ia.MODEL_AUDIT_COLUMNS)
 
 
 def test_single_model_items_and_few_models_get_notes_not_flags():
@@ -373,7 +371,7 @@ def test_likely_answer_of_revised_items_is_mostly_the_revised_key(bundled, revis
 
 
 def test_sensitivity_against_an_independent_recomputation(bundled):
-    s = isens.flag_sensitivity(bundled).set_index("model")
+    s = ia.flag_sensitivity(bundled).set_index("model")
     per_category = pd.read_csv(ROOT / "jagged" / "data" / "mmlu_pro_per_category.csv")
     expected = jagged.jaggedness(per_category).set_index("model")["cv_error"]
     assert s["cv_error"].to_numpy() == pytest.approx(expected.reindex(s.index).to_numpy())
@@ -445,7 +443,7 @@ def test_out_of_core_parquet_gives_the_same_audit(tmp_path, monkeypatch):
         mem = ia.audit_items(table, rest=rest, model=False)
         assert ooc.sums.source == "duckdb" and mem.sums.source == "memory"
         # out of core: the classical evidence by domain and item (P(flawed) needs the matrix in memory)
-        assert list(ooc.items.columns) == list(iev.AUDIT_COLUMNS) and ooc.fit is None and ooc.flaws is None
+        assert list(ooc.items.columns) == list(ia.AUDIT_COLUMNS) and ooc.fit is None and ooc.flaws is None
         assert any("response matrix in memory" in note for note in ooc.notes)
         a, b = mem.items.set_index("item"), ooc.items.set_index("item").loc[mem.items["item"]]
         for column in a.columns:
@@ -453,7 +451,7 @@ def test_out_of_core_parquet_gives_the_same_audit(tmp_path, monkeypatch):
                 assert np.allclose(a[column], b[column], equal_nan=True, atol=1e-9), column
             else:
                 assert a[column].astype(object).fillna("-").tolist() == b[column].astype(object).fillna("-").tolist()
-        sa, sb = isens.flag_sensitivity(mem), isens.flag_sensitivity(ooc)
+        sa, sb = ia.flag_sensitivity(mem), ia.flag_sensitivity(ooc)
         assert np.allclose(sa.select_dtypes("number"), sb.select_dtypes("number"), equal_nan=True)
 
 
@@ -487,7 +485,7 @@ def test_cli_items_csv_json_and_top(tmp_path):
     assert code == 0, err
     table = pd.read_csv(io.StringIO(out))
     assert len(table) == 5 and table["flaw_rank"].tolist() == [1, 2, 3, 4, 5]
-    assert list(table.columns) == [*iev.MODEL_AUDIT_COLUMNS, "text", "options", "top_models_chose"]
+    assert list(table.columns) == [*ia.MODEL_AUDIT_COLUMNS, "text", "options", "top_models_chose"]
     assert "12,032 items from 29 models" in err and "expected flawed items" in err
     models = tmp_path / "models.csv"
     code, _, err = run_cli("items", "--top", "1", "--models-out", models, "-o", tmp_path / "top.csv")
@@ -537,7 +535,7 @@ def test_views_tables_pick_the_audit_numbers(bundled):
 
     flags = views.flag_table(bundled).set_index("flag")
     items = bundled.items
-    for name in iev.FLAGS:
+    for name in ia.FLAGS:
         hits = int(items[f"flag_{name}"].fillna(False).sum())
         assert flags.loc[name.replace("_", " "), "items"] == hits
         assert flags.loc[name.replace("_", " "), "share of items"] == pytest.approx(hits / len(items))
@@ -555,7 +553,7 @@ def test_views_tables_pick_the_audit_numbers(bundled):
     # evidence first: what the models chose, the key, the likely answer and the flags before P(flawed)
     assert list(top.columns)[:8] == ["domain", "item", "rank", "strong models chose", "key", "likely answer", "flags",
                                      "P(flawed)"]
-    sens = views.sensitivity_table(isens.flag_sensitivity(bundled))
+    sens = views.sensitivity_table(ia.flag_sensitivity(bundled))
     assert sens["change"].abs().is_monotonic_decreasing
     assert list(sens.columns)[-2:] == ["what-if: key errors re-scored", "what-if change"]
 
@@ -565,7 +563,7 @@ def test_views_sentences_and_alt_text(bundled):
 
     items = bundled.items
     flagged = int(items["flagged"].sum())
-    sentences = views.audit_sentences(bundled, isens.flag_sensitivity(bundled))
+    sentences = views.audit_sentences(bundled, ia.flag_sensitivity(bundled))
     assert sentences[0].startswith(f"{flagged:,} of {len(items):,} items ({flagged / len(items):.1%})")
     assert any("not a corrected CV" in s for s in sentences)
     assert any(f"{len(ia.rescoring_options(bundled))} items look like key errors" in s for s in sentences)

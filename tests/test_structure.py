@@ -23,7 +23,6 @@ from jagged.readers.dataset import Dataset
 from jagged.stats import bootstrap as boot
 from jagged.stats import decomposition as sdec
 from jagged.stats import dimensions as sdim
-from jagged.stats import relative as srel
 from jagged.stats import structure as st
 from jagged.stats import uncertainty as u
 from jagged.stats.residual_test import residual_profile
@@ -123,7 +122,7 @@ def test_complete_table_shares_add_up_with_or_without_item_counts_as_a_two_way_a
     result = st.structure(scores, draws=20)
     shares = result.shares.set_index("component")
     assert abs(shares.loc[["domain", "model", "residual"], "share"].sum() - 1.0) < 1e-12
-    assert abs(shares.loc["cross", "share"]) < 1e-12 and srel.cross_causes(result.decomposition) == []
+    assert abs(shares.loc["cross", "share"]) < 1e-12 and sdec.cross_causes(result.decomposition) == []
     cells = result.decomposition.residuals()
     size = 100 if n is None else cells["n_items"]
     adjusted = (size * cells["error"] + 0.5) / (size + 1.0)
@@ -167,7 +166,7 @@ def test_without_n_items_every_cell_weighs_the_same():
     grid = logits.reshape(8, 5)
     anova = grid.mean(axis=1, keepdims=True) + grid.mean(axis=0, keepdims=True) - grid.mean()
     np.testing.assert_allclose(ours.reshape(8, 5), anova, atol=1e-10)
-    per = srel.model_structure(dec)
+    per = sdec.model_structure(dec)
     assert per["relative_jaggedness"].notna().all() and per["relative_jaggedness_corrected"].isna().all()
     # unknown is not False: nothing was tested
     assert per["relative_noise_flag"].dtype == "boolean" and per["relative_noise_flag"].isna().all()
@@ -201,9 +200,9 @@ def test_one_model_or_one_domain_gives_a_note_not_a_crash():
         dec = sdec.decompose(table)
         assert not dec.ok and dec.reasons[-1][0] == "too_small"
         assert vs.reason_text(dec.reasons[-1]).startswith(sdec.NOTE_FEW_MODELS + "; the table has ")
-        per = srel.model_structure(dec)
+        per = sdec.model_structure(dec)
         assert per["relative_jaggedness"].isna().all() and (per["structure_note"] == sdec.NOTE_FEW_MODELS).all()
-        assert srel.variance_shares(dec)["share"].isna().all()
+        assert sdec.variance_shares(dec)["share"].isna().all()
         assert vs.structure_sentences(st.structure(table, draws=20))[0].startswith("No decomposition")
     dims = sdim.dimensions(one_model, draws=20)
     assert dims.n_dimensions is None
@@ -222,7 +221,7 @@ def test_disconnected_models_are_left_out_with_a_note_and_single_domain_models_h
     assert dec.reasons[0] == ("not_connected", {"models": ["m04", "m05"]})
     assert vs.reason_text(dec.reasons[0]) == ("2 models share no domain with the main table and are not decomposed: "
                                               "m04, m05")
-    per = srel.model_structure(dec).set_index("model")
+    per = sdec.model_structure(dec).set_index("model")
     assert per.loc["m04", "structure_note"] == sdec.NOTE_NOT_CONNECTED
     assert np.isnan(per.loc["m03", "relative_jaggedness"]) and per.loc["m03", "structure_note"] == \
         sdec.NOTE_FEW_DOMAINS_MODEL
@@ -242,7 +241,7 @@ def test_residuals_recover_the_planted_ones():
     assert np.corrcoef(dec.model_effect, sim["a"])[0, 1] > 0.99
     assert np.corrcoef(dec.domain_effect, sim["b"])[0, 1] > 0.99
     # the corrected relative jaggedness tracks each model's true residual spread
-    per = srel.model_structure(dec)
+    per = sdec.model_structure(dec)
     truth = sim["rho"].std(axis=1)
     assert np.corrcoef(per["relative_jaggedness_corrected"], truth)[0, 1] > 0.9
     assert not per["relative_noise_flag"].any()
@@ -254,11 +253,11 @@ def test_without_planted_residuals_the_corrected_spread_is_near_zero_and_flagged
     for _ in range(5):
         sim = simulate(rng, residual_sd=0.0)
         dec = sdec.decompose(long_table(sim["errors"], sim["n"]))
-        per = srel.model_structure(dec)
+        per = sdec.model_structure(dec)
         flagged.append(per["relative_noise_flag"].mean())
         corrected.append(per["relative_jaggedness_corrected"].median())
         raw.append(per["relative_jaggedness"].median())
-        _, v_obs, n_hat = srel.residual_spread(dec.residual, dec.noise_var, dec.leverage, dec.fitted)
+        _, v_obs, n_hat = sdec.residual_spread(dec.residual, dec.noise_var, dec.leverage, dec.fitted)
         ratio.append(n_hat.sum() / v_obs.sum())
     assert np.mean(flagged) >= 0.9, flagged
     assert np.median(corrected) < 0.25 * np.median(raw), (corrected, raw)
@@ -269,12 +268,12 @@ def test_without_planted_residuals_the_corrected_spread_is_near_zero_and_flagged
 def test_noise_share_of_the_table_is_the_residual_when_nothing_is_planted():
     rng = np.random.default_rng(13)
     sim = simulate(rng, residual_sd=0.0)
-    shares = srel.variance_shares(sdec.decompose(long_table(sim["errors"], sim["n"]))).set_index("component")
+    shares = sdec.variance_shares(sdec.decompose(long_table(sim["errors"], sim["n"]))).set_index("component")
     assert 0.85 < shares.loc["noise", "share"] / shares.loc["residual", "share"] < 1.15
     # exact additive logits from (nearly) infinite items: no residual, level and difficulty as simulated
     exact = simulate(np.random.default_rng(14), residual_sd=0.0)
     errors = expit(-0.6 + exact["a"][:, None] + exact["b"][None, :])
-    shares = srel.variance_shares(sdec.decompose(long_table(errors, np.full(errors.shape, 10 ** 8))))
+    shares = sdec.variance_shares(sdec.decompose(long_table(errors, np.full(errors.shape, 10 ** 8))))
     shares = shares.set_index("component")
     total = exact["a"].var() + exact["b"].var()
     assert abs(shares.loc["model", "share"] - exact["a"].var() / total) < 1e-4
@@ -295,7 +294,7 @@ def test_relative_jaggedness_replicates_are_the_other_intervals_replicates():
 
     plain = boot.bootstrap_replicates(scores, n_boot=60, seed=4)
     both = boot.bootstrap_replicates(scores, n_boot=60, seed=4, statistics={"macro": macro,
-                                  "rj": srel.replicate_statistic(sdec.decompose(scores))})
+                                  "rj": sdec.replicate_statistic(sdec.decompose(scores))})
     np.testing.assert_array_equal(plain.cv_error, both.cv_error)          # extra statistics draw nothing
     np.testing.assert_allclose(both.extra["macro"], both.macro_score, atol=1e-12)
     assert both.extra["rj"].shape == (60, 8) and np.isfinite(both.extra["rj"]).all()
@@ -457,7 +456,7 @@ def test_metrics_table_gains_the_columns_before_note_and_keeps_the_others_in_ord
                     "relative_jaggedness_hi", "relative_noise_share", "p_model_fit", "relative_noise_flag",
                     "cv_error_rests_on", "relative_jaggedness_rests_on"]
     assert list(table.columns[-3:]) == ["interval_method", "interval_note", "note"]
-    per = srel.relative_jaggedness(dataset.scores).set_index("model")
+    per = sdec.relative_jaggedness(dataset.scores).set_index("model")
     first = table.drop_duplicates("model").set_index("model")
     assert not first["note"].str.contains("relative jaggedness").any()      # the flag has its own column
     solo = metrics_table(Dataset(scores=long_table(np.array([[0.2, 0.4]]), np.full((1, 2), 50)), source="one",
@@ -693,13 +692,13 @@ def test_complete_table_without_counts_hand_worked_3x3_shares_add_up_exactly():
     np.testing.assert_allclose(dec.model_effect, a, atol=1e-12)
     np.testing.assert_allclose(dec.domain_effect, b, atol=1e-12)
     np.testing.assert_allclose(dec.residual, r, atol=1e-12)
-    shares = srel.variance_shares(dec).set_index("component")["share"]
+    shares = sdec.variance_shares(dec).set_index("component")["share"]
     total = 2 / 3 + 1 / 6 + 0.02
     assert shares["model"] == pytest.approx((2 / 3) / total, abs=1e-12)           # 0.78125
     assert shares["domain"] == pytest.approx((1 / 6) / total, abs=1e-12)          # 0.1953125
     assert shares["residual"] == pytest.approx(0.02 / total, abs=1e-12)           # 0.0234375
     assert abs(shares["model"] + shares["domain"] + shares["residual"] - 1.0) < 1e-12
-    assert abs(shares["cross"]) < 1e-12 and srel.cross_causes(dec) == []
+    assert abs(shares["cross"]) < 1e-12 and sdec.cross_causes(dec) == []
 
 
 def test_complete_table_without_counts_hand_worked_2x2():
@@ -709,7 +708,7 @@ def test_complete_table_without_counts_hand_worked_2x2():
     np.testing.assert_allclose(dec.model_effect, [-1.5, 1.5], atol=1e-12)
     np.testing.assert_allclose(dec.domain_effect, [-1.0, 1.0], atol=1e-12)
     np.testing.assert_allclose(dec.residual, [[0.5, -0.5], [-0.5, 0.5]], atol=1e-12)
-    var = srel.variance_shares(dec).set_index("component")["variance"]
+    var = sdec.variance_shares(dec).set_index("component")["variance"]
     total = np.var(logits)                                      # 3.5 = 2.25 + 1 + 0.25
     assert total == pytest.approx(3.5)
     assert (var["model"], var["domain"], var["residual"]) == pytest.approx((2.25, 1.0, 0.25), abs=1e-12)
@@ -735,7 +734,7 @@ def test_unbalanced_table_shows_its_cross_term_with_the_explanation():
     errors[:3, 0] = np.nan                                     # three models lack domain 0 ...
     errors[0, :] = _from_logits(np.array([np.nan, 3.0, 3.0, 3.0]))   # ... one of them far weaker than the rest
     result = st.structure(long_table(errors, None), draws=20)
-    assert srel.cross_causes(result.decomposition) == ["unbalanced"]
+    assert sdec.cross_causes(result.decomposition) == ["unbalanced"]
     cross = result.share("cross")
     assert cross > 0.05                                        # 6.3 %: level and difficulty confounded
     assert "cross terms (unbalanced table)" in vs.share_table(result)["part"].tolist()

@@ -22,7 +22,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError
 from jagged.stats.engine import Engine
 from jagged.stats.intervals import ESTIMATE_OF
-from jagged.stats.parallel import _one_blas_thread as one_blas_thread
+from jagged.stats.parallel import one_blas_thread
 from jagged.stats.replicates import Replicates, ReplicateStatistic, chunk_size, summarise
 from jagged.stats.uncertainty import place_after
 
@@ -225,7 +225,7 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
         Replicates B; seed of ``numpy.random.default_rng`` (of the Poisson weights' hash).
     statistics : mapping of str to callable, optional
         Further per-model statistics of the same replicates (:data:`ReplicateStatistic`),
-        e.g. :func:`jagged.stats.relative.replicate_statistic`; they land in ``extra``.
+        e.g. :func:`jagged.stats.decomposition.replicate_statistic`; they land in ``extra``.
     source : str or pathlib.Path, optional
         The Parquet file or folder behind item-level ``scores`` aggregated out of core.
     engine : Engine or {"duckdb", "spark"}, optional

@@ -1,26 +1,11 @@
-"""Compare two runs or two releases model by model: like-for-like deltas, ranks, run-to-run noise.
+"""Compare two runs or releases model by model: like-for-like deltas, ranks, run-to-run noise.
 
-Pure functions on two :class:`~jagged.readers.dataset.Dataset` objects, *A* (earlier) and
-*B* (later). Every delta is B − A and is computed **on what both share**:
-
-* with item-level results on both sides, on the *common items*: for each model, the items
-  it answered on both sides (same item id, same domain); the item-level scope;
-* otherwise on the *common domains*: the (model, domain) cells both sides score; the
-  domain-level scope.
-
-The values on everything each side has are given beside them (``<stat>_all_a``,
-``<stat>_all_b``). Intervals for the deltas: with items, a paired stratified item
-bootstrap (the same resample of the common items on both sides); without items but with
-``n_items`` on both sides, a parametric binomial bootstrap with independent sides; else none.
-Point values reuse :func:`jagged.stats.metrics.jaggedness` and
-:func:`jagged.stats.deployment.deployment_metrics`; the item resampling reuses
-:func:`jagged.stats.bootstrap.resampled_sums`.
-
-The two-way view of the change (the field's shift per domain, each model's change relative
-to the field, the benchmark's and the models' shares) lives in :mod:`jagged.stats.shifts`;
-the item ledger (items added, removed, re-keyed, re-worded or moved in difficulty), the
-re-scoring of key changes and the run-to-run noise floor of repeated runs (a model name on
-both sides of two runs is a repeat of that model) live in :mod:`jagged.stats.ledger`;
+Every delta is B − A on what both sides share: with item results on both sides, each
+model's common items (item-level scope); otherwise the (model, domain) cells both score
+(domain-level scope). Values on everything each side has sit beside them. Delta intervals:
+a paired stratified item bootstrap with items, a parametric binomial bootstrap from
+``n_items`` without, else none. The two-way view of the change is in
+:mod:`jagged.stats.shifts`, the item ledger and noise floor in :mod:`jagged.stats.ledger`;
 :func:`compare` composes everything once.
 """
 
@@ -37,7 +22,7 @@ from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.readers.dataset import Dataset
 from jagged.stats.bootstrap import ItemMatrix, _quantiles, centred_interval, item_matrix, resampled_sums
 from jagged.stats.bootstrap import _chunks as blocks
-from jagged.stats.deployment import deployment_metrics, kendall_tau
+from jagged.stats.deployment import competition_rank, deployment_metrics, kendall_tau
 from jagged.stats.ledger import item_ledger, noise_floor, paired_items, rescore_by_domain, rescore_by_model, run_noise
 from jagged.stats.metrics import NOTE_FEW_DOMAINS, jaggedness
 from jagged.stats.shifts import field_change, fit_cells, models_sum_of_squares
@@ -53,17 +38,8 @@ NOTE_NO_N_ITEMS = "no interval: n_items unknown on a side"
 _BLOCK_ENTRIES = 4_000_000
 
 
-# --------------------------------------------------------------------------- scope
-
 def added_removed(a: Dataset, b: Dataset) -> pd.DataFrame:
-    """Domains and models present on one side only.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``kind`` (``"domain"``, ``"model"``), ``name``, ``side`` (``"a"``/``"b"``: where it
-        is) and ``change`` (``"removed"``: only in A, ``"added"``: only in B).
-    """
+    """Domains and models on one side only: ``kind``, ``name``, ``side``, ``change`` ("added" or "removed")."""
     rows = []
     for kind in ("domain", "model"):
         in_a = set(a.scores[kind].astype(str))
@@ -91,10 +67,7 @@ class Scope:
 def common_scope(a: Dataset, b: Dataset) -> Scope:
     """The shared scope of two datasets: item-level when both carry item results, else domain-level.
 
-    Raises
-    ------
-    JaggedInputError
-        When no model appears on both sides.
+    Raises JaggedInputError when no model appears on both sides.
     """
     models = np.asarray(sorted(set(a.scores["model"].astype(str)) & set(b.scores["model"].astype(str))), dtype=object)
     if not len(models):
@@ -117,8 +90,6 @@ def common_scope(a: Dataset, b: Dataset) -> Scope:
     sb = keys.assign(score=both["score_b"].to_numpy(), n_items=both["n_items_b"].to_numpy(dtype=float))
     return Scope("domains", sa, sb, None, models)
 
-
-# --------------------------------------------------------------------------- replicates
 
 @dataclass
 class PairedReplicates:
@@ -152,13 +123,10 @@ def _weights(weights: pd.DataFrame | None, domains: np.ndarray) -> np.ndarray:
 
 
 def side_statistics(s: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
-    """macro_score, cv_error (raw; ... × M), dep_score and wedge (... × M × P) of ... × M × D scores.
+    """macro_score, cv_error (... × M), dep_score and wedge (... × M × P) of ... × M × D scores ``s`` (NaN: absent).
 
-    ``s`` is NaN where a model has no score, ``w`` the P × D weights. As
-    :func:`jagged.stats.metrics.jaggedness` and
-    :func:`jagged.stats.deployment.deployment_metrics`: macro = mean of the present s_d,
-    cv = population sd of e_d = 1 − s_d over their mean (NaN with D < 2 or no error),
-    dep = Σ_d w_d s_d (NaN when a weighted domain is absent), wedge = macro − dep.
+    As :func:`jagged.stats.metrics.jaggedness` and :func:`~jagged.stats.deployment.deployment_metrics`
+    with the P × D weights ``w``: cv NaN with D < 2 or no error; dep NaN when a weighted domain is absent.
     """
     ok = ~np.isnan(s)
     d = ok.sum(axis=-1).astype(float)
@@ -188,22 +156,16 @@ def paired_replicates(scope: Scope, weights: pd.DataFrame | None = None, *, n_bo
                       seed: int = 0) -> PairedReplicates | None:
     """Bootstrap replicates of both sides on the shared scope (None when no interval is possible).
 
-    ``scope`` comes from :func:`common_scope`, ``weights`` is the profiles × domains matrix,
-    ``n_boot`` the number of replicates (0: none), ``seed`` seeds ``numpy.random.default_rng``.
-
     Notes
     -----
-    *Item-level scope.* The common items of every model are laid out as one
-    :class:`~jagged.stats.bootstrap.ItemMatrix` with 2M columns (A's results, then B's);
-    each replicate draws n_d items with replacement within every domain, and the one count
-    vector serves all 2M columns, so A and B (and all models) are resampled together. A
-    model whose domain drew none of its items gets NaN for that replicate (left out of the
-    percentiles). *Domain-level scope.* Each cell is redrawn as Binomial(n, s)/n on each
-    side independently (the items behind the two sides may differ). The rank replicates
-    then resample the common domains instead (same draw on both sides): the macro score
-    of a replicate is Σ_d c_d s_d / Σ_d c_d over the model's domains, c the draw counts.
-    Each replicate's cell changes also give the two-way parts
-    (:func:`jagged.stats.shifts.models_sum_of_squares`), NaN for a replicate that lost a cell.
+    *Item-level scope*: the common items of every model form one
+    :class:`~jagged.stats.bootstrap.ItemMatrix` of 2M columns (A's, then B's); each replicate
+    draws n_d items with replacement within every domain, one count vector for all columns,
+    so both sides are resampled together; a model whose domain drew none of its items is NaN
+    in that replicate. *Domain-level scope*: each cell is redrawn as Binomial(n, s)/n on each
+    side independently; the rank replicates resample the common domains instead (same draw on
+    both sides): macro = Σ_d c_d s_d / Σ_d c_d. Each replicate's cell changes also give the
+    two-way parts (:func:`jagged.stats.shifts.models_sum_of_squares`).
     """
     if n_boot <= 0 or not len(scope.scores_a):
         return None
@@ -262,8 +224,6 @@ def paired_replicates(scope: Scope, weights: pd.DataFrame | None = None, *, n_bo
                             _stack(field) if field else None)
 
 
-# --------------------------------------------------------------------------- models
-
 def _point(scores: pd.DataFrame, weights: pd.DataFrame | None) -> pd.DataFrame:
     """jaggedness (+ deployment_metrics) per model [× profile], quietly (notes carry the warnings)."""
     with warnings.catch_warnings():
@@ -301,53 +261,31 @@ def compare_models(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, 
     a, b : Dataset
         The earlier and the later run or release.
     weights : pandas.DataFrame, optional
-        Profiles × domains weight matrix covering every domain of A and B; adds
-        ``dep_score`` and ``wedge`` and makes the rows per profile × model.
+        Profiles × domains weights covering every domain of A and B; adds ``dep_score`` and
+        ``wedge``, rows per profile × model.
     n_boot, seed, ci
         Bootstrap replicates for the delta intervals (0: none), seed, interval level.
     scope, replicates
-        Precomputed :func:`common_scope` and :func:`paired_replicates` (as :func:`compare` passes).
+        Precomputed :func:`common_scope` and :func:`paired_replicates`.
 
     Returns
     -------
     pandas.DataFrame
-        One row per model on both sides (sorted; per profile × model with weights, profiles
-        in matrix order), columns
-
-        ``model``, [``profile``]
-            identifiers;
-        ``n_domains``, ``n_items``
-            domains and items (item-level scope; else the smaller side's ``n_items`` summed,
-            NaN when unknown) of the shared scope;
-        ``<stat>_a``, ``<stat>_b``, ``<stat>_delta``
-            for each stat of ``macro_score``, ``cv_error`` [, ``dep_score``, ``wedge``]:
-            each side's value on the shared scope and B − A;
-        ``<stat>_delta_lo``, ``<stat>_delta_hi``
-            percentile interval of the delta (NaN when none);
-        ``<stat>_all_a``, ``<stat>_all_b``
-            each side's value on everything it has (its own domains and items);
-        ``interval_method``
-            how the intervals were made (empty: none);
-        ``note``
-            A's and B's notes on the shared scope (prefixed ``A:``/``B:``), or why a row
-            has no values.
+        ``model`` [, ``profile``], ``n_domains``, ``n_items`` (of the shared scope; without
+        items the smaller side's ``n_items`` summed), then for each of ``macro_score``,
+        ``cv_error`` [, ``dep_score``, ``wedge``]: ``_a``, ``_b``, ``_delta`` with
+        ``_delta_lo``, ``_delta_hi`` and ``_all_a``, ``_all_b`` (on everything each side
+        has); ``interval_method``; ``note`` (A's and B's notes, or why a row has no values).
 
     Notes
     -----
-    On the shared scope each side is summarised exactly as a single dataset is
-    (:func:`jagged.stats.metrics.jaggedness`, :func:`jagged.stats.deployment.deployment_metrics`):
-    macro_score = (1/D) Σ_d s_d, cv_error = σ_d(e_d)/mean_d(e_d) with e_d = 1 − s_d (ddof 0),
-    dep_score = Σ_d w_d s_d, wedge = macro_score − dep_score, with s_d the model's mean
-    ``correct`` over its common items in domain d (item-level scope) or its score in a
-    common domain (domain-level scope); delta = value_B − value_A. Because both sides use
-    the same items, an item that is merely harder than another cannot move the delta: only
-    a changed result on the same item can. A weighted domain missing from the shared
-    scope leaves dep_score and wedge undefined (weights are never renormalised).
-
-    Intervals are percentile intervals of the replicate deltas (see
-    :func:`paired_replicates`); the delta of cv_error uses the raw CV of each replicate,
-    whose noise inflation is about the same on both sides of the same items and cancels to
-    first order in the difference.
+    Each side is summarised on the shared scope exactly as a single dataset, s_d being the
+    model's mean ``correct`` over its common items of domain d (or its score in a common
+    domain); delta = value_B − value_A, so only a changed result on the same item can move
+    it. A weighted domain missing from the shared scope leaves dep_score and wedge undefined
+    (weights are never renormalised). Intervals are percentiles of the replicate deltas,
+    centred on the estimate; the cv_error delta uses raw replicate CVs, whose noise inflation
+    cancels to first order between sides of the same items.
     """
     _check_weights(a, b, weights)
     scope = scope or common_scope(a, b)
@@ -401,32 +339,10 @@ def compare_models(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, 
     return out[order + ["interval_method", "note"]]
 
 
-# --------------------------------------------------------------------------- ranks
-
-def _rank_rows(values: np.ndarray) -> np.ndarray:
-    """Competition ranks of every row, descending (1 = best, ties share the best); NaN stays NaN."""
-    return pd.DataFrame(values).rank(axis=1, method="min", ascending=False, na_option="keep").to_numpy()
-
-
 def kendall_tau_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Kendall's τ-b between the rows of two B × M arrays, vectorised (pairs with a NaN dropped).
+    """Kendall's τ-b between the rows of two B × M arrays (``scipy.stats.kendalltau`` per row, NaN pairs dropped).
 
-    Parameters
-    ----------
-    x, y : numpy.ndarray
-        B × M.
-
-    Returns
-    -------
-    numpy.ndarray
-        Length B; each entry equals ``scipy.stats.kendalltau(x[i], y[i]).statistic`` on
-        the columns where both are finite (NaN with fewer than 2 or all ties).
-
-    Notes
-    -----
-    τ_b = (C − D)/√((n0 − n_x)(n0 − n_y)) as in :func:`jagged.stats.deployment.kendall_tau`,
-    over chunks of rows so that memory stays bounded (B × M² / 2 entries per chunk at most
-    4 million).
+    NaN with fewer than 2 pairs or all ties; computed in chunks of at most 4 million pairs.
     """
     x, y = np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float))
     rows, m = x.shape
@@ -453,37 +369,27 @@ def rank_changes(table: pd.DataFrame, replicates: PairedReplicates | None, *, ci
                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rank changes between the sides' macro rankings, with bootstrap intervals.
 
-    ``table`` is :func:`compare_models` output (profile rows collapse to one per model),
-    ``replicates`` the :func:`paired_replicates` of its scope (None: no intervals), ``ci``
-    the interval level.
-
     Returns
     -------
     (pandas.DataFrame, pandas.DataFrame)
-        Per model (best A rank first): ``model``, ``macro_score_a``, ``macro_score_b``,
-        ``rank_a``, ``rank_b``, ``rank_change`` (rank_a − rank_b: positive = moved up in
-        B), ``rank_a_lo``, ``rank_a_hi``, ``rank_b_lo``, ``rank_b_hi``,
-        ``rank_change_lo``, ``rank_change_hi``, ``moved`` (beyond noise), ``rank_all_a``,
-        ``rank_all_b`` (ranks on everything each side has). And one summary row:
-        ``n_models``, ``kendall_tau``, ``kendall_tau_lo``, ``kendall_tau_hi``,
-        ``kendall_tau_all`` (on everything each side has), ``n_rank_changes``,
-        ``n_moved``, ``interval_method``.
+        Per model (best A rank first): ``macro_score_a/_b``, ``rank_a``, ``rank_b``,
+        ``rank_change`` = rank_a − rank_b (positive: up in B), their ``_lo``/``_hi``,
+        ``moved`` (beyond noise), ``rank_all_a/_b`` (on everything each side has); and a
+        summary row: ``n_models``, ``kendall_tau`` with ``_lo``/``_hi``, ``kendall_tau_all``,
+        ``n_rank_changes``, ``n_moved``, ``interval_method``.
 
     Notes
     -----
-    Ranks are competition ranks by macro score on the shared scope (1 = best), among the
-    models with a value on both sides. τ is Kendall's τ-b of the two sides' macro scores
-    (:func:`jagged.stats.deployment.kendall_tau`, = ``scipy.stats.kendalltau``). Its
-    interval and the rank intervals are percentiles over the paired replicates (items
-    resampled within domain, or domains resampled, the same draw on both sides), rounded
-    outwards to whole ranks. A model **moved beyond noise** when the interval of its replicate
-    rank change rank_a* − rank_b* excludes 0; both sides come from the same draw, so this is a
-    paired rule, and a shift every model shares moves no rank: it is judged relative to the field.
+    Competition ranks by macro score on the shared scope (1 = best) among models with both
+    values; τ is Kendall's τ-b. Intervals are percentiles over the paired replicates of
+    :func:`paired_replicates`, rounded outwards to whole ranks. A model moved beyond noise when
+    the interval of its replicate rank change excludes 0: a paired rule, so a shift every model
+    shares moves no rank.
     """
     rows = table.drop_duplicates("model").reset_index(drop=True)
     ma, mb = rows["macro_score_a"].to_numpy(dtype=float), rows["macro_score_b"].to_numpy(dtype=float)
     ok = ~(np.isnan(ma) | np.isnan(mb))
-    ra, rb = (_rank_rows(np.where(ok, v, np.nan)[None])[0] for v in (ma, mb))
+    ra, rb = (competition_rank(np.where(ok, v, np.nan)[None])[0] for v in (ma, mb))
     aa, ab = rows["macro_score_all_a"].to_numpy(dtype=float), rows["macro_score_all_b"].to_numpy(dtype=float)
     ok_all = ~(np.isnan(aa) | np.isnan(ab))
     out = pd.DataFrame({"model": rows["model"], "macro_score_a": ma, "macro_score_b": mb, "rank_a": ra,
@@ -493,8 +399,8 @@ def rank_changes(table: pd.DataFrame, replicates: PairedReplicates | None, *, ci
     tau_lo, tau_hi, method = np.nan, np.nan, ""
     if replicates is not None:
         keep = np.where(ok, 1.0, np.nan)[None]
-        rep_a = _rank_rows(replicates.rank_a * keep)
-        rep_b = _rank_rows(replicates.rank_b * keep)
+        rep_a = competition_rank(replicates.rank_a * keep)
+        rep_b = competition_rank(replicates.rank_b * keep)
         for name, reps in (("rank_a", rep_a), ("rank_b", rep_b), ("rank_change", rep_a - rep_b)):
             lo, hi = centred_interval(out[name].to_numpy(dtype=float), reps, ci)  # whole ranks: rounded outwards
             out[f"{name}_lo"], out[f"{name}_hi"] = np.floor(lo), np.ceil(hi)
@@ -504,7 +410,7 @@ def rank_changes(table: pd.DataFrame, replicates: PairedReplicates | None, *, ci
             tau_lo, tau_hi = float(tau_lo[0]), float(tau_hi[0])
         method = replicates.rank_method
     out["moved"] = ((out["rank_change_lo"] > 0) | (out["rank_change_hi"] < 0)).fillna(False).astype(bool)
-    out["rank_all_a"], out["rank_all_b"] = (_rank_rows(np.where(ok_all, v, np.nan)[None])[0] for v in (aa, ab))
+    out["rank_all_a"], out["rank_all_b"] = (competition_rank(np.where(ok_all, v, np.nan)[None])[0] for v in (aa, ab))
     out = out.sort_values(["rank_a", "model"], na_position="last", kind="mergesort").reset_index(drop=True)
     summary = pd.DataFrame([{
         "n_models": int(ok.sum()), "kendall_tau": kendall_tau(ma, mb), "kendall_tau_lo": tau_lo,
@@ -515,21 +421,15 @@ def rank_changes(table: pd.DataFrame, replicates: PairedReplicates | None, *, ci
     return out, summary
 
 
-# --------------------------------------------------------------------------- everything once
-
 @dataclass(repr=False)
 class Comparison(Summarised):
     """Everything :func:`compare` computes; tables are None where the inputs cannot give them.
 
-    ``models``: :func:`compare_models` with ``macro_delta_vs_field`` (+ ``beyond_run_noise``
-    with repeated runs); ``domains``, ``shares``: the field's shift per domain and the
-    :func:`~jagged.stats.shifts.change_shares` (:func:`jagged.stats.shifts.field_change`);
-    ``changes``: :func:`added_removed`; ``ranks``, ``rank_summary``: :func:`rank_changes`;
-    ``scope``: ``"items"`` or ``"domains"``; ``ledger``: :func:`jagged.stats.ledger.item_ledger`
-    (item results on both sides); ``rescoring``, ``rescoring_domains``:
-    :func:`~jagged.stats.ledger.rescore_by_model` / ``rescore_by_domain`` of A's choices
-    against B's changed keys; ``runs``, ``floor``: :func:`~jagged.stats.ledger.run_noise` and
-    :func:`~jagged.stats.ledger.noise_floor` of the repeated runs given.
+    ``models`` (:func:`compare_models` with the field's view and ``beyond_run_noise``),
+    ``domains`` and ``shares`` (:func:`jagged.stats.shifts.field_change`), ``changes``
+    (:func:`added_removed`), ``ranks`` and ``rank_summary`` (:func:`rank_changes`), ``scope``,
+    ``ledger``, ``rescoring``, ``rescoring_domains``, ``runs`` and ``floor``
+    (:mod:`jagged.stats.ledger`).
     """
 
     models: pd.DataFrame
@@ -557,24 +457,10 @@ def compare(a: Dataset, b: Dataset, weights: pd.DataFrame | None = None, *, n_bo
             z: float = 1.96) -> Comparison:
     """Compare two runs or releases: models, ranks, items, and (optionally) run-to-run noise.
 
-    Parameters
-    ----------
-    a, b : Dataset
-        The earlier and the later side.
-    weights : pandas.DataFrame, optional
-        Profiles × domains weight matrix covering every domain of A and B.
-    n_boot, seed, ci
-        Bootstrap replicates (0: no intervals), seed and interval level.
-    alpha : float
-        False discovery rate of the ledger's ``difficulty_moved``.
-    repeats : (Dataset, Dataset), optional
-        Two repeated runs of the same models on the same items (may be ``(a, b)`` itself):
-        adds the run-to-run noise floor and ``models["beyond_run_noise"]``:
-        |macro_score_delta| > ``min_detectable_difference`` (z · noise_floor, z a normal quantile).
-
-    Returns
-    -------
-    Comparison
+    ``weights``, ``n_boot``, ``seed``, ``ci`` as :func:`compare_models`; ``alpha`` the false
+    discovery rate of the ledger's ``difficulty_moved``; ``repeats``, two repeated runs of the
+    same models on the same items (may be ``(a, b)``), adds the noise floor and
+    ``models["beyond_run_noise"]``: |macro_score_delta| > z · noise floor.
     """
     _check_weights(a, b, weights)
     scope = common_scope(a, b)

@@ -1,23 +1,13 @@
-"""The logit decomposition logit(e_md) = μ + a_m + b_d + r_md: the fit and its :class:`Decomposition`.
+"""The logit decomposition logit(e_md) = μ + a_m + b_d + r_md: the fit and what it says.
 
-* :func:`decompose` fits model and domain effects to the logits of the error rates by least
-  squares, every cell weighing the same (:class:`Decomposition`): a_m is the model's level
-  (higher: more errors), b_d the domain's difficulty for the field, r_md the residual — where
-  this model is unusually weak (r > 0) or strong (r < 0) given both. Item counts move where a
-  score of 0 or 1 lands on the logit scale and give the sampling noise; they do not weigh the
-  fit, so on a complete table the variance shares add up with or without them.
-What follows from the fit is in :mod:`jagged.stats.relative`:
-
-* :func:`~jagged.stats.relative.model_structure` gives per model ``relative_jaggedness`` (the spread of its
-  residuals across domains), the same with the expected sampling noise removed (delta
-  method on the logit scale), and a noise flag like ``cv_error``'s;
-  :func:`~jagged.stats.relative.replicate_statistic` computes it on the bootstrap replicates that
-  :mod:`jagged.stats.bootstrap` draws for the other intervals (one resampling).
-* :func:`~jagged.stats.relative.variance_shares` splits the variance of the logit error rates of the whole table
-  into domain difficulty, model level, model × domain residual and expected noise.
-
-Vectorised over models, domains and bootstrap replicates (batched solves); no per-model loop
-on the fit. :mod:`jagged.stats.structure` puts this together with the dimensions.
+a_m is the model's level (higher: more errors), b_d the domain's difficulty for the field,
+r_md where this model is unusually weak (r > 0) or strong given both. Every cell weighs the
+same; item counts only place 0 and 1 scores on the logit scale and give the sampling noise.
+:func:`decompose` fits it; :func:`model_structure` gives per model the spread of its
+residuals (relative jaggedness), with the expected noise removed and a noise flag;
+:func:`replicate_statistic` computes it on the bootstrap replicates of
+:mod:`jagged.stats.bootstrap`; :func:`variance_shares` splits the variance of the whole
+table. Vectorised over models, domains and bootstrap replicates.
 """
 
 from __future__ import annotations
@@ -30,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.stats.replicates import ReplicateStatistic
+from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD, chi2_sf
 from jagged.text import Summarised
 
 #: Items added to the wrong and to the right answers of every cell (Haldane–Anscombe).
@@ -63,8 +55,6 @@ NOTE_NO_N_ITEMS = "sampling noise unknown (no n_items)"
 NOTE_FLAG = "relative jaggedness indistinguishable from sampling noise"
 
 
-# --------------------------------------------------------------------------- the fit
-
 def expit(x: np.ndarray) -> np.ndarray:
     """The logistic function 1 / (1 + exp(−x)), as 0.5 (1 + tanh(x / 2)) (no overflow)."""
     return 0.5 * (1.0 + np.tanh(0.5 * x))
@@ -76,33 +66,19 @@ def logit(p: np.ndarray) -> np.ndarray:
 
 
 def additive_wls(weights: np.ndarray, response: np.ndarray) -> np.ndarray:
-    """Weighted least squares of a two-way table on row and column effects.
-
-    Parameters
-    ----------
-    weights : numpy.ndarray
-        (..., R, C) non-negative weights; 0 marks a missing cell.
-    response : numpy.ndarray
-        (..., R, C) values (anything finite where the weight is 0).
-
-    Returns
-    -------
-    numpy.ndarray
-        (..., R, C) fitted values u_r + v_c minimising Σ w_rc (z_rc − u_r − v_c)².
+    """Fitted values u_r + v_c minimising Σ w_rc (z_rc − u_r − v_c)² for (..., R, C) tables (weight 0: missing).
 
     Notes
     -----
-    The smaller side is kept and the other eliminated (Schur complement): with rows
-    eliminated, u_r = (Σ_c w_rc z_rc − Σ_c w_rc v_c) / W_r, and v solves the C × C system
+    The larger side is eliminated (Schur complement): with rows eliminated,
+    u_r = (Σ_c w_rc z_rc − Σ_c w_rc v_c) / W_r and v solves
 
         [diag(W_·c) − Wᵀ diag(1/W_r·) W] v = Z_·c − Wᵀ (Z_r· / W_r·),
 
-    whose matrix is singular along 1 (the effects are defined up to a constant moved
-    between u and v); adding 11ᵀ makes it regular and gives Σ_c v_c = 0, since the right
-    side sums to 0. A column without weight gets v_c = 0. Cost: R·C·min(R, C) per table
-    (one batched matrix product and one batched solve). A table whose rows and columns
-    fall into disconnected groups has no unique solution: the caller fits one connected
-    group (see :func:`decompose`); a singular replicate falls back to the pseudo-inverse.
+    singular along 1; adding 11ᵀ makes it regular with Σ_c v_c = 0. A column without weight
+    gets v_c = 0. Cost R·C·min(R, C) per table (one batched product and solve). A disconnected
+    table has no unique solution (the caller fits one connected group); a singular replicate
+    falls back to the pseudo-inverse.
     """
     w = np.asarray(weights, dtype=float)
     z = np.where(w > 0, np.asarray(response, dtype=float), 0.0)
@@ -131,20 +107,9 @@ def additive_wls(weights: np.ndarray, response: np.ndarray) -> np.ndarray:
 
 
 def adjusted_errors(errors: np.ndarray, n_items: np.ndarray | None) -> np.ndarray:
-    """The continuity-corrected error rates.
+    """Continuity-corrected error rates ẽ = (n e + ½)/(n + 1) (0.5 where missing).
 
-    Parameters
-    ----------
-    errors : numpy.ndarray
-        Observed error rates e = 1 − s (NaN: missing).
-    n_items : numpy.ndarray or None
-        Items behind each rate; ``None`` when unknown (every cell then weighs the same).
-
-    Returns
-    -------
-    numpy.ndarray
-        ẽ = (n e + ½)/(n + 1) (0.5 for missing cells); with unknown ``n_items``,
-        n = :data:`NOMINAL_ITEMS`.
+    ``n_items`` None (unknown): n = :data:`NOMINAL_ITEMS`.
     """
     e = np.asarray(errors, dtype=float)
     n = np.full(e.shape, float(NOMINAL_ITEMS)) if n_items is None else np.asarray(n_items, dtype=float)
@@ -154,10 +119,8 @@ def adjusted_errors(errors: np.ndarray, n_items: np.ndarray | None) -> np.ndarra
 def logit_noise(adjusted: np.ndarray, n_items: np.ndarray) -> np.ndarray:
     """Delta-method sampling variance of the empirical logit, 1 / ((n + 1) ẽ (1 − ẽ)).
 
-    With k errors out of n and ẽ = (k + ½)/(n + 1) this equals 1/(k + ½) + 1/(n − k + ½),
-    the usual variance of the empirical logit (Gart & Zweifel 1967), finite for k = 0
-    or n. For partial credit it bounds the variance from above (an item score in [0, 1]
-    with mean p has variance at most p(1 − p)).
+    With k errors of n this is 1/(k + ½) + 1/(n − k + ½) (Gart & Zweifel 1967), finite at k = 0
+    or n; an upper bound for partial credit.
     """
     a = np.asarray(adjusted, dtype=float)
     return 1.0 / ((np.asarray(n_items, dtype=float) + 2 * CONTINUITY) * a * (1.0 - a))
@@ -177,8 +140,6 @@ def _components(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         model_label = new
 
 
-# --------------------------------------------------------------------------- decomposition
-
 @dataclass(repr=False)
 class Decomposition(Summarised):
     """logit(e_md) = μ + a_m + b_d + r_md fitted to a score table (see :func:`decompose`).
@@ -186,39 +147,22 @@ class Decomposition(Summarised):
     Attributes
     ----------
     models, domains : numpy.ndarray
-        Names (sorted), lengths M and D.
-    error : numpy.ndarray
-        M × D observed error rates e = 1 − s (NaN: no score).
-    n_items : numpy.ndarray
-        M × D items behind each score (NaN: unknown or no score).
+        Sorted names, lengths M and D.
+    error, n_items : numpy.ndarray
+        M × D observed error rates e = 1 − s and items (NaN: no score, or unknown).
     has_n : bool
-        Whether every score has ``n_items`` (else the fit weighs cells equally and the
-        noise is unknown).
+        Every score has ``n_items`` (else the noise is unknown).
     fitted : numpy.ndarray
-        M × D bool: the cells the model was fitted to (observed, in the main connected
-        group of models and domains).
-    adjusted : numpy.ndarray
-        M × D continuity-corrected error rates ẽ.
-    weight : numpy.ndarray
-        M × D weights of the least-squares fit: 1 for a fitted cell, 0 outside the fit.
-    eta : numpy.ndarray
-        M × D fitted logits μ + a_m + b_d (NaN outside the fit).
-    intercept : float
-        μ.
-    model_effect : numpy.ndarray
-        a_m, mean 0 over the fitted models (NaN for models not fitted).
-    domain_effect : numpy.ndarray
-        b_d, mean 0 over the fitted domains.
-    residual : numpy.ndarray
-        M × D r_md = logit(ẽ_md) − η_md (NaN outside the fit).
-    noise_var : numpy.ndarray
-        M × D delta-method variance v_md of logit(ẽ) (:func:`logit_noise`; NaN without
-        n_items).
-    leverage : numpy.ndarray
-        M × D share 1 / M_d of the cell in its domain's effect (M_d: the domain's fitted models).
+        M × D cells fitted (observed, in the main connected group).
+    adjusted, weight, eta : numpy.ndarray
+        M × D ẽ, the fit's weights (1 fitted, 0 not) and μ + a_m + b_d (NaN outside the fit).
+    intercept, model_effect, domain_effect
+        μ, a_m and b_d (each mean 0 over the fitted ones; NaN for models not fitted).
+    residual, noise_var, leverage : numpy.ndarray
+        M × D r_md = logit(ẽ) − η, v_md (:func:`logit_noise`; NaN without n_items) and the
+        cell's share 1 / M_d of its domain's effect.
     reasons : list of Reason
-        Why nothing or not everything was fitted, or the noise is unknown: ``("no_n_items", {})``,
-        ``("not_connected", {"models": [...]})``, ``("too_small", {"models": m, "domains": d})``.
+        ``no_n_items``, ``not_connected`` (models), ``too_small`` (models, domains).
     model_notes : dict
         Per-model remarks.
     """
@@ -258,16 +202,10 @@ class Decomposition(Summarised):
         return bool(self.fitted[np.ix_(self.fitted.any(axis=1), self.fitted.any(axis=0))].all())
 
     def residuals(self) -> pd.DataFrame:
-        """Per (model, domain) residuals, the table ``jagged structure -o`` writes.
+        """Per fitted cell (the table ``jagged structure -o`` writes).
 
-        Returns
-        -------
-        pandas.DataFrame
-            One row per fitted cell, models and domains sorted: ``model``, ``domain``,
-            ``error`` (observed e), ``n_items``, ``expected_error`` expit(μ + a_m + b_d)
-            (what the model's level and the domain's difficulty predict), ``residual``
-            r_md (logits; > 0: more errors than predicted), ``residual_se`` √v_md (its
-            sampling standard error; NaN without n_items) and ``z`` r/√(v(1 − h)).
+        ``model, domain, error, n_items``, ``expected_error`` expit(η), ``residual`` (logits; > 0:
+        more errors than predicted), ``residual_se`` √v (NaN without n_items), ``z`` r/√(v(1 − h)).
         """
         rows, cols = np.nonzero(self.fitted)
         v = self.noise_var[rows, cols]
@@ -300,10 +238,7 @@ def score_grid(scores: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 def decomposable(scores: pd.DataFrame) -> bool:
-    """Whether :func:`decompose` can fit anything: 2 models and 2 domains linked by shared domains.
-
-    Cheap (no fit): the report asks it to decide whether its section applies.
-    """
+    """Whether :func:`decompose` can fit anything (2 models and 2 domains linked by shared domains), without fitting."""
     _, _, error, _ = score_grid(scores)
     observed = ~np.isnan(error)
     if observed.shape[0] < 2 or observed.shape[1] < 2:
@@ -317,44 +252,23 @@ def decomposable(scores: pd.DataFrame) -> bool:
 def decompose(scores: pd.DataFrame) -> Decomposition:
     """Fit logit(e_md) = μ + a_m + b_d + r_md to a per-domain score table.
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table (``model``, ``domain``, ``score``, ``n_items``).
-
-    Returns
-    -------
-    Decomposition
-        With fewer than 2 models or 2 domains nothing is fitted: every effect is NaN and
-        ``reasons`` says why (no error is raised).
+    With fewer than 2 models or 2 domains nothing is fitted: effects NaN, ``reasons`` says why.
 
     Notes
     -----
-    *Model.* l_md = logit(ẽ_md) = μ + a_m + b_d + r_md, with a_m (Σ_m a_m = 0) the model's
-    level on the logit scale of the error, b_d (Σ_d b_d = 0) the domain's difficulty for the
-    field and the residual r_md what neither explains. The effects are the ordinary
-    least-squares fit of the two-way table of logits, every cell weighing the same
-    (:func:`additive_wls` with unit weights); on a complete table they are row and column
-    means, the classical two-way analysis of variance, so the variance shares
-    (:func:`jagged.stats.relative.variance_shares`) add up exactly. Item counts do not weigh
-    the fit: they place a score of 0 or 1 on the logit scale (below) and give each cell's
-    sampling variance v_md (:func:`logit_noise`), which the noise estimates use. (A binomial
-    maximum-likelihood fit would weigh each cell by n p̂(1 − p̂), letting the easiest and
-    hardest domains count least and making the shares overlap, even with equal counts.)
+    *Model.* l_md = logit(ẽ_md) = μ + a_m + b_d + r_md, Σ_m a_m = Σ_d b_d = 0, fitted by
+    ordinary least squares on the two-way table (:func:`additive_wls`, unit weights): on a
+    complete table row and column means, so the variance shares add up exactly. A binomial fit
+    would weigh cells by n p̂(1 − p̂), letting the easiest and hardest domains count least.
 
-    *Zero and one cells.* The fit and the residuals use the Haldane–Anscombe corrected
-    rate ẽ = (k + ½)/(n + 1): half an item is added to the wrong and to the right answers
-    of every cell (:func:`adjusted_errors`). It keeps every logit finite (a model with no
-    errors in a domain, or a domain nobody gets wrong, has finite effects) and moves a
-    rate from 1,000 items by at most 0.0005. Without n_items, n = 100 is assumed for the
-    correction only.
+    *Zero and one cells.* ẽ = (k + ½)/(n + 1) (Haldane–Anscombe, :func:`adjusted_errors`)
+    keeps every logit finite and moves a rate from 1,000 items by at most 0.0005; without
+    n_items, n = 100 for the correction only.
 
-    *Incomplete tables.* Missing (model, domain) cells are simply absent from the
-    least-squares sum; nothing is imputed. The effects are identified when models and domains
-    form one connected group (every pair linked through shared domains); otherwise the
-    largest group (most cells) is fitted and the models outside it get NaN and a note.
-    A model with a single domain is fitted (its level absorbs that cell: residual 0) but
-    has no relative jaggedness.
+    *Incomplete tables.* Missing cells are absent from the sum, nothing is imputed. Effects are
+    identified when models and domains form one connected group; otherwise the largest group
+    (most cells) is fitted and the others get NaN and a note. A single-domain model is fitted
+    (residual 0) but has no relative jaggedness.
     """
     models, domains, error, n = score_grid(scores)
     observed = ~np.isnan(error)
@@ -405,3 +319,192 @@ def decompose(scores: pd.DataFrame) -> Decomposition:
                          adjusted=adjusted, weight=weight, eta=eta, intercept=mu, model_effect=model_effect,
                          domain_effect=domain_effect, residual=residual, noise_var=noise, leverage=leverage,
                          reasons=reasons, model_notes=model_notes)
+
+
+def residual_spread(residual: np.ndarray, noise: np.ndarray, leverage: np.ndarray, ok: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per model (last axis: domains): D_m, V_m and N̂_m of :func:`model_structure` over the cells ``ok``."""
+    d = ok.sum(axis=-1).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(ok, residual, 0.0).sum(axis=-1) / d
+        dev = np.where(ok, residual - mean[..., None], 0.0)
+        v_obs = (dev * dev).sum(axis=-1) / d
+        n_hat = (d - 1.0) / d ** 2 * np.where(ok, noise * (1.0 - leverage), 0.0).sum(axis=-1)
+    return d, v_obs, n_hat
+
+
+def model_structure(decomposition: Decomposition, *, threshold: float = NOISE_SHARE_THRESHOLD,
+                    alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
+    """Per model: level, relative jaggedness, its noise-corrected value and a noise flag.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model (sorted): ``n_domains`` D_m; ``model_effect`` a_m (logit of the
+        error, 0 = the field's average); ``relative_jaggedness`` √V_m (ddof 0, logits);
+        ``relative_jaggedness_corrected`` √max(V_m − N̂_m, 0); ``relative_noise_share``
+        N̂_m / V_m capped at 1; ``p_model_fit``; ``relative_noise_flag`` (nullable boolean,
+        ``<NA>`` when not tested); ``structure_note``.
+
+    Notes
+    -----
+    *Noise correction.* logit(ẽ_md) carries noise of variance v_md (:func:`logit_noise`),
+    independent across cells; centring on the model's mean removes 1/D of it and estimating
+    b_d removes the cell's share h_md = 1/M_d, so E[V_m] ≈ V_true + N_m with
+    N̂_m = ((D_m − 1)/D_m²) Σ_d v_md (1 − h_md) (exact for a complete table with equal noise,
+    first order otherwise); the floor at 0 biases the corrected value up near 0.
+
+    *Test and flag.* X²_m = Σ_d (n + 1)(ẽ_md − p̂_md)² / (p̂_md(1 − p̂_md)), p̂ = expit(η), on
+    D_m − 1 df (its null expectation is (D_m − 1)(M − 1)/M, so p errs large: more flags).
+    Flagged when ``relative_noise_share`` > ``threshold`` or ``p_model_fit`` ≥ ``alpha``, the
+    rule of ``noise_flag``: these items cannot show the model's own unevenness.
+
+    Edge cases: fewer than 2 fitted domains or outside the fitted group: NaN and a note;
+    without n_items the noise columns are NaN, the flag ``<NA>``, and the note says so.
+    """
+    dec = decomposition
+    ok = dec.fitted
+    d, v_obs, n_hat = residual_spread(dec.residual, dec.noise_var, dec.leverage, ok)
+    undefined = d < 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rj = np.where(undefined, np.nan, np.sqrt(v_obs))
+        if dec.has_n:
+            corrected = np.where(undefined, np.nan, np.sqrt(np.maximum(v_obs - n_hat, 0.0)))
+            share = np.where(v_obs > 0, n_hat / np.where(v_obs > 0, v_obs, 1.0), np.where(n_hat > 0, 1.0, np.nan))
+            share = np.where(undefined, np.nan, np.minimum(share, 1.0))
+            p_hat = np.clip(expit(dec.eta), 1e-12, 1.0 - 1e-12)
+            trials = dec.n_items + 2 * CONTINUITY
+            x2 = np.where(ok, trials * (dec.adjusted - p_hat) ** 2 / (p_hat * (1.0 - p_hat)), 0.0).sum(axis=1)
+        else:
+            corrected = share = x2 = np.full(len(dec.models), np.nan)
+    p = np.full(len(dec.models), np.nan)
+    for k in np.flatnonzero(~undefined & np.isfinite(x2)):  # a scalar tail probability per model
+        p[k] = chi2_sf(float(x2[k]), int(d[k]) - 1)
+    with np.errstate(invalid="ignore"):
+        flag = ((share > threshold) | (p >= alpha)) & ~undefined
+    untested = undefined | (np.isnan(share) & np.isnan(p))     # unknown is not False
+    notes = np.full(len(dec.models), "", dtype=object)
+    for k, name in enumerate(dec.models):
+        if str(name) in dec.model_notes:
+            notes[k] = dec.model_notes[str(name)]
+        elif not dec.ok:
+            notes[k] = NOTE_FEW_MODELS
+        elif undefined[k]:
+            notes[k] = NOTE_FEW_DOMAINS_MODEL
+        elif not dec.has_n:
+            notes[k] = NOTE_NO_N_ITEMS
+        elif flag[k]:
+            why = [f"noise share {share[k]:.0%}"] if share[k] > threshold else []
+            why += [f"'no residual beyond noise' not rejected, p = {p[k]:.2g}"] if p[k] >= alpha else []
+            notes[k] = f"{NOTE_FLAG} ({'; '.join(why)})"
+    return pd.DataFrame({
+        "model": dec.models, "n_domains": d.astype(np.int64), "model_effect": dec.model_effect,
+        "relative_jaggedness": rj, "relative_jaggedness_corrected": corrected, "relative_noise_share": share,
+        "p_model_fit": p,
+        "relative_noise_flag": pd.array(np.where(untested, None, flag), dtype="boolean"), "structure_note": notes,
+    })
+
+
+def relative_jaggedness(scores: pd.DataFrame, *, threshold: float = NOISE_SHARE_THRESHOLD,
+                        alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
+    """:func:`model_structure` of :func:`decompose` of a canonical table (a shortcut)."""
+    return model_structure(decompose(scores), threshold=threshold, alpha=alpha)
+
+
+def variance_shares(decomposition: Decomposition) -> pd.DataFrame:
+    """How much of the variance of the logit error rates each part of the table explains.
+
+    One row per :data:`SHARE_COMPONENTS`: ``component``, ``label`` (the cross term's names its
+    cause), ``variance`` (logits²) and ``share`` of the total; NaN when nothing was fitted,
+    noise NaN without n_items.
+
+    Notes
+    -----
+    Over the N fitted cells, l_md = logit(ẽ_md): total T = Var(l), domain = Var(b_d),
+    model = Var(a_m), residual = Var(r_md) (population variances over cells);
+    cross = T − domain − model − residual, 0 on a complete table (the two-way analysis of
+    variance), nonzero only when cells are missing; noise = (1/N) Σ v_md (1 − 1/M_d − 1/D_m +
+    1/N), the part of the residual noise is expected to produce ((M − 1)(D − 1)/(MD) · v when
+    complete); residual_beyond_noise = max(residual − noise, 0). The shares describe this set of
+    models and domains, on the logit scale.
+    """
+    dec = decomposition
+    labels = [SHARE_LABELS[c] for c in SHARE_COMPONENTS]
+    if not dec.ok:
+        return pd.DataFrame({"component": list(SHARE_COMPONENTS), "label": labels,
+                             "variance": np.nan, "share": np.nan})
+    rows, cols = np.nonzero(dec.fitted)
+    observed = logit(dec.adjusted[rows, cols])
+    total = observed.var()
+    domain = dec.domain_effect[cols].var()
+    model = dec.model_effect[rows].var()
+    residual = dec.residual[rows, cols].var()
+    noise = np.nan
+    if dec.has_n:
+        per_domain, per_model = dec.fitted.sum(axis=0)[cols], dec.fitted.sum(axis=1)[rows]
+        noise = float(np.mean(dec.noise_var[rows, cols] * (1.0 - 1.0 / per_domain - 1.0 / per_model + 1.0 / len(rows))))
+    beyond = max(residual - noise, 0.0) if np.isfinite(noise) else np.nan
+    cross = total - domain - model - residual
+    variance = np.array([domain, model, residual, noise, beyond, cross], dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = variance / total if total > 0 else np.full(len(variance), np.nan)
+    labels[SHARE_COMPONENTS.index("cross")] = cross_label(dec)
+    return pd.DataFrame({"component": list(SHARE_COMPONENTS), "label": labels, "variance": variance,
+                         "share": share})
+
+
+def cross_causes(decomposition: Decomposition) -> list[str]:
+    """Why the shares can overlap: ``["unbalanced"]`` when a fitted model lacks a fitted domain, else none."""
+    return [] if not decomposition.ok or decomposition.balanced else ["unbalanced"]
+
+
+def cross_label(decomposition: Decomposition) -> str:
+    """The label of the cross-term row of :func:`variance_shares`, naming its cause."""
+    if not cross_causes(decomposition):
+        return "cross terms (none: complete table)"
+    return "cross terms (unbalanced table)"
+
+
+def replicate_statistic(decomposition: Decomposition) -> ReplicateStatistic:
+    """The noise-corrected relative jaggedness of bootstrap replicates, for :mod:`jagged.stats.bootstrap`.
+
+    Returns ``statistic(num, den, present, models, domains)`` → b × M, called with each chunk
+    of replicate sums (b × M × D) and with the observed sums; ``squared`` is True: it returns
+    V − N̂, the square of ``relative_jaggedness_corrected`` before the floor.
+
+    Notes
+    -----
+    Each replicate is refitted (one batched :func:`~jagged.stats.decomposition.additive_wls`
+    per chunk) and gives V* − N̂* as :func:`model_structure` computes V − N̂, so the interval,
+    centred on the observed value, is one for the noise-free relative jaggedness. A model that
+    drew none of its items in a domain is NaN in that replicate.
+    """
+    dec = decomposition
+
+    def statistic(num: np.ndarray, den: np.ndarray, present: np.ndarray, models: Any, domains: Any
+                  ) -> np.ndarray:
+        out = np.full(num.shape[:2], np.nan)
+        if not dec.ok or not dec.has_n:
+            return out
+        mi = pd.Index(list(models)).get_indexer(list(dec.models))
+        di = pd.Index(list(domains)).get_indexer(list(dec.domains))
+        if (mi < 0).any() or (di < 0).any():
+            return out
+        n = np.asarray(den, dtype=float)[:, mi][:, :, di]
+        wrong = n - np.asarray(num, dtype=float)[:, mi][:, :, di]
+        ok = dec.fitted[None] & (n > 0)
+        lost = (dec.fitted[None] & ~ok).any(axis=2)
+        adjusted = np.where(ok, (wrong + CONTINUITY) / (n + 2 * CONTINUITY), 0.5)
+        weight = ok.astype(float)
+        residual = logit(adjusted) - additive_wls(weight, logit(adjusted))
+        noise = logit_noise(adjusted, np.where(ok, n, 1.0))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            leverage = weight / weight.sum(axis=1, keepdims=True)
+        d, v_obs, n_hat = residual_spread(residual, noise, leverage, ok)
+        value = v_obs - n_hat
+        value[lost | (d < 2)] = np.nan
+        out[:, mi] = value
+        return out
+
+    statistic.squared = True  # type: ignore[attr-defined]
+    return statistic

@@ -1,10 +1,8 @@
 """Deployment-weighted scores, the wedge, and what a task mix does to a ranking.
 
-Everything is vectorised over models and profiles: scores are a models × domains matrix
-S, profiles a profiles × domains weight matrix W (from
-:func:`jagged.stats.weights.resolve_profiles`), and the deployment-weighted scores are
-``S @ W.T``. This module imports numpy and pandas only (no scipy), so the report kernel
-stays fast.
+Scores are a models × domains matrix S, profiles a profiles × domains weight matrix W
+(:func:`jagged.stats.weights.resolve_profiles`); the deployment-weighted scores are S Wᵀ.
+numpy and pandas only (no scipy), so the report kernel stays fast.
 """
 
 from __future__ import annotations
@@ -32,21 +30,7 @@ ZERO_TOL = 1e-12  # a standard deviation of weights or errors below this counts 
 
 
 def score_matrix(scores: pd.DataFrame, domains: Sequence[str] | None = None) -> pd.DataFrame:
-    """The models × domains score matrix of a canonical table.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table (``model``, ``domain``, ``score``).
-    domains : sequence of str, optional
-        Column order (default: sorted domains of the table). Domains not in the table
-        become all-NaN columns.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``model`` (sorted), columns ``domain``; NaN where a model has no score.
-    """
+    """The models × domains score matrix (models sorted; ``domains`` orders the columns, absent ones all NaN)."""
     wide = scores.pivot(index="model", columns="domain", values="score").sort_index()
     if domains is not None:
         wide = wide.reindex(columns=list(domains))
@@ -55,7 +39,7 @@ def score_matrix(scores: pd.DataFrame, domains: Sequence[str] | None = None) -> 
     return wide.astype("float64")
 
 
-def _competition_rank(values: np.ndarray) -> np.ndarray:
+def competition_rank(values: np.ndarray) -> np.ndarray:
     """Rank each row descending (1 = best, ties share the best rank); NaN stays NaN."""
     frame = pd.DataFrame(values)
     return frame.rank(axis=1, method="min", ascending=False, na_option="keep").to_numpy()
@@ -85,38 +69,21 @@ def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFr
     scores : pandas.DataFrame
         Canonical per-domain table (``model``, ``domain``, ``score``).
     weights : pandas.DataFrame
-        Profiles × domains weight matrix, rows summing to 1 (see
-        :func:`jagged.stats.weights.resolve_profiles`); its columns must include every score
-        domain.
+        Profiles × domains weights, rows summing to 1, covering every score domain.
 
     Returns
     -------
     pandas.DataFrame
-        One row per profile × model (profiles in matrix order, models sorted), columns
-
-        ``model``, ``profile``
-            identifiers;
-        ``dep_score``
-            S_dep = Σ_d w_d s_d; NaN when the model lacks a domain with w_d > 0;
-        ``wedge``
-            S_macro − S_dep, with S_macro the model's macro average;
-        ``wedge_bound``
-            D·σ_w·sd_error, the Cauchy–Schwarz bound on |wedge|;
-        ``sigma_w``
-            σ_w, the population sd of the weights over the model's domains;
-        ``exposure_error_corr``
-            Pearson correlation of w_d with e_d = 1 − s_d over the model's domains;
-        ``rank_macro``, ``rank_dep``
-            ranks by macro and by deployment-weighted score (1 = best, ties share the
-            best rank; nullable integers), among the models with a dep_score;
-        ``note``
-            empty unless something needs saying.
+        One row per profile × model (:data:`DEPLOYMENT_COLUMNS`; profiles in matrix order,
+        models sorted): ``dep_score``, ``wedge``, ``wedge_bound``, ``sigma_w``,
+        ``exposure_error_corr``, ``rank_macro`` and ``rank_dep`` (nullable integers, among
+        the models with a dep_score), ``note``.
 
     Raises
     ------
     JaggedInputError
-        When the weight matrix lacks score domains, or a profile's weights are not finite,
-        negative, or do not sum to 1 (the message names the profile).
+        The weights lack a score domain, or a profile's weights are not finite, negative, or
+        do not sum to 1 (naming the profile).
 
     Notes
     -----
@@ -128,29 +95,14 @@ def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFr
         |wedge| ≤ D · σ_w · σ_e = wedge_bound            (Cauchy–Schwarz)
         exposure_error_corr = Cov_pop(w, e) / (σ_w σ_e) = wedge / wedge_bound
 
-    with population (ddof=0) moments over the domains. σ_e = sd_error = cv_error ·
-    mean_error, so the jaggedness penalty CV_d(e_d) limits how far any task mix as uneven
-    as w can drift from the macro average: |wedge| ≤ D·σ_w·CV·mean_error. A positive
-    wedge (and correlation) means the most-used domains are the worst-handled (the AJI
-    mechanism): the benchmark average overstates the reliability this organisation will
-    experience.
+    with population (ddof 0) moments over the domains; σ_e = cv_error · mean_error. A positive
+    wedge means the most-used domains are the worst handled. The wedge is Σ_d (1/D − w_d) s_d
+    and σ_w uses w_d − 1/D, so the ``uniform`` profile gives exactly 0.
 
-    The wedge is computed as Σ_d (1/D − w_d) s_d, not as a difference of two rounded
-    averages, and σ_w from the deviations w_d − 1/D, so the ``uniform`` profile
-    (w_d = 1/D exactly) gives wedge, σ_w and wedge_bound exactly 0.
-
-    Edge-case policy:
-
-    * A model without a score for a domain the profile weights (w_d > 0): ``dep_score``,
-      ``wedge``, the bound, the correlation and the ranks are NaN, and the note names the
-      domains. Weights are never renormalised over the domains the model has.
-    * A model without a score for a zero-weight domain: the moments are taken over the
-      domains it has (its own D), where the weights still sum to 1, so the identity and
-      the bound hold exactly.
-    * σ_w = 0 (equal weights) or σ_e = 0 (equal errors), below 1e-12: the correlation is
-      NaN with a note; the wedge and its bound are 0 up to rounding.
-    * Ranks are computed per profile over the models with a dep_score, so the two
-      rankings of a profile always cover the same models.
+    Edge cases: a model lacking a domain with w_d > 0 has NaN dep_score, wedge, bound,
+    correlation and ranks, and a note naming the domains (weights are never renormalised); a
+    missing zero-weight domain leaves the moments over the model's own D; σ_w or σ_e below
+    1e-12 gives a NaN correlation with a note.
     """
     if len(weights) == 0:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("model", "profile", "note") else float)
@@ -194,8 +146,8 @@ def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFr
     sigma_w = np.where(valid, sigma_w, nan)
     corr = np.where(valid, corr, nan)
     macro = np.where(valid, (S0.sum(axis=1) / n_dom)[None, :], nan)
-    rank_macro = _competition_rank(macro)
-    rank_dep = _competition_rank(dep)
+    rank_macro = competition_rank(macro)
+    rank_dep = competition_rank(dep)
 
     note = np.full(valid.shape, "", dtype=object)
     note[valid & flat_e] = NOTE_EQUAL_ERRORS
@@ -222,24 +174,11 @@ def deployment_metrics(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFr
 
 
 def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
-    """Kendall's τ-b between two rankings (or scores), in numpy.
+    """Kendall's τ-b between two rankings or scores (pairs with a NaN dropped), in numpy.
 
-    Parameters
-    ----------
-    x, y : array_like
-        Paired values; pairs where either is NaN are dropped.
-
-    Returns
-    -------
-    float
-        τ-b in [-1, 1]; NaN with fewer than 2 pairs or when either side is all ties.
-
-    Notes
-    -----
-    τ_b = (C − D) / sqrt((n0 − n_x)(n0 − n_y)), with C and D the concordant and
-    discordant pairs, n0 = n(n−1)/2, and n_x, n_y the pairs tied in x, in y. This is
-    ``scipy.stats.kendalltau(x, y).statistic`` (its default ``variant="b"``), computed over
-    all pairs at once (O(n²) memory, fine for hundreds of models).
+    τ_b = (C − D) / √((n0 − n_x)(n0 − n_y)): C, D concordant and discordant pairs,
+    n0 = n(n − 1)/2, n_x, n_y the pairs tied in x, in y; ``scipy.stats.kendalltau(x, y).statistic``.
+    NaN with fewer than 2 pairs or all ties; O(n²) memory.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -263,21 +202,11 @@ def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
 
 
 def rank_agreement(table: pd.DataFrame) -> pd.DataFrame:
-    """Per profile, how much the deployment ranking differs from the macro ranking.
+    """Per profile, how much the deployment ranking differs from the macro ranking (:data:`RANK_COLUMNS`).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table with ``profile``, ``model``, ``rank_macro`` and ``rank_dep``
-        (from :func:`deployment_metrics` or :func:`jagged.analysis.metrics_table`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per profile (table order): ``profile``, ``n_models`` (ranked models),
-        ``kendall_tau`` (τ-b between the two rankings), ``n_rank_changes`` (models whose
-        rank changes), ``max_rank_change`` (largest |rank_dep − rank_macro|),
-        ``top_macro`` and ``top_dep`` (rank-1 model(s), "; "-joined).
+    ``n_models`` ranked, ``kendall_tau`` between the rankings, ``n_rank_changes``,
+    ``max_rank_change`` (largest |rank_dep − rank_macro|), ``top_macro``, ``top_dep`` (rank-1
+    models, "; "-joined).
     """
     rows = []
     for profile, group in table.groupby("profile", sort=False):
@@ -298,24 +227,7 @@ def rank_agreement(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def exposure_profile(scores: pd.DataFrame, weights: pd.DataFrame, model: str) -> pd.DataFrame:
-    """Exposure against error per domain for one model, every profile.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    weights : pandas.DataFrame
-        Profiles × domains weight matrix.
-    model : str
-        Model name.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per profile × domain: ``profile``, ``domain``, ``weight`` (w_d),
-        ``uniform_weight`` (1/D), ``score`` (s_d, NaN when missing), ``error``
-        (e_d = 1 − s_d).
-    """
+    """Per profile × domain for one model: ``weight``, ``uniform_weight`` (1/D), ``score`` and ``error`` = 1 − score."""
     sub = scores[scores["model"] == model]
     if sub.empty:
         raise JaggedInputError(f"no scores for model {model!r}")
@@ -332,23 +244,7 @@ def exposure_profile(scores: pd.DataFrame, weights: pd.DataFrame, model: str) ->
 
 
 def drift_bound_curve(sd_error: float, n_domains: int, num: int = 101) -> pd.DataFrame:
-    """The largest possible |wedge| as a function of how uneven a task mix is.
-
-    Parameters
-    ----------
-    sd_error : float
-        The model's population sd of domain errors σ_e.
-    n_domains : int
-        D, the number of domains.
-    num : int
-        Points on the curve.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``sigma_w`` from 0 to sqrt(D − 1)/D (all weight on one domain, the most uneven
-        mix possible) and ``max_abs_wedge`` = D·σ_w·σ_e.
-    """
+    """The largest |wedge| = D·σ_w·σ_e as σ_w runs from 0 to √(D − 1)/D (all weight on one domain)."""
     if n_domains < 1:
         raise JaggedInputError("the drift-bound curve needs at least one domain")
     top = np.sqrt(n_domains - 1.0) / n_domains
@@ -357,24 +253,9 @@ def drift_bound_curve(sd_error: float, n_domains: int, num: int = 101) -> pd.Dat
 
 
 def focus_model(table: pd.DataFrame, model: str = "") -> str:
-    """The model a report looks at closely: ``model`` if given, else the top-ranked one.
+    """The model a report looks at closely: ``model`` if given (else JaggedInputError), or the best macro score.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table with ``model`` and ``macro_score``.
-    model : str
-        A model name, or "" for the model with the highest macro score (ties: first by
-        name).
-
-    Returns
-    -------
-    str
-
-    Raises
-    ------
-    JaggedInputError
-        When ``model`` is not in the table.
+    Ties go to the first name.
     """
     names = pd.unique(table["model"]).tolist()
     if model:
@@ -387,19 +268,7 @@ def focus_model(table: pd.DataFrame, model: str = "") -> str:
 
 
 def most_reordered_profile(table: pd.DataFrame) -> str:
-    """The profile whose ranking departs most from the macro ranking (lowest Kendall τ).
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Metrics table with profiles.
-
-    Returns
-    -------
-    str
-        The profile name; ties go to the first in table order; profiles with an
-        undefined τ come last.
-    """
+    """The profile whose ranking departs most from the macro ranking (lowest τ; ties: first; undefined τ last)."""
     agreement = rank_agreement(table)
     order = {name: i for i, name in enumerate(pd.unique(table["profile"]))}
     ranked = agreement.assign(_order=agreement["profile"].map(order),
@@ -408,21 +277,9 @@ def most_reordered_profile(table: pd.DataFrame) -> str:
 
 
 def rank_change_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Macro rank and, per profile, deployment rank and its change, one row per model.
+    """Per model: macro rank and, per profile, ``<profile> rank`` and ``<profile> change`` (rank_macro − rank_dep).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table with ``model``, ``profile``, ``macro_score``, ``rank_macro``,
-        ``rank_dep``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``macro_score``, ``macro rank`` (over every model with a macro score),
-        then for each profile ``<profile> rank`` (its ``rank_dep``) and ``<profile> change``
-        (``rank_macro − rank_dep`` within that profile: positive = moves up). Sorted by
-        macro rank, then name. Nullable integers; missing where a model has no dep_score.
+    Sorted by macro rank, then name; nullable integers, missing without a dep_score.
     """
     per_model = table.drop_duplicates("model")[["model", "macro_score"]]
     macro_rank = per_model["macro_score"].rank(method="min", ascending=False).astype("Int64")
@@ -435,21 +292,7 @@ def rank_change_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def profile_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per profile: typical and extreme wedges, exposure–error correlation, rank agreement.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table with profiles (see :func:`deployment_metrics`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``profile``, ``n_models`` (with a dep_score), ``median_wedge``, ``largest_wedge``
-        and ``largest_wedge_model``, ``smallest_wedge`` and ``smallest_wedge_model``,
-        ``share_positive`` (share of models whose wedge is > 0: the average overstates
-        their experience), ``median_corr`` (median exposure_error_corr), ``kendall_tau``.
-    """
+    """Per profile: median, largest and smallest wedge (with their models), share of positive wedges, median corr, τ."""
     agreement = rank_agreement(table).set_index("profile")
     rows = []
     for profile, group in table.groupby("profile", sort=False):

@@ -1,16 +1,10 @@
 """How many dimensions lie behind the domains, and do the categories behave like distinct ones?
 
-* :func:`parallel_analysis` (Horn 1965) compares the eigenvalues of the domains' correlation
-  matrix (the models as observations) with the 95th percentile of those of column-permuted
-  data; :func:`dimensions` runs it on a score table (:class:`Dimensions`).
-* :func:`category_check` asks whether domains of the same category share more than the
-  general level (:class:`CategoryCheck`).
-
-The permutation draws are batched (one matrix product and one ``numpy.linalg.eigvalsh`` per
-block of draws); the seed makes every result reproducible. Memory is linear in the domains:
-with fewer models than domains the eigenvalues come from the models' side (n × n), and the
-category check never forms the domains' correlation matrix, so 1,000 or 2,000 domains cost
-megabytes, not gigabytes.
+:func:`parallel_analysis` (Horn 1965) compares the eigenvalues of the domains' correlation
+matrix (models as observations) with the 95th percentile of those of column-permuted data;
+:func:`category_check` asks whether domains of one category share more than the general
+level. Draws are batched and seeded; memory is linear in the domains (eigenvalues from the
+smaller Gram matrix, no domains × domains matrix in the category check).
 """
 
 from __future__ import annotations
@@ -39,13 +33,7 @@ MIN_DRAWS: int = 50
 
 
 def default_draws(n: int, p: int) -> int:
-    """:data:`DEFAULT_DRAWS`, fewer (never below :data:`MIN_DRAWS`) when n × p × min(n, p) makes them too costly.
-
-    For 29 models × 14 domains (or 300 × 60, or 30 × 2,000) this is 500; for 10,000 models ×
-    100 domains 200. Each draw's correlations cost n × p × min(n, p) multiply-adds, since
-    their eigenvalues come from the smaller of the p × p and n × n Gram matrices
-    (:func:`correlation_eigenvalues`).
-    """
+    """:data:`DEFAULT_DRAWS`, fewer (≥ :data:`MIN_DRAWS`) when n × p × min(n, p) × draws exceeds :data:`WORK_BUDGET`."""
     return int(max(MIN_DRAWS, min(DEFAULT_DRAWS, WORK_BUDGET // max(n * p * min(n, p), 1))))
 
 
@@ -55,31 +43,20 @@ class Dimensions(Summarised):
 
     Attributes
     ----------
-    eigenvalues : numpy.ndarray
-        Eigenvalues of the domains' correlation matrix, largest first (length p).
-    thresholds : numpy.ndarray
-        The ``percentile`` of each rank's eigenvalue over ``draws`` column-permuted data sets.
+    eigenvalues, thresholds : numpy.ndarray
+        Eigenvalues of the correlation matrix, largest first, and the ``percentile`` of each
+        rank's eigenvalue over ``draws`` permuted data sets.
     n_dimensions : int or None
         Leading eigenvalues above their threshold (None: not computable).
-    first_share : float
-        λ₁ / p, the first dimension's share of the total standardised variance.
-    first_to_second : float
-        λ₁ / λ₂.
-    n_observations, n_variables : int
-        Models and domains used.
-    rank : int
-        min(n − 1, p): how many eigenvalues can be nonzero.
-    rank_deficient : bool
-        n − 1 < p: fewer models than needed for a full-rank correlation matrix.
-    draws, seed : int
-    percentile : float
+    first_share, first_to_second : float
+        λ₁ / p and λ₁ / λ₂.
+    n_observations, n_variables, rank : int
+        Models, domains and min(n − 1, p); ``rank_deficient`` when n − 1 < p.
     variables : list of str
         The domains (or categories) used, in column order.
     reasons : list of Reason
-        What limits the analysis: ``("too_few_observations", {"observations": n, "variables": p})``,
-        ``("rank_deficient", {"models": n, "domains": p, "rank": r})``,
-        ``("incomplete_models", {"models": k})``, ``("constant_domains", {"domains": [...]})``,
-        ``("fewer_draws", {"draws": b, "default": B, "models": n, "domains": p})``.
+        ``too_few_observations``, ``rank_deficient``, ``incomplete_models``,
+        ``constant_domains``, ``fewer_draws`` with their numbers.
     """
 
     eigenvalues: np.ndarray
@@ -111,32 +88,12 @@ class Dimensions(Summarised):
                              "share": self.eigenvalues / max(self.n_variables, 1), "retained": kept})
 
 
-def _standardise(data: np.ndarray) -> np.ndarray:
-    centred = data - data.mean(axis=-2, keepdims=True)
-    return centred / np.sqrt((centred * centred).mean(axis=-2, keepdims=True))
-
-
 def correlation_eigenvalues(z: np.ndarray) -> np.ndarray:
-    """Eigenvalues of the correlation matrices Zᵀ Z / n of standardised data, largest first.
+    """Eigenvalues of the correlation matrices Zᵀ Z / n of standardised (..., n, p) data, largest first.
 
-    Parameters
-    ----------
-    z : numpy.ndarray
-        (..., n, p) standardised data (mean 0, population sd 1 per column).
-
-    Returns
-    -------
-    numpy.ndarray
-        (..., p) eigenvalues, each row sorted descending.
-
-    Notes
-    -----
-    Zᵀ Z / n (p × p) and Z Zᵀ / n (n × n) have the same nonzero eigenvalues, and the
-    larger one has |p − n| more zeros. The smaller of the two is decomposed (one batched
-    ``numpy.linalg.eigvalsh``) and the rest filled with exact zeros; rounding below 0 is
-    set to 0 (a correlation matrix is positive semidefinite), so memory is
-    O(n · p + min(n, p)²) per data set and never O(p²) when the models are fewer than the
-    domains.
+    Zᵀ Z / n and Z Zᵀ / n share their nonzero eigenvalues: the smaller is decomposed (one
+    batched ``eigvalsh``), the rest are exact zeros and rounding below 0 is set to 0, so memory
+    is O(n p + min(n, p)²).
     """
     n, p = z.shape[-2:]
     if p <= n:
@@ -147,30 +104,10 @@ def correlation_eigenvalues(z: np.ndarray) -> np.ndarray:
 
 
 def permuted_eigenvalues(z: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """Eigenvalues of the correlation matrices of column-permuted data, largest first.
+    """draws × p eigenvalues of the correlations of column-permuted n × p standardised data, largest first.
 
-    Parameters
-    ----------
-    z : numpy.ndarray
-        n × p standardised data (mean 0, population sd 1 per column).
-    draws : int
-        Number of permuted data sets.
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    numpy.ndarray
-        draws × p eigenvalues, each row sorted descending.
-
-    Notes
-    -----
-    Each draw permutes every column independently (``Generator.permuted`` along the
-    observations), which keeps each domain's distribution and destroys the correlations.
-    A permutation leaves a column's mean and sd unchanged, so the correlation matrix is
-    Zᵀ Z / n directly; its eigenvalues come from the smaller side
-    (:func:`correlation_eigenvalues`: Z Zᵀ / n when the models are fewer than the domains).
-    The draws are processed in blocks of at most 4 million entries of permuted data, so
-    the working set is O(block · n · p) and the result draws × p, never O(p²) per draw.
+    Each draw permutes every column independently (``Generator.permuted``), keeping each
+    domain's distribution and destroying the correlations; blocks of at most 4 million entries.
     """
     n, p = z.shape
     size = max(1, min(draws, _BLOCK_ENTRIES // max(n * p, 1)))
@@ -189,34 +126,22 @@ def parallel_analysis(data: np.ndarray, *, draws: int = DEFAULT_DRAWS, seed: int
     Parameters
     ----------
     data : numpy.ndarray
-        n × p, no missing values, every column with some variance (here: models × domains
-        scores).
-    draws : int
-        Permuted data sets (default :data:`DEFAULT_DRAWS`).
-    seed : int
-        Seed of ``numpy.random.default_rng``: the same seed gives the same thresholds.
+        n × p, complete, every column with some variance.
+    draws, seed : int
+        Permuted data sets and the seed of ``numpy.random.default_rng``.
     percentile : float
-        A dimension is retained when its eigenvalue exceeds this percentile of the
-        same-rank eigenvalues of the permuted data (0.95, Glorfeld 1995; Horn used the mean).
+        A dimension is retained when its eigenvalue exceeds this percentile of the same-rank
+        permuted eigenvalues (0.95, Glorfeld 1995; Horn used the mean).
     variables : list of str, optional
-        Column names, kept in the result.
-
-    Returns
-    -------
-    Dimensions
+        Column names.
 
     Notes
     -----
-    λ₁ ≥ … ≥ λ_p are the eigenvalues of the Pearson correlation matrix R of the columns
-    (trace p). Retained are the leading k with λ_j > t_j for every j ≤ k (counting stops
-    at the first eigenvalue at or below its threshold), with t_j the ``percentile`` of
-    the j-th eigenvalue over the permuted data sets (:func:`permuted_eigenvalues`).
-    With n ≤ p the matrix has rank at most n − 1: only n − 1 eigenvalues can be nonzero,
-    so at most n − 1 dimensions can be retained and ``rank_deficient`` is set; the
-    leading eigenvalues and their thresholds (also rank-deficient) still compare like
-    for like, so the count and the first dimension's share remain interpretable, but
-    the loadings of p variables on several dimensions cannot be estimated from n
-    observations.
+    λ₁ ≥ … ≥ λ_p of the Pearson correlation matrix (trace p); retained are the leading k with
+    λ_j > t_j for every j ≤ k. With n ≤ p at most n − 1 eigenvalues are nonzero, so at most
+    n − 1 dimensions are retained and ``rank_deficient`` is set; the count and the first share
+    still compare like for like, the loadings cannot be estimated. Fewer than 3 observations
+    or 2 variables: nothing computed (reason).
     """
     x = np.asarray(data, dtype=float)
     if x.ndim != 2 or np.isnan(x).any():
@@ -237,7 +162,7 @@ def parallel_analysis(data: np.ndarray, *, draws: int = DEFAULT_DRAWS, seed: int
     sd = x.std(axis=0)
     if not (sd > 0).all():
         raise JaggedInputError("parallel analysis: a variable has no variance")
-    z = _standardise(x)
+    z = _standardised_columns(x)[0]
     eig = correlation_eigenvalues(z)
     rng = np.random.default_rng(seed)
     perm = permuted_eigenvalues(z, int(draws), rng)
@@ -257,12 +182,8 @@ def dimensions(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0,
                percentile: float = PERCENTILE) -> Dimensions:
     """:func:`parallel_analysis` of a score table's domains, the models as observations.
 
-    ``draws`` None means :func:`default_draws` (500 unless the table is very large; a note
-    says when fewer were used).
-
-    Models lacking a domain are left out (listwise; the note counts them) and domains in
-    which every remaining model has the same score (no variance, no correlation) are
-    dropped with a note.
+    Models lacking a domain are left out, constant domains dropped (reasons); ``draws`` None
+    means :func:`default_draws` (a reason when fewer than the default).
     """
     _, domains, error, _ = score_grid(scores)
     complete = ~np.isnan(error).any(axis=1)
@@ -284,32 +205,15 @@ def dimensions(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0,
     return result
 
 
-# --------------------------------------------------------------------------- categories
-
 @dataclass(repr=False)
 class CategoryCheck(Summarised):
-    """Do the domain categories behave like distinct dimensions? (see :func:`category_check`).
+    """Do the domain categories behave like distinct dimensions? (:func:`category_check`).
 
-    Attributes
-    ----------
-    categories : list of str
-    sizes : list of int
-        Domains per category.
-    within, between : float
-        Mean correlation across models of the residuals r_md of two domains in the same
-        category, and of two in different categories.
-    difference : float
-        within − between.
-    p_value : float
-        Permutation p-value of the difference (category labels shuffled among domains).
-    draws : int
-    verdict : str
-        ``"distinct"``, ``"trace"``, ``"not distinct"`` or ``"undetermined"``.
-    category_dimensions : Dimensions or None
-        Parallel analysis of the category mean scores.
-    reasons : list of Reason
-        Why the verdict is undetermined: ``("too_few_models", {})`` (complete models, or a
-        category with 2 domains), ``("undefined_correlations", {})`` (residual correlations).
+    ``within`` and ``between``: mean correlation across models of the residuals of two domains
+    of the same, and of different categories; ``difference``, its permutation ``p_value``,
+    ``verdict`` (``"distinct"``, ``"trace"``, ``"not distinct"``, ``"undetermined"``),
+    ``category_dimensions`` (parallel analysis of the category means), ``reasons``
+    (``too_few_models``, ``undefined_correlations``).
     """
 
     categories: list[str]
@@ -346,35 +250,14 @@ def _standardised_columns(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _within_between(z: np.ndarray, valid: np.ndarray, labels: np.ndarray, categories: int
                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Mean correlation of two distinct columns within and between categories, per labelling.
+    """Mean correlation of two distinct valid columns within and between categories, one pair of means per labelling.
 
-    Parameters
-    ----------
-    z : numpy.ndarray
-        n × D standardised columns (:func:`_standardised_columns`; 0 for columns without
-        variance).
-    valid : numpy.ndarray
-        D bool: the column has variance (its correlations are defined).
-    labels : numpy.ndarray
-        k × D category codes in [0, categories), one labelling per row.
-    categories : int
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray)
-        k means within and k means between (NaN when a set of pairs is empty).
-
-    Notes
-    -----
-    With R = Zᵀ Z / n the correlation matrix and a_c the indicator of category c, the sum
-    of the correlations of distinct valid columns within c is ‖Z a_c‖² / n − Σ_{d∈c} v_d
-    (v: valid; the diagonal is 1), and their number (Σ_{d∈c} v_d)² − Σ_{d∈c} v_d; the
-    pairs between categories are all pairs less those within. Z a_c for every labelling
-    and category is one sparse product (k·C × D times D × n), so memory is
-    O(k · (D + C · n)) and never the D × D correlation matrix (which
-    ``numpy.corrcoef`` would give: the same numbers to rounding).
+    With a_c the indicator of category c, the within sum is ‖Z a_c‖² / n − Σ_{d∈c} v_d over
+    (Σ_{d∈c} v_d)² − Σ_{d∈c} v_d pairs (v: the column has variance); between is all pairs less
+    those within. One sparse product for every labelling (k × D ``labels``), never the D × D
+    matrix; NaN when a set of pairs is empty.
     """
-    from scipy import sparse
+    from scipy import sparse  # here: the report kernel need not import scipy
 
     k, d = labels.shape
     rows = (np.arange(k)[:, None] * categories + labels).ravel()
@@ -394,41 +277,17 @@ def _within_between(z: np.ndarray, valid: np.ndarray, labels: np.ndarray, catego
 def category_check(scores: pd.DataFrame, decomposition: Decomposition, dims: Dimensions, *,
                    draws: int | None = None, seed: int = 0, alpha: float = EQUAL_ERROR_ALPHA
                    ) -> CategoryCheck | None:
-    """Whether domains of the same category share more than the general level.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical table with a ``category`` column.
-    decomposition : Decomposition
-        Its :func:`decompose` fit.
-    dims : Dimensions
-        Its :func:`dimensions` result.
-    draws, seed : int
-        Category-label permutations (None: as many as ``dims`` used) and their seed.
-    alpha : float
-        Level of the permutation test.
-
-    Returns
-    -------
-    CategoryCheck or None
-        None without at least two categories.
+    """Whether domains of the same category share more than the general level (None without two categories).
 
     Notes
     -----
-    After each model's level and each domain's difficulty are removed, what two domains
-    share across models is the correlation of their residuals r_·d (complete fitted models
-    only). If categories were distinct abilities, a model unusually strong in one
-    domain of a category would tend to be strong in the others: residual correlations
-    would be higher within categories than between them. The statistic is
-    within − between (means over domain pairs); its p-value is the share of ``draws``
-    random reassignments of the category labels to the domains (sizes kept) with a
-    difference at least as large, (1 + #≥)/(draws + 1). Verdict: ``"distinct"`` when
-    p < alpha and parallel analysis keeps at least 2 dimensions; ``"trace"`` when p <
-    alpha but one dimension (or none) is kept; ``"not distinct"`` otherwise;
-    ``"undetermined"`` with fewer than 3 complete models or no category of 2 domains.
-    The category means' own parallel analysis is attached (useful when the domains
-    outnumber the models).
+    What two domains share beyond each model's level and each domain's difficulty is the
+    correlation of their residuals across the complete fitted models. The statistic is
+    within − between (means over domain pairs); its p-value (1 + #≥)/(draws + 1) over random
+    reassignments of the labels (sizes kept). Verdict: ``"distinct"`` when p < ``alpha`` and
+    parallel analysis keeps ≥ 2 dimensions; ``"trace"`` when p < alpha with one; ``"not
+    distinct"`` otherwise; ``"undetermined"`` with fewer than 3 complete models or no
+    category of 2 domains. ``draws`` None: as many as ``dims`` used.
     """
     dec = decomposition
     labels = _category_of(scores, dec.domains)

@@ -8,28 +8,10 @@ from jagged.errors import JaggedInputError
 
 
 def q_values(p: np.ndarray) -> np.ndarray:
-    """Benjamini–Hochberg adjusted p-values (q-values) of the p-values that were computed.
+    """Benjamini–Hochberg q-values (``scipy.stats.false_discovery_control(p, method="bh")``) of the p-values tested.
 
-    Parameters
-    ----------
-    p : array_like
-        p-values in [0, 1]; NaN marks a test that was not made.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``scipy.stats.false_discovery_control(p, method="bh")`` over the non-NaN p-values
-        (q_(j) = min_{k ≥ j} min(1, m p_(k) / k), m their number); NaN where p is NaN.
-
-    Raises
-    ------
-    JaggedInputError
-        A p-value outside [0, 1] or infinite (a bug upstream, not a test to skip).
-
-    Notes
-    -----
-    NaN is "not tested": it gets no q-value and does not count in m, so an item whose
-    statistic is undefined neither raises nor lowers the others' q-values.
+    q_(j) = min_{k ≥ j} min(1, m p_(k) / k). NaN is "not tested": no q-value and not counted in
+    m. JaggedInputError for a p-value outside [0, 1] (a bug upstream).
     """
     p = np.asarray(p, dtype=float)
     q = np.full(p.shape, np.nan)

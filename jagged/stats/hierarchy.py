@@ -1,21 +1,11 @@
-"""Two-level jaggedness: leaves (domains) grouped into categories.
+"""Two-level jaggedness: leaves (domains) grouped into categories (the ``category`` column).
 
-The hierarchy comes from the ``category`` column of the canonical table: given in a
-CSV, or set by :mod:`jagged.readers.lmeval` from the lm-eval group structure (mmlu →
-mmlu_stem → mmlu_abstract_algebra gives category ``mmlu_stem``).
-
-Three views, all per model, all computed on the error rates e_d = 1 - s_d:
-
-* :func:`category_table` -- one row per (model, category): the category score is the
-  **unweighted mean of its leaves** (each leaf counts once, whatever its item count,
-  the same convention as the macro score), and the spread of the leaves inside it;
-* :func:`variance_decomposition` -- the population variance of e_d over leaves split
-  into a between-category and a within-category part that add up to it exactly;
-* :func:`hierarchy_metrics` -- the CV across leaves next to the CV across categories,
-  and the decomposition.
-
-Leaves without a category, when others have one, are pooled into the category
-:data:`UNCATEGORISED` (with a warning).
+Categories come from a CSV or from the lm-eval group structure (mmlu → mmlu_stem →
+mmlu_abstract_algebra gives ``mmlu_stem``). Per model, on the error rates e_d = 1 − s_d: the
+category table (a category's score is the unweighted mean of its leaves, like the macro
+score), the between/within split of the variance over leaves, and the CV at both levels.
+Leaves without a category, when others have one, are pooled into :data:`UNCATEGORISED`
+(with a warning).
 """
 
 from __future__ import annotations
@@ -70,25 +60,11 @@ def _with_categories(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def category_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per-(model, category) scores and within-category spread.
+    """Per (model, category) scores and within-category spread.
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical table with at least two categories.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``model``, ``category``, ``n_leaves``, ``score`` (unweighted mean of the
-        leaf scores), ``mean_error`` (1 - score), ``sd_error`` (population sd of the leaf
-        errors inside the category), ``cv_error`` (sd_error / mean_error; NaN for a
-        single leaf or no errors); sorted by model and category.
-
-    Raises
-    ------
-    JaggedInputError
-        Fewer than two categories.
+    ``n_leaves``, ``score`` (unweighted mean of the leaves), ``mean_error``, ``sd_error``
+    (population sd of the leaf errors), ``cv_error`` (NaN for a single leaf or no errors).
+    JaggedInputError with fewer than two categories.
     """
     data = _with_categories(scores)
     grouped = data.groupby(["model", "category"], sort=True)["error"]
@@ -105,34 +81,17 @@ def category_table(scores: pd.DataFrame) -> pd.DataFrame:
 def variance_decomposition(scores: pd.DataFrame) -> pd.DataFrame:
     """Split each model's variance of e_d into between- and within-category parts.
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical table with at least two categories.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per model (sorted): ``n_leaves`` (D), ``n_categories``, ``mean_error``
-        (ē), ``var_total``, ``var_between``, ``var_within`` and ``share_between``
-        (var_between / var_total; NaN when var_total is 0).
+    One row per model: ``n_leaves`` D, ``n_categories``, ``mean_error`` ē, ``var_total``,
+    ``var_between``, ``var_within``, ``share_between`` (NaN when var_total is 0).
 
     Notes
     -----
-    With D leaves, category c holding n_c of them with mean error ē_c,
+    With category c holding n_c leaves of mean error ē_c, exactly (ddof 0, so
+    ``cv_error**2 * mean_error**2 == var_total``)::
 
-    .. math::
+        (1/D) Σ_d (e_d − ē)² = Σ_c (n_c/D)(ē_c − ē)² + Σ_c (n_c/D)(1/n_c) Σ_{d∈c} (e_d − ē_c)²
 
-        \\underbrace{\\tfrac1D \\sum_d (e_d - \\bar e)^2}_{\\text{var\\_total}}
-        = \\underbrace{\\sum_c \\tfrac{n_c}{D} (\\bar e_c - \\bar e)^2}_{\\text{var\\_between}}
-        + \\underbrace{\\sum_c \\tfrac{n_c}{D} \\cdot \\tfrac1{n_c}\\sum_{d \\in c} (e_d - \\bar e_c)^2}
-          _{\\text{var\\_within}}
-
-    exactly (the cross term vanishes inside each category). Population variances
-    (ddof=0) throughout, the same as ``cv_error``, so that
-    ``cv_error**2 * mean_error**2 == var_total``. Categories are weighted by their
-    number of leaves here, because the total is a mean over leaves; the CV across
-    categories in :func:`hierarchy_metrics` weights them equally.
+    Categories weigh by their leaves here; the CV across categories weighs them equally.
     """
     data = _with_categories(scores)
     model_mean = data.groupby("model")["error"].transform("mean").to_numpy()
@@ -163,27 +122,11 @@ def variance_decomposition(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def hierarchy_metrics(scores: pd.DataFrame) -> pd.DataFrame:
-    """Jaggedness at both levels, per model.
+    """Jaggedness at both levels per model, with :func:`variance_decomposition`'s columns.
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical table with at least two categories.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per model (sorted) with ``n_leaves``, ``n_categories``,
-        ``cv_leaves`` (CV of e_d across leaves: the ``cv_error`` of
-        :func:`jagged.jaggedness`), ``cv_categories`` (CV across the category errors
-        1 - category score, each category counted once), and ``var_total``,
-        ``var_between``, ``var_within``, ``share_between`` from
-        :func:`variance_decomposition`.
-
-    Notes
-    -----
-    Population standard deviations (ddof=0). A CV is NaN when the mean error is 0 or
-    there are fewer than two leaves (categories).
+    ``cv_leaves`` (the ``cv_error`` across leaves), ``cv_categories`` (each category counted
+    once); population sds; a CV is NaN when the mean error is 0 or there are fewer than two
+    leaves (categories).
     """
     decomposition = variance_decomposition(scores)
     cats = category_table(scores)
@@ -200,13 +143,7 @@ def hierarchy_metrics(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def leaf_errors(scores: pd.DataFrame) -> pd.DataFrame:
-    """Leaves with their category and error rate, for plotting (missing categories pooled).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``category``, ``domain``, ``error``; sorted by model, category, domain.
-    """
+    """``model, category, domain, error`` of every leaf (missing categories pooled), sorted, for plotting."""
     data = _with_categories(scores)
     return data[["model", "category", "domain", "error"]].sort_values(
         ["model", "category", "domain"], kind="stable").reset_index(drop=True)

@@ -1,32 +1,24 @@
 """Item and test information of the 2PL: where on the ability scale each domain measures.
 
-For item j with slope a_j and intercept c_j, P_j(θ) = σ(a_j θ + c_j) and the item
-information (logistic scale) is I_j(θ) = a_j² P_j(θ)(1 − P_j(θ)); a trait's test
-information is I_g(θ) = Σ_{j ∈ g} I_j(θ), and 1/√I_g(θ) is the standard error of a
-maximum-likelihood ability there.
-
-* :func:`information_curves` — tidy ``group, theta, information`` on a grid;
-* :func:`measurement_range` — per group: where the information peaks and the range
-  where it is at least half its peak;
-* :func:`place_models` — per model and group: its ability and whether it lies below,
-  within or above that range;
-* :func:`domain_information` — the three of a fit at once (what the reports show);
-* :func:`report_fit` — the fit the reports use: kept for the process (a warm kernel's next
-  page reuses it), on one BLAS thread for a small matrix (:func:`blas_threads_for`).
+For item j, P_j(θ) = σ(a_j θ + c_j) and I_j(θ) = a_j² P_j(θ)(1 − P_j(θ)) (logistic scale);
+a trait's test information I_g(θ) = Σ_{j ∈ g} I_j(θ), and 1/√I_g(θ) is the standard error
+of a maximum-likelihood ability there. :func:`domain_information` gives the curves, each
+trait's measuring range and the models' places on it; :func:`report_fit` is the fit the
+reports use, kept for the process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.irt import IRTFit, item_probability
+from jagged.stats import irt
+from jagged.stats.parallel import one_blas_thread
 from jagged.text import Summarised
 
 #: Default ability grid.
@@ -41,43 +33,22 @@ PLACE_COLUMNS: tuple[str, ...] = ("model", "group", "theta", "theta_sd", "inform
 
 def item_information(slope: np.ndarray, intercept: np.ndarray, theta: np.ndarray) -> np.ndarray:
     """I_j(θ) = a_j² P_j(θ)(1 − P_j(θ)) for every item (rows) on the grid (columns)."""
-    p = item_probability(slope, intercept, theta)
+    p = irt.item_probability(slope, intercept, theta)
     return np.asarray(slope, float)[:, None] ** 2 * p * (1 - p)
 
 
 def information_curves(items: pd.DataFrame, *, theta: np.ndarray | None = None, by: str = "group") -> pd.DataFrame:
-    """Test information per group on an ability grid (tidy).
+    """Test information per group on an ability grid: ``group, theta, information`` (groups in order of appearance).
 
-    Parameters
-    ----------
-    items : pandas.DataFrame
-        Per item ``slope``, ``intercept`` and the column ``by`` (e.g.
-        :attr:`jagged.stats.irt.IRTFit.items`); items with a NaN slope (set aside) are
-        left out.
-    theta : numpy.ndarray, optional
-        The grid (default :data:`THETA_GRID`, −4 … 4 in steps of 0.05).
-    by : str
-        The grouping column: ``"group"`` (the fitted traits, default) or ``"domain"``
-        (the same when the fit used a trait per domain).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``group, theta, information`` (:data:`CURVE_COLUMNS`), one row per group and grid
-        point, groups in order of appearance.
-
-    Raises
-    ------
-    JaggedInputError
-        A needed column is missing.
+    ``items`` holds ``slope``, ``intercept`` and the column ``by`` (``"group"``, the fitted
+    traits, or ``"domain"``); items with a NaN slope are left out; ``theta`` defaults to
+    :data:`THETA_GRID`. JaggedInputError when a column is missing.
 
     Notes
     -----
-    I_g(θ) = Σ_j a_j² σ(a_j θ + c_j)(1 − σ(a_j θ + c_j)) over the group's fitted items.
-    A negative slope adds information like a positive one of the same size (a²): the
-    item separates models, in the wrong direction; the flags say which. Curves are on
-    each group's own N(0, 1) scale, so two domains' curves compare where each measures
-    relative to its own models, not across domains.
+    I_g(θ) = Σ_j a_j² σ(a_j θ + c_j)(1 − σ(a_j θ + c_j)). A negative slope adds information
+    like a positive one (a²); the flags say which. Each group's curve is on its own N(0, 1)
+    scale: curves compare where each domain measures relative to its own models.
     """
     missing = [c for c in ("slope", "intercept", by) if c not in items.columns]
     if missing:
@@ -95,29 +66,12 @@ def information_curves(items: pd.DataFrame, *, theta: np.ndarray | None = None, 
 
 
 def measurement_range(curves: pd.DataFrame, *, items: pd.DataFrame | None = None, by: str = "group") -> pd.DataFrame:
-    """Where each group measures: the peak of its information and the half-peak range.
+    """Where each group measures (:data:`RANGE_COLUMNS`): the peak of its information and the half-peak range.
 
-    Parameters
-    ----------
-    curves : pandas.DataFrame
-        :func:`information_curves` output.
-    items : pandas.DataFrame, optional
-        The item parameters, to count the fitted items per group.
-    by : str
-        The grouping column of ``items``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``group, n_items, theta_peak, peak_information, se_at_peak, lower, upper``
-        (:data:`RANGE_COLUMNS`): the grid point of largest information, that information,
-        1/√ of it, and the ends of the contiguous stretch of the grid around the peak
-        where the information is at least half the peak (NaN bounds when the curve is
-        still above half at the end of the grid: the range reaches beyond it).
-
-    Notes
-    -----
-    A group with no fitted items has zero information: peak, range and SE are NaN.
+    ``theta_peak`` and ``peak_information`` at the grid's largest information, ``se_at_peak``
+    = 1/√peak, ``lower`` and ``upper`` the ends of the contiguous stretch around the peak with
+    information ≥ half the peak (NaN where it reaches beyond the grid); ``n_items`` fitted
+    items from ``items``. A group with no fitted items: NaN peak, range and SE.
     """
     groups = pd.unique(curves["group"])
     n_grid = len(curves) // max(len(groups), 1)
@@ -142,26 +96,10 @@ def measurement_range(curves: pd.DataFrame, *, items: pd.DataFrame | None = None
 
 def place_models(abilities: pd.DataFrame, items: pd.DataFrame, ranges: pd.DataFrame, *,
                  by: str = "group") -> pd.DataFrame:
-    """Each model on each group's information curve: its ability, the information there, and its position.
+    """Each model on each group's information curve (:data:`PLACE_COLUMNS`).
 
-    Parameters
-    ----------
-    abilities : pandas.DataFrame
-        ``model, group, theta, theta_sd`` (:attr:`jagged.stats.irt.IRTFit.abilities`).
-    items : pandas.DataFrame
-        The item parameters (``slope, intercept`` and ``by``).
-    ranges : pandas.DataFrame
-        :func:`measurement_range` output.
-    by : str
-        The grouping column of ``items``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, group, theta, theta_sd, information, se, position`` (:data:`PLACE_COLUMNS`):
-        the test information at the model's EAP ability, 1/√ of it, and ``position``
-        ``"below"``, ``"within"`` or ``"above"`` the group's half-peak range (a missing
-        bound counts as open).
+    The test information at the model's EAP ability, ``se`` = 1/√ of it, and ``position``
+    ``"below"``, ``"within"`` or ``"above"`` the group's half-peak range (a missing bound is open).
     """
     fitted = items[np.isfinite(items["slope"].to_numpy(float))]
     out = abilities[["model", "group", "theta", "theta_sd"]].copy()
@@ -185,17 +123,7 @@ def place_models(abilities: pd.DataFrame, items: pd.DataFrame, ranges: pd.DataFr
 
 @dataclass(frozen=True, repr=False)
 class DomainInformation(Summarised):
-    """Where each trait of a 2PL fit measures, and where the models sit on it (see :func:`domain_information`).
-
-    Attributes
-    ----------
-    curves : pandas.DataFrame
-        :func:`information_curves` (``group, theta, information``).
-    ranges : pandas.DataFrame
-        :func:`measurement_range` (one row per group).
-    places : pandas.DataFrame
-        :func:`place_models` (one row per model and group).
-    """
+    """Where each trait measures and where the models sit (:func:`domain_information`)."""
 
     curves: pd.DataFrame
     ranges: pd.DataFrame
@@ -206,34 +134,17 @@ class DomainInformation(Summarised):
                                      ("models placed", f"{self.places['model'].nunique():,}")]
 
 
-def domain_information(fit: IRTFit, *, theta: np.ndarray | None = None) -> DomainInformation:
-    """The information curves, measuring ranges and model placements of a 2PL fit, in one call.
-
-    Parameters
-    ----------
-    fit : IRTFit
-        :func:`jagged.stats.irt.fit_2pl` output (a trait per domain, or one for the test).
-    theta : numpy.ndarray, optional
-        The ability grid (default :data:`THETA_GRID`).
-
-    Returns
-    -------
-    DomainInformation
-        :func:`information_curves`, :func:`measurement_range` and :func:`place_models` of
-        the fit's ``items`` and ``abilities``, by the fitted trait (``group``).
-    """
+def domain_information(fit: irt.IRTFit, *, theta: np.ndarray | None = None) -> DomainInformation:
+    """:func:`information_curves`, :func:`measurement_range` and :func:`place_models` of a fit, by its trait."""
     curves = information_curves(fit.items, theta=theta)
     ranges = measurement_range(curves, items=fit.items)
     places = place_models(fit.abilities, fit.items, ranges)
     return DomainInformation(curves, ranges, places)
 
 
-# ---------------------------------------------------------------------------------------
-# Fitting for the reports
-
 #: Item response models fitted in this process, by trait and digest of the responses, oldest first: a warm
 #: kernel (the per-model pages of ``jagged batch``) fits an input once, not once per page.
-_FITS: dict[tuple[str, str], IRTFit] = {}
+_FITS: dict[tuple[str, str], irt.IRTFit] = {}
 #: How many fits :func:`report_fit` keeps.
 FITS_KEPT = 2
 #: Below this many models × items cells the item response model runs on one BLAS thread (see
@@ -241,26 +152,13 @@ FITS_KEPT = 2
 ONE_THREAD_BELOW = 5_000_000
 
 
-@contextlib.contextmanager
-def blas_threads_for(cells: int) -> Iterator[None]:
-    """One BLAS thread for a small response matrix (``threadpoolctl``), the default for a large one.
+def blas_threads_for(cells: int) -> contextlib.AbstractContextManager:
+    """One BLAS thread for a response matrix of fewer than :data:`ONE_THREAD_BELOW` cells, the default above.
 
-    The EM's matrix products on a matrix of fewer than :data:`ONE_THREAD_BELOW` cells are
-    too small to gain from threads, and on a busy machine OpenBLAS's waiting threads cost
-    more than the work (the bundled data's fit: 1.7 s of CPU on one thread against 13 s on
-    two, measured in one run on a loaded 2-core machine). Without ``threadpoolctl`` nothing
-    changes.
+    The EM's products on a small matrix gain nothing from threads, and on a busy machine
+    OpenBLAS's waiting threads cost more than the work (:func:`jagged.stats.parallel.one_blas_thread`).
     """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a dependency; tolerated when missing
-        yield
-        return
-    if cells >= ONE_THREAD_BELOW:
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+    return one_blas_thread(cells < ONE_THREAD_BELOW)
 
 
 def matrix_cells(table: pd.DataFrame) -> int:
@@ -268,25 +166,13 @@ def matrix_cells(table: pd.DataFrame) -> int:
     return int(table["model"].nunique()) * int(table["item"].nunique())
 
 
-def report_fit(table: pd.DataFrame, rest: str = "domain") -> IRTFit:
+def report_fit(table: pd.DataFrame, rest: str = "domain") -> irt.IRTFit:
     """:func:`jagged.stats.irt.fit_2pl` of an item table, reused within the process for the same responses.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Item table (``model, domain, item, correct``; other columns do not enter the fit).
-    rest : {"domain", "test"}
-        A trait per domain, or one for the test.
-
-    Returns
-    -------
-    IRTFit
-        The fit (run under :func:`blas_threads_for`); the same object for a table with the
-        same ``model, domain, item, correct`` rows (SHA-256 of their row hashes) and ``rest``
-        while it is among the last :data:`FITS_KEPT` fitted. Treat it as read-only.
+    The same object (read-only) for the same ``model, domain, item, correct`` rows (SHA-256 of
+    their row hashes) and ``rest`` while among the last :data:`FITS_KEPT` fits, so a warm
+    kernel's next page fits once; run under :func:`blas_threads_for`.
     """
-    from jagged.stats import irt
-
     rows = pd.util.hash_pandas_object(table[["model", "domain", "item", "correct"]], index=False)
     key = (rest, hashlib.sha256(rows.to_numpy().tobytes()).hexdigest())
     if key not in _FITS:

@@ -1,22 +1,11 @@
 """The two-parameter logistic (2PL) item response model, fitted by marginal maximum likelihood.
 
-A model with ability θ answers item j correctly with probability
-
-    P_j(θ) = σ(a_j θ + c_j),        σ(z) = 1 / (1 + e^(−z)),
-
-(slope–intercept form). The difficulty is b_j = −c_j / a_j (the ability at which
-P = ½) and the standardised loading is the normal-ogive approximation
-λ_j = α_j / √(1 + α_j²) with α_j = a_j / 1.702 (the logistic slope turned into a probit
-slope by the usual scaling constant, then into a loading of a standard normal trait).
-
-* :func:`response_matrix` — the model × item matrix (and its float mask) of an item table;
-* :func:`fit_2pl_matrix` — the fit on one matrix (pure numpy, what the benchmark times);
-* :func:`fit_2pl` — the fit of an item table: one trait per domain (default) or one for the
-  whole test, with per-item standard errors, flags and per-model abilities (EAP).
-
-The EM runs on the response matrix in memory (float32 above :data:`FLOAT32_ABOVE` cells,
-E-step in blocks of :data:`BLOCK_ITEMS` items), so its size is bounded by the matrix, not by
-the number of rows of the table.
+A model with ability θ answers item j correctly with probability P_j(θ) = σ(a_j θ + c_j)
+(slope–intercept form); the difficulty is b_j = −c_j / a_j and the standardised loading
+the normal-ogive approximation λ_j = α_j / √(1 + α_j²), α_j = a_j / 1.702.
+:func:`fit_2pl` fits an item table (a trait per domain, or one for the test) with standard
+errors, flags and EAP abilities; :func:`fit_2pl_matrix` fits one response matrix in memory
+(float32 above :data:`FLOAT32_ABOVE` cells, E-step in blocks of :data:`BLOCK_ITEMS` items).
 """
 
 from __future__ import annotations
@@ -84,16 +73,8 @@ GROUP_COLUMNS: tuple[str, ...] = ("group", "n_items", "n_fitted", "n_models", "c
 class ResponseMatrix:
     """An item table as matrices (rows: models, columns: items).
 
-    Attributes
-    ----------
-    models, items : numpy.ndarray
-        Model and item ids (str), in matrix order.
-    domains : numpy.ndarray
-        The domain of each item.
-    y : numpy.ndarray
-        ``correct`` (0 where missing).
-    w : numpy.ndarray
-        1.0 where the model has the item, else 0.0.
+    ``models``, ``items`` (ids), ``domains`` (each item's), ``y`` (``correct``, 0 where
+    missing), ``w`` (1.0 where the model has the item).
     """
 
     models: np.ndarray
@@ -121,18 +102,10 @@ class MatrixFit:
 
 @dataclass(frozen=True, repr=False)
 class IRTFit(Summarised):
-    """A 2PL fit of an item table (see :func:`fit_2pl`).
+    """A 2PL fit of an item table (:func:`fit_2pl`).
 
-    Attributes
-    ----------
-    items : pandas.DataFrame
-        One row per item (:data:`ITEM_COLUMNS`).
-    abilities : pandas.DataFrame
-        One row per (model, group) (:data:`ABILITY_COLUMNS`): EAP ability and posterior SD.
-    groups : pandas.DataFrame
-        One row per trait (:data:`GROUP_COLUMNS`).
-    rest : str
-        ``"domain"`` (a trait per domain) or ``"test"`` (one trait).
+    ``items`` (:data:`ITEM_COLUMNS`), ``abilities`` (:data:`ABILITY_COLUMNS`), ``groups``
+    (:data:`GROUP_COLUMNS`), ``rest`` (``"domain"`` or ``"test"``).
     """
 
     items: pd.DataFrame
@@ -146,28 +119,11 @@ class IRTFit(Summarised):
                           ("models", f"{self.abilities['model'].nunique():,}")]
 
 
-# ---------------------------------------------------------------------------------------
-# The response matrix
-
-
 def response_matrix(table: pd.DataFrame) -> ResponseMatrix:
-    """The model × item matrices of an item table.
+    """The model × item matrices of an item table (``model, domain, item, correct``; other columns ignored).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Columns ``model, domain, item, correct`` (``correct`` in [0, 1]); other columns are
-        ignored.
-
-    Returns
-    -------
-    ResponseMatrix
-
-    Raises
-    ------
-    JaggedInputError
-        A column is missing, ``correct`` is missing or outside [0, 1], an item has two
-        domains, or a (model, item) pair appears twice.
+    Raises JaggedInputError for a missing column, ``correct`` missing or outside [0, 1], an
+    item in two domains, or a (model, item) pair given twice.
     """
     missing = [c for c in ("model", "domain", "item", "correct") if c not in table.columns]
     if missing:
@@ -198,10 +154,6 @@ def response_matrix(table: pd.DataFrame) -> ResponseMatrix:
     return ResponseMatrix(np.asarray(models, dtype=object), np.asarray(items, dtype=object), domains, y, w)
 
 
-# ---------------------------------------------------------------------------------------
-# The EM on one matrix
-
-
 def ability_grid(n: int) -> tuple[np.ndarray, np.ndarray]:
     """n equally spaced nodes on [−5, 5] and their N(0, 1) weights (summing to 1): the trapezoid rule."""
     x = np.linspace(-GRID_HALF_WIDTH, GRID_HALF_WIDTH, n)
@@ -212,9 +164,8 @@ def ability_grid(n: int) -> tuple[np.ndarray, np.ndarray]:
 def nodes_for(w: np.ndarray, slope: np.ndarray) -> int:
     """Nodes so that the spacing is at most :data:`SPACING` posterior SDs of a well-measured model.
 
-    The posterior SD is taken as 1 / √(1 + 0.2 Σ_j a_j²) (information a² P(1 − P) with
-    P(1 − P) ≈ 0.2) for the 90th percentile of Σ_j W_mj a_j² over models; the count is
-    clipped to [:data:`MIN_NODES`, :data:`MAX_NODES`].
+    The posterior SD is 1 / √(1 + 0.2 Σ_j a_j²) at the 90th percentile of Σ_j W_mj a_j² over
+    models; clipped to [:data:`MIN_NODES`, :data:`MAX_NODES`].
     """
     info = np.quantile(w @ (slope ** 2).astype(w.dtype), 0.9) if w.size else 0.0
     sd = 1.0 / np.sqrt(1.0 + 0.2 * float(info))
@@ -224,8 +175,7 @@ def nodes_for(w: np.ndarray, slope: np.ndarray) -> int:
 class _Mask:
     """The float mask W, or 1 − M with M the sparse matrix of missing cells (when few are missing).
 
-    W·S = 1·colsum(S) − M·S and Wᵀ·P = 1ᵀ·colsum(P) − Mᵀ·P: two dense products become a
-    broadcast and a sparse product.
+    W·S = 1·colsum(S) − M·S: a dense product becomes a broadcast and a sparse product.
     """
 
     def __init__(self, w: np.ndarray) -> None:
@@ -323,67 +273,48 @@ def fit_2pl_matrix(y: np.ndarray, w: np.ndarray, *, nodes: int | None = NODES, t
 
     Parameters
     ----------
-    y : numpy.ndarray
-        Models × items, ``correct`` in [0, 1], 0 where missing (float32 or float64).
-    w : numpy.ndarray
-        Same shape, 1.0 where the model has the item, else 0.0.
+    y, w : numpy.ndarray
+        Models × items: ``correct`` in [0, 1] (0 where missing) and the mask (1.0 where present).
     nodes : int, optional
-        Equally spaced nodes of the N(0, 1) ability distribution on [−5, 5]; None (default)
-        chooses them from the items' information (:func:`nodes_for`).
+        Equally spaced nodes on [−5, 5]; None chooses them (:func:`nodes_for`).
     tol : float
-        Convergence tolerance (largest absolute parameter change over a cycle).
+        Largest absolute parameter change over a cycle at convergence.
     max_cycles : int
-        Largest number of accelerated cycles (each is three EM steps).
+        Accelerated cycles (three EM steps each).
     block : int
-        Items per block of the E-step (bounds the temporaries to models × block).
+        Items per block of the E-step.
 
     Returns
     -------
     MatrixFit
-        Slopes, intercepts, their standard errors and covariance, EAP abilities and
-        posterior SDs, the log posterior at the estimate, cycles used, whether it converged.
+        Slopes, intercepts, their SEs and covariance, EAP abilities and posterior SDs, the log
+        posterior, cycles, convergence.
 
     Notes
     -----
-    **Model.** θ_m ~ N(0, 1) (this fixes the scale); P(y_mj = 1 | θ) = σ(a_j θ + c_j);
-    priors a_j ~ N(1, 2²) and c_j ~ N(0, 5²) instead of bounds. The slope prior is weak
-    enough that a clearly negative slope survives (a = −1.5 costs 0.78 nats against a
-    likelihood of hundreds of nats with hundreds of models), and it keeps
-    near-separated items finite.
+    **Model.** θ_m ~ N(0, 1); P(y_mj = 1 | θ) = σ(a_j θ + c_j); priors a_j ~ N(1, 2²),
+    c_j ~ N(0, 5²) (a = −1.5 costs 0.78 nats: clearly negative slopes survive, near-separated
+    items stay finite).
 
-    **Quadrature.** Q equally spaced nodes θ_q on [−5, 5] with weights π_q ∝ φ(θ_q)
-    (the trapezoid rule, whose error for a posterior of SD σ is of order
-    exp(−2π²σ²/h²) at spacing h), with h no larger than 1.5 times a well-measured
-    model's posterior SD (error ≈ 2·10⁻⁴). Not Gauss–Hermite: with hundreds of items per trait a model's posterior
-    (SD 0.14 with 167 items) is narrower than the spacing of 21 Gauss–Hermite nodes
-    (about 0.5 near 0), and the fit then shrinks slopes (measured on a simulation of
-    300 models × 167 items: median estimated/true slope 0.83 with 21 Gauss–Hermite
-    nodes, 0.91 with 41, 1.00 with the grid).
+    **Quadrature.** Equally spaced nodes with weights ∝ φ(θ_q) (trapezoid rule, error of order
+    exp(−2π²σ²/h²)), spacing h at most 1.5 posterior SDs of a well-measured model (≈ 2·10⁻⁴).
+    Gauss–Hermite nodes are too sparse for the narrow posteriors of hundreds of items and
+    shrink the slopes.
 
-    **E-step.** On the nodes the log likelihood of
-    model m at node q is ℓ_mq = Σ_j W_mj [y_mj z_jq − log(1 + e^{z_jq})], z_jq = a_j θ_q + c_j:
-    two matrix products (Y·Z − W·softplus(Z)), W the float mask of present responses
-    (when under a quarter of the cells are missing, W = 1 − M with M sparse, so W·S is a
-    column sum minus a sparse product).
-    The posterior ω_mq ∝ π_q e^{ℓ_mq} gives expected counts n_jq = Σ_m W_mj ω_mq and
-    r_jq = Σ_m y_mj ω_mq (two more products).
+    **E-step.** ℓ_mq = Σ_j W_mj [y_mj z_jq − log(1 + e^{z_jq})], z_jq = a_j θ_q + c_j: two
+    matrix products; the posterior ω_mq ∝ π_q e^{ℓ_mq} gives the expected counts
+    n_jq = Σ_m W_mj ω_mq and r_jq = Σ_m y_mj ω_mq.
 
-    **M-step.** One Newton step per item on Σ_q [r_jq z_jq − n_jq log(1 + e^{z_jq})] +
-    log prior, with the 2 × 2 Hessian inverted in closed form for all items at once
-    (steps capped at ±2). **Acceleration**: SQUAREM (Varadhan & Roland 2008, step length
-    α = −max(1, ‖r‖/‖v‖)), falling back to the plain EM step when the extrapolated point
-    lowers the log posterior. **Convergence**: the largest absolute change of any a_j or
-    c_j over one cycle below ``tol``, or the log posterior changing by less than
-    :data:`REL_TOL` (10⁻⁸; 10⁻⁶ for float32 matrices, whose sums carry that much
-    rounding noise) of its size between cycles (EM creeps on a few very steep
-    items, e.g. a = 5.1 moving 0.0005 per cycle while the log posterior of 4.4·10⁵ nats
-    moves by 10⁻³).
+    **M-step.** One Newton step per item on Σ_q [r_jq z_jq − n_jq log(1 + e^{z_jq})] + log
+    prior, the 2 × 2 Hessian inverted in closed form (steps capped at ±2). SQUAREM (Varadhan &
+    Roland 2008, α = −max(1, ‖r‖/‖v‖)) falls back to the plain step when the extrapolated point
+    lowers the log posterior. Converged when the largest change of any a_j or c_j is below
+    ``tol``, or the log posterior moves by less than :data:`REL_TOL` of its size (10⁻⁶ for
+    float32 matrices, whose sums carry that much rounding).
 
-    **Standard errors** from Louis's (1982) observed information, item by item (the
-    item's diagonal block; cross-item terms ignored): I_j = Σ_m E[−∂²ℓ_mj] − Var[∂ℓ_mj]
-    under each model's posterior over the nodes, plus the prior's curvature.
-
-    **Abilities**: EAP θ̂_m = Σ_q ω_mq θ_q and posterior SD at the estimate.
+    **Standard errors**: Louis's (1982) observed information per item (its diagonal block):
+    I_j = Σ_m E[−∂²ℓ_mj] − Var[∂ℓ_mj] under each model's posterior, plus the prior's curvature.
+    **Abilities**: EAP θ̂_m = Σ_q ω_mq θ_q and the posterior SD.
     """
     y = np.asarray(y)
     if y.size > FLOAT32_ABOVE and y.dtype != np.float32:
@@ -464,10 +395,6 @@ def _louis_se(y: np.ndarray, w: np.ndarray, a: np.ndarray, c: np.ndarray, post: 
     return np.sqrt(var_a), np.sqrt(var_c), cov
 
 
-# ---------------------------------------------------------------------------------------
-# The fit of an item table
-
-
 def loading_of(slope: np.ndarray | float) -> np.ndarray:
     """Standardised loading λ = (a/1.702) / √(1 + (a/1.702)²) (normal-ogive approximation)."""
     u = np.asarray(slope, dtype=float) / D_SCALE
@@ -476,47 +403,34 @@ def loading_of(slope: np.ndarray | float) -> np.ndarray:
 
 def fit_2pl(table: pd.DataFrame | ResponseMatrix, *, rest: str = "domain", nodes: int | None = NODES,
             tol: float = TOL) -> IRTFit:
-    """Fit the 2PL item response model to an item table, a trait per domain or one for the test.
+    """Fit the 2PL to an item table (or its :func:`response_matrix`), a trait per domain or one for the test.
 
     Parameters
     ----------
     table : pandas.DataFrame or ResponseMatrix
-        Item table (``model, domain, item, correct``) or its :func:`response_matrix`.
+        Item table (``model, domain, item, correct``).
     rest : {"domain", "test"}
-        One trait per domain, each domain's items fitted separately (default), or one
-        trait for the whole test (as the item audit's ``rest``).
+        A trait per domain, fitted separately (default), or one for the whole test.
     nodes, tol
-        Quadrature nodes and convergence tolerance (see :func:`fit_2pl_matrix`).
+        As :func:`fit_2pl_matrix`.
 
     Returns
     -------
     IRTFit
-        ``items`` with the columns of :data:`ITEM_COLUMNS`:
-
-        ``slope``, ``intercept`` (a, c), ``difficulty`` b = −c/a, ``loading`` λ and
-        their standard errors (``se_*``; b and λ by the delta method:
-        var b = (c/a²)² var a + (1/a)² var c − 2 (c/a³) cov(a, c),
-        se λ = se a · (1/1.702)(1 + (a/1.702)²)^(−3/2)); ``n_models`` with a response,
-        ``p_correct``; flags ``flag_zero_variance`` (all responders right, or all wrong:
-        set aside, parameters NaN), ``flag_negative_loading`` (λ < 0),
-        ``flag_weak_loading`` (0 ≤ λ < 0.3), ``flag_extreme_difficulty`` (|b| > 5, PISA);
-        ``note``. ``abilities``: per (model, group) the EAP ability ``theta`` and its
-        posterior SD ``theta_sd`` on the group's N(0, 1) scale.
-
-    Raises
-    ------
-    JaggedInputError
-        Bad item table (see :func:`response_matrix`) or ``rest`` not "domain"/"test".
+        ``items``: ``slope``, ``intercept``, ``difficulty`` b = −c/a, ``loading`` λ with
+        ``se_*`` (b and λ by the delta method: var b = (c/a²)² var a + (1/a)² var c −
+        2 (c/a³) cov(a, c), se λ = se a · (1/1.702)(1 + (a/1.702)²)^(−3/2)), ``n_models``,
+        ``p_correct``, ``flag_zero_variance`` (all responders alike: set aside, NaN),
+        ``flag_negative_loading`` (λ < 0), ``flag_weak_loading`` (0 ≤ λ < 0.3),
+        ``flag_extreme_difficulty`` (|b| > 5, PISA), ``note``; ``abilities``: EAP ``theta`` and
+        ``theta_sd`` per (model, group) on the group's N(0, 1) scale.
 
     Notes
     -----
-    The fit itself, priors, convergence rule and standard errors: :func:`fit_2pl_matrix`.
-    Items with fewer than 2 responders are set aside like zero-variance items. A model
-    with no response in a group gets no ability row there. Domains with fewer than
-    :data:`MIN_TRAIT_ITEMS` fitted items share one trait, :data:`SMALL_DOMAINS` (a note on
-    their items); a lone such group is fitted on its own (the priors keep it finite), its
-    scale resting on the priors and the N(0, 1) trait. The groups are found by one sort, so
-    memory and time stay linear in items and domains.
+    Items with fewer than 2 responders are set aside; a model with no response in a group
+    gets no ability there. Domains with fewer than :data:`MIN_TRAIT_ITEMS` fitted items share
+    one trait, :data:`SMALL_DOMAINS` (a note); a lone such group is fitted alone, its scale
+    resting on the priors. Groups come from one sort: linear in items and domains.
     """
     if rest not in ("domain", "test"):
         raise JaggedInputError(f"rest must be 'domain' or 'test', not {rest!r}")

@@ -1,18 +1,9 @@
 """Leave one domain out: each model's statistic without each domain, and whether a headline rests on one.
 
-A finding such as "the most jagged model" can rest on a single cell: a failed run scoring 0.0
-on one task makes a model's errors look uneven. These functions recompute a per-model
-statistic with each domain left out in turn (models × domains, vectorised: no loop over
-models or domains) and say where the value rests on one domain:
-
-* :func:`cv_without` — ``cv_error`` without each domain;
-* :func:`relative_without` — the relative jaggedness (raw or noise-corrected) without each
-  domain, from the fitted decomposition;
-* :func:`wedge_without` — each model's wedge under each profile without each domain;
-* :func:`rests_on` — per model, the domain whose removal halves its value (the tables' mark);
-* :func:`headline_rests_on` — for the model a headline names, the domain whose removal halves
-  its value or ends its lead, with its value and the new leader;
-* :func:`add_rests_on` — the marks as metrics-table columns.
+A finding such as "the most jagged model" can rest on one cell (a failed run scoring 0.0 on
+one task). :func:`cv_without`, :func:`relative_without` and :func:`wedge_without` recompute a
+statistic with each domain left out (models × domains, vectorised); :func:`rests_on`,
+:func:`headline_rests_on` and :func:`add_rests_on` say where a value rests on one domain.
 """
 
 from __future__ import annotations
@@ -44,20 +35,10 @@ def _without(values: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def cv_without(scores: pd.DataFrame) -> pd.DataFrame:
-    """``cv_error`` of every model with each domain left out.
+    """Models × domains: ``cv_error`` over the model's other domains, √(SS'/n')/ē'.
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Models × domains (sorted names): the population CV of the model's error rates over
-        its other domains, √(SS'/n')/ē' (:func:`jagged.stats.metrics.cv_error`); for a domain
-        the model lacks, its ``cv_error`` as it is; NaN where fewer than 2 domains remain or
-        no error is left (ē' = 0).
+    For a domain the model lacks, its ``cv_error`` as it is; NaN where fewer than 2 domains
+    remain or no error is left.
     """
     models, domains, error, _ = score_grid(scores)
     present = ~np.isnan(error)
@@ -68,31 +49,16 @@ def cv_without(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def relative_without(decomposition: Decomposition, *, corrected: bool) -> pd.DataFrame:
-    """The relative jaggedness of every model with each domain left out.
+    """Models × domains: the relative jaggedness over the model's other fitted domains.
 
-    Parameters
-    ----------
-    decomposition : Decomposition
-        The fit of the whole table (:func:`jagged.stats.decomposition.decompose`).
-    corrected : bool
-        √max(V' − N̂', 0) (``relative_jaggedness_corrected``; needs item counts) instead of
-        √V' (``relative_jaggedness``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Models × domains: :func:`jagged.stats.relative.model_structure`'s value over the
-        model's other fitted domains; for a domain the model lacks, its value as it is; NaN
-        where fewer than 2 domains remain or nothing was fitted.
+    √max(V' − N̂', 0) when ``corrected`` (needs item counts), else √V'. For a domain the model
+    lacks, its value as it is; NaN where fewer than 2 domains remain or nothing was fitted.
 
     Notes
     -----
-    On a complete table, leaving domain d out of the least-squares fit moves every other
-    residual of model m by the same amount, r_md/(D − 1) (the model's mean changes, the
-    other domains' means do not), so the spread of its remaining residuals is exactly its
-    relative jaggedness refitted without d. On an unbalanced table this is the first-order
-    value (the fit is not redone). The noise N̂' = ((D' − 1)/D'²) Σ_{d'≠d} v(1 − h) drops the
-    domain's term, as in :func:`jagged.stats.relative.residual_spread`.
+    On a complete table, leaving d out of the fit moves every other residual of model m by
+    r_md/(D − 1), so the spread of the remaining residuals is exactly the refitted value; on an
+    unbalanced table it is the first-order value. N̂' drops the domain's noise term.
     """
     dec = decomposition
     ok = dec.fitted
@@ -110,23 +76,11 @@ def relative_without(decomposition: Decomposition, *, corrected: bool) -> pd.Dat
 
 
 def wedge_without(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFrame:
-    """The wedge of every model under every profile with each domain left out.
+    """The wedge of every (model, profile) with each domain left out, index (``model``, ``profile``).
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    weights : pandas.DataFrame
-        Profiles × domains weight matrix (:func:`jagged.stats.weights.resolve_profiles`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index (``model``, ``profile``), columns the score domains: macro' − dep' over the
-        model's other domains, the profile's weights renormalised to them,
-        dep' = (dep − w_d s_d)/(1 − w_d); for a domain the model lacks, its wedge as it is;
-        NaN where its dep_score is undefined (a weighted domain unscored) or the profile puts
-        all its weight on the domain left out.
+    macro' − dep' with dep' = (dep − w_d s_d)/(1 − w_d). For a domain the model lacks, its
+    wedge as it is; NaN where its dep_score is undefined or the profile puts all its weight on
+    the domain left out.
     """
     models, domains, error, _ = score_grid(scores)
     s = 1.0 - error                                                   # M × D, NaN where missing
@@ -149,21 +103,7 @@ def wedge_without(scores: pd.DataFrame, weights: pd.DataFrame) -> pd.DataFrame:
 
 
 def rests_on(values: pd.Series, without: pd.DataFrame) -> pd.Series:
-    """Per model, the domain whose removal at least halves its value ("" where none does).
-
-    Parameters
-    ----------
-    values : pandas.Series
-        The statistic per model (index: model).
-    without : pandas.DataFrame
-        The same statistic without each domain (:func:`cv_without`, :func:`relative_without`).
-
-    Returns
-    -------
-    pandas.Series
-        Index ``values.index``: the domain with the smallest value left when it is left out,
-        when that is at most half the value (and the value is positive); "" otherwise.
-    """
+    """Per model, the domain whose removal leaves at most half its (positive) value ("" where none does)."""
     grid = without.reindex(index=values.index).to_numpy(dtype=float)
     value = values.to_numpy(dtype=float)
     if grid.size == 0:
@@ -179,17 +119,10 @@ def rests_on(values: pd.Series, without: pd.DataFrame) -> pd.Series:
 
 @dataclass(frozen=True)
 class Reliance:
-    """Where a headline's value rests on one domain (:func:`headline_rests_on`).
+    """Where a headline's value rests on one domain.
 
-    Attributes
-    ----------
-    domain : str
-        The domain left out.
-    value : float
-        The named model's statistic without it.
-    leader : hashable or None
-        The label (model, or (model, profile)) that leads without it, when that is another;
-        None when the named one still leads (then its value at least halves).
+    The ``domain`` left out, the model's ``value`` without it, and the ``leader`` without it
+    (None when the named model still leads).
     """
 
     domain: str
@@ -199,33 +132,12 @@ class Reliance:
 
 def headline_rests_on(values: pd.Series, without: pd.DataFrame, model: Hashable, *, largest: bool = True
                       ) -> Reliance | None:
-    """Whether the headline "``model`` has the largest (or smallest) value" rests on one domain.
+    """Whether the headline "``model`` has the largest (or smallest) value" rests on one domain (None when not).
 
-    Parameters
-    ----------
-    values : pandas.Series
-        The statistic per model (index: model); ``model`` leads it.
-    without : pandas.DataFrame
-        The same statistic without each domain, models × domains.
-    model : hashable
-        The model the headline names (a label of ``values``' index: a (model, profile) pair for
-        the wedge).
-    largest : bool
-        The headline is about the largest value (else the smallest).
-
-    Returns
-    -------
-    Reliance or None
-        None when no domain matters that much. Otherwise the domain whose removal ends the
-        model's lead (another model's value passes its own) or at least halves its value;
-        among several, one that ends the lead first, the one with the widest margin to the
-        new leader, else the one that moves the value most.
-
-    Notes
-    -----
-    Leaving domain d out of the table changes every model's statistic (``without[:, d]``); a
-    model whose value is undefined without d drops out of that ranking, and a domain whose
-    removal leaves the named model's value undefined is not counted against it.
+    Returns the domain whose removal ends the model's lead (another's value passes its own; the
+    widest margin first) or else at least halves its value (the largest move). A model whose
+    value is undefined without d drops out of that ranking; a domain leaving the named model's
+    value undefined does not count against it.
     """
     grid = without.reindex(index=values.index)
     if model not in grid.index or grid.shape[1] == 0:
@@ -256,25 +168,10 @@ RESTS_ON_COLUMNS: tuple[str, ...] = ("cv_error_rests_on", "relative_jaggedness_r
 
 
 def add_rests_on(table: pd.DataFrame, scores: pd.DataFrame, decomposition: Decomposition) -> pd.DataFrame:
-    """Mark the models whose jaggedness rests on one domain in a metrics table (:func:`rests_on`).
+    """``table`` with :data:`RESTS_ON_COLUMNS` before ``note``: the :func:`rests_on` domain of each jaggedness.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table with ``model``, ``cv_error`` and the relative jaggedness columns
-        (:func:`jagged.stats.structure.add_structure`).
-    scores : pandas.DataFrame
-        The canonical table behind it.
-    decomposition : Decomposition
-        Its decomposition.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``table`` with :data:`RESTS_ON_COLUMNS` before ``note``: the domain without which the
-        model's ``cv_error``, and its relative jaggedness (noise-corrected with item counts,
-        raw without), would be at most half what it is; "" where no single domain carries
-        that much.
+    For ``cv_error`` and the relative jaggedness (noise-corrected with item counts, raw
+    without); "" where no single domain carries that much.
     """
     per = table.drop_duplicates("model").set_index("model")
     relative = "relative_jaggedness_corrected" if decomposition.has_n else "relative_jaggedness"

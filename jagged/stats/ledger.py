@@ -1,23 +1,10 @@
 """The item ledger: which items changed between two runs or releases, and what that does to scores.
 
-Pure functions on two item-level tables (``model, domain, item, correct`` and optionally
-``choice``, ``key``, ``text``, ``options``; see :mod:`jagged.readers.items`), called *A* (the
-earlier run or release) and *B* (the later one):
-
-* :func:`item_status` — one row per item of either side: presence, key on each side, the
-  share correct on each side and a test of whether its difficulty moved beyond noise
-  (Benjamini–Hochberg over items);
-* :func:`item_ledger` — the rows of :func:`item_status` whose status changed, with the
-  ``change`` column (``added``, ``removed``, ``key_changed``, ``text_changed``,
-  ``difficulty_moved``);
-* :func:`rescore_by_domain`, :func:`rescore_by_model` — what applying B's changed keys to
-  A's recorded choices does to each model's domain and macro scores;
-* :func:`paired_items`, :func:`run_noise`, :func:`noise_floor` — the results both sides have
-  for the same (model, item), and, when A and B are repeated runs of the same models (a
-  model name on both sides is a repeat of that model), how many results flip between runs
-  and the run-to-run noise floor of the macro score.
-
-Everything is vectorised with pandas group sums; there is no loop over items or models.
+Pure, vectorised functions on two item-level tables, *A* (earlier) and *B* (later):
+:func:`item_status` and :func:`item_ledger` (presence, keys, text, difficulty moved beyond
+noise), :func:`rescore_by_domain` and :func:`rescore_by_model` (B's changed keys applied to
+A's choices), :func:`paired_items`, :func:`run_noise` and :func:`noise_floor` (repeated runs:
+a model name on both sides is a repeat of that model).
 """
 
 from __future__ import annotations
@@ -48,7 +35,8 @@ def names(column: pd.Series) -> np.ndarray:
     return labels[codes]  # code -1 (missing) picks the trailing None
 
 
-def _plain(items: pd.DataFrame, side: str) -> pd.DataFrame:
+def _plain(items: pd.DataFrame, side: str,
+           optional: tuple[str, ...] = ("choice", "key", *TEXT_COLUMNS)) -> pd.DataFrame:
     """The columns the ledger uses, as plain object/float columns (Categoricals of two files never mix)."""
     missing = [c for c in ("model", "domain", "item", "correct") if c not in items.columns]
     if missing:
@@ -57,7 +45,7 @@ def _plain(items: pd.DataFrame, side: str) -> pd.DataFrame:
         "model": names(items["model"]), "domain": names(items["domain"]), "item": names(items["item"]),
         "correct": items["correct"].to_numpy(dtype=float),
     })
-    for column in ("choice", "key", *TEXT_COLUMNS):
+    for column in optional:
         if column in items.columns:
             out[column] = names(items[column])
     return out
@@ -131,61 +119,30 @@ def item_status(items_a: pd.DataFrame, items_b: pd.DataFrame, *, alpha: float = 
     Parameters
     ----------
     items_a, items_b : pandas.DataFrame
-        Item-level tables of A and B (``model``, ``domain``, ``item``, ``correct``;
-        optional ``choice``, ``key``, ``text``, ``options``).
+        Item tables (``model, domain, item, correct``; optional ``choice, key, text, options``).
     alpha : float
         False discovery rate for ``difficulty_moved`` (q < alpha).
 
     Returns
     -------
     pandas.DataFrame
-        One row per item (sorted by domain, then item id), columns
-
-        ``item``, ``domain``
-            identifier and domain (B's where the item is in B, else A's);
-        ``change``
-            the first of :data:`CHANGES` that applies (``""``: unchanged);
-        ``changes``
-            every change that applies, ``"; "``-joined (e.g. ``"key_changed; difficulty_moved"``);
-        ``in_a``, ``in_b``
-            whether the side has results for the item;
-        ``key_a``, ``key_b``
-            the side's key: the most frequent non-empty ``key`` among its models (None
-            without one);
-        ``n_models_a``, ``n_models_b``
-            models with a result for the item on each side;
-        ``n_paired``
-            models with a result on both sides;
-        ``share_a``, ``share_b``, ``share_delta``
-            mean ``correct`` on each side over the paired models (over all the side's
-            models when none pairs), and share_b − share_a;
-        ``p_value``, ``q_value``
-            the test below and its Benjamini–Hochberg adjustment over all tested items;
-        ``test``
-            which test (empty for items on one side only);
-        ``text_a``, ``text_b`` (``options_a``, ``options_b``)
-            only when both sides have the column.
+        One row per item by domain and item (:data:`STATUS_COLUMNS`): ``domain`` (B's where
+        in B); ``change``, the first of :data:`CHANGES` that applies ("" unchanged), and
+        ``changes``, all of them "; "-joined; ``in_a``, ``in_b``; ``key_a``, ``key_b`` (the
+        side's most frequent key); ``n_models_a/_b``; ``n_paired``; ``share_a``, ``share_b``
+        (over the paired models, or all the side's models when none pairs) and
+        ``share_delta``; ``p_value``, ``q_value``, ``test``; ``text_a/_b``, ``options_a/_b``
+        when both sides have the column.
 
     Notes
     -----
-    *Changes.* ``added``: in B, not in A; ``removed``: in A, not in B; ``key_changed``:
-    both sides have a key and key_a ≠ key_b; ``text_changed``: both tables have a
-    ``text`` (or ``options``) column, both sides give the item one, and they differ;
-    ``difficulty_moved``: q < alpha.
-
-    *Difficulty.* For the n paired models (a result on both sides), let u count those
-    scoring higher in B (x_b > x_a) and v those scoring lower. Under "same difficulty"
-    u ~ Binomial(u + v, 1/2), and the two-sided exact p-value is
-    min(1, 2 · F(min(u, v); u + v, 1/2)); for 0/1 results this is the exact McNemar test.
-    u + v = 0 gives p = 1. When the item is on both sides but no model answered it on
-    both, the shares over each side's models are compared with the pooled two-proportion
-    z-test, z = (p_b − p_a) / √(p̄(1 − p̄)(1/n_a + 1/n_b)) (p = 1 when p̄ is 0 or 1). The
-    p-values of all tested items are adjusted with Benjamini–Hochberg
-    (:func:`jagged.stats.fdr.q_values`), so among the items flagged ``difficulty_moved`` the
-    expected share of false discoveries is at most alpha.
-
-    A key change moves the share correct by itself, so a key-changed item is often also
-    ``difficulty_moved``; ``change`` then says ``key_changed`` and ``changes`` both.
+    ``key_changed``: both keys known and different; ``text_changed``: both sides give a text
+    (or options) and they differ after stripping; ``difficulty_moved``: q < alpha.
+    *Difficulty*: of the paired models, u score higher in B and v lower; p =
+    min(1, 2 F(min(u, v); u + v, ½)) (exact McNemar for 0/1; u + v = 0 gives 1). On both sides
+    without a paired model: pooled two-proportion z-test, z = (p_b − p_a) / √(p̄(1 − p̄)(1/n_a
+    + 1/n_b)) (p = 1 when p̄ is 0 or 1). Benjamini–Hochberg q-values over all tested items. A
+    key change moves the share by itself: ``change`` then says ``key_changed``.
     """
     if not 0 < alpha < 1:
         raise JaggedInputError(f"false discovery rate alpha must lie between 0 and 1, not {alpha!r}")
@@ -232,21 +189,7 @@ def item_status(items_a: pd.DataFrame, items_b: pd.DataFrame, *, alpha: float = 
 
 
 def item_ledger(items_a: pd.DataFrame, items_b: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per item whose status changed between A and B.
-
-    Parameters
-    ----------
-    items_a, items_b : pandas.DataFrame
-        Item-level tables (see :func:`item_status`).
-    alpha : float
-        False discovery rate for ``difficulty_moved``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The rows of :func:`item_status` with a non-empty ``change``, in :data:`CHANGES`
-        order, then by q-value (most significant first), domain and item.
-    """
+    """The rows of :func:`item_status` with a change, in :data:`CHANGES` order, then by q-value, domain and item."""
     status = item_status(items_a, items_b, alpha=alpha)
     out = status[status["change"] != ""].copy()
     out["_order"] = out["change"].map({c: k for k, c in enumerate(CHANGES)})
@@ -255,34 +198,13 @@ def item_ledger(items_a: pd.DataFrame, items_b: pd.DataFrame, *, alpha: float = 
 
 
 def rescore_by_domain(items_a: pd.DataFrame, new_keys: pd.Series | pd.DataFrame) -> pd.DataFrame:
-    """A's domain scores with A's recorded choices re-scored against changed keys.
+    """A's (model, domain) scores with A's recorded choices re-scored against changed keys.
 
-    Parameters
-    ----------
-    items_a : pandas.DataFrame
-        Item-level table with ``choice`` (the option each model chose).
-    new_keys : pandas.Series or pandas.DataFrame
-        The new key per item: a Series indexed by item id, or a ledger/status table
-        (its ``key_changed`` rows' ``key_b`` are used).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (model, domain) of A (sorted): ``model``, ``domain``, ``n_items``,
-        ``n_rescored`` (results whose item got a new key), ``n_gained`` (wrong → right),
-        ``n_lost`` (right → wrong), ``score_before``, ``score_after``, ``score_delta``.
-
-    Raises
-    ------
-    JaggedInputError
-        When A has no ``choice`` column.
-
-    Notes
-    -----
-    For a result on an item with a new key k', correct' = 1 if choice = k' else 0 (no
-    extracted choice: 0); other results keep ``correct``. Scores are means over the
-    model's items in the domain, as in :func:`jagged.readers.items.aggregate_items`, so
-    ``score_before`` equals A's own scores.
+    ``new_keys`` is a Series item → new key, or a ledger (its ``key_changed`` rows' ``key_b``).
+    Returns ``model, domain, n_items, n_rescored, n_gained`` (wrong → right), ``n_lost``,
+    ``score_before``, ``score_after``, ``score_delta``. A result on a re-keyed item scores 1
+    when its choice is the new key, else 0 (no choice: 0); others keep ``correct``, so
+    ``score_before`` equals A's scores. JaggedInputError when A has no ``choice``.
     """
     if "choice" not in items_a.columns:
         raise JaggedInputError("the item table of side A has no 'choice' column: key changes cannot be re-scored")
@@ -309,25 +231,9 @@ def rescore_by_domain(items_a: pd.DataFrame, new_keys: pd.Series | pd.DataFrame)
 
 
 def rescore_by_model(by_domain: pd.DataFrame) -> pd.DataFrame:
-    """Per model, what the re-scoring of :func:`rescore_by_domain` does to macro score and CV.
+    """Per model, :func:`rescore_by_domain`'s counts and its macro score and cv_error before, after and their delta.
 
-    Parameters
-    ----------
-    by_domain : pandas.DataFrame
-        Output of :func:`rescore_by_domain`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per model (sorted): ``model``, ``n_rescored``, ``n_gained``, ``n_lost``,
-        ``macro_score_before``, ``macro_score_after``, ``macro_score_delta``,
-        ``cv_error_before``, ``cv_error_after``, ``cv_error_delta``.
-
-    Notes
-    -----
-    macro = (1/D) Σ_d s_d over the model's domains; cv_error = population sd of
-    e_d = 1 − s_d over their mean (:func:`jagged.stats.metrics.cv_error`; NaN with no
-    error or fewer than 2 domains).
+    cv_error = population sd of e_d = 1 − s_d over their mean (NaN with no error or fewer than 2 domains).
     """
     frame = by_domain.assign(e_before=1.0 - by_domain["score_before"], e_after=1.0 - by_domain["score_after"])
     g = frame.groupby("model", sort=True)
@@ -346,59 +252,23 @@ def rescore_by_model(by_domain: pd.DataFrame) -> pd.DataFrame:
 
 
 def paired_items(items_a: pd.DataFrame, items_b: pd.DataFrame) -> pd.DataFrame:
-    """The (model, item) results found on both sides, in the same domain.
+    """The (model, item) results on both sides in the same domain: ``model, domain, item, correct_a, correct_b``."""
+    keys = ["model", "domain", "item"]
+    out = _plain(items_a, "A", ()).merge(_plain(items_b, "B", ()), on=keys, suffixes=("_a", "_b"))
+    return out.sort_values(keys, kind="mergesort").reset_index(drop=True)
 
-    Parameters
-    ----------
-    items_a, items_b : pandas.DataFrame
-        Item-level tables (``model``, ``domain``, ``item``, ``correct``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``domain``, ``item``, ``correct_a``, ``correct_b``, sorted by model,
-        domain and item. An item filed under another domain on the other side is left out
-        (it is not like for like).
-    """
-    def plain(table: pd.DataFrame) -> pd.DataFrame:
-        return pd.DataFrame({"model": names(table["model"]), "domain": names(table["domain"]),
-                             "item": names(table["item"]), "correct": table["correct"].to_numpy(dtype=float)})
-
-    out = plain(items_a).merge(plain(items_b), on=["model", "domain", "item"], suffixes=("_a", "_b"))
-    return out.sort_values(["model", "domain", "item"], kind="mergesort").reset_index(drop=True)
-
-
-# --------------------------------------------------------------------------- repeated runs
 
 def run_noise(items_a: pd.DataFrame, items_b: pd.DataFrame) -> pd.DataFrame:
     """Per model, how much its macro score moves between two repeated runs on the same items.
 
-    Parameters
-    ----------
-    items_a, items_b : pandas.DataFrame
-        Item-level results of two runs: a model name on both sides is a repeat of that
-        model; only the items it answered in both runs (same item, same domain) count.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per model on both sides (sorted): ``model``, ``n_domains``, ``n_items``
-        (paired results), ``n_flips`` (results that differ), ``flip_share``
-        (n_flips / n_items), ``macro_score_delta`` (B − A on the paired items) and
-        ``macro_delta_sd`` (the run-to-run sd of that delta, formula below).
-
-    Raises
-    ------
-    JaggedInputError
-        When no model repeats on the same items.
+    Returns ``model, n_domains, n_items`` (paired results), ``n_flips``, ``flip_share``,
+    ``macro_score_delta`` (B − A) and ``macro_delta_sd``; JaggedInputError when no result pairs.
 
     Notes
     -----
-    With δ_i = x_B,i − x_A,i for the model's paired items, the macro delta is
-    Δ = (1/D) Σ_d (1/n_d) Σ_{i∈d} δ_i. If the two runs are exchangeable (repeats of one
-    model), E[δ_i] = 0 and Var(δ_i) = E[δ_i²], estimated by δ_i² (1 for a flipped 0/1
-    result), independently across items, so Var(Δ) = (1/D²) Σ_d (1/n_d²) Σ_{i∈d} δ_i²
-    and ``macro_delta_sd`` = √Var(Δ).
+    With δ_i = x_B,i − x_A,i, Δ = (1/D) Σ_d (1/n_d) Σ_{i∈d} δ_i. For exchangeable runs
+    E δ_i = 0 and Var δ_i is estimated by δ_i², independently across items:
+    Var(Δ) = (1/D²) Σ_d (1/n_d²) Σ_{i∈d} δ_i², ``macro_delta_sd`` = √Var(Δ).
     """
     paired = paired_items(items_a, items_b)
     if paired.empty:
@@ -419,32 +289,12 @@ def run_noise(items_a: pd.DataFrame, items_b: pd.DataFrame) -> pd.DataFrame:
 
 
 def noise_floor(runs: pd.DataFrame, *, z: float = 1.96) -> pd.DataFrame:
-    """The run-to-run noise floor of a field of models, from :func:`run_noise`.
+    """The run-to-run noise floor of a field of models, from :func:`run_noise` (one row).
 
-    Parameters
-    ----------
-    runs : pandas.DataFrame
-        Output of :func:`run_noise`.
-    z : float
-        Normal quantile for ``min_detectable_difference`` (1.96: two-sided 95 %).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row: ``n_models``, ``n_items`` (paired results), ``flip_share`` (pooled
-        Σ flips / Σ items), ``macro_delta_rms`` (observed √mean_m Δ_m²),
-        ``noise_floor`` (√mean_m Var(Δ_m), the expected sd of a macro-score difference
-        between two runs), ``min_detectable_difference`` (z · noise_floor).
-
-    Notes
-    -----
-    One run's macro score scatters around the model's long-run value with sd σ, and a
-    difference of two single runs (the same model twice, or two models once each) has sd
-    √2 σ, which is what Var(Δ) estimates. A difference between two models in one run, or
-    of one model between two runs, is beyond run-to-run noise when it exceeds
-    ``min_detectable_difference``. ``macro_delta_rms`` is the same quantity observed
-    across the models and checks the assumption that the runs are exchangeable (it should
-    be close to ``noise_floor``).
+    ``n_models``, ``n_items``, pooled ``flip_share``, ``macro_delta_rms`` = √mean_m Δ_m²
+    (observed), ``noise_floor`` = √mean_m Var(Δ_m) (the expected sd of a difference of two
+    single runs), ``min_detectable_difference`` = z · noise_floor. The rms should be close to
+    the floor when the runs are exchangeable.
     """
     if runs.empty:
         raise JaggedInputError("no repeated runs: the noise floor needs models on both sides")

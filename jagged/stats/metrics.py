@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError, JaggedWarning
+from jagged.stats.deployment import score_matrix
+from jagged.stats.intervals import wilson_interval
 
 METRIC_COLUMNS: tuple[str, ...] = (
     "model", "n_domains", "complete", "macro_score", "mean_error", "sd_error", "cv_error", "note",
@@ -18,48 +20,16 @@ NOTE_FEW_DOMAINS = "fewer than 2 domains: CV undefined"
 
 
 def cv_error(scores: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Coefficient of variation of the error rates e = 1 - s along an axis.
-
-    Parameters
-    ----------
-    scores : array_like
-        Domain scores s_d in [0, 1].
-    axis : int
-        Axis over domains.
-
-    Returns
-    -------
-    numpy.ndarray
-        sqrt(Var_d(e_d)) / E_d[e_d] with the population variance (ddof=0); NaN where
-        the mean error is 0.
-
-    Notes
-    -----
-    Same recipe as the reference card and ``scipy.stats.variation(e, ddof=0)``.
-    """
+    """CV of the error rates e = 1 − s along ``axis`` (``scipy.stats.variation(e, ddof=0)``); NaN at mean 0."""
     errors = 1.0 - np.asarray(scores, dtype=float)
     return cv_from_moments(errors.mean(axis=axis), errors.std(axis=axis, ddof=0))
 
 
 def cv_from_moments(mean: np.ndarray, sd: np.ndarray, n: np.ndarray | None = None) -> np.ndarray:
-    """The coefficient of variation sd / mean of error rates, from their mean and population sd.
+    """sd / mean of error rates from their mean and population sd; NaN where the mean is not positive or ``n`` < 2.
 
-    Parameters
-    ----------
-    mean, sd : array_like
-        Mean and population sd (ddof = 0) of the error rates, elementwise.
-    n : array_like, optional
-        How many error rates each pair summarises; with it, fewer than 2 give NaN.
-
-    Returns
-    -------
-    numpy.ndarray
-        sd / mean; NaN where the mean is not positive (no errors: CV undefined) or n < 2.
-
-    Notes
-    -----
-    The one CV formula of jagged: :func:`cv_error`, :func:`jaggedness` and the category
-    level of :mod:`jagged.stats.hierarchy` all use it.
+    The one CV formula of jagged (:func:`cv_error`, :func:`jaggedness`, the category level of
+    :mod:`jagged.stats.hierarchy`).
     """
     mean = np.asarray(mean, dtype=float)
     sd = np.asarray(sd, dtype=float)
@@ -96,12 +66,7 @@ def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _group_summer(codes: np.ndarray, n_groups: int):
-    """Return a function summing a per-row array within groups given by ``codes``.
-
-    When rows come grouped (codes non-decreasing, as in a table sorted by model) the sums
-    are contiguous segment sums (``numpy.add.reduceat``, several times faster than a
-    weighted ``bincount``); otherwise ``bincount`` with weights.
-    """
+    """A function summing a per-row array within the groups of ``codes``: segment sums when the rows come grouped."""
     if len(codes) and (codes[1:] >= codes[:-1]).all():
         starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
         present = codes[starts]
@@ -116,40 +81,20 @@ def _group_summer(codes: np.ndarray, n_groups: int):
 
 
 def jaggedness(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per-model jaggedness table from a canonical per-domain score table.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical table with columns ``model``, ``domain``, ``score`` (see
-        :func:`jagged.validate_scores`).
+    """Per-model jaggedness table from a canonical per-domain score table (``model, domain, score``).
 
     Returns
     -------
     pandas.DataFrame
-        One row per model, sorted by model name, with columns
-
-        ``model``
-            model name;
-        ``n_domains``
-            D, the number of domains the model has a score for;
-        ``complete``
-            True when the model has every domain that appears in the table;
-        ``macro_score``
-            S_macro = (1/D) sum_d s_d;
-        ``mean_error``
-            E_d[e_d] with e_d = 1 - s_d;
-        ``sd_error``
-            population standard deviation sqrt((1/D) sum_d (e_d - E[e])^2) (ddof=0);
-        ``cv_error``
-            the jaggedness penalty CV_d(e_d) = sd_error / mean_error;
-        ``note``
-            empty unless something needs saying.
+        One row per model, sorted (:data:`METRIC_COLUMNS`): ``n_domains`` D, ``complete``
+        (has every domain of the table), ``macro_score`` (1/D) Σ_d s_d, ``mean_error`` of
+        e_d = 1 − s_d, ``sd_error`` (population, ddof 0), ``cv_error`` = sd_error /
+        mean_error, ``note``.
 
     Raises
     ------
     JaggedInputError
-        When no model has scores in at least two domains.
+        No model has scores in at least two domains.
 
     Warns
     -----
@@ -158,16 +103,9 @@ def jaggedness(scores: pd.DataFrame) -> pd.DataFrame:
 
     Notes
     -----
-    Edge-case policy:
-
-    * ``mean_error == 0`` (every domain perfect): ``cv_error`` is NaN (empty in CSV) and
-      the note is ``"no errors: CV undefined"``.
-    * fewer than 2 domains: ``cv_error`` is NaN, the note says so and a warning is issued.
-    * no model with 2 or more domains: error.
-
-    The variance is computed in two passes (mean first, then squared deviations), so it
-    stays accurate when errors are nearly equal. Everything is vectorised over models
-    with ``numpy.bincount``; there is no per-model Python loop.
+    ``mean_error == 0``: ``cv_error`` NaN, note :data:`NOTE_NO_ERRORS`; fewer than 2 domains:
+    NaN, note and warning. The variance takes two passes (mean, then squared deviations), so
+    it stays accurate for nearly equal errors; vectorised over models.
     """
     model_codes, models = _codes(scores["model"])
     model_codes = model_codes.astype(np.intp, copy=False)  # bincount would convert on every call
@@ -208,39 +146,15 @@ def jaggedness(scores: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-# --------------------------------------------------------------------------- one model against the field
-
 def domain_errors(scores: pd.DataFrame, model: str, *, ci: float = 0.95) -> pd.DataFrame:
-    """A model's error rate in each of its domains, against the other models'.
+    """A model's error rate in each of its domains against the other models', worst first (ties by domain).
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    model : str
-        The model.
-    ci : float
-        Level of the per-domain interval.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per domain the model has a score in, worst (highest error) first, ties by
-        domain: ``domain``, ``error`` (e_d = 1 − s_d), ``error_lo`` / ``error_hi`` (Wilson
-        interval from ``n_items``, :func:`jagged.stats.intervals.wilson_interval`; NaN when
-        unknown), ``n_items``, ``field_n`` (*other* models scored in the domain),
-        ``field_min``, ``field_q25``, ``field_median``, ``field_q75``, ``field_max`` (their
-        error rates; NaN when ``field_n`` is 0), ``vs_median`` (``error − field_median``),
-        ``rank`` among ``ranked`` models, fewest errors first (ties share the best place).
-
-    Raises
-    ------
-    JaggedInputError
-        When the model has no scores.
+    Columns ``domain``, ``error``, its Wilson interval ``error_lo``/``error_hi`` at ``ci``
+    (from ``n_items``; NaN when unknown), ``n_items``, ``field_n`` (other models scored there),
+    ``field_min``, ``field_q25``, ``field_median``, ``field_q75``, ``field_max`` (NaN when
+    ``field_n`` is 0), ``vs_median``, ``rank`` among ``ranked`` models (fewest errors first,
+    ties share the best place). JaggedInputError when the model has no scores.
     """
-    from jagged.stats.deployment import score_matrix
-    from jagged.stats.intervals import wilson_interval
-
     wide = score_matrix(scores)
     if model not in wide.index:
         raise JaggedInputError(f"no scores for model {model!r}")
@@ -269,22 +183,11 @@ def domain_errors(scores: pd.DataFrame, model: str, *, ci: float = 0.95) -> pd.D
 
 
 def jaggedness_rank(table: pd.DataFrame, model: str) -> pd.DataFrame:
-    """A model's row of a metrics table with its places among the models.
+    """A model's metrics row (first profile row) with ``macro_rank``, ``cv_rank``, ``ranked`` and ``field_median_cv``.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        :func:`jagged.analysis.metrics_table` (profile rows: the model's first is used).
-    model : str
-        The model.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The model's row (``profile`` dropped) with ``macro_rank`` (1 = highest macro score),
-        ``cv_rank`` (1 = most jagged; missing when its ``cv_error`` is undefined), ``ranked``
-        (models with a defined ``cv_error``) and ``field_median_cv`` (the other models'
-        median ``cv_error``). Competition ranks: ties share the best place.
+    Competition ranks (ties share the best place): 1 = highest macro score, 1 = most jagged
+    (``<NA>`` when its cv_error is undefined) among the ``ranked`` models with a cv_error;
+    ``field_median_cv`` over the other models.
     """
     rows = table.drop(columns="profile", errors="ignore").drop_duplicates("model").reset_index(drop=True)
     if model not in set(rows["model"]):

@@ -1,12 +1,12 @@
-"""Independent pieces of one statistic on the machine's cores: threads over numpy work, one BLAS thread each."""
+"""Independent pieces of one statistic on the machine's cores, and the package's one BLAS thread limiter."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -24,31 +24,16 @@ def thread_map(fn: Callable[[T], R], items: Iterable[T], *, sizes: Sequence[floa
                workers: int | None = None) -> list[R]:
     """``[fn(x) for x in items]``, the calls spread over threads; results in the order of ``items``.
 
-    Parameters
-    ----------
-    fn : callable
-        A function whose work is numpy's (array operations release the GIL); it must not
-        depend on the order of the calls.
-    items : iterable
-        Its arguments.
-    sizes : sequence of float, optional
-        The work of each item: the largest are started first, so that the threads finish
-        together.
-    workers : int, optional
-        Threads (default: :func:`available_cores`, at most one per item).
-
-    Returns
-    -------
-    list
-        ``fn(x)`` for every item, in order.
+    ``fn`` does numpy work (releasing the GIL) and must not depend on the order of the calls;
+    ``sizes`` (each item's work) starts the largest first; ``workers`` defaults to
+    :func:`available_cores`.
 
     Notes
     -----
-    With one worker, or one item, the calls run here, one after the other. With more,
-    BLAS is held to one thread for the duration (``threadpoolctl``, when installed): the
-    threads already use the cores, and BLAS's own threads on top would compete with them.
-    Each result is what the call returns alone, so the output does not depend on the
-    number of threads. An exception in any call is raised here after the others finished.
+    With one worker or one item the calls run here in turn. With more, BLAS is held to one
+    thread (:func:`one_blas_thread`): the threads already use the cores. Each result is what
+    the call returns alone, whatever the number of threads; an exception is raised here after
+    the other calls finished.
     """
     items = list(items)
     n = min(len(items), available_cores() if workers is None else max(int(workers), 1))
@@ -57,15 +42,23 @@ def thread_map(fn: Callable[[T], R], items: Iterable[T], *, sizes: Sequence[floa
     order = list(range(len(items)))
     if sizes is not None:
         order.sort(key=lambda i: -float(sizes[i]))
-    with _one_blas_thread(), ThreadPoolExecutor(max_workers=n) as pool:
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=n) as pool:
         futures = {i: pool.submit(fn, items[i]) for i in order}
         return [futures[i].result() for i in range(len(items))]
 
 
-def _one_blas_thread() -> Any:
-    """threadpoolctl's one-BLAS-thread limit, or nothing when threadpoolctl is missing."""
+@contextlib.contextmanager
+def one_blas_thread(when: bool = True) -> Iterator[None]:
+    """Hold BLAS to one thread (``threadpoolctl``) while ``when``; the package's one thread limiter.
+
+    Without ``threadpoolctl`` (a dependency, tolerated when missing) nothing changes.
+    """
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - a dependency; tolerated when missing
-        return nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+        when = False
+    if not when:
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

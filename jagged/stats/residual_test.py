@@ -14,40 +14,21 @@ from jagged.errors import JaggedInputError
 def residual_departures(cells: pd.DataFrame, *, ci: float = 0.95) -> pd.DataFrame:
     """Sampling intervals of the residuals and a per-model Bonferroni test of "departs from the field".
 
-    Parameters
-    ----------
-    cells : pandas.DataFrame
-        One row per fitted (model, domain) cell with ``model``, ``domain``, ``error``,
-        ``expected_error``, ``residual``, ``residual_se`` and ``z``, as
-        :meth:`jagged.stats.decomposition.Decomposition.residuals` returns.
-    ci : float
-        Level of the intervals and of the test, in (0, 1).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``domain``, ``error``, ``expected_error``, ``residual``, ``residual_lo``,
-        ``residual_hi``, ``z``, ``z_limit``, ``departs``, one row per cell in the input's order: ``residual_lo`` /
-        ``residual_hi`` the interval residual ∓ z_ci · se (NaN without a standard error),
-        ``z_limit`` the model's Bonferroni limit, ``departs`` +1 (more errors than expected,
-        z > z_limit), −1 (fewer, z < −z_limit) or 0 (within noise, or z unknown).
-
-    Raises
-    ------
-    JaggedInputError
-        When ``ci`` is not in (0, 1) or a column is missing.
+    ``cells`` as :meth:`jagged.stats.decomposition.Decomposition.residuals` returns them; one
+    row per cell in their order: ``model, domain, error, expected_error, residual``,
+    ``residual_lo``/``residual_hi``, ``z``, ``z_limit``, ``departs`` (+1 more errors than
+    expected, −1 fewer, 0 within noise or z unknown). JaggedInputError when ``ci`` is not in
+    (0, 1) or a column is missing.
 
     Notes
     -----
-    With D_m the number of cells of model m and se = ``residual_se``::
+    With D_m the model's cells and se = ``residual_se``::
 
-        z_ci    = Φ⁻¹((1 + ci) / 2)
-        z_limit = Φ⁻¹(1 − (1 − ci) / (2 D_m))
-        departs = sign(z) · [|z| > z_limit]
+        interval = residual ∓ Φ⁻¹((1 + ci) / 2) · se
+        z_limit  = Φ⁻¹(1 − (1 − ci) / (2 D_m))
+        departs  = sign(z) · [|z| > z_limit]
 
-    The two-sided Bonferroni limit over a model's D_m domains keeps the chance that an
-    even model (every residual pure noise) is flagged in some domain at most 1 − ci.
-    A NaN ``z`` (no item counts) never departs.
+    so an even model (pure noise) is flagged in some domain with probability at most 1 − ci.
     """
     if not 0 < ci < 1:
         raise JaggedInputError(f"interval level must be between 0 and 1, not {ci}")
@@ -75,24 +56,7 @@ def residual_departures(cells: pd.DataFrame, *, ci: float = 0.95) -> pd.DataFram
 
 
 def residual_profile(decomposition: Any, model: str, *, ci: float = 0.95) -> pd.DataFrame:
-    """One model's residuals by domain with :func:`residual_departures`, weakest relative to expectation first.
-
-    Parameters
-    ----------
-    decomposition : Decomposition
-        :func:`jagged.stats.decomposition.decompose` of the scores.
-    model : str
-        The model (no rows when it was not fitted).
-    ci : float
-        Level of the residual intervals and of the departure test.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per domain the model was fitted on: ``domain``, ``error``, ``expected_error``,
-        ``residual``, ``residual_lo``, ``residual_hi``, ``z``, ``departs`` (+1, −1 or 0),
-        largest residual first, ties by domain.
-    """
+    """One model's :func:`residual_departures` by domain, largest residual first (no rows when not fitted)."""
     cells = decomposition.residuals()
     mine = residual_departures(cells[cells["model"].astype(str) == str(model)], ci=ci)
     columns = ["domain", "error", "expected_error", "residual", "residual_lo", "residual_hi", "z", "departs"]

@@ -1,16 +1,10 @@
 """What changed: the benchmark or the models? The two-way view of a like-for-like change.
 
-The change of every shared (model, domain) cell, Δ_md = s^B_md − s^A_md, is split into what
-every model shares and what is each model's own,
-
-    Δ_md = μ + δ_d + β_m + ε_md,
-
-μ the overall shift, δ_d the domain's shift beyond it, β_m the model's effect (its change
-relative to the field) and ε_md the residual. :func:`field_change` fits it and gives per
-domain the field's shift μ + δ_d, per model β_m (``macro_delta_vs_field``), the intervals
-from the comparison's bootstrap replicates, and :func:`change_shares`: the share of the
-squared change that is the benchmark's (μ and δ_d) and the models' (β_m and ε_md).
-:mod:`jagged.stats.compare` draws the replicates (:func:`models_sum_of_squares` of each).
+Each shared cell's change Δ_md = s^B_md − s^A_md = μ + δ_d + β_m + ε_md: μ the overall
+shift, δ_d the domain's shift beyond it, β_m the model's change relative to the field, ε_md
+the residual. :func:`field_change` fits it, with intervals from the comparison's bootstrap
+replicates (:mod:`jagged.stats.compare`), and :func:`change_shares` gives the benchmark's and
+the models' shares of the squared change.
 """
 
 from __future__ import annotations
@@ -29,12 +23,7 @@ NOTE_FEW_MODELS = "the two-way view needs at least 2 models on both sides"
 
 
 def fit_cells(present: np.ndarray) -> np.ndarray:
-    """The cells the two-way fit uses: the present cells of the largest connected group (most cells).
-
-    ``present`` is M × D bool. Models and domains are connected when linked through shared
-    cells; the effects of two disconnected groups cannot be set against each other. Fewer than
-    2 models in that group: no cell (nothing separates the models from the benchmark).
-    """
+    """The present cells of the largest connected group (most cells) of M × D ``present``; none with < 2 models."""
     present = np.asarray(present, dtype=bool)
     if not present.any():
         return present
@@ -47,32 +36,16 @@ def fit_cells(present: np.ndarray) -> np.ndarray:
 def additive_parts(delta: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Least-squares fit of Δ_md = μ + δ_d + β_m on the cells ``keep``, vectorised over leading axes.
 
-    Parameters
-    ----------
-    delta : numpy.ndarray
-        (..., M, D) changes B − A (anything where ``keep`` is False; NaN in a kept cell makes
-        that table's parts NaN, as for a bootstrap replicate that lost a cell).
-    keep : numpy.ndarray
-        M × D bool, one connected group (:func:`fit_cells`).
-
-    Returns
-    -------
-    (mu, shift, effect, fitted)
-        μ (...), the field's shift μ + δ_d (..., D), β_m (..., M) and the fitted table
-        μ + δ_d + β_m (..., M, D); NaN for the models and domains outside ``keep``.
+    Returns μ (...), the field's shift μ + δ_d (..., D), β_m (..., M) and the fitted table
+    (..., M, D); NaN outside ``keep``'s group, and NaN parts for a table with NaN in a kept cell.
 
     Notes
     -----
-    The fitted table F = u_m + v_d of :func:`jagged.stats.decomposition.additive_wls` (unit
-    weights on the kept cells) is unique for one connected group; it is filled in for every
-    model and domain of the group, and μ = mean_md F, shift_d = mean_m F_md, β_m = mean_d F_md − μ
-    over the group's models and domains, so that Σ_d δ_d = Σ_m β_m = 0 (F is then
-    shift_d + β_m; NaN outside the group). On a complete table
-    these are the means of the classical two-way analysis of variance: shift_d is the mean
-    change of the models in domain d and β_m = macro_delta_m − mean_m macro_delta_m. On an
-    incomplete one shift_d is the fitted mean change over every model of the group (a model
-    missing a domain does not move it) and β_m is the model's change relative to the field on
-    the domains it has.
+    The fitted table F of :func:`jagged.stats.decomposition.additive_wls` (unit weights on the
+    kept cells, one connected group) gives μ = mean F, shift_d = mean_m F_md,
+    β_m = mean_d F_md − μ, so Σ δ_d = Σ β_m = 0. On a complete table these are the two-way
+    analysis of variance means (β_m = macro_delta_m − mean macro_delta); on an incomplete one a
+    model missing a domain does not move its shift.
     """
     km, kd = keep.any(axis=1), keep.any(axis=0)
     complete = bool(keep[np.ix_(km, kd)].all())  # then the fitted table's means are the data's
@@ -87,10 +60,7 @@ def additive_parts(delta: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def models_sum_of_squares(delta: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The field's shift, β_m and SS_models = Σ_kept (Δ_md − shift_d)² = Σ (β_m + ε_md)² of (..., M, D) changes.
-
-    What :mod:`jagged.stats.compare` keeps of each bootstrap replicate (see :func:`change_shares`).
-    """
+    """The field's shift, β_m and SS_models = Σ_kept (Δ_md − shift_d)² of (..., M, D) changes (kept per replicate)."""
     _, shift, effect, _ = additive_parts(delta, keep)
     rest = np.where(keep, delta - shift[..., None, :], 0.0)
     return shift, effect, (rest ** 2).sum(axis=(-2, -1))
@@ -99,46 +69,19 @@ def models_sum_of_squares(delta: np.ndarray, keep: np.ndarray) -> tuple[np.ndarr
 def change_shares(delta: np.ndarray, keep: np.ndarray, models_ss: np.ndarray | None = None) -> dict[str, float]:
     """The share of the squared change that is the benchmark's and the models'.
 
-    Parameters
-    ----------
-    delta : numpy.ndarray
-        M × D changes B − A (NaN: not shared).
-    keep : numpy.ndarray
-        M × D bool: the cells of the fit (:func:`fit_cells`).
-    models_ss : numpy.ndarray, optional
-        SS_models of each bootstrap replicate (:func:`models_sum_of_squares`; NaN: a
-        replicate that lost a cell), for ``noise``.
-
-    Returns
-    -------
-    dict
-        ``benchmark`` (= ``overall`` + ``domains``) and ``models`` (= ``model_effects`` +
-        ``residual``), which sum to 1; ``noise``: the share that sampling noise alone is
-        expected to put in the models' part (NaN without replicates); ``overall_shift``
-        (μ); ``sum_of_squares`` (Σ Δ² over every shared cell: 0 when none changed),
-        ``n_cells``, ``n_models``, ``n_domains`` (of the fit) and
-        ``complete`` (every model of the fit has every domain of it). Shares are NaN
-        when no cell changed or the fit has no cell.
+    Returns ``benchmark`` = ``overall`` + ``domains`` and ``models`` = ``model_effects`` +
+    ``residual`` (summing to 1; NaN when no cell changed), ``noise`` (the share noise alone is
+    expected to put in the models' part; NaN without ``models_ss``), ``overall_shift`` μ,
+    ``sum_of_squares`` Σ Δ², ``n_cells``, ``n_models``, ``n_domains``, ``complete``.
 
     Notes
     -----
-    Over the n kept cells, with the parts of :func:`additive_parts`:
-    SS_overall = n μ², SS_domains = Σ δ_d², SS_effects = Σ β_m², SS_residual = Σ ε_md²;
-    each share is its part over their sum. On a complete table the four parts are orthogonal
-    and sum to Σ Δ² exactly (the two-way analysis of variance, checked against
-    ``statsmodels`` OLS with model and domain dummies). On an incomplete one they are not:
-    their sum differs from Σ Δ² by cross terms, and the shares are of the parts' sum.
-
-    A change every model shares (a re-made benchmark, a new grader, a harness change) is
-    the benchmark's; a model renamed to a new version under the same name moves its own
-    β_m. Sampling noise lands mostly in the models' part: SS_models = SS_effects +
-    SS_residual = Σ (Δ_md − shift_d)² is a quadratic form of the changes, so with noise e of
-    mean 0 its expectation is the noise-free value plus E Σ (e_md − ē_d)², estimated as the
-    mean of SS_models over the bootstrap replicates minus its observed value (at least 0).
-    The replicates carry the comparison's noise model, including the noise every model shares
-    when the same items are redrawn for all of them (paired items), which lands in the
-    domain shifts instead. ``noise`` is that estimate over the parts' sum; the models' share
-    beyond noise is about ``models − noise``.
+    Over the n kept cells: SS_overall = n μ², SS_domains = Σ δ_d², SS_effects = Σ β_m²,
+    SS_residual = Σ ε_md²; shares of their sum. On a complete table they are orthogonal and
+    sum to Σ Δ² (two-way ANOVA); on an incomplete one cross terms remain. A change every model
+    shares is the benchmark's. SS_models is a quadratic form of the changes, so its noise
+    expectation E Σ (e_md − ē_d)² is estimated as the mean of the replicates' SS_models minus
+    the observed value (at least 0); ``noise`` is that over the parts' sum.
     """
     n = int(keep.sum())
     out = {"benchmark": math.nan, "models": math.nan, "overall": math.nan, "domains": math.nan,
@@ -194,35 +137,28 @@ def field_change(scores_a: pd.DataFrame, scores_b: pd.DataFrame, models: np.ndar
     Parameters
     ----------
     scores_a, scores_b : pandas.DataFrame
-        Each side on the shared scope (``model``, ``domain``, ``score``, ``n_items``; the
-        same rows, sorted by model and domain).
+        Each side on the shared scope (the same rows, sorted by model and domain).
     models : numpy.ndarray
-        The models on both sides (rows of the model table; one without a shared cell gets NaN).
+        The models on both sides (one without a shared cell gets NaN).
     replicates : (shift, effect, models_ss, method), optional
-        B × D and B × M replicates of the shift and of β_m and the B values of SS_models
-        (:func:`models_sum_of_squares` of each bootstrap replicate's changes, domains
-        sorted; a NaN row is a replicate that lost a cell; None: no fit) and how they were
-        drawn (``interval_method``).
+        B × D, B × M and B replicates of :func:`models_sum_of_squares` (a NaN row lost a cell)
+        and the ``interval_method``.
     ci : float
         Interval level.
 
     Returns
     -------
     FieldChange
-        ``domains``: ``domain``, ``n_models`` (in the fit), ``score_a``, ``score_b`` (their
-        mean on each side), ``shift`` (the field's shift μ + δ_d) with ``shift_lo``,
-        ``shift_hi``, ``beyond_noise`` (its interval excludes 0), ``interval_method``,
-        ``note``; ``models``: ``model``, ``macro_delta_vs_field`` (β_m) with ``_lo``,
-        ``_hi`` and ``vs_field_beyond_noise``; ``shares``: :func:`change_shares`.
+        ``domains``: ``n_models``, ``score_a``, ``score_b``, ``shift`` μ + δ_d with
+        ``_lo``/``_hi``, ``beyond_noise``, ``interval_method``, ``note``; ``models``:
+        ``macro_delta_vs_field`` β_m with ``_lo``/``_hi`` and ``vs_field_beyond_noise``;
+        ``shares``: :func:`change_shares`.
 
     Notes
     -----
-    See :func:`additive_parts` for the fit and :func:`change_shares` for the shares. The
-    intervals are percentiles of the replicates, so they use the comparison's noise model
-    (paired item bootstrap on the common items, or binomial redraws from ``n_items``); a
-    domain or model outside the fit (:func:`fit_cells`) has NaN and a note. Beyond noise means
-    the interval excludes 0 and has a width: replicates that never vary (a domain of one
-    item, scores of 0 or 1 on both sides) measured no noise and flag nothing.
+    Intervals are replicate percentiles (the comparison's noise model). Beyond noise: the
+    interval excludes 0 and has a width (replicates that never vary measured no noise). Domains
+    and models outside the fit have NaN and a note.
     """
     domains = np.asarray(sorted(set(scores_a["domain"])), dtype=object)
     grid = scores_a[["model", "domain"]].assign(a=scores_a["score"].to_numpy(dtype=float),

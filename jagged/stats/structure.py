@@ -1,20 +1,16 @@
 """Is it the model or the benchmark? Level-adjusted jaggedness and the dimensions behind the domains.
 
-``cv_error`` mixes three things: how hard each domain is for every model, how uneven one
-model is beyond that, and sampling noise; and it grows with the model's level because it
-divides by the mean error. This module puts together what separates them:
-
-* :mod:`jagged.stats.decomposition` — logit(e_md) = μ + a_m + b_d + r_md (binomial, weighted
-  by items); :mod:`jagged.stats.relative` — per-model ``relative_jaggedness`` with its noise
-  correction and flag, the bootstrap replicate statistic, and the variance shares of the whole table;
-* :mod:`jagged.stats.dimensions` — parallel analysis of the domains and the category check;
-* here: :func:`structure` runs all of it (:class:`Structure`: what ``jagged structure``
-  prints and the report section shows), :func:`add_structure` adds the per-model columns to
-  the metrics table, :func:`level_correlations` relates both jaggedness measures to the level.
+``cv_error`` mixes how hard each domain is for every model, how uneven one model is beyond
+that, and sampling noise, and it grows with the level (it divides by the mean error).
+:func:`structure` runs what separates them: the decomposition with relative jaggedness and
+variance shares (:mod:`jagged.stats.decomposition`), parallel analysis and the category
+check (:mod:`jagged.stats.dimensions`); :func:`add_structure` adds the per-model columns to
+the metrics table and :func:`level_correlations` relates both measures to the level.
 """
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -31,27 +27,17 @@ from jagged.stats.decomposition import (
     NOTE_NO_N_ITEMS,
     Decomposition,
     decompose,
+    model_structure,
+    variance_shares,
 )
 from jagged.stats.dimensions import CategoryCheck, Dimensions, category_check, dimensions
-from jagged.stats.relative import model_structure, variance_shares
 from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA, NOISE_SHARE_THRESHOLD
 from jagged.text import join_note_columns
 
 
 @dataclass
 class Structure:
-    """The decomposition, the per-model table, the variance shares and the dimensions of a table.
-
-    Attributes
-    ----------
-    decomposition : Decomposition
-    models : pandas.DataFrame
-        :func:`jagged.stats.relative.model_structure`.
-    shares : pandas.DataFrame
-        :func:`jagged.stats.relative.variance_shares`.
-    dimensions : Dimensions
-    categories : CategoryCheck or None
-    """
+    """The decomposition, per-model table, variance shares, dimensions and category check of a table."""
 
     decomposition: Decomposition
     models: pd.DataFrame
@@ -72,8 +58,6 @@ class Structure:
 
     def _repr_html_(self) -> str:
         """A small summary table for notebooks (every value escaped)."""
-        import html
-
         dec = self.decomposition
         rows = [("models", f"{len(dec.models):,}"), ("domains", f"{len(dec.domains):,}")]
         rows += [(f"share: {c}", f"{s:.1%}" if math.isfinite(float(s)) else "—")
@@ -88,11 +72,7 @@ class Structure:
         return float(row.iloc[0]) if len(row) else math.nan
 
     def summary(self) -> dict[str, Any]:
-        """The numbers ``jagged structure --json`` prints, as plain JSON values (NaN → None).
-
-        ``notes`` holds the reasons (:data:`jagged.stats.decomposition.Reason`); the CLI prints
-        them in words (:func:`jagged.views.structure.structure_summary`).
-        """
+        """The numbers ``jagged structure --json`` prints, as plain JSON values (NaN → None; ``notes`` are reasons)."""
         dims, dec, cats = self.dimensions, self.decomposition, self.categories
         out: dict[str, Any] = {
             "models": int(len(dec.models)), "domains": int(len(dec.domains)),
@@ -134,28 +114,10 @@ def structure(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0, 
               threshold: float = NOISE_SHARE_THRESHOLD, decomposition: Decomposition | None = None) -> Structure:
     """Decomposition, relative jaggedness, variance shares, dimensions and categories of a table.
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    draws : int, optional
-        Permutation draws of the parallel analysis and the category check (default
-        :data:`jagged.stats.dimensions.DEFAULT_DRAWS`, fewer for very large tables: see
-        :func:`jagged.stats.dimensions.default_draws`).
-    seed : int
-        Their seed (``numpy.random.default_rng``).
-    ci : float
-        1 − ci is the level of the noise-flag test and of the category test, as for
-        ``noise_flag``.
-    threshold : float
-        Noise share above which a model's relative jaggedness is flagged.
-    decomposition : Decomposition, optional
-        :func:`jagged.stats.decomposition.decompose` of ``scores`` when already computed
-        (the analysis stage passes its one decomposition); otherwise it is computed here.
-
-    Returns
-    -------
-    Structure
+    ``draws`` and ``seed``: permutation draws of the parallel analysis and the category check
+    (None: :func:`jagged.stats.dimensions.default_draws`); 1 − ``ci`` is the level of the noise
+    flag and the category test; ``threshold`` the noise share that flags; ``decomposition``
+    the table's :func:`~jagged.stats.decomposition.decompose` when already computed.
     """
     if not 0 < ci < 1:
         raise JaggedInputError(f"interval level must be between 0 and 1 (e.g. 0.95), not {ci!r}")
@@ -167,29 +129,11 @@ def structure(scores: pd.DataFrame, *, draws: int | None = None, seed: int = 0, 
 
 
 def level_correlations(table: pd.DataFrame, relative: str = "relative_jaggedness_corrected") -> dict[str, float]:
-    """How the two jaggedness measures relate to the level, across models (Spearman ρ).
+    """Spearman ρ of ``cv_error`` and of ``relative`` with ``macro_score``, and between the two (``rank_agreement``).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table with ``macro_score``, ``cv_error`` and ``relative`` (profile rows
-        collapsed).
-    relative : str
-        The relative jaggedness column: ``relative_jaggedness_corrected`` (default) or, when
-        there are no item counts, ``relative_jaggedness``.
-
-    Returns
-    -------
-    dict
-        ``cv_error`` and ``relative`` (the column's name): ρ with ``macro_score``;
-        ``rank_agreement``: ρ between the two measures. NaN with fewer than 3 models
-        having all three.
-
-    Notes
-    -----
-    Spearman's ρ is Pearson's correlation of the ranks (ties: average ranks). cv_error
-    divides by the mean error, so it tends to rise with the macro score; a level-adjusted
-    measure should not.
+    NaN with fewer than 3 models having all three (profile rows collapsed). cv_error divides
+    by the mean error, so it tends to rise with the macro score; a level-adjusted measure
+    should not.
     """
     rows = table.drop_duplicates("model")
     cols = ["macro_score", "cv_error", relative]
@@ -208,27 +152,11 @@ def level_correlations(table: pd.DataFrame, relative: str = "relative_jaggedness
 
 def add_structure(table: pd.DataFrame, decomposition: Decomposition, *, threshold: float = NOISE_SHARE_THRESHOLD,
                   alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
-    """Add the :data:`jagged.stats.decomposition.METRIC_COLUMNS` of :func:`jagged.stats.relative.model_structure`
-    to a metrics table.
+    """``table`` with the :func:`~jagged.stats.decomposition.model_structure` columns before ``note``.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table with ``model`` and ``note`` (one row per model, or per profile ×
-        model).
-    decomposition : Decomposition
-        :func:`jagged.stats.decomposition.decompose` of the scores behind it.
-    threshold, alpha
-        The flag rule.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``table`` with the columns inserted before ``note``, every existing column in its
-        place. Only a model left out of the fit (it shares no domain with the main table)
-        gets the reason appended to ``note``; fewer than 2 domains is already in the note,
-        a table too small to decompose is said by ``jagged structure`` and the report, and
-        the noise flag has its own column.
+    Only a model left out of the fit gets its reason appended to ``note``; the others are said
+    elsewhere (fewer than 2 domains already in the note, a small table by the section, the
+    flag in its column).
     """
     per = model_structure(decomposition, threshold=threshold, alpha=alpha).set_index("model")
     per = per.reindex(table["model"].to_numpy())

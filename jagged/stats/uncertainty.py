@@ -1,17 +1,9 @@
 """Sampling noise of a jaggedness figure: how much of the spread of a model's domain error rates it explains.
 
-A domain score s_d is an estimate from n_d items, so the observed error rates
-ê_d = 1 − ŝ_d scatter around the true ones even when the model is equally good everywhere,
-and CV_d(ê_d) is inflated by that scatter. This module quantifies it:
-
-* :func:`sampling_noise` — per model, the share of the observed variance of ê_d that
-  binomial sampling noise is expected to produce (``noise_share``), the CV with that
-  expected noise variance removed (``cv_error_corrected``), a test of equal error in every
-  domain (``p_equal_error``) and the flag "jaggedness indistinguishable from noise";
-  :func:`add_noise` puts those columns into the metrics table, :func:`noise_summary` picks them out.
-
-Intervals (the bootstrap) are in :mod:`jagged.stats.bootstrap`; the sentences a report
-writes about both are in :mod:`jagged.views.uncertainty_text`. All functions are pure.
+A domain's error rate ê_d = 1 − ŝ_d is estimated from n_d items, so CV_d(ê_d) is inflated
+by binomial scatter even for a model equally good everywhere. :func:`sampling_noise` gives,
+per model, the expected noise share of the observed variance, the CV with it removed, a test
+of equal error and a flag; :func:`add_noise` puts them in the metrics table. numpy only.
 """
 
 from __future__ import annotations
@@ -34,29 +26,12 @@ NOTE_SINGLE_ITEM = "sampling noise unknown (a domain has a single item)"
 NOTE_NO_VARIATION = ("noise share undefined: the same error rate in every domain and no variation between items "
                      "(every item scored alike)")
 
-# --------------------------------------------------------------------------- noise
 
 def chi2_sf(x: float, df: int) -> float:
-    """Survival function of the chi-square distribution for a whole number of degrees of freedom.
+    """P(X ≥ x) for X ~ χ²(df), df a positive whole number (numpy only, no scipy).
 
-    Parameters
-    ----------
-    x : float
-        Statistic, >= 0.
-    df : int
-        Degrees of freedom, >= 1.
-
-    Returns
-    -------
-    float
-        P(X >= x) for X ~ chi2(df).
-
-    Notes
-    -----
-    Closed forms of the regularized upper incomplete gamma Q(df/2, x/2), y = x/2:
-    even df = 2k: Q = e^(−y) Σ_{j<k} y^j / j!; odd df = 2k + 1:
-    Q = erfc(√y) + e^(−y) Σ_{j=1..k} y^(j−1/2) / Γ(j + 1/2). The terms are summed in log
-    space, so there is no overflow for large df or x (numpy only, no scipy).
+    Q(df/2, x/2) in closed form, y = x/2: even df = 2k, e^(−y) Σ_{j<k} y^j / j!; odd df = 2k + 1,
+    erfc(√y) + e^(−y) Σ_{j=1..k} y^(j−½) / Γ(j + ½); terms summed in log space (no overflow).
     """
     if df < 1 or int(df) != df:
         raise ValueError("df must be a positive whole number")
@@ -78,30 +53,14 @@ def chi2_sf(x: float, df: int) -> float:
 
 
 def domain_noise(scores: pd.DataFrame, items: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per (model, domain) sampling variance of the domain error rate.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table (``model``, ``domain``, ``score``, ``n_items``).
-    items : pandas.DataFrame, optional
-        Item-level table (``model``, ``domain``, ``item``, ``correct``) behind ``scores``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``domain``, ``error`` (ê_d = 1 − s_d), ``n_items`` (n_d) and
-        ``noise_var`` (σ̂_d², NaN when n_d is unknown or 1), in the row order of ``scores``.
+    """Per (model, domain) sampling variance of the error rate: ``model, domain, error, n_items, noise_var``.
 
     Notes
     -----
-    σ_d² = Var(ê_d) = v_d / n_d, with v_d the variance of one item's ``correct`` in the
-    domain. It is estimated without bias by σ̂_d² = s_d² / n_d, where s_d² is the sample
-    variance with n_d − 1 in the denominator. With item-level data s_d² comes from the
-    items (exact for partial credit). From aggregated scores the items are taken as 0/1,
-    s_d² = n_d ê_d(1 − ê_d)/(n_d − 1), so σ̂_d² = ê_d(1 − ê_d)/(n_d − 1); for partial
-    credit this is an upper bound (a [0, 1] variable with mean p has variance ≤ p(1 − p)),
-    so the noise is then overstated, never understated.
+    σ̂_d² = s_d² / n_d, unbiased for Var(ê_d), with s_d² the sample variance (ddof 1) of one
+    item's ``correct``: from the ``items`` when they hold partial credit, else from 0/1 items,
+    σ̂_d² = ê_d(1 − ê_d)/(n_d − 1) (an upper bound for partial credit: noise overstated, never
+    understated). NaN when n_d is unknown or 1.
     """
     error = 1.0 - scores["score"].to_numpy(dtype=float)
     n = scores["n_items"].to_numpy(dtype=float)
@@ -133,81 +92,30 @@ def sampling_noise(scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
         Canonical per-domain table; ``n_items`` is needed (NaN gives NaN results).
     items : pandas.DataFrame, optional
         Item-level table behind ``scores`` (exact noise for partial credit).
-    threshold : float
-        ``noise_share`` above which a model is flagged.
-    alpha : float
-        Level of the test of equal error in every domain; p >= alpha is flagged.
+    threshold, alpha : float
+        Flag when ``noise_share`` > threshold or ``p_equal_error`` ≥ alpha.
 
     Returns
     -------
     pandas.DataFrame
-        One row per model (sorted by name) with columns
-
-        ``model``
-            model name;
-        ``var_error``
-            V_obs = (1/D) Σ_d (ê_d − ē)², the observed population variance (ddof=0);
-        ``noise_var``
-            N̂ = ((D − 1)/D²) Σ_d σ̂_d², the part of V_obs sampling noise is expected to add;
-        ``noise_share``
-            N̂ / V_obs, capped at 1 (1 when V_obs = 0 < N̂; NaN without n_items);
-        ``cv_error_corrected``
-            √max(V_obs − N̂, 0) / ē, the CV with the expected noise variance removed;
-        ``p_equal_error``
-            p-value of the chi-square test that every domain has the same error rate;
-        ``noise_flag``
-            True when jaggedness is indistinguishable from noise (rule below), False
-            when it is distinguishable, missing (``pd.NA``; pandas ``"boolean"`` dtype)
-            when nothing could be tested (no ``n_items``, fewer than 2 domains, no
-            errors): unknown is not False, so ``noise_flag == False`` keeps only tested
-            models;
-        ``noise_note``
-            the flag in words, or why the noise is unknown; empty otherwise.
+        One row per model (sorted, :data:`NOISE_COLUMNS`): ``var_error`` V_obs (ddof 0),
+        ``noise_var`` N̂, ``noise_share`` = N̂ / V_obs capped at 1 (1 when V_obs = 0 < N̂),
+        ``cv_error_corrected`` = √max(V_obs − N̂, 0) / ē, ``p_equal_error``, ``noise_flag``
+        (nullable boolean: ``<NA>`` when nothing could be tested), ``noise_note``.
 
     Notes
     -----
-    *Derivation.* Write ê_d = e_d + ε_d with E[ε_d] = 0, Var(ε_d) = σ_d², independent
-    across domains (different items), and ē = (1/D) Σ_d ê_d. Then ê_d − ē =
-    (e_d − e̅) + (ε_d − ε̄) and, since the cross term has expectation 0,
+    With ê_d = e_d + ε_d, Var ε_d = σ_d² independent across domains, E[V_obs] = V_true +
+    ((D − 1)/D²) Σ_d σ_d² (the noise in ē absorbs one D-th), so N̂ = ((D − 1)/D²) Σ_d σ̂_d²
+    (:func:`domain_noise`) makes V_obs − N̂ unbiased for V_true; the floor at 0 biases the
+    corrected CV slightly upward near 0. The test of equal error is Pearson's
+    X² = Σ_d n_d (ê_d − ẽ)² / (ẽ(1 − ẽ)), ẽ = Σ n_d ê_d / Σ n_d, on D − 1 df (conservative for
+    partial credit). Under equal true error the flag fires with probability ≥ 1 − alpha.
 
-        E[V_obs] = V_true + E[(1/D) Σ_d (ε_d − ε̄)²]
-                 = V_true + (1/D) (Σ_d σ_d² − D · Var(ε̄))
-                 = V_true + (1/D) (Σ_d σ_d² − (1/D) Σ_d σ_d²)
-                 = V_true + ((D − 1)/D²) Σ_d σ_d²,
-
-    with V_true = (1/D) Σ_d (e_d − e̅)² the population variance of the true rates. The
-    (D − 1)/D factor is what ddof=0 brings: the noise in ē itself absorbs one D-th of it.
-    σ_d² is estimated without bias by σ̂_d² (see :func:`domain_noise`), so
-    V̂_true = V_obs − N̂ is unbiased for V_true, and
-
-        noise_share        = N̂ / V_obs
-        cv_error_corrected = √max(V̂_true, 0) / ē.
-
-    The floor at 0 makes the corrected CV slightly biased upward when the true CV is near
-    0 (it cannot be negative); it is still far closer to the truth than the raw CV there.
-    The corrected CV is an estimate, not an observation: for a single model it can be 0
-    while the true CV is not, and vice versa.
-
-    *Test of equal error.* Pearson's chi-square for the D × 2 table of (wrong, right)
-    counts: X² = Σ_d n_d (ê_d − ẽ)² / (ẽ(1 − ẽ)) with ẽ = Σ n_d ê_d / Σ n_d, on D − 1
-    degrees of freedom (for partial credit, ẽ(1 − ẽ) bounds the item variance from above,
-    so the test is conservative and flags more).
-
-    *Flag rule.* A model is flagged "jaggedness indistinguishable from sampling noise"
-    when ``noise_share > threshold`` (noise is expected to produce most of the observed
-    spread) **or** ``p_equal_error >= alpha`` (equal error in every domain is compatible
-    with the data). When every domain has the same true error, noise_share is above 0.5
-    with probability P(χ²_{D−1} < 2(D − 1)) (0.91 at D = 5, 0.97 at D = 10) and the test
-    does not reject with probability 1 − alpha, so the flag fires with probability at
-    least 0.95 whatever D is.
-
-    Edge cases: fewer than 2 domains or ē = 0 give NaN (the CV is undefined) and a missing
-    flag; a domain with unknown n_items makes the model's noise unknown (NaN, missing flag,
-    note); a domain with a single item leaves the noise share unknown (NaN, note) while the
-    test of equal error still decides the flag;
-    the same error in every domain with no variation between items (every item wrong,
-    or every item given the same partial credit) leaves the noise share 0/0 (NaN, note
-    :data:`NOTE_NO_VARIATION`), while the test of equal error has p = 1.
+    Edge cases: D < 2 or ē = 0: NaN and ``<NA>``; a domain with unknown n_items: NaN,
+    ``<NA>``, note; a single-item domain: noise share unknown (note), the test still decides;
+    the same error everywhere and no variation between items: share 0/0 (NaN,
+    :data:`NOTE_NO_VARIATION`), p = 1.
     """
     noise = domain_noise(scores, items)
     codes, models = pd.factorize(noise["model"], sort=True)
@@ -276,11 +184,9 @@ def _flag_note(share: float, p: float, threshold: float, alpha: float) -> str:
         reasons.append(f"equal error in every domain not rejected, p = {p:.2g}")
     return "jaggedness indistinguishable from sampling noise (" + "; ".join(reasons) + ")"
 
-# --------------------------------------------------------------------------- metrics table
 
 def place_after(table: pd.DataFrame, anchor: str, columns: list[str]) -> pd.DataFrame:
-    """Move ``columns`` (those present) right after ``anchor`` (or to the end without it); the other columns keep
-    their order."""
+    """Move ``columns`` (those present) right after ``anchor`` (or to the end); the others keep their order."""
     columns = [c for c in columns if c in table.columns]
     rest = [c for c in table.columns if c not in columns]
     at = rest.index(anchor) + 1 if anchor in rest else len(rest)
@@ -289,24 +195,7 @@ def place_after(table: pd.DataFrame, anchor: str, columns: list[str]) -> pd.Data
 
 def add_noise(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame | None = None, *,
               threshold: float = NOISE_SHARE_THRESHOLD, alpha: float = EQUAL_ERROR_ALPHA) -> pd.DataFrame:
-    """Add the :func:`sampling_noise` columns to a per-model metrics table.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Output of :func:`jagged.jaggedness` (one row per model, with ``note``).
-    scores, items : pandas.DataFrame
-        The data behind it (``items`` optional).
-    threshold, alpha : float
-        The flag rule of :func:`sampling_noise`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``table`` with ``cv_error_corrected``, ``noise_share``, ``p_equal_error`` and
-        ``noise_flag`` (nullable ``"boolean"``: missing where the noise is unknown) after
-        ``cv_error``, and ``noise_note`` appended to ``note``.
-    """
+    """``table`` (:func:`jagged.jaggedness`) with :func:`sampling_noise`'s columns after ``cv_error``, notes joined."""
     noise = sampling_noise(scores, items, threshold=threshold, alpha=alpha).set_index("model")
     noise = noise.reindex(table["model"].to_numpy())
     cols = ["cv_error_corrected", "noise_share", "p_equal_error", "noise_flag"]
@@ -316,24 +205,8 @@ def add_noise(table: pd.DataFrame, scores: pd.DataFrame, items: pd.DataFrame | N
     return place_after(out, "cv_error", cols)
 
 
-# --------------------------------------------------------------------------- report table
-
 def noise_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """The per-model noise and interval columns of a metrics table, for a report.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` (profile rows are collapsed).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per model, highest ``cv_error_corrected`` first (undefined last):
-        ``model``, ``cv_error``, ``cv_error_corrected``, ``cv_error_lo``,
-        ``cv_error_hi`` (when present), ``noise_share``, ``p_equal_error`` and
-        ``noise_flag`` as ``"noise"``, ``""`` or ``"not tested"`` (:func:`flag_text`).
-    """
+    """Per model, highest ``cv_error_corrected`` first: the noise and interval columns, ``noise_flag`` as text."""
     columns = ["model", "cv_error", "cv_error_corrected", "cv_error_lo", "cv_error_hi", "noise_share",
                "p_equal_error", "noise_flag"]
     rows = table.drop_duplicates("model").loc[:, [c for c in columns if c in table.columns]]

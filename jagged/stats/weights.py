@@ -1,21 +1,11 @@
 """Deployment profiles: exposure weights per domain, from a weights table or built in (pure, no file reading).
 
-A *profile* says how often an organisation meets each domain of a benchmark. Profiles
-come from a weights table (a weights file read by :func:`jagged.readers.weights.read_weights`;
-``--weights FILE``, format in :mod:`jagged.readers.weights`) or are built in:
-
-``uniform``
-    w_d = 1/D for every score domain. Its deployment-weighted score is the macro
-    average, so its wedge is exactly 0.
-``items``
-    w_d proportional to the number of items of domain d. Its deployment-weighted score
-    is the item-level (micro) average Σ_d n_d s_d / Σ_d n_d that lm-evaluation-harness
-    reports for size-weighted groups such as MMLU.
-
-Weights are normalised to sum to 1 within each profile. All problems raise
-:class:`~jagged.errors.JaggedInputError` with one line that lists the offending names or
-values. :func:`jagged.analysis.resolve_profiles` (``jagged.resolve_profiles``) takes a
-weights file's path and reads it first.
+A *profile* says how often an organisation meets each domain. Profiles come from a weights
+table (:func:`jagged.readers.weights.read_weights`) or are built in: ``uniform``
+(w_d = 1/D: the macro average, wedge exactly 0) and ``items`` (w_d ∝ n_d: the item-level
+micro average Σ_d n_d s_d / Σ_d n_d that lm-evaluation-harness reports for MMLU). Each
+profile's weights are normalised to sum to 1; problems raise a one-line JaggedInputError
+naming the offending profiles, domains or values.
 """
 
 from __future__ import annotations
@@ -37,22 +27,7 @@ BUNDLED_PROFILES = data_dir() / "profiles_mmlu_pro.csv"
 
 
 def report_weights(scores: str, weights: str) -> str | None:
-    """The weights file a report uses.
-
-    Parameters
-    ----------
-    scores : str
-        The report's ``scores`` parameter; ``""`` means the bundled MMLU-Pro scores.
-    weights : str
-        The report's ``weights`` parameter; ``""`` means none given.
-
-    Returns
-    -------
-    str or None
-        ``weights`` when given; for the bundled scores without weights, the bundled
-        illustrative profiles (so the default report shows the task-mix section); else
-        None.
-    """
+    """The weights file a report uses: ``weights`` if given, the bundled illustrative profiles for bundled scores."""
     if weights:
         return weights
     return None if scores else str(BUNDLED_PROFILES)
@@ -62,55 +37,24 @@ def is_illustrative(weights: str | None, profile_names: Sequence[str]) -> bool:
     """Whether the profiles shown are the bundled illustrative ones (the report labels them so)."""
     return weights == str(BUNDLED_PROFILES) and bool(set(profile_names) - set(BUILTIN_PROFILES))
 
-def profile_descriptions(weights: pd.DataFrame) -> pd.Series:
-    """The description of each profile of a weights table (:func:`jagged.readers.weights.read_weights`).
 
-    Returns
-    -------
-    pandas.Series
-        Indexed by profile name (file order); the first non-empty ``description`` of the
-        profile, "" when none.
-    """
+def profile_descriptions(weights: pd.DataFrame) -> pd.Series:
+    """Each profile's first non-empty ``description`` in a weights table ("" when none), in file order."""
     order = pd.unique(weights["profile"])
     desc = weights[weights["description"] != ""].groupby("profile", sort=False)["description"].first()
     return desc.reindex(order).fillna("").rename("description").rename_axis("profile")
 
 
-# --------------------------------------------------------------------------- profiles
-
-
 def items_weights(scores: pd.DataFrame, domains: Sequence[str]) -> np.ndarray:
-    """Per-domain item counts for the ``items`` profile (not normalised).
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical table with ``n_items``.
-    domains : sequence of str
-        Domains in output order.
-
-    Returns
-    -------
-    numpy.ndarray
-        n_d for each domain: the largest ``n_items`` any model reports for it.
-
-    Raises
-    ------
-    JaggedInputError
-        When a domain has no ``n_items`` at all.
+    """Per-domain item counts n_d for the ``items`` profile (not normalised): the largest ``n_items`` any model gives.
 
     Notes
     -----
-    A profile is one weight vector shared by every model, so it needs one item count per
-    domain. When models report different ``n_items`` for a domain (partial coverage:
-    some questions were not answered or not recorded), the count used is the largest,
-    i.e. the domain's size in the benchmark as the most complete model saw it; partial
-    coverage can only lose items. For a model that covers every item, the ``items``
-    dep_score then equals its item-level mean Σ_d n_d s_d / Σ_d n_d exactly. For a model
-    with partial coverage it is the composition-adjusted micro average: its per-domain
-    accuracies weighted by the full benchmark's domain sizes. That differs from the
-    model's own item-level mean, which over-weights the domains it happened to cover,
-    and it is the number that compares models on the same task mix.
+    A profile is one weight vector for every model. With partial coverage (models reporting
+    different ``n_items``) the largest count is the domain's size; a fully covering model's
+    ``items`` dep_score is then its item-level mean, a partial one's the composition-adjusted
+    micro average (its accuracies weighted by the benchmark's domain sizes). JaggedInputError
+    when a domain has no ``n_items``.
     """
     n = scores.groupby("domain", sort=False)["n_items"].max().reindex(list(domains))
     lacking = n.index[n.isna().to_numpy()].tolist()
@@ -122,48 +66,19 @@ def items_weights(scores: pd.DataFrame, domains: Sequence[str]) -> np.ndarray:
 
 
 def items_coverage(scores: pd.DataFrame) -> pd.Series:
-    """Share of the ``items`` profile's item counts that each model's ``n_items`` cover.
-
-    Returns
-    -------
-    pandas.Series
-        Indexed by model: Σ_d n_d(m) / Σ_d n_d with n_d from :func:`items_weights`
-        (1.0 for full coverage, NaN where ``n_items`` is missing).
-    """
+    """Per model, Σ_d n_d(m) / Σ_d n_d with n_d from :func:`items_weights` (NaN where ``n_items`` is missing)."""
     own = scores["n_items"].groupby(scores["model"]).sum(min_count=1)
     full = scores.groupby("domain")["n_items"].max().sum()
     return (own / full).rename("coverage")
 
 
 def normalise_weights(raw: np.ndarray, names: Sequence[str], source: str = "") -> np.ndarray:
-    """Scale each profile's weights to sum to 1, without overflow or underflow.
+    """Scale each row of profiles × domains ``raw`` weights to sum to 1, without overflow or underflow.
 
-    Parameters
-    ----------
-    raw : numpy.ndarray
-        Profiles × domains raw weights (any positive scale: counts, percentages, 1e308).
-    names : sequence of str
-        The profile names, for the error message.
-    source : str
-        File name prefixed to the error message.
-
-    Returns
-    -------
-    numpy.ndarray
-        The same shape, every row >= 0 and summing to 1 (to rounding).
-
-    Raises
-    ------
-    JaggedInputError
-        Naming the profile: a weight that is not finite, a negative weight, or all weights
-        zero.
-
-    Notes
-    -----
-    Each row is first divided by its largest weight, so the values lie in [0, 1] and the
-    row sum in [1, D] (no overflow, however large the weights: Σ_d w_d of 1e308s is
-    infinite, and w / ∞ = 0); then by that sum. Weights far below the largest may
-    become 0 (below about 1e-308 of it), which is exposure no task mix can see.
+    Each row is divided by its largest weight (values in [0, 1], no overflow even for 1e308s),
+    then by its sum; weights below ~1e-308 of the largest become 0. Raises JaggedInputError
+    naming the profile (``names``; ``source`` prefixes the message) for a weight that is not
+    finite, a negative weight, or all weights zero.
     """
     w = np.asarray(raw, dtype=float)
     prefix = f"{source}: " if source else ""
@@ -235,40 +150,27 @@ def resolve_profiles(scores: pd.DataFrame, table: pd.DataFrame | None = None,
     scores : pandas.DataFrame
         Canonical per-domain table (``model``, ``domain``, ``score``, ``n_items``).
     table : pandas.DataFrame, optional
-        Raw weights in long form, columns ``profile``, ``domain``, ``weight`` (as
-        :func:`jagged.readers.weights.read_weights` returns them; any positive scale).
-        To start from a file, use :func:`jagged.analysis.resolve_profiles`.
+        Raw weights in long form (``profile``, ``domain``, ``weight``, any positive scale);
+        :func:`jagged.analysis.resolve_profiles` starts from a file.
     profiles : sequence of str
-        Profile names to return, in this order: names from the weights table or the
-        built-ins ``uniform`` and ``items``. Empty: every profile in the weights table.
+        Profiles to return, in order (table names or the built-ins); empty: every table profile.
     missing_weight : {"error", "zero"}
-        What a score domain absent from a table profile means: an error listing them, or
-        no exposure (weight 0).
+        A score domain absent from a table profile is an error, or weight 0.
     source : str
-        Where the table came from (a file name), prefixed to error messages.
+        Prefixed to error messages.
 
     Returns
     -------
     pandas.DataFrame
-        float64 weights, index ``profile`` (profile names), columns ``domain`` (the
-        scores' domains, sorted like ``scores.pivot``); every row is >= 0 and sums to 1.
-        No weights and no profiles give a matrix with zero rows.
+        float64, index ``profile``, columns ``domain`` (sorted); rows ≥ 0 summing to 1, so
+        S @ W.T gives every deployment-weighted score. Nothing asked: zero rows.
 
     Raises
     ------
     JaggedInputError
-        A table profile named like a built-in one; weights for domains absent from the
-        scores; score domains missing from a profile (unless ``missing_weight="zero"``); a
-        profile whose weights are all zero, negative or not finite; an unknown profile
-        name; ``items`` without ``n_items``; an unknown ``missing_weight``.
-
-    Notes
-    -----
-    Matrix products use it directly: ``S @ W.T`` (models × domains scores times the
-    transposed matrix) gives every deployment-weighted score, for instance per
-    bootstrap replicate. ``uniform`` is exactly 1/D per domain, so its wedge is exactly
-    0. See :func:`items_weights` for the item counts behind ``items`` when models
-    report different ``n_items``.
+        A table profile named like a built-in; weights for domains absent from the scores;
+        score domains missing from a profile (unless ``missing_weight="zero"``); weights all
+        zero, negative or not finite; an unknown profile; ``items`` without ``n_items``.
     """
     check_missing_weight(missing_weight)
     domains = sorted(pd.unique(scores["domain"]).tolist())
@@ -303,23 +205,9 @@ BUILTIN_DESCRIPTIONS: dict[str, str] = {
 
 
 def describe_profiles(weights: pd.DataFrame, table: pd.DataFrame | None = None, *, top: int = 3) -> pd.DataFrame:
-    """A readable summary of each profile: description and heaviest domains.
+    """Per profile: ``description``, the ``top`` heaviest domains (``"law 40% (reason); ..."``) and ``sigma_w``.
 
-    Parameters
-    ----------
-    weights : pandas.DataFrame
-        Profiles × domains matrix from :func:`resolve_profiles`.
-    table : pandas.DataFrame, optional
-        The weights table behind it (:func:`jagged.readers.weights.read_weights`), for
-        descriptions and comments; :func:`jagged.analysis.describe_profiles` takes the file.
-    top : int
-        How many of the heaviest domains to list.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``profile``, ``description``, ``heaviest`` (e.g. ``"law 40% (reason); ..."``),
-        ``sigma_w`` (population sd of the weights over all domains).
+    ``table``, the weights table behind ``weights``, gives the descriptions and comments.
     """
     comments: dict[tuple[str, str], str] = {}
     descriptions: dict[str, str] = dict(BUILTIN_DESCRIPTIONS)
