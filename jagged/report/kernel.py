@@ -41,8 +41,11 @@ PRELOAD = ("numpy", "pandas", "matplotlib.pyplot", "seaborn", "jagged", "jagged.
            "jagged.views.model_view", "jagged.plots.model", "jagged.plots.dispersion")
 _SETUP = "import jagged.report.kernel as _jk\n_jk.preload()\n_jk.capture_state()\ndel _jk\n"
 _RESET = "get_ipython().reset(new_session=True)\nimport jagged.report.kernel as _jk\n_jk.restore_state()\ndel _jk\n"
-#: Like nbclient: an in-memory history, so kernels never share (and clash in) the history file.
-KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
+#: Like nbclient, an in-memory history (kernels never share the history file); and every kernel imports
+#: :data:`PRELOAD` as it starts, while the process that launched it loads the input: a report's first
+#: cell then finds them imported (IPython's ``exec_lines`` run before the kernel answers, names deleted).
+KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:",
+                    "--IPKernelApp.exec_lines=import jagged.report.kernel as _jk; _jk.preload(); del _jk"]
 #: Longest path an IPC socket may have (``sockaddr_un.sun_path`` is 104 bytes on macOS, 108 on Linux).
 _MAX_SOCKET_PATH = 104
 
