@@ -58,23 +58,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
 
 
 def data_path(name: str = "mmlu_pro_per_category.csv") -> Path:
-    """The path of a data file bundled with jagged (works from any install, not only the source tree).
+    """The path of a data file bundled with jagged, from any install.
 
-    Parameters
-    ----------
-    name : str
-        ``"mmlu_pro_per_category.csv"`` (the per-category scores, :data:`BUNDLED_SCORES`),
-        ``"mmlu_pro_responses.csv.gz"`` (the item-level responses behind them) or
-        ``"profiles_mmlu_pro.csv"`` (illustrative deployment profiles).
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    JaggedInputError
-        No bundled file of that name (the message lists them).
+    ``name``: ``"mmlu_pro_per_category.csv"`` (:data:`BUNDLED_SCORES`),
+    ``"mmlu_pro_responses.csv.gz"`` (the item-level responses behind them) or
+    ``"profiles_mmlu_pro.csv"`` (illustrative profiles). Raises :class:`JaggedInputError`
+    listing the bundled files for any other name.
     """
     from jagged.resources import data_dir
 

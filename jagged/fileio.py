@@ -1,12 +1,6 @@
-"""Writing files so that a failure never leaves a half-written one behind, and one writer per folder.
+"""Writing files so that a failure never leaves a half-written one, one writer per folder, and safe CSV.
 
-:func:`atomic_write_bytes` writes beside the destination and renames into place, so a
-reader sees the old file or the new one; a full disk or an unwritable folder becomes a
-one-line :class:`~jagged.errors.JaggedInputError` and leaves the old file as it was. Files
-are created 0666 less the umask (0644 under the usual 022), as a report is: they hold no
-secret. :func:`folder_lock` lets one process at a time write a folder (``jagged batch``).
-:func:`csv_text` is the one CSV writer: a text cell a spreadsheet would run as a formula
-is written as text.
+Files are created 0666 less the umask, as a report is: they hold no secret.
 """
 
 from __future__ import annotations
@@ -28,18 +22,7 @@ LOCK_NAME = ".jagged-batch.lock"
 def write_error(path: str | Path, exc: OSError) -> JaggedInputError:
     """The one-line error for a file that could not be written.
 
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        The file being written (named in the message).
-    exc : OSError
-        What writing it raised.
-
-    Returns
-    -------
-    JaggedInputError
-        ``"no space left on device writing PATH"`` for a full disk or quota, else
-        ``"PATH: cannot write it: REASON"``.
+    "no space left on device writing PATH" for a full disk or quota, else "PATH: cannot write it: REASON".
     """
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return JaggedInputError(f"no space left on device writing {path}")
@@ -47,26 +30,10 @@ def write_error(path: str | Path, exc: OSError) -> JaggedInputError:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to a temporary file beside ``path``, then rename it into place.
+    """Write ``data`` to a temporary file beside ``path`` (its folder made if missing), then rename it into place.
 
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        Destination; its folder is created if missing.
-    data : bytes
-        Content.
-
-    Returns
-    -------
-    pathlib.Path
-        The destination path.
-
-    Raises
-    ------
-    JaggedInputError
-        The file could not be written (a full disk, a read-only or missing folder, a file
-        where a folder should be); the destination is left as it was and no temporary
-        file remains.
+    A reader sees the old file or the new one. A failure (full disk, read-only or missing
+    folder) is a one-line :class:`JaggedInputError`; the old file stays and no temporary remains.
     """
     path = Path(path)
     try:
@@ -104,23 +71,10 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def csv_text(frame: Any, keep: str = "\t\n\r") -> str:
     """A table as CSV text whose text cells a spreadsheet shows as text, never runs.
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        The table.
-    keep : str
-        Control characters kept as they are: in a file, tab, newline and carriage return
-        (a cell holding them is quoted); on a terminal only the tab (a newline in a name
-        would start a line of its own).
-
-    Returns
-    -------
-    str
-        ``frame.to_csv(index=False)``, where every text cell (and column name) that starts
-        with ``= + - @``, a tab or a carriage return gets a leading ``'`` (``=HYPERLINK(...)``
-        → ``'=HYPERLINK(...)``), as OWASP recommends, and NUL, the other control characters
-        but those in ``keep``, and the bidirectional overrides are written as escapes
-        (:func:`jagged.text.printable`). Numbers are never changed (``-0.5`` stays).
+    A text cell (or column name) starting with ``= + - @``, a tab or a carriage return gets a
+    leading ``'`` (OWASP's CSV-injection rule); NUL, control characters not in ``keep`` and bidi
+    overrides are written as escapes (:func:`jagged.text.printable`): ``keep`` is tab, newline
+    and carriage return in a file, the tab only on a terminal. Numbers never change.
     """
     def cell(value: Any) -> Any:
         if not isinstance(value, str):
@@ -136,33 +90,12 @@ def csv_text(frame: Any, keep: str = "\t\n\r") -> str:
 
 @contextmanager
 def folder_lock(folder: str | Path, *, what: str = "jagged batch") -> Iterator[Path]:
-    """Hold an exclusive lock on ``folder`` for this process, or refuse at once.
+    """Hold an exclusive ``flock`` on ``FOLDER/.jagged-batch.lock`` (holding the owner's pid), or refuse at once.
 
-    Parameters
-    ----------
-    folder : str or pathlib.Path
-        The folder to guard (created if missing). The lock is ``flock`` on
-        ``FOLDER/.jagged-batch.lock``, which holds the owner's process id.
-    what : str
-        How the message names the other writer.
-
-    Yields
-    ------
-    pathlib.Path
-        The lock file.
-
-    Raises
-    ------
-    JaggedInputError
-        Another process holds the lock ("another jagged batch (pid N) is writing
-        FOLDER; wait for it or use another --out-dir"), or the folder cannot be made.
-
-    Notes
-    -----
-    The operating system releases the lock when its holder exits, however it exits
-    (SIGKILL included), so a stale lock file never blocks a later run; the file itself
-    stays. Processes forked while the lock is held share it. Without ``fcntl``
-    (Windows), no lock is taken.
+    The folder is made if missing. Raises :class:`JaggedInputError` when another process
+    holds the lock ("another jagged batch (pid N) is writing FOLDER; ...", ``what`` naming it)
+    or the folder cannot be made. The lock dies with its holder (SIGKILL included), so a stale
+    file never blocks a later run; without ``fcntl`` (Windows) no lock is taken.
     """
     folder = Path(folder)
     lock_path = folder / LOCK_NAME

@@ -1,19 +1,11 @@
 """User paths are literal, never patterns: a Parquet folder's parts, paths as engines read them, outputs.
 
-A path typed by a user or stored in a report names one file or folder. Engines read paths
-as glob patterns (DuckDB's ``read_parquet``, Spark's reader), so a folder named ``run[1]``
-would read ``run1``, and ``res*`` every neighbour starting with ``res``. Here:
-
-* :func:`parquet_parts` walks a partitioned Parquet folder once: the list it returns is
-  the list jagged checks (footers, the input cap) and the list every engine reads,
-  passed explicitly (never ``folder/**/*.parquet``);
-* :func:`engine_path` escapes a path's glob characters for DuckDB, and
-  :func:`confine_duckdb` lets a DuckDB connection open those files and nothing else
-  (``enable_external_access`` off, the files in ``allowed_paths``, configuration locked);
-  :data:`DUCKDB_CONFIG` keeps every connection from installing or loading extensions;
-* :func:`check_outputs` refuses, before anything is written, an output that is an input
-  (the same file by another name: a symlink, a hard link, a relative path) or another
-  output.
+Engines read paths as glob patterns (a folder ``run[1]`` would read ``run1``). Here
+:func:`parquet_parts` walks a partitioned folder once into the one list jagged checks and
+every engine reads; :func:`engine_path` escapes glob characters for DuckDB and
+:func:`confine_duckdb` lets a connection open those files only (with
+:data:`DUCKDB_CONFIG`: no extension installed or loaded); :func:`check_outputs` refuses an
+output that is an input or another output.
 """
 
 from __future__ import annotations
@@ -68,31 +60,15 @@ def holds_parquet(folder: str | Path) -> bool:
 def parquet_parts(folder: str | Path, source: str | None = None) -> list[Path]:
     """The parts of a partitioned Parquet folder: the one list jagged checks and every engine reads.
 
-    Parameters
-    ----------
-    folder : str or pathlib.Path
-        The folder (``model=a/part-0.parquet`` ..., at any depth).
-    source : str, optional
-        How messages name the folder (default: its name).
-
-    Returns
-    -------
-    list of pathlib.Path
-        Every file below ``folder`` but the skipped ones (:data:`SKIPPED_PREFIXES`), in
-        sorted walk order; ``.parquet`` in any case (``part-0.PARQUET``).
+    Every file below ``folder`` but the skipped ones (:data:`SKIPPED_PREFIXES`), in sorted
+    walk order; ``.parquet`` in any case. A symlinked folder inside ``folder`` is not entered
+    (what it holds is read where it lies). ``source`` names the folder in messages.
 
     Raises
     ------
     JaggedInputError
-        A file that is no ``.parquet``; a part that is no regular file (a FIFO would hang
-        the reader, a device never end); a symlink, to a file or a folder, leading outside
-        the folder; no part at all. One line naming the entry relative to the folder.
-
-    Notes
-    -----
-    A symlinked folder that stays inside ``folder`` is not entered: what it holds is read
-    where it lies (never twice). Nothing is opened here; the footers are read later, from
-    this list.
+        A file that is no ``.parquet``; a part that is no regular file; a symlink leading
+        outside the folder; no part at all. One line naming the entry.
     """
     folder = Path(folder)
     source = source or folder.name or str(folder)
@@ -126,28 +102,11 @@ def engine_path(path: str | Path) -> str:
 
 
 def confine_duckdb(con: Any, files: Iterable[str | Path] = (), folders: Iterable[str | Path] = ()) -> list[str]:
-    """Let a DuckDB connection open ``files`` (and spill to ``folders``) and nothing else, then lock it.
+    """Let a DuckDB connection open ``files`` (write to ``folders``) and nothing else, lock it; return the paths.
 
-    Parameters
-    ----------
-    con : duckdb.DuckDBPyConnection
-        A connection made with :data:`DUCKDB_CONFIG` that has read nothing yet.
-    files : iterable of path
-        The files it may read.
-    folders : iterable of path
-        Folders it may write, e.g. its spill folder.
-
-    Returns
-    -------
-    list of str
-        ``files`` as DuckDB must be given them (:func:`engine_path`).
-
-    Notes
-    -----
-    ``enable_external_access`` off, with ``allowed_paths`` and ``allowed_directories``, and
-    ``lock_configuration`` on: a path DuckDB would expand to another file, ``read_csv`` of
-    any other file, ``COPY``, ``ATTACH`` and extensions are refused by DuckDB itself. A
-    connection is confined once, so it reads one input.
+    ``enable_external_access`` off with ``allowed_paths`` and ``allowed_directories``, and
+    ``lock_configuration`` on: DuckDB itself refuses another file, ``COPY``, ``ATTACH`` and
+    extensions. A connection is confined once, so it reads one input.
     """
     files = [os.fspath(f) for f in files]
     literal = [engine_path(f) for f in files]
@@ -180,11 +139,9 @@ def process_alive(pid: int) -> bool:
 
 
 def remove_spill_folders(pid: int | None = None) -> None:
-    """Remove the spill folders of process ``pid`` (a kernel just killed), or of every process no longer running.
+    """Remove this user's DuckDB spill folders (``jagged-duckdb-PID-…``) of ``pid``, or of every dead process.
 
-    Only this user's folders named ``jagged-duckdb-PID-…`` in the temporary folder are
-    touched: a process killed (SIGKILL, as a report's kernel is stopped) or aborted by the C++
-    runtime cannot remove its own.
+    A kernel killed with SIGKILL cannot remove its own.
     """
     import re
     import shutil
@@ -202,11 +159,7 @@ def remove_spill_folders(pid: int | None = None) -> None:
 
 
 def spill_folder() -> str:
-    """A new folder (mode 0700: what spills is the user's data) for DuckDB: ``jagged-duckdb-PID-…``.
-
-    In the temporary folder, after :func:`remove_spill_folders` removed those of processes no
-    longer running.
-    """
+    """A new folder (mode 0700) for DuckDB to spill to: ``jagged-duckdb-PID-…`` in the temporary folder."""
     import tempfile
 
     remove_spill_folders()
@@ -227,11 +180,10 @@ def check_outputs(outputs: Mapping[str, str | Path | None], inputs: Mapping[str,
     Parameters
     ----------
     outputs : mapping
-        How each output was asked for (``"-o"``, ``"--items-out"``, ``"--report"``) → its path;
-        None: not asked for. Give a report's files beside it (``.ipynb``, ``.json``) too.
+        Flag (``"-o"``, ``"--report"``) → path, or None when not asked for; a report's side
+        files (``.ipynb``, ``.json``) included.
     inputs : mapping
-        What each input is (``"SCORES"``, ``"--weights"``) → its path; None, "" or a value
-        that is no existing path (``--n-items 120``) is skipped.
+        Name (``"SCORES"``) → path; None, "" or a value that is no existing path is skipped.
     folders : mapping, optional
         Folders the command fills (``jagged batch``'s ``models/``): no input may lie inside.
 
@@ -240,12 +192,8 @@ def check_outputs(outputs: Mapping[str, str | Path | None], inputs: Mapping[str,
     JaggedInputError
         ``FLAG PATH is the input NAME PATH (the same file); an output never replaces an
         input``; an output inside an input folder; an input inside an output folder; two
-        outputs that are one file.
-
-    Notes
-    -----
-    The same file is :func:`os.path.samefile` (a symlink, a hard link, ``./a.csv`` for
-    ``a.csv``) when both exist, else the same :func:`os.path.realpath`.
+        outputs that are one file. The same file: :func:`os.path.samefile` when both exist,
+        else the same :func:`os.path.realpath`.
     """
     read = [(name, os.fspath(p)) for name, p in inputs.items() if p and os.path.exists(p)]
     for flag, folder in (folders or {}).items():

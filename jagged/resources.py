@@ -1,10 +1,8 @@
 """Where the files that ship with jagged are: bundled data, report notebooks, templates.
 
-The design card keeps ``notebooks/`` and ``templates/`` as top-level folders of the source
-tree; the build maps them into the package as ``jagged.notebooks`` and
-``jagged.templates`` (``[tool.setuptools.package-dir]`` in ``pyproject.toml``), so an
-editable install and a regular one (wheel, ``pip install .``) find them the same way,
-through :mod:`importlib.resources`. Nothing here looks relative to the source tree.
+The source tree's ``notebooks/`` and ``templates/`` are mapped into the package as
+``jagged.notebooks`` and ``jagged.templates`` (``pyproject.toml``), so editable and regular
+installs find them alike through :mod:`importlib.resources`.
 """
 
 from __future__ import annotations
@@ -16,19 +14,7 @@ from pathlib import Path
 
 @lru_cache(maxsize=None)
 def resource_dir(package: str) -> Path:
-    """The folder of a resource package (``"jagged.data"``, ``"jagged.notebooks"``, ...).
-
-    Parameters
-    ----------
-    package : str
-        A package of jagged that holds data files.
-
-    Returns
-    -------
-    pathlib.Path
-        A real folder on disk (jagged is never installed zipped; :func:`as_file` would
-        extract it otherwise, and the folder would live as long as the process).
-    """
+    """The folder on disk of a resource package (``"jagged.data"``, ``"jagged.notebooks"``, ...)."""
     traversable = files(package)
     if isinstance(traversable, Path):
         return traversable

@@ -53,8 +53,7 @@ def _yaml_tag(tag: str) -> str:
 def _scan_events(text: str, source: str, *, max_nodes: int, max_depth: int, max_scalar: int, key: str) -> None:
     """Refuse aliases, anchors, foreign tags, long scalars, too many or too deeply nested values.
 
-    Walks PyYAML's event stream (linear in the text, nothing is built), naming the
-    top-level key and the line of the first problem.
+    Walks PyYAML's event stream (linear, nothing built), naming the top-level key and the line.
     """
     count = depth = 0
     top_key: str | None = None
@@ -98,38 +97,22 @@ def _scan_events(text: str, source: str, *, max_nodes: int, max_depth: int, max_
 
 def load_yaml(text: str, source: str, *, max_bytes: int, max_nodes: int, max_depth: int, max_scalar: int,
               what: str = "YAML", key: str = "entry") -> Any:
-    """Load untrusted YAML as plain data: a bounded, alias-free, tag-restricted document.
+    """Load untrusted YAML as plain data (None for an empty text): bounded, alias-free, core tags only.
 
-    Parameters
-    ----------
-    text : str
-        The YAML text.
-    source : str
-        Name for messages (the file).
-    max_bytes, max_nodes, max_depth, max_scalar : int
-        Bounds on the UTF-8 size, the number of values, the nesting depth and the length of
-        one value.
-    what : str
-        What the text holds, for the size message ("parameters", "weights").
-    key : str
-        What a top-level key is, for messages ("parameter", "profile").
-
-    Returns
-    -------
-    object
-        str, int, float, bool, None, lists and mappings only (None for an empty text).
+    ``max_bytes``, ``max_nodes``, ``max_depth`` and ``max_scalar`` bound the UTF-8 size, the
+    number of values, the nesting and one value's length; ``what`` names the content and
+    ``key`` a top-level key in messages ("parameters"/"parameter", "weights"/"profile").
 
     Raises
     ------
     JaggedInputError
-        Not valid YAML; over a bound; an alias, an anchor or a tag other than the core
-        ones; a key given twice in one mapping (which value would count is not for a
-        loader to guess). Each one line, with the line number.
+        Not valid YAML; over a bound; an alias, an anchor or a tag other than the core ones; a
+        key given twice in one mapping. One line, with the line number.
 
     Notes
     -----
-    The event stream is scanned first (linear in the text, nothing built), so an alias bomb
-    or a deeply nested document is refused before any object is constructed.
+    The event stream is scanned first, so an alias bomb or a deeply nested document is
+    refused before any object is built.
     """
     if len(text) > max_bytes or len(text.encode("utf-8", errors="replace")) > max_bytes:
         raise JaggedInputError(f"{source}: {what} over {max_bytes:,} bytes of YAML")

@@ -10,19 +10,7 @@ IRREGULAR_PLURALS = {"leaf": "leaves", "category": "categories", "was": "were", 
 
 
 def one_line(text: object, limit: int | None = None) -> str:
-    """Collapse whitespace (newlines included) into single spaces; cut at ``limit`` characters.
-
-    Parameters
-    ----------
-    text : object
-        Anything; ``str(text)`` is used.
-    limit : int, optional
-        Longest result; longer text ends in "…".
-
-    Returns
-    -------
-    str
-    """
+    """Collapse the whitespace of ``str(text)`` (newlines too) into single spaces; cut at ``limit`` with "…"."""
     flat = " ".join(str(text).split())
     if limit is not None and len(flat) > limit:
         return flat[: limit - 1] + "…"
@@ -38,19 +26,8 @@ HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 def printable(text: object, keep: str = "") -> str:
     """Text with every :data:`HIDDEN` character but those in ``keep`` written as an escape (``\\n``, ``\\u202e``).
 
-    Parameters
-    ----------
-    text : object
-        Anything; ``str(text)`` is used.
-    keep : str
-        Characters left as they are (``"\\t\\n\\r"`` in a CSV cell or an HTML page, where a
-        newline is data and quoted or markup).
-
-    Returns
-    -------
-    str
-        What a terminal, a spreadsheet or a browser shows as written: ``a\\nb`` stays one
-        line, ``x\\u202ey`` is not reversed.
+    What a terminal, a spreadsheet or a browser then shows is what is written: ``a\\nb`` stays
+    one line, ``x\\u202ey`` is not reversed. ``keep`` is ``"\\t\\n\\r"`` where a newline is data.
 
     Examples
     --------
@@ -81,17 +58,7 @@ def plural(n: int, word: str) -> str:
 
 
 def listing(names: Iterable[object], limit: int = 8, *, quote: bool = False) -> str:
-    """``"a, b, c and 4 more"``: the first ``limit`` names, comma-separated.
-
-    Parameters
-    ----------
-    names : iterable
-        The names, in the order to show them.
-    limit : int
-        How many to show.
-    quote : bool
-        Show each name with :func:`repr` (quoted), for names that may hold spaces or commas.
-    """
+    """``"a, b, c and 4 more"``: the first ``limit`` names, comma-separated (each ``repr``-quoted with ``quote``)."""
     names = list(names)
     shown = ", ".join(repr(n) if quote else str(n) for n in names[:limit])
     return shown + and_more(len(names), limit)
@@ -118,27 +85,15 @@ def merge_notes(first: dict[str, str], second: dict[str, str]) -> dict[str, str]
 
 
 def and_more(total: int, shown: int, sep: str = " ") -> str:
-    """``" and 4 more"`` when ``total`` things were cut to ``shown``; ``""`` when none were left out.
-
-    Parameters
-    ----------
-    total : int
-        How many there are.
-    shown : int
-        How many were listed.
-    sep : str
-        What goes before "and" (``" | "`` after a list of sentences).
-    """
+    """``" and 4 more"`` when ``total`` things were cut to ``shown`` (``sep`` before "and"); ``""`` when none were."""
     return f"{sep}and {total - shown} more" if total > shown else ""
 
 
 class Summarised:
-    """Mixin for result objects: a one-line ``repr`` and a small HTML table, both from :meth:`_summary`.
+    """Mixin for result objects: a one-line ``repr`` and a small HTML table, both from ``_summary()``.
 
-    A subclass returns its name and ``(label, value)`` rows from ``_summary()``; ``repr`` is
-    ``<Name: label value; label value ...>`` (no arrays, no tables) and ``_repr_html_`` the
-    same rows as a table, every value escaped. A dataclass using it is declared with
-    ``repr=False``, or the generated ``__repr__`` would replace this one.
+    A subclass returns its name and ``(label, value)`` rows; a dataclass using it is declared
+    with ``repr=False``, or the generated ``__repr__`` would replace this one.
     """
 
     def _summary(self) -> tuple[str, list[tuple[str, str]]]:

@@ -1,27 +1,14 @@
 """Report machinery: papermill runs, nbconvert rendering, stored parameters, and batches in warm kernels.
 
-A report runs a notebook with papermill, renders it with the nbconvert template, stores
-its parameters for exact reruns; a batch runs many reports in warm kernels.
-
-Modules, in the order a report passes through them:
-
-* :mod:`~jagged.report.notebooks` — the shipped notebooks and the parameters they declare;
-* :mod:`~jagged.report.execution` — papermill execution, :class:`ReportError`;
-* :mod:`~jagged.report.rendering` — nbconvert rendering with ``templates/jagged``;
-* :mod:`~jagged.report.rerun` — the parameters and hashes a report stores, read back;
-* :mod:`~jagged.report.run` — execute + render into place atomically;
-* :mod:`~jagged.report.jaggedness` — ``jagged report`` and ``jagged report --params``;
-* :mod:`~jagged.report.kernel` — kernels: launched, stopped, kept warm between notebooks;
-  the one SIGTERM handler;
-* :mod:`~jagged.report.debris` — what a run leaves on disk (kernel files, temporary
-  folders) and removing what dead runs left;
-* :mod:`~jagged.report.batch` — ``jagged batch`` on threads with warm kernels:
-  :mod:`~jagged.report.batch_plan` (plan and content hashes),
-  :mod:`~jagged.report.batch_index` (the index page), :mod:`~jagged.report.slug`
-  (file names from model names);
-* :mod:`~jagged.report.sections` — removing the cells of sections that do not apply.
-
-The names below are imported on first use, so ``import jagged.report`` stays cheap.
+In the order a report passes through them: :mod:`~jagged.report.notebooks` (the shipped
+notebooks and their parameters), :mod:`~jagged.report.execution` (papermill),
+:mod:`~jagged.report.rendering` (nbconvert), :mod:`~jagged.report.rerun` (stored
+parameters), :mod:`~jagged.report.run` (execute + render into place),
+:mod:`~jagged.report.jaggedness` (``jagged report``), :mod:`~jagged.report.kernel` (kernels
+and the one SIGTERM handler), :mod:`~jagged.report.debris` (what dead runs left),
+:mod:`~jagged.report.batch` with :mod:`~jagged.report.batch_plan`,
+:mod:`~jagged.report.batch_index` and :mod:`~jagged.report.slug` (``jagged batch``), and
+:mod:`~jagged.report.sections`. The names below are imported on first use.
 """
 
 from __future__ import annotations

@@ -1,31 +1,16 @@
 """``jagged batch``: a report per model, the cross-model report and an index, in warm kernels.
 
-Layout of the output folder ``DIR``::
-
-    DIR/index.html                     sortable table of every model, linking each report
-    DIR/jaggedness_report.html         the cross-model report (+ .ipynb)
-    DIR/models/<slug>.html             one report per model (+ .ipynb, or .failed.ipynb)
-
-A batch holds ``DIR/.jagged-batch.lock`` (:func:`jagged.fileio.folder_lock`), so a second
-batch on the same folder refuses at once, naming the first one's process id. Then:
-
-1. :func:`~jagged.report.batch_plan.plan_batch` loads and analyses the input once (bad
-   input fails before any kernel starts, exit 2) and gives every report a content hash;
-   a report whose HTML carries its hash is up to date and skipped (``--force`` rebuilds).
-2. :func:`execute_plan` runs the rest on ``jobs`` threads of this process, each with one
-   :class:`~jagged.report.kernel.WarmKernel` reset before every notebook; the kernels do
-   the analysis and the figures, the threads drive them (papermill, nbclient) and render
-   (nbconvert). A notebook that fails (kept as ``.failed.ipynb``), or a kernel that dies,
-   fails its own report only; the thread goes on with a new kernel.
-3. :func:`~jagged.report.batch_index.write_index` writes the index when it changed. On a
-   full disk the reports already written stay and the error says why there is no index.
-
-Ctrl-C or SIGTERM (:func:`jagged.report.kernel.stopping`) kills every kernel, lets the
-threads end (a stopped report writes nothing), and writes the index of the reports that
-finished, counting one moved into place just before the signal; the next run resumes.
-A batch killed outright leaves no process: its kernels see their parent die and exit
-within a second, and the next run removes their files and the unfinished reports'
-folders (:mod:`jagged.report.debris`).
+Output folder ``DIR``: ``index.html`` (a sortable table linking every report),
+``jaggedness_report.html`` and ``models/<slug>.html`` (each with its ``.ipynb``, or a
+``.failed.ipynb``). A batch holds ``DIR/.jagged-batch.lock`` (:func:`jagged.fileio.folder_lock`),
+so a second batch on the folder refuses at once. The input is loaded and analysed once
+(:func:`~jagged.report.batch_plan.plan_batch`: bad input fails before any kernel starts);
+a report whose HTML carries its content hash is skipped. The rest run on ``jobs`` threads,
+each driving one :class:`~jagged.report.kernel.WarmKernel` reset before every notebook; a
+failed notebook or a dead kernel fails its own report only. Ctrl-C or SIGTERM kills the
+kernels and writes the index of what finished; the next run resumes. A batch killed
+outright leaves no process (kernels exit when their parent dies) and the next run removes
+its files (:mod:`jagged.report.debris`).
 """
 
 from __future__ import annotations
@@ -50,19 +35,7 @@ __all__ = ["BatchResult", "run_batch"]
 
 @dataclass
 class BatchResult:
-    """The outcome of a batch.
-
-    Attributes
-    ----------
-    out_dir : pathlib.Path
-        Output folder.
-    index : pathlib.Path
-        The index page.
-    outcomes : list of Outcome
-        One per job, models first (in name order), then the cross-model report.
-    seconds : float
-        Wall time.
-    """
+    """The outcome of a batch: output folder, index, one :class:`Outcome` per job (models first), wall time."""
 
     out_dir: Path
     index: Path
@@ -102,18 +75,13 @@ def run_batch(scores: str | Path | None, out_dir: str | Path, *, jobs: int | Non
     progress : bool, optional
         Progress bar on stderr (None: when stderr is a terminal).
 
-    Returns
-    -------
-    BatchResult
-        Failed reports are in ``failed``; the index lists them with their error.
-
     Raises
     ------
     BatchInterrupted
         On SIGINT or SIGTERM, after writing the index of the reports that finished.
     JaggedInputError
-        Another batch is writing ``out_dir`` (see :func:`jagged.fileio.folder_lock`), or
-        the index could not be written (a full disk); reports already written are kept.
+        Another batch is writing ``out_dir``, or the index could not be written (a full disk;
+        the reports already written are kept).
     """
     from jagged.fileio import folder_lock
 
@@ -144,15 +112,7 @@ def _write_final_index(plan: Plan, outcomes: Sequence[Outcome]) -> Path:
 
 
 class BatchInterrupted(KeyboardInterrupt):
-    """The batch was stopped by SIGINT (Ctrl-C) or SIGTERM before every report was made.
-
-    Attributes
-    ----------
-    signum : int
-        The signal.
-    outcomes : list of Outcome
-        The jobs that finished (written, failed) or were up to date, in plan order.
-    """
+    """The batch was stopped by SIGINT or SIGTERM; ``outcomes`` holds the jobs that finished, in plan order."""
 
     def __init__(self, signum: int, outcomes: Sequence[Outcome] = ()) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -194,32 +154,11 @@ def run_job(job: Job, kernel: WarmKernel | None) -> tuple[Outcome, WarmKernel | 
 def execute_plan(plan: Plan, *, jobs: int | None = None, progress: bool | None = None) -> list[Outcome]:
     """Make the plan's pending reports, ``jobs`` at a time, each thread with one warm kernel.
 
-    Parameters
-    ----------
-    plan : Plan
-        From :func:`~jagged.report.batch_plan.plan_batch`.
-    jobs : int, optional
-        Threads, each driving one kernel (default: the number of CPUs), at most one per job.
-    progress : bool, optional
-        Show a progress bar on stderr (None: when stderr is a terminal).
-
-    Returns
-    -------
-    list of Outcome
-        One per job of the plan, in plan order.
-
-    Raises
-    ------
-    BatchInterrupted
-        On SIGINT or SIGTERM, once every kernel is stopped and every thread has ended; it
-        carries the outcomes of the jobs that finished, a report moved into place (complete,
-        with its content hash) just before the signal among them.
-
-    Notes
-    -----
-    The cross-model report, the longest, starts first. The threads take the next job
-    from a shared queue; the kernels are separate processes, so the work runs on as many
-    cores as there are jobs while the threads only wait for them and render.
+    Returns one :class:`Outcome` per job, in plan order. The cross-model report, the longest,
+    starts first; the threads take jobs from a shared queue and only drive their kernels (in
+    processes of their own) and render. On SIGINT or SIGTERM every kernel is stopped, the
+    threads end, and :class:`BatchInterrupted` carries the outcomes of the jobs that finished
+    (a report moved into place just before the signal among them).
     """
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 

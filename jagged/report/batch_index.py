@@ -1,9 +1,4 @@
-"""A batch's index page: one sortable row per model report, rendered from ``templates/batch/``.
-
-The page is self-contained (inline CSS and sort script, no network), every name and
-message is autoescaped by jinja2, links are built from slugs only, and it is written
-atomically and only when its content changed.
-"""
+"""A batch's index page: one sortable row per model report, rendered from ``templates/batch/``."""
 
 from __future__ import annotations
 
@@ -29,20 +24,14 @@ def _number(value: Any) -> float | None:
 
 
 def index_rows(plan: Plan, outcomes: Iterable[Outcome]) -> list[dict[str, Any]]:
-    """One row per model report for the index template.
+    """One row per model report for the index template, most jagged first (undefined cv_error last, ties by name).
 
-    Returns
-    -------
-    list of dict
-        Most jagged first (undefined ``cv_error`` last, ties by name): ``model``,
-        ``href`` (relative link to the report, or None), ``status`` ("ok" or
-        "failed"), ``error``, ``failed_href``, ``macro_score``, ``cv_error``,
-        ``relative_jaggedness`` (noise-corrected where item counts allow, else raw:
-        :func:`jagged.views.structure.relative_column`, named in ``relative_column``),
-        ``noise_flag`` and ``relative_noise_flag`` as text ("noise", "" or "not tested":
-        a flag that could not be tested is never shown as False), and per profile
-        ``dep_score`` / ``wedge`` in ``profiles`` (a list in :attr:`Plan.profiles` order);
-        numbers are floats or None.
+    Each row: ``model``, ``href`` (or None), ``status`` ("ok"/"failed"), ``error``,
+    ``failed_href``, ``macro_score``, ``cv_error``, ``relative_jaggedness`` (the column
+    :func:`jagged.views.structure.relative_column` picks, named in ``relative_column``),
+    ``noise_flag`` and ``relative_noise_flag`` as text ("noise", "" or "not tested"), and
+    ``profiles``: per profile of :attr:`Plan.profiles` its ``dep_score`` and ``wedge``.
+    Numbers are floats or None.
     """
     from jagged.stats.uncertainty import flag_text
     from jagged.views.structure import relative_column
@@ -100,12 +89,10 @@ def _environment() -> Any:
 
 
 def render_index(plan: Plan, outcomes: Sequence[Outcome]) -> str:
-    """The index page: self-contained HTML (inline CSS and sort script, no network).
+    """The index page: self-contained HTML whose Content-Security-Policy allows only its own hashed inline script.
 
-    Every name and message is autoescaped by jinja2, its control characters and bidi overrides
-    written as visible escapes (:func:`jagged.text.printable`); links are built from slugs only.
-    The page's Content-Security-Policy allows no network access and only the inline
-    script whose hash it names.
+    Every name and message is autoescaped, control characters and bidi overrides written as
+    visible escapes (:func:`jagged.text.printable`); links are built from slugs only.
     """
     import base64
 

@@ -1,10 +1,4 @@
-"""A batch's plan: every report's path, parameters and content hash, and which are out of date.
-
-:func:`plan_batch` loads and analyses the input once (bad input fails here, before any
-kernel starts), gives each model a file stem (:mod:`jagged.report.slug`) and each report a
-content hash (:func:`content_hash`); a report whose HTML already carries its hash is up to
-date (:func:`up_to_date`) and is not run again.
-"""
+"""A batch's plan: every report's path, parameters and content hash, and which are out of date."""
 
 from __future__ import annotations
 
@@ -37,26 +31,10 @@ INDEX_FACTS = ("input", "models", "domains")
 
 @dataclass(frozen=True)
 class Job:
-    """One report to make.
+    """One report to make: a per-model (``kind="model"``) or the cross-model report (``"overview"``).
 
-    Attributes
-    ----------
-    kind : {"model", "overview"}
-        A per-model report or the cross-model report.
-    model : str or None
-        The model of a per-model report.
-    notebook : str
-        Notebook name in ``notebooks/``.
-    html_path : pathlib.Path
-        Destination.
-    parameters : dict
-        The notebook parameters (full set, defaults included).
-    title, subtitle : str
-        Page title and the line under it.
-    facts : tuple
-        Provenance rows ``(label, value, kind)``.
-    input_hash : str
-        Content hash (see :func:`content_hash`).
+    ``parameters`` is the notebook's full parameter set, ``facts`` the provenance rows and
+    ``input_hash`` the :func:`content_hash` that makes the report up to date.
     """
 
     kind: str
@@ -108,8 +86,7 @@ def _file_digest(path: str, mtime_ns: int, size: int) -> str:
 def code_digest() -> str:
     """SHA-256 over jagged's Python sources and the report template (names and contents).
 
-    The index template (``templates/batch``) is left out: the index is rendered on every
-    run, and changing it does not change a report.
+    The index template is left out: the index is rendered on every run.
     """
     from jagged.report.rendering import TEMPLATE_NAME, TEMPLATES_DIR
 
@@ -129,26 +106,10 @@ def code_digest() -> str:
 def content_hash(notebook: str | Path, parameters: Mapping[str, Any], input_digests: Sequence[str]) -> str:
     """The content hash that decides whether a report is up to date.
 
-    Parameters
-    ----------
-    notebook : str or pathlib.Path
-        The notebook (its bytes are hashed).
-    parameters : mapping
-        The full parameter set (JSON-serialisable).
-    input_digests : sequence of str
-        SHA-256 of every input file (scores, weights), in a fixed order.
-
-    Returns
-    -------
-    str
-        Hex SHA-256 of a canonical JSON document holding the notebook's SHA-256, the
-        parameters, the input digests, jagged's version and :func:`code_digest`.
-
-    Notes
-    -----
-    Paths in the parameters are part of the hash, so moving an input file makes its
-    reports stale even when the content is the same; the digests catch a file whose
-    content changed in place.
+    SHA-256 of a canonical JSON document holding the notebook's SHA-256, the full
+    ``parameters``, ``input_digests`` (SHA-256 of every input file, in a fixed order), jagged's
+    version and :func:`code_digest`. Paths are part of the parameters, so moving an input
+    makes its reports stale; the digests catch a file changed in place.
     """
     path = find_notebook(notebook)
     stat = path.stat()
@@ -184,24 +145,18 @@ def plan_batch(scores: str | Path | None, out_dir: str | Path, *, models: Sequen
     Parameters
     ----------
     scores : str, pathlib.Path or None
-        Score input (None or "": the bundled data, which come with illustrative profiles).
+        Score input (None or "": the bundled data, with its illustrative profiles).
     out_dir : str or pathlib.Path
         Output folder.
     models : sequence of str
-        Models to report on (default: all); every name must be in the input.
+        Models to report on (default: all), each in the input.
     force : bool
         Rebuild reports that are up to date.
-    load : mapping, optional
-        Loader options (``score_scale``, ``task``, ...), as :func:`jagged.load` takes them.
-    analysis : mapping, optional
-        Analysis options (``weights``, ``profiles``, ``missing_weight``, ``bootstrap``,
-        ``seed``, ``ci``), as :class:`jagged.options.AnalysisOptions` takes them.
+    load, analysis : mapping, optional
+        Loader options (as :func:`jagged.load` takes them) and analysis options (as
+        :class:`jagged.options.AnalysisOptions` takes them).
     overview : bool
         Also make the cross-model report.
-
-    Returns
-    -------
-    Plan
 
     Raises
     ------

@@ -1,14 +1,9 @@
 """The compare report: two runs or releases side by side.
 
-:func:`compare_notebook` runs :func:`jagged.analysis.compare_inputs` from the compare
-notebook's parameters and returns the :class:`~jagged.views.compare.CompareView`
-its cells show. :func:`compare_report` checks every parameter and both inputs in this
-process (bad input fails fast, before a kernel starts), then runs
-``notebooks/compare_report.ipynb`` with :func:`jagged.report.run.run_report`.
-
-The notebook's own parameters ``a``, ``b``, ``alpha``, ``repeats``, ``where_a`` and ``where_b``
-are declared in :data:`jagged.options.NOTEBOOK_ONLY` (:data:`COMPARE_ONLY`) and checked like every
-option of :mod:`jagged.options`.
+:func:`compare_notebook` is what the notebook's first cell calls; :func:`compare_report`
+checks every parameter and loads both inputs here (bad input fails before a kernel
+starts), then runs ``notebooks/compare_report.ipynb``. The notebook's own parameters are
+declared in :data:`jagged.options.NOTEBOOK_ONLY`.
 """
 
 from __future__ import annotations
@@ -32,24 +27,10 @@ PATH_PARAMETERS: tuple[str, ...] = ("a", "b", "weights")
 
 
 def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, Any]:
-    """Check compare parameters against their declared types and bounds.
+    """Check compare parameters (:data:`COMPARE_ONLY`, :data:`COMPARE_OPTIONS`) against their types and bounds.
 
-    Parameters
-    ----------
-    values : mapping
-        Parameter name → value (those of :data:`COMPARE_ONLY` and :data:`COMPARE_OPTIONS`).
-    source : str
-        Start of every message.
-
-    Returns
-    -------
-    dict
-        The values as plain types.
-
-    Raises
-    ------
-    JaggedInputError
-        An unknown name or a value outside its declared type and bounds (one line).
+    Returns the values as plain types; raises :class:`JaggedInputError` (one line starting
+    with ``source``) for an unknown name or a value out of bounds.
     """
     out: dict[str, Any] = {}
     where = f"{source}: " if source else ""
@@ -65,13 +46,9 @@ def check_parameters(values: Mapping[str, Any], source: str = "") -> dict[str, A
 
 
 def compare_notebook(parameters: Mapping[str, Any]) -> Any:
-    """:func:`jagged.analysis.compare_inputs` from the compare notebook's parameters (its ``globals()``).
+    """:func:`jagged.analysis.compare_inputs` from the compare notebook's ``globals()``, as a CompareView.
 
-    Returns
-    -------
-    jagged.views.compare.CompareView
-        The comparison with the sides' names; shown in the notebook, it records which
-        optional sections apply.
+    Shown in the notebook, the view records which optional sections apply.
     """
     from jagged.analysis import compare_inputs
     from jagged.views.compare import CompareView
@@ -98,29 +75,22 @@ def compare_report(a: str | Path | None, b: str | Path | None, output: str | Pat
     Parameters
     ----------
     a, b : str or pathlib.Path
-        The two inputs (see :func:`jagged.analysis.compare_inputs`).
+        The two inputs (see :func:`jagged.analysis.compare_inputs`, also for ``alpha`` and
+        ``repeats``).
     output : str or pathlib.Path
-        Destination ``.html``; the executed notebook is kept beside it as ``.ipynb``.
+        Destination ``.html``; the executed notebook is kept beside it.
     title : str, optional
-        Report title (default "What changed: A → B").
+        Default "What changed: A → B".
     show_code : bool
         Show the notebook's code cells.
-    alpha, repeats
-        See :func:`jagged.analysis.compare_inputs`.
     **options
-        Loader, analysis and display options (``max_models``, ``theme``) by name.
-
-    Returns
-    -------
-    pathlib.Path
-        The HTML file.
+        Loader, analysis and display options by name.
 
     Raises
     ------
     JaggedInputError
-        Before any kernel starts: a parameter outside its type and bounds, an input that is
-        not a regular file or folder, what :func:`jagged.analysis.compare_inputs`'s loading rejects, an
-        output that cannot be written.
+        Before a kernel starts: a parameter out of bounds, an input that is no regular file
+        or folder, what loading rejects, an output that cannot be written.
     ReportError
         The notebook failed.
     """

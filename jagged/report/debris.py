@@ -1,14 +1,10 @@
 """What a run leaves on disk, and removing what dead runs left: kernel files and temporary report folders.
 
-A report is made in a temporary folder beside its destination, ``.<stem>.<pid>-<host>.<random>``
-(:func:`make_workdir`). A kernel keeps its files in the Jupyter runtime folder under one
-name, ``jagged-<pid>-<host>-<tag>`` (:func:`kernel_stem`): the connection file ``.json``,
-the IPC sockets ``-ipc-N`` and a ``.kernel`` file holding the kernel's process id;
-:func:`jagged.report.kernel.stop_kernel` removes them (:func:`remove_kernel_files`). Both
-names carry the owning process and a tag of this machine, so what a run killed outright
-(SIGKILL) left can be told from a live run's: the next run removes the folders and
-kernel files whose owner (and kernel) are provably gone (:func:`remove_stale_workdirs`,
-:func:`remove_stale_kernel_files`), never anything else.
+A report is made in ``.<stem>.<pid>-<host>.<random>`` beside its destination
+(:func:`make_workdir`); a kernel's files in the Jupyter runtime folder are
+``jagged-<pid>-<host>-<tag>`` + ``.json``, ``-ipc-N`` and ``.kernel`` (its process id).
+Both names carry the owning process and this machine, so the next run removes what a run
+killed outright left, once its owner (and kernel) are provably gone, and nothing else.
 """
 
 from __future__ import annotations
@@ -39,11 +35,7 @@ def host_tag() -> str:
 
 
 def kernel_stem(runtime: str | Path) -> Path:
-    """A new name for a kernel's files in ``runtime``: ``jagged-<pid>-<host>-<tag>`` (no suffix).
-
-    One name for all of a kernel's files, so no two kernels clash and a dead run's files
-    can be recognised (:data:`KERNEL_FILE`).
-    """
+    """A new name for a kernel's files in ``runtime``: ``jagged-<pid>-<host>-<tag>`` (no suffix)."""
     return Path(runtime) / f"jagged-{os.getpid()}-{host_tag()}-{uuid.uuid4().hex[:12]}"
 
 
@@ -71,23 +63,11 @@ def _mentioned_by_a_process(name: str) -> bool:
 
 
 def remove_stale_kernel_files(folder: str | Path) -> list[Path]:
-    """Remove the kernel files (connection file, IPC sockets) that dead runs left in the runtime folder.
+    """Remove the kernel files that dead runs left in the runtime folder ``folder``; return them.
 
-    A group of files named ``jagged-<pid>-<host>-<tag>...`` (see the module notes) is
-    removed only when it is from this machine, its owning process ``pid`` is gone, and its
-    kernel is gone: the process id in its ``.kernel`` file is not running or, without that
-    file, no running process names the connection file on its command line. Everything
-    else, a live run's files included, is left alone.
-
-    Parameters
-    ----------
-    folder : str or pathlib.Path
-        The Jupyter runtime folder.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files removed.
+    A group ``jagged-<pid>-<host>-<tag>...`` goes only when it is from this machine, its owner
+    ``pid`` is gone and its kernel is gone: the pid in its ``.kernel`` file is not running or,
+    without that file, no running process names the connection file on its command line.
     """
     host, me = host_tag(), os.getpid()
     groups: dict[str, int] = {}
@@ -143,33 +123,15 @@ def remove_kernel_files(km: Any) -> None:
 
 
 def make_workdir(html_path: Path) -> Path:
-    """A new hidden temporary folder beside ``html_path``, named after this process.
-
-    Returns
-    -------
-    pathlib.Path
-        ``.<stem>.<pid>-<host>.<random>`` in ``html_path``'s folder (at most 40
-        characters of the stem), made with :func:`tempfile.mkdtemp`.
-    """
+    """A new hidden temporary folder beside ``html_path``: ``.<stem>.<pid>-<host>.<random>`` (stem cut at 40)."""
     prefix = f".{html_path.stem[:40]}.{os.getpid()}-{host_tag()}."
     return Path(tempfile.mkdtemp(prefix=prefix, dir=html_path.parent))
 
 
 def remove_stale_workdirs(folder: str | Path) -> list[Path]:
-    """Remove the temporary folders that runs which died left in ``folder``.
+    """Remove (and return) the temporary folders of runs that died, in ``folder``.
 
-    Only folders named by :func:`make_workdir` on this machine whose process is gone are
-    removed; another live run's folder, and anything else, is left alone.
-
-    Parameters
-    ----------
-    folder : str or pathlib.Path
-        An output folder (missing: nothing to do).
-
-    Returns
-    -------
-    list of pathlib.Path
-        The folders removed.
+    Only :func:`make_workdir` folders of this machine whose process is gone; everything else stays.
     """
     removed: list[Path] = []
     host = host_tag()

@@ -1,14 +1,10 @@
 """Execute a report notebook with papermill (:func:`execute`); failures become :class:`ReportError`.
 
-Parameters are data, never code. papermill's own Python translator writes a value of any
-type it does not know as ``"<str(value)>"`` without escaping, so a ``bytes`` value could
-close the string and run code. Here the injected parameters cell is built by
-:func:`parameters_source` instead: every value is first made plain data
-(:func:`jagged.report.notebooks.plain`, which refuses anything else), each line is
-``name = repr(value)``, and the cell is parsed back with :mod:`ast` and must hold exactly
-those assignments of exactly those literals (``ast.literal_eval`` of each right-hand side
-equals the value, types included) before papermill may use it. The builder is papermill's
-translator for Python kernels (registered with ``papermill.translators.papermill_translators``).
+Parameters are data, never code. papermill's own translator writes a value of a type it
+does not know as ``"<str(value)>"`` unescaped, so a ``bytes`` value could close the string
+and run code. Here the parameters cell is built by :func:`parameters_source`: values made
+plain data (:func:`jagged.report.notebooks.plain`), one ``name = repr(value)`` per line,
+and the cell parsed back with :mod:`ast` to exactly those literals before papermill uses it.
 """
 
 from __future__ import annotations
@@ -29,14 +25,8 @@ KERNEL_NAME = "python3"
 class ReportError(RuntimeError):
     """A report notebook failed to run or render; the message is one short paragraph.
 
-    Attributes
-    ----------
-    ename : str or None
-        Exception type raised in the failing cell, when a cell failed.
-    evalue : str or None
-        Its message.
-    failed_notebook : pathlib.Path or None
-        Where the failed executed notebook was kept.
+    ``ename`` and ``evalue`` are the failing cell's exception type and message (None when no
+    cell failed), ``failed_notebook`` where the failed executed notebook was kept.
     """
 
     def __init__(self, message: str, *, ename: str | None = None, evalue: str | None = None,
@@ -49,28 +39,25 @@ class ReportError(RuntimeError):
 def execute(notebook: str | Path, output: str | Path, parameters: Mapping[str, Any] | None = None, *,
             cwd: str | Path | None = None, kernel_name: str = KERNEL_NAME, timeout: float | None = None,
             **engine_kwargs: Any) -> Any:
-    """Execute a notebook with papermill and write the executed copy.
+    """Execute a notebook with papermill and write the executed copy (also when a cell fails).
 
     Parameters
     ----------
     notebook : str or pathlib.Path
         Notebook path, or a name in ``notebooks/``.
     output : str or pathlib.Path
-        Where the executed notebook goes (also when a cell fails).
+        Where the executed notebook goes.
     parameters : mapping, optional
-        Values for the notebook's ``parameters`` cell. Every name must be declared there;
-        values are plain data, written by :func:`parameters_source`.
+        Values for the notebook's declared parameters, plain data (:func:`parameters_source`).
     cwd : str or pathlib.Path, optional
-        Working directory of the kernel it starts (default: this process's).
+        Working directory of the kernel it starts.
     kernel_name : str
         Jupyter kernel to start.
     timeout : float, optional
         Per-cell time limit in seconds (default: none).
     **engine_kwargs
-        Passed through papermill to :class:`nbclient.NotebookClient`. Without ``km`` (a
-        kernel the caller owns, :func:`jagged.report.kernel.external_kernel_kwargs`) the
-        notebook runs in a kernel of its own (:func:`jagged.report.kernel.own_kernel`),
-        stopped however the run ends.
+        Passed through papermill to :class:`nbclient.NotebookClient`. Without ``km`` (a kernel
+        the caller owns) the notebook runs in a kernel of its own, stopped however it ends.
 
     Returns
     -------
@@ -80,11 +67,11 @@ def execute(notebook: str | Path, output: str | Path, parameters: Mapping[str, A
     Raises
     ------
     TypeError
-        A value that is not plain data (see :func:`parameters_source`).
+        A value that is not plain data.
     ValueError
         A parameter the notebook does not declare.
     ReportError
-        A cell raised; the message names the cell and the error in one paragraph.
+        A cell raised; the message names the cell and the error.
     """
     import papermill
 
@@ -120,29 +107,18 @@ def _literal_braces(path: str | Path) -> str:
 
 
 def parameters_source(parameters: Mapping[str, Any], comment: str = "Parameters") -> str:
-    """The source of the injected parameters cell: ``name = <literal>`` per parameter, checked.
+    """The source of the injected parameters cell: ``# Parameters``, then ``name = <repr(value)>`` per line.
 
-    Parameters
-    ----------
-    parameters : mapping
-        Name → value. Names must be identifiers and not keywords; values must be plain
-        data (:func:`jagged.report.notebooks.plain`: str, int, float, bool, None, lists and
-        str-keyed mappings of them).
-    comment : str
-        The first line's comment (papermill's ``# Parameters``); newlines are dropped.
-
-    Returns
-    -------
-    str
-        ``# Parameters`` and one assignment per line, values written with :func:`repr`.
+    Names must be identifiers and no keywords, values plain data
+    (:func:`jagged.report.notebooks.plain`); newlines in ``comment`` are dropped.
 
     Raises
     ------
     TypeError
         A value that is not plain data.
     ValueError
-        A name that is not an identifier, or a cell that does not parse back to exactly
-        the given assignments (never expected: it would mean a literal became code).
+        A name that is not an identifier, or a cell that does not parse back to exactly the
+        given assignments (never expected: it would mean a literal became code).
     """
     values = {}
     for name, value in parameters.items():

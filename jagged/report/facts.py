@@ -10,19 +10,7 @@ PROVENANCE_FACTS = ("scores", "models", "domains", "selection")
 
 
 def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str]]:
-    """Provenance rows of a loaded dataset: file name(s) with SHA-256, counts.
-
-    Parameters
-    ----------
-    dataset : jagged.Dataset
-        The loaded input.
-    bundled : bool
-        Whether it is the data bundled with jagged.
-
-    Returns
-    -------
-    list of (label, value, kind)
-    """
+    """Provenance rows ``(label, value, kind)`` of a loaded dataset: the input, SHA-256 of its files, counts."""
     from jagged.readers.dataset import sha256_file
     from jagged.views.summary import read_facts
 
@@ -43,13 +31,7 @@ def input_facts(dataset: Any, bundled: bool = False) -> list[tuple[str, str, str
 
 
 def input_subtitle(dataset: Any) -> str:
-    """The line under a cross-model report's title: ``"29 models × 14 domains from NAME"``, then the selection.
-
-    ``NAME`` is :attr:`jagged.Dataset.name` (the benchmark when the reader knows it, else
-    the file or folder); the selection options given follow a dash
-    (:func:`jagged.views.summary.selection_text`): ``"23 models × 7 domains from board.csv —
-    rows where release=2024-08-31"``.
-    """
+    """The line under a cross-model report's title: ``"29 models × 14 domains from NAME"``, then any selection."""
     from jagged.views.summary import selection_text
 
     scores = dataset.scores

@@ -1,12 +1,7 @@
-"""``jagged report``: the cross-model jaggedness report and reruns from stored parameters.
+"""``jagged report``: the cross-model jaggedness report, and reruns from stored parameters.
 
-:func:`jaggedness_report` validates the input in this process (so bad input fails fast),
-gathers the provenance and runs ``notebooks/jaggedness_report.ipynb`` with
-:func:`jagged.report.run.run_report`; :func:`report_from_parameters` does the same from
-a parameter set stored in an earlier report (``jagged report --params``).
-
-Beside every report the run writes its key numbers (``NAME.json``, see
-:mod:`jagged.report.record`).
+Both check and load the input in this process (bad input fails fast), gather the
+provenance and run the notebook with :func:`jagged.report.run.run_report`.
 """
 
 from __future__ import annotations
@@ -37,25 +32,11 @@ from jagged.report.run import check_destination, run_checked, run_report
 
 #: The first key of every REPORT.json jagged writes, and its value (the format's version).
 def validate_input(scores: str | Path | None, options: Mapping[str, Any]) -> Any:
-    """Load and analyse the input here, before any kernel starts, so bad input fails fast.
+    """Load the input and compute its metrics table (no resampling) here, so bad input fails before the notebook.
 
-    Parameters
-    ----------
-    scores : str, pathlib.Path or None
-        Input (``None``: bundled data).
-    options : mapping
-        Option values by name (see :mod:`jagged.options`): loader options go to
-        :func:`jagged.load`, analysis options to the metrics table; others (e.g.
-        ``max_models``) are ignored here.
-
-    Returns
-    -------
-    jagged.Dataset
-
-    Raises
-    ------
-    JaggedInputError
-        Whatever the loader or the analysis rejects.
+    ``options`` by name (:mod:`jagged.options`): loader options go to :func:`jagged.load`,
+    analysis options to the table, others are ignored. Returns the :class:`jagged.Dataset`;
+    raises :class:`JaggedInputError` for what the loader or the analysis rejects.
     """
     from jagged.analysis import metrics_table
     from jagged.readers.load import load
@@ -68,25 +49,21 @@ def validate_input(scores: str | Path | None, options: Mapping[str, Any]) -> Any
 
 def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEFAULT_OUTPUT, *,
                       title: str = DEFAULT_TITLE, show_code: bool = False, **options: Any) -> Path:
-    """Write the jaggedness audit report (``jagged report``).
+    """Write the jaggedness report (``jagged report``).
 
     Parameters
     ----------
     scores : str or pathlib.Path, optional
-        Score input; ``None`` (or ``""``) uses the bundled MMLU-Pro per-category scores.
+        Score input; ``None`` or ``""``: the bundled MMLU-Pro per-category scores.
     output : str or pathlib.Path
-        Destination ``.html`` (default ``reports/jaggedness_report.html``); the executed
-        notebook is kept beside it as ``.ipynb``.
+        Destination ``.html``; the executed notebook is kept beside it.
     title : str
         Report title.
     show_code : bool
         Show the notebook's code cells.
     **options
-        Notebook parameters of the same name: loader options (``score_scale``, ...),
-        analysis options (``weights``, ``profiles``, ``missing_weight``, ...) and display
-        options (``max_models``, ``theme``: ``"light"``, ``"dark"`` or ``"auto"``), and
-        ``sections``: the sections to show, comma-separated
-        (:data:`jagged.options.REPORT_SECTIONS`; default all that apply).
+        Loader, analysis and display options by name (:mod:`jagged.options`), and
+        ``sections`` (comma-separated :data:`jagged.options.REPORT_SECTIONS`; default all).
 
     Returns
     -------
@@ -96,13 +73,12 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     Raises
     ------
     JaggedInputError
-        Bad input, found before the notebook runs: an option outside its declared type
-        and bounds (:mod:`jagged.options`), SCORES or weights that are neither a regular
-        file nor a folder, a bad title, or what the loader and the analysis reject.
+        Before the notebook runs: an option outside its type and bounds, SCORES or weights
+        that are no regular file or folder, a bad title, what loading and analysis reject.
     ReportError
-        The notebook failed (see :func:`run_report`).
+        The notebook failed.
     TypeError
-        A keyword that is no option (the closest option suggested).
+        A keyword that is no option (the closest one suggested).
     """
     opts.check_keywords(options, "jaggedness_report")
     output = check_destination(output)
@@ -142,35 +118,27 @@ def report_from_parameters(source: str | Path | None, output: str | Path, *, not
     Parameters
     ----------
     source : str, pathlib.Path or None
-        YAML file, or a jagged report (``.html`` / ``.ipynb``) holding its parameters;
-        None: the notebook's defaults.
+        YAML file, or a jagged report (``.html`` / ``.ipynb``) holding its parameters; None:
+        the notebook's defaults.
     output : str or pathlib.Path
         Destination ``.html``.
     notebook : str, optional
-        Notebook to run (default: the one stored in ``source``, else the cross-model
-        report's).
+        Notebook to run (default: the stored one, else the cross-model report).
     overrides : mapping, optional
-        Parameters that replace the stored ones (options given on the command line). The
-        stored capabilities (engine, Spark master, input cap) are set aside unless given
-        here (:func:`jagged.options.set_aside_capabilities`).
+        Parameters replacing the stored ones. Stored capabilities (engine, Spark master,
+        input cap) are set aside unless given here (:func:`jagged.options.set_aside_capabilities`).
     title : str, optional
-        Title (default: the stored one, else the notebook's default).
+        Default: the stored title, else the notebook's.
     show_code : bool
         Show the code cells.
-
-    Returns
-    -------
-    pathlib.Path
-        The HTML report.
 
     Raises
     ------
     JaggedInputError
-        Unreadable or hostile parameters (see :func:`jagged.report.rerun.read_parameters`),
-        a notebook that is not a packaged one, a parameter the notebook does not declare,
-        a value outside its option's type and bounds, SCORES or weights that are not a
-        regular file or folder, bad input or an unknown model (all found before a kernel
-        starts).
+        Before a kernel starts: unreadable or hostile parameters
+        (:func:`~jagged.report.rerun.read_parameters`), a notebook that is not packaged, an
+        undeclared parameter, a value out of bounds, SCORES or weights that are no regular
+        file or folder, bad input or an unknown model.
     ReportError
         The notebook failed.
     """

@@ -1,25 +1,20 @@
 """Jupyter kernels for reports: started without waiting, stopped at once, kept warm between notebooks; SIGTERM.
 
 :func:`launch_kernel` starts a kernel whose files are named after this run
-(:mod:`jagged.report.debris`) and :func:`stop_kernel` kills it and removes them. A kernel
-also ends by itself within about a second of its parent's death (ipykernel's parent
-poller; jupyter_client hands it the parent's pid as ``JPY_PARENT_PID``), so no kernel
-outlives a run killed outright.
+(:mod:`jagged.report.debris`); :func:`stop_kernel` kills it and removes them. A kernel
+also exits within about a second of its parent's death (ipykernel's parent poller), so
+none outlives a run killed outright.
 
-:class:`WarmKernel` imports the libraries once and, before every notebook, puts back the
-clean state it recorded: the user namespace, history and execution counter (a new IPython
-session); matplotlib's figures and ``rcParams``; the ``random`` and ``numpy.random`` global
-generators (every notebook sees the stream of a just-started kernel); numpy's error and
-print options and pandas' options; the warnings filters and every module's "already
-warned" registry; the working directory, ``sys.path`` and ``os.environ``. Imported modules
-stay imported (that is the point), so a notebook that mutates a module's globals could
-still leak; jagged's notebooks do not, and ``tests/test_batch.py`` checks the reset item
-by item and that a report's numbers are the same alone and in a batch.
+:class:`WarmKernel` imports the libraries once and, before every notebook, restores the
+clean state it recorded: user namespace, history and execution counter; matplotlib's
+figures and ``rcParams``; the ``random`` and ``numpy.random`` generators; numpy's and
+pandas' options; the warnings filters and "already warned" registries; the working
+directory, ``sys.path`` and ``os.environ``. A notebook mutating a module's globals could
+still leak; ``tests/test_batch.py`` checks a report's numbers are the same in a batch.
 
-:func:`stopping` is where SIGTERM is handled, the only place in jagged: inside it SIGTERM
-raises :class:`Stopped` in the main thread, so ``finally`` blocks stop the kernels and
-remove their files before the process exits with status 143, and :func:`check_stopped`
-raises it in any thread at the run's checkpoints (a run stopped that way writes nothing).
+:func:`stopping` is jagged's one SIGTERM handler: inside it SIGTERM raises :class:`Stopped`
+in the main thread, so ``finally`` blocks stop the kernels before the process exits with
+status 143, and :func:`check_stopped` raises it in any thread at the run's checkpoints.
 """
 
 from __future__ import annotations
@@ -46,8 +41,11 @@ PRELOAD = ("numpy", "pandas", "matplotlib.pyplot", "seaborn", "jagged", "jagged.
            "jagged.views.model_view", "jagged.plots.model", "jagged.plots.dispersion")
 _SETUP = "import jagged.report.kernel as _jk\n_jk.preload()\n_jk.capture_state()\ndel _jk\n"
 _RESET = "get_ipython().reset(new_session=True)\nimport jagged.report.kernel as _jk\n_jk.restore_state()\ndel _jk\n"
-#: Like nbclient: an in-memory history, so kernels never share (and clash in) the history file.
-KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
+#: Like nbclient, an in-memory history (kernels never share the history file); and every kernel imports
+#: :data:`PRELOAD` as it starts, while the process that launched it loads the input: a report's first
+#: cell then finds them imported (IPython's ``exec_lines`` run before the kernel answers, names deleted).
+KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:",
+                    "--IPKernelApp.exec_lines=import jagged.report.kernel as _jk; _jk.preload(); del _jk"]
 #: Longest path an IPC socket may have (``sockaddr_un.sun_path`` is 104 bytes on macOS, 108 on Linux).
 _MAX_SOCKET_PATH = 104
 
@@ -56,11 +54,7 @@ _MAX_SOCKET_PATH = 104
 
 
 class Stopped(SystemExit):
-    """SIGTERM (or, in a batch, Ctrl-C) stopped this process's runs; exit status 128 + ``signum``.
-
-    A :class:`SystemExit`, so ``except Exception`` blocks let it through and ``finally``
-    blocks run on the way out.
-    """
+    """SIGTERM (or, in a batch, Ctrl-C) stopped this process's runs: a SystemExit with status 128 + ``signum``."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(128 + int(signum))
@@ -97,8 +91,8 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def stopping() -> Iterator[None]:
     """Inside, SIGTERM raises :class:`Stopped` in the main thread (unless something else handles SIGTERM).
 
-    In another thread it installs nothing. When the last open block ends, SIGTERM gets its
-    default action back and the stop is forgotten.
+    Another thread installs nothing. When the last open block ends, SIGTERM gets its default
+    action back and the stop is forgotten.
     """
     mine = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     if mine:
@@ -191,10 +185,9 @@ def restore_state() -> None:
 
 @lru_cache(maxsize=None)
 def _register_engine() -> None:
-    """Register the ``jagged-warm`` papermill engine: papermill's nbclient engine for a kernel it does not own.
+    """Register the ``jagged-warm`` papermill engine: nbclient's, for a kernel papermill does not own.
 
-    Given ``kc`` it uses that client and leaves it open; otherwise it closes the client it
-    made (papermill's own engine leaves it open, and its sockets warn when collected).
+    Given ``kc`` it uses that client and leaves it open; otherwise it closes the client it made.
     """
     from papermill.clientwrap import PapermillNotebookClient
     from papermill.engines import NBClientEngine, logger, papermill_engines
@@ -253,29 +246,16 @@ def kill_kernels() -> None:
 
 
 def launch_kernel(kernel_name: str = "python3", *, cwd: str | None = None) -> Any:
-    """Start a kernel process and return its manager without waiting for it to answer.
+    """Start a kernel process and return its manager (an AsyncKernelManager) without waiting for it to answer.
 
-    Parameters
-    ----------
-    kernel_name : str
-        Kernel spec to start.
-    cwd : str, optional
-        Working directory of the kernel (default: this process's).
-
-    Returns
-    -------
-    jupyter_client.manager.AsyncKernelManager
-        The manager of the running kernel; the caller stops it with :func:`stop_kernel`
-        (every kernel still owned is stopped at interpreter exit).
+    The caller stops it with :func:`stop_kernel` (every kernel still owned is stopped at exit).
 
     Notes
     -----
-    The kernel's files are named after this process in the Jupyter runtime folder (made
-    0700, like Jupyter's own), and the files dead runs left there are removed first
-    (:mod:`jagged.report.debris`). It talks over IPC sockets on POSIX unless their paths
-    would not fit in ``sockaddr_un`` (a deep runtime folder: TCP on the loopback
-    interface). SIGTERM while the main thread starts it takes effect once it has started,
-    so the kernel it raced with is stopped too.
+    The kernel's files are named after this process in the Jupyter runtime folder (mode
+    0700), after removing what dead runs left there. It uses IPC sockets on POSIX unless their
+    paths would not fit in ``sockaddr_un`` (then TCP on the loopback interface). SIGTERM while
+    the main thread starts it takes effect once it has started, so that kernel is stopped too.
     """
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.paths import jupyter_runtime_dir
@@ -318,12 +298,10 @@ def external_kernel_kwargs(km: Any) -> dict[str, Any]:
 
 
 def stop_kernel(km: Any) -> None:
-    """Stop a kernel started by :func:`launch_kernel` at once (SIGKILL, no grace period) and remove its files.
+    """Stop a kernel from :func:`launch_kernel` at once (SIGKILL) and remove its files; twice does nothing.
 
-    The process gets SIGKILL and its connection file, socket files, ``.kernel`` file and DuckDB
-    spill folders are removed; unlike ``shutdown_kernel(now=True)`` this does not wait ~0.1 s for
-    the process to be reaped (on POSIX; elsewhere it falls back to that). Stopping a kernel twice
-    does nothing the second time.
+    Its connection, socket and ``.kernel`` files and DuckDB spill folders are removed, without
+    the ~0.1 s ``shutdown_kernel(now=True)`` waits (on POSIX; elsewhere it falls back to that).
     """
     from jupyter_core.utils import run_sync
 
@@ -363,13 +341,9 @@ class KernelStateError(RuntimeError):
 class WarmKernel:
     """One Jupyter kernel, started, preloaded and its clean state recorded; :meth:`reset` before each notebook.
 
-    A warm kernel belongs to the thread that starts it: jupyter_client's sockets live in
-    that thread's event loop. Another thread may only :func:`kill_kernels`.
-
-    Parameters
-    ----------
-    timeout : float
-        Seconds to wait for the kernel to answer.
+    A warm kernel belongs to the thread that starts it (jupyter_client's sockets live in its
+    event loop); another thread may only :func:`kill_kernels`. ``timeout``: seconds to wait
+    for the kernel to answer.
 
     Examples
     --------

@@ -1,11 +1,8 @@
 """The report notebooks and the parameters they declare.
 
-A bare name (``"model_report"``) means a notebook shipped in ``jagged.notebooks`` (the
-source tree's ``notebooks/``, see :mod:`jagged.resources`); papermill reads each
-notebook's ``parameters`` cell (:func:`notebook_parameters`). A notebook named by a report's
-stored metadata or ``--notebook`` must be one of the packaged ones
-(:func:`packaged_notebook`), never a path. Parameter values are plain data
-(:func:`plain`): nothing is ever turned into a parameter with ``str()``.
+A bare name (``"model_report"``) means a notebook shipped in ``jagged.notebooks``; one named
+by stored metadata or ``--notebook`` must be packaged (:func:`packaged_notebook`), never a
+path. Parameter values are plain data (:func:`plain`), never made with ``str()``.
 """
 
 from __future__ import annotations
@@ -44,16 +41,9 @@ class Parameter:
 
 
 def find_notebook(name: str | Path) -> Path:
-    """Resolve a notebook: a bare name (``"model_report"``, ``"x.ipynb"``) in ``notebooks/``.
+    """Resolve a notebook: a bare name (``"model_report"``, ``"x.ipynb"``) is the packaged one, anything else a path.
 
-    A bare name always means the packaged notebook, never a file of that name in the
-    current folder (e.g. an executed copy in ``reports/``); anything with a folder part is
-    a path.
-
-    Raises
-    ------
-    FileNotFoundError
-        When there is no such notebook.
+    Raises FileNotFoundError when there is no such notebook.
     """
     path = Path(name)
     if path.suffix != ".ipynb":
@@ -66,18 +56,7 @@ def find_notebook(name: str | Path) -> Path:
 
 
 def notebook_parameters(notebook: str | Path) -> list[Parameter]:
-    """The parameters a notebook declares in its ``parameters`` cell, in order.
-
-    Parameters
-    ----------
-    notebook : str or pathlib.Path
-        A notebook path or a name in ``notebooks/``.
-
-    Returns
-    -------
-    list of Parameter
-        Name, declared type, default (as source text) and help comment of each line.
-    """
+    """The parameters a notebook declares in its ``parameters`` cell, in order (name, type, default source, help)."""
     path = find_notebook(notebook).resolve()
     return list(_inspect_parameters(str(path), path.stat().st_mtime_ns))
 
@@ -100,14 +79,8 @@ def plain(value: Any, _depth: int = 0) -> Any:
     """``value`` as plain JSON types (str, int, float, bool, None, list, str-keyed dict), or TypeError.
 
     Subclasses become their exact base type (a ``str`` subclass cannot bring its own
-    ``__repr__``), tuples lists, paths strings, numpy scalars Python numbers. Anything else
-    (bytes, sets, dates, objects), a non-finite float or nesting deeper than
-    :data:`MAX_DEPTH` is refused: nothing is ever converted with ``str()``.
-
-    Raises
-    ------
-    TypeError
-        A value that is not plain data.
+    ``__repr__``), tuples lists, paths strings, numpy scalars Python numbers. Anything else,
+    a non-finite float or nesting deeper than :data:`MAX_DEPTH` is refused.
     """
     if _depth > MAX_DEPTH:
         raise TypeError("parameter value nested too deeply")
@@ -142,19 +115,7 @@ def plain(value: Any, _depth: int = 0) -> Any:
 
 
 def default_values(notebook: str | Path) -> dict[str, Any]:
-    """Every parameter a notebook declares with its default value, in declaration order.
-
-    Parameters
-    ----------
-    notebook : str or pathlib.Path
-        Notebook name in ``notebooks/`` or path.
-
-    Returns
-    -------
-    dict
-        Name → default, parsed from the source text with :func:`ast.literal_eval`
-        (a default that is not a literal is kept as its source text).
-    """
+    """Every declared parameter with its default (``ast.literal_eval`` of its source, else the text), in order."""
     out: dict[str, Any] = {}
     for p in notebook_parameters(notebook):
         try:
@@ -165,20 +126,7 @@ def default_values(notebook: str | Path) -> dict[str, Any]:
 
 
 def full_parameters(notebook: str | Path, parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """The complete parameter set a run uses: declared defaults, then the given values.
-
-    Parameters
-    ----------
-    notebook : str or pathlib.Path
-        The notebook.
-    parameters : mapping
-        Given values (tuples become lists, paths strings).
-
-    Returns
-    -------
-    dict
-        Every declared parameter in declaration order, then any undeclared given ones.
-    """
+    """The parameters a run uses: the declared defaults in order, updated with the given values (made plain)."""
     full = default_values(notebook)
     full.update({k: plain(v) for k, v in parameters.items()})
     return full
@@ -190,26 +138,10 @@ def packaged_notebooks() -> tuple[str, ...]:
 
 
 def packaged_notebook(name: Any, source: str = "") -> str:
-    """Check that ``name`` names a packaged notebook; return its name.
+    """The name (file stem) of the packaged notebook ``name`` (``"model_report"`` or ``"model_report.ipynb"``).
 
-    Parameters
-    ----------
-    name : object
-        A stored ``jagged-notebook`` value or ``--notebook``: ``"model_report"`` or
-        ``"model_report.ipynb"``. Paths (absolute, relative, ``../x``, a notebook beside a
-        report) are refused: a report cannot make jagged run a notebook it did not ship.
-    source : str
-        Start of the message (``"--params r.html"``).
-
-    Returns
-    -------
-    str
-        The notebook's name (file stem).
-
-    Raises
-    ------
-    JaggedInputError
-        ``SOURCE: notebook NAME is not one of the packaged notebooks (jaggedness_report, model_report)``.
+    Paths are refused: a report cannot make jagged run a notebook it did not ship. The error
+    is ``SOURCE: notebook NAME is not one of the packaged notebooks (...)``.
     """
     known = packaged_notebooks()
     stem = name[:-len(".ipynb")] if isinstance(name, str) and name.endswith(".ipynb") else name
@@ -227,20 +159,7 @@ def notebook_name(notebook: str | Path) -> str:
 
 
 def default_title(notebook: str | Path, parameters: Mapping[str, Any]) -> str:
-    """The title a report of this notebook gets when none is given or stored.
-
-    Parameters
-    ----------
-    notebook : str or pathlib.Path
-        The notebook.
-    parameters : mapping
-        Its parameters (the per-model report's title names ``model``).
-
-    Returns
-    -------
-    str
-        ``"Model report: MODEL"`` for :data:`MODEL_NOTEBOOK`, else :data:`DEFAULT_TITLE`.
-    """
+    """The default title: ``"Model report: MODEL"`` for :data:`MODEL_NOTEBOOK`, else :data:`DEFAULT_TITLE`."""
     if notebook_name(notebook) == notebook_name(MODEL_NOTEBOOK):
         return f"Model report: {parameters.get('model') or '(first model)'}"
     return DEFAULT_TITLE

@@ -1,10 +1,4 @@
-"""REPORT.json: the key numbers written beside every report (``NAME.html`` -> ``NAME.json``).
-
-The record holds the jagged version, the input and its provenance, the parameters, the
-sections chosen, the findings of "At a glance" and the metrics table as records, for
-dashboards and diffs. :func:`jagged.report.run.run_report` writes it with the report,
-atomically, and only when the report succeeded.
-"""
+"""REPORT.json: the key numbers written beside every report (``NAME.html`` -> ``NAME.json``), only on success."""
 
 from __future__ import annotations
 
@@ -26,32 +20,21 @@ def report_record(nb: Any, *, notebook: str | Path, title: str, parameters: Mapp
     Parameters
     ----------
     nb : nbformat.NotebookNode
-        The executed notebook. Its outputs carrying
-        :data:`jagged.views.display.RECORD_MIME` give the tables (``"metrics"``, ``"glance"``, ...).
-    notebook : str or pathlib.Path
-        The notebook that ran.
-    title : str
-        The report's title.
-    parameters : mapping
-        Every parameter of the run.
-    facts : sequence of (label, value[, kind])
-        The provenance rows (input, SHA-256, counts, versions, rerun command).
-    sections : sequence of str, optional
-        The sections chosen (None: all that apply).
+        The executed notebook; its outputs of MIME type :data:`jagged.views.display.RECORD_MIME`
+        give the tables.
+    notebook, title, parameters, facts, sections
+        The run's notebook, title, full parameters, provenance rows and chosen sections.
 
     Returns
     -------
     dict
         ``format`` (``"jagged-report/1"``), ``jagged_version``, ``notebook``, ``title``,
-        ``input`` (the source as the report names it), ``provenance`` (label → value),
-        ``selection`` (the selection options given, :func:`jagged.options.selection`: ``where``,
-        ``models``, ``domains`` as lists, ``n_items`` as text; ``{}`` when every row was read),
-        ``parameters``, ``sections``, ``glance`` (one object per finding: ``section``,
-        ``label``, ``sentence``, ``subject``, ``statistic``, ``value``, ``lo``, ``hi``,
-        ``count``, ``total``, ``rests_on``; only the first three when the notebook records no numbers),
-        ``metrics`` (one object per row of the metrics table), then any other table the
-        notebook records (the compare report's ``domains`` and ``change_shares``). Missing
-        numbers are null.
+        ``input``, ``provenance`` (label → value), ``selection``
+        (:func:`jagged.options.selection`), ``parameters``, ``sections``, ``glance`` (per
+        finding: ``section``, ``label``, ``sentence``, and where recorded ``subject``,
+        ``statistic``, ``value``, ``lo``, ``hi``, ``count``, ``total``, ``rests_on``),
+        ``metrics`` (the metrics table's rows), then any other recorded table (the compare
+        report's ``domains`` and ``change_shares``). Missing numbers are null.
     """
     from jagged.views.display import RECORD_MIME
 
@@ -71,8 +54,7 @@ def report_record(nb: Any, *, notebook: str | Path, title: str, parameters: Mapp
 
 
 def glance_from_html(nb: Any) -> list[dict[str, str]]:
-    """The findings of "At a glance" read back from its HTML (section, label, sentence), for notebooks
-    whose glance carries no record of its numbers."""
+    """"At a glance" read back from its HTML (section, label, sentence), for notebooks that record no numbers."""
     import html
     import re
 

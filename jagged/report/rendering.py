@@ -1,8 +1,7 @@
 """Render an executed notebook to one self-contained HTML page with the ``templates/jagged`` template.
 
-Code is hidden unless asked for; the page gets a header with the title and a provenance
-block, a table of contents and figures embedded with their alt text, and fetches no
-script or stylesheet from the network.
+Code is hidden unless asked for; the page has a header, a provenance block, a table of
+contents and figures with their alt text, and fetches nothing from the network.
 """
 
 from __future__ import annotations
@@ -64,11 +63,8 @@ def _exporter(show_code: bool) -> Any:
 class Warmup(threading.Thread):
     """Import nbconvert and compile the template in a thread while the kernel works.
 
-    The first render pays for both; doing it meanwhile takes them off the report's time.
     An error here (nbconvert missing, a broken template) is the one the real render would
-    raise: :meth:`wait` raises it in the thread that renders, and a run that fails
-    before rendering never waits, so the error is neither printed from this thread nor
-    lost.
+    raise: :meth:`wait` raises it in the rendering thread; a run that fails earlier never waits.
     """
 
     def __init__(self, show_code: bool) -> None:
@@ -134,41 +130,35 @@ def render(nb: Any, *, title: str, show_code: bool = False, facts: Iterable[Sequ
     Parameters
     ----------
     nb : nbformat.NotebookNode
-        An executed notebook (see :func:`execute`).
+        An executed notebook.
     title : str
         Page title and heading.
     show_code : bool
         Show code cells (hidden by default).
     facts : iterable of (label, value[, kind])
-        Provenance rows; ``kind == "hash"`` sets the value in monospace. Run start and
-        duration from papermill's metadata are appended.
+        Provenance rows (``kind == "hash"``: monospace); papermill's start and duration follow.
     parameters : iterable of (name, value, help)
-        Parameter rows (see :func:`parameter_rows`).
+        Parameter rows (:func:`parameter_rows`).
     subtitle, footer : str, optional
         A line under the title; a line at the end.
     meta : mapping, optional
-        Report metadata (see :mod:`jagged.report.rerun`): each entry becomes
-        ``<meta name="jagged-KEY" content="VALUE">`` in the head; ``parameters`` (YAML)
-        is also shown in the provenance block.
+        Report metadata (:mod:`jagged.report.rerun`), each ``<meta name="jagged-KEY">`` in the
+        head; ``parameters`` (YAML) is also shown in the provenance block.
     theme : {"light", "dark", "auto"}
-        Page colours; ``"auto"`` follows the reader's system setting
-        (``prefers-color-scheme``). Figures keep their white background in every theme.
+        Page colours (``"auto"`` follows ``prefers-color-scheme``); figures stay white.
     sections : sequence of str, optional
-        The sections to show (:data:`jagged.options.REPORT_SECTIONS`, checked by
-        :func:`~jagged.options.parse_sections`); None: every section that applies.
+        The sections to show (:data:`jagged.options.REPORT_SECTIONS`); None: all that apply.
 
     Returns
     -------
     str
-        The HTML. Every title, fact and parameter is autoescaped by the template; NUL, the
-        other control characters (but tab and newline) and the bidirectional overrides that
-        a name may hold are written as visible escapes (``\\u202e``, :func:`jagged.text.printable`),
-        so no name reorders or hides the text around it.
+        The HTML: every text autoescaped, control characters and bidi overrides written as
+        visible escapes (:func:`jagged.text.printable`).
 
     Raises
     ------
     JaggedInputError
-        An unknown theme (checked by the ``theme`` option, :mod:`jagged.options`).
+        An unknown theme.
     """
     theme = check_value("theme", theme)
     rows = [tuple(f) + ("",) * (3 - len(f)) for f in facts] + run_facts(nb)
@@ -189,9 +179,8 @@ def _is_stderr(output: Any) -> bool:
 def without_stderr(nb: Any) -> Any:
     """The notebook without what its kernel wrote to stderr (warnings); ``nb`` is not changed.
 
-    A report page never shows raw warning text (it names local source files and says
-    nothing to a reader); the executed notebook kept beside the report still holds it, and
-    :func:`kernel_warnings` passes it on to the command line.
+    The page never shows raw warning text; the kept notebook does, and :func:`kernel_warnings`
+    passes it on to the command line.
     """
     import nbformat
 
@@ -203,9 +192,8 @@ def without_stderr(nb: Any) -> Any:
 def kernel_warnings(nb: Any) -> list[str]:
     """What the kernel wrote to stderr, each warning once as ``Category: message``, jagged's own left out.
 
-    ``path:line: UserWarning: text`` (Python's warning format, its source line after it)
-    becomes ``UserWarning: text``; other lines are kept as they are. A ``JaggedWarning``
-    is left out: the kernel reads the input the command already read and warned about.
+    ``path:line: UserWarning: text`` becomes ``UserWarning: text`` (its source line dropped);
+    ``JaggedWarning`` s are left out: the command already warned about the same input.
     """
     found: dict[str, None] = {}
     for cell in nb.cells:

@@ -1,24 +1,15 @@
 """Exact reruns: a report's full parameter set, stored in it and read back.
 
-Every report stores, in its metadata,
+A report stores ``jagged-notebook`` (the notebook's name), ``jagged-parameters`` (every
+declared parameter with its value, as papermill-style YAML) and, in a batch,
+``jagged-input-hash`` (:func:`jagged.report.batch_plan.content_hash`): as ``<meta>`` tags in
+the HTML head and under ``metadata.jagged`` in the kept ``.ipynb``. :func:`read_parameters`
+reads them back, or a plain YAML file, for ``jagged report --params FILE``.
 
-* ``jagged-notebook``: the notebook it was run from (a name in ``notebooks/``);
-* ``jagged-parameters``: every parameter the notebook declares, with the value it ran
-  with (defaults filled in), as papermill-style YAML (a flat mapping, one line each);
-* ``jagged-input-hash`` (batch reports): the content hash of inputs, parameters, notebook
-  and code the report was made from (see :func:`jagged.report.batch.content_hash`).
-
-In the HTML they are ``<meta name=… content=…>`` tags in the head (attribute-escaped); in
-the kept ``.ipynb`` they are under ``metadata.jagged``. :func:`read_parameters` reads
-them back from either, or from a plain YAML file, for ``jagged report --params FILE``.
-
-Stored parameters are data from whoever sent the report, so reading them is bounded and
-builds nothing but plain values (:func:`load_yaml`): no aliases or anchors, no tags beyond
-str, int, float, bool, null, sequences and mappings (``!!binary``, ``!!set``,
-``!!timestamp``, ``!!python/...`` are refused; an unquoted date stays text), at most
-:data:`MAX_YAML_BYTES` of YAML, :data:`MAX_NODES` values and :data:`MAX_DEPTH` levels. A
-report or notebook is read up to :data:`MAX_REPORT_BYTES`. The values are then checked
-against their options (:func:`jagged.options.check_parameters`) before any kernel starts.
+Stored parameters come from a stranger: reading them is bounded (:data:`MAX_YAML_BYTES`,
+:data:`MAX_NODES`, :data:`MAX_DEPTH`, :data:`MAX_REPORT_BYTES`) and builds plain values only
+(:func:`load_yaml`: no aliases, anchors or tags beyond the core ones; an unquoted date stays
+text); :func:`jagged.options.check_parameters` checks them before any kernel starts.
 """
 
 from __future__ import annotations
@@ -62,10 +53,9 @@ MAX_SCALAR = 4096
 def parameters_yaml(parameters: Mapping[str, Any]) -> str:
     """Papermill-style YAML of a parameter set (``papermill -f FILE`` reads it too).
 
-    Non-ASCII text is written as is, unless that would not read back exactly (PyYAML folds
-    a NEL, U+0085, inside single quotes into a space) or holds a character a page shows
-    escaped (a bidi override, :data:`jagged.text.HIDDEN`): then every non-ASCII character is
-    escaped.
+    Non-ASCII text is written as is unless it would not read back exactly (PyYAML folds a NEL
+    inside single quotes) or holds a character a page shows escaped (:data:`jagged.text.HIDDEN`):
+    then every non-ASCII character is escaped.
     """
     values = dict(parameters)
     text = yaml.safe_dump(values, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000)
@@ -80,35 +70,14 @@ def parameters_yaml(parameters: Mapping[str, Any]) -> str:
 
 def report_metadata(notebook: str | Path, parameters: Mapping[str, Any],
                     extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The metadata a report stores (keys without the ``jagged-`` prefix), as strings.
-
-    Parameters
-    ----------
-    notebook : str or pathlib.Path
-        The notebook.
-    parameters : mapping
-        The full parameter set (see :func:`full_parameters`).
-    extra : mapping, optional
-        More entries, e.g. ``{"input-hash": ...}``.
-    """
+    """The metadata a report stores (keys without ``jagged-``) as strings: notebook, YAML parameters, ``extra``."""
     meta = {NOTEBOOK_KEY: notebook_name(notebook), PARAMETERS_KEY: parameters_yaml(parameters)}
     meta.update({str(k): str(v) for k, v in (extra or {}).items()})
     return meta
 
 
 def rerun_command(report: str | Path) -> str:
-    """The shell command that reruns a report from the parameters stored in it.
-
-    Parameters
-    ----------
-    report : str or pathlib.Path
-        The report's HTML path as the reader would type it.
-
-    Returns
-    -------
-    str
-        ``jagged report --params REPORT -o REPORT_STEM.rerun.html``, shell-quoted.
-    """
+    """The shell command that reruns a report: ``jagged report --params REPORT -o STEM.rerun.html``, quoted."""
     report = Path(report)
     target = report.with_name(f"{report.stem}.rerun.html")
     return f"jagged report --params {shlex.quote(str(report))} -o {shlex.quote(str(target))}"
@@ -131,11 +100,7 @@ class _MetaReader(HTMLParser):
 
 
 def html_metadata(path: str | Path) -> dict[str, str]:
-    """The ``jagged-…`` metadata of an HTML report (empty if it has none).
-
-    Only the head is parsed (read up to :data:`MAX_REPORT_BYTES`), so this stays fast and
-    bounded for large or hostile files.
-    """
+    """The ``jagged-…`` metadata of an HTML report, from its head only (read up to :data:`MAX_REPORT_BYTES`)."""
     text = _read_head(Path(path))
     end = text.find("</head>")
     reader = _MetaReader()
@@ -182,17 +147,7 @@ def _check_mapping(data: Any, source: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class StoredRun:
-    """A parameter set read back for a rerun.
-
-    Attributes
-    ----------
-    notebook : str or None
-        The notebook the report was made from (None for a plain YAML file).
-    parameters : dict
-        Name → value.
-    title : str or None
-        The report's title, when stored.
-    """
+    """A parameter set read back for a rerun: the notebook and title stored with it (None: not stored)."""
 
     notebook: str | None
     parameters: dict
@@ -223,28 +178,16 @@ def _open_regular(path: Path, source: str, limit: int) -> bytes:
 
 
 def read_parameters(path: str | Path, source: str | None = None) -> StoredRun:
-    """Read a parameter set for a rerun.
+    """Read a parameter set for a rerun from a YAML file, or from a jagged report's ``.html`` or ``.ipynb``.
 
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        A papermill-style YAML file (``name: value`` per line), or a jagged report
-        (``.html``) or kept notebook (``.ipynb``) whose metadata holds the parameters.
-    source : str, optional
-        How messages name the file (default: its name), e.g. ``"--params r.html"``.
-
-    Returns
-    -------
-    StoredRun
-        Plain values only; the stored notebook and title are text (or None). Their
-        meaning (known names, types, bounds, a packaged notebook) is checked by
-        :func:`jagged.report.jaggedness.report_from_parameters`.
+    ``source`` names the file in messages (default: its name). The values are plain data;
+    their meaning is checked by :func:`jagged.report.jaggedness.report_from_parameters`.
 
     Raises
     ------
     JaggedInputError
-        Missing, unreadable, oversized or not a regular file; no stored parameters; not
-        a mapping; YAML with aliases, anchors, other tags or too many values.
+        Missing, unreadable, oversized or not a regular file; no stored parameters; not a
+        mapping; YAML with aliases, anchors, other tags or too many values.
     """
     path = Path(path)
     name = source or path.name
@@ -323,28 +266,7 @@ def _check_tree(value: object, source: str) -> None:
 
 
 def load_yaml(text: str, source: str) -> Any:
-    """Load stored parameters as plain data: a bounded, alias-free, tag-restricted YAML document.
-
-    Parameters
-    ----------
-    text : str
-        The YAML text (papermill-style: ``name: value`` per line).
-    source : str
-        Name for messages (the file).
-
-    Returns
-    -------
-    object
-        str, int, float, bool, None, lists and mappings only ({} for an empty text).
-
-    Raises
-    ------
-    JaggedInputError
-        Not valid YAML; more than :data:`MAX_YAML_BYTES`; an alias, an anchor, a tag other
-        than the core ones, a value over :data:`MAX_SCALAR` characters, more than
-        :data:`MAX_NODES` values or :data:`MAX_DEPTH` levels. Each one line, with the line
-        (see :func:`jagged.safe_yaml.load_yaml`).
-    """
+    """Stored parameters as plain data ({} for an empty text): :func:`jagged.safe_yaml.load_yaml` with these bounds."""
     data = safe_yaml.load_yaml(text, source, max_bytes=MAX_YAML_BYTES, max_nodes=MAX_NODES, max_depth=MAX_DEPTH,
                                max_scalar=MAX_SCALAR, what="parameters", key="parameter")
     return {} if data is None else data
@@ -353,23 +275,9 @@ def load_yaml(text: str, source: str) -> Any:
 def check_input_path(value: Any, name: str = "scores", source: str = "") -> None:
     """Refuse an input that is neither a regular file nor a folder (FIFO, device, socket) before it is opened.
 
-    A missing path passes (the reader says "no such file"); so do ``None`` and ``""``
-    (the bundled data, no weights). Reading a FIFO would wait forever for a writer, and
-    a device may never end.
-
-    Parameters
-    ----------
-    value : str, os.PathLike or None
-        The path.
-    name : str
-        Parameter name for the message (``scores``, ``weights``).
-    source : str
-        Start of the message.
-
-    Raises
-    ------
-    JaggedInputError
-        ``SOURCE: NAME PATH is a FIFO, not a regular file or folder``.
+    A missing path, ``None`` and ``""`` pass (the reader says "no such file"; the bundled
+    data). Reading a FIFO would wait forever. The one-line error is
+    ``SOURCE: NAME PATH is a FIFO, not a regular file or folder``.
     """
     if value is None or value == "":
         return

@@ -1,15 +1,10 @@
 """Run a report: execute a notebook and render it, moving the results into place only when both succeed.
 
-:func:`run_report` executes into a temporary folder beside the destination
-(:func:`jagged.report.debris.make_workdir`; :func:`os.replace` is atomic only within one
-file system) and moves ``PATH.html``, ``PATH.ipynb`` and ``PATH.json`` (the key numbers,
-:func:`jagged.report.record.report_record`) into place only when execution and rendering
-succeeded. A failing run leaves an earlier report untouched, keeps the failed notebook as
-``PATH.failed.ipynb`` and raises :class:`~jagged.report.execution.ReportError`; a run
-stopped by SIGTERM (:func:`jagged.report.kernel.stopping`) writes neither. A destination
-that cannot be written, and a full disk, are one-line
-:class:`~jagged.errors.JaggedInputError` s ("no space left on device writing PATH"): the
-earlier report stays, and a failed notebook is kept only when it is complete JSON.
+A run works in a temporary folder beside the destination and moves ``PATH.html``,
+``PATH.ipynb`` and ``PATH.json`` (:func:`jagged.report.record.report_record`) into place
+only on success. A failing run leaves an earlier report untouched and keeps the failed
+notebook as ``PATH.failed.ipynb``; a run stopped by SIGTERM writes nothing. An unwritable
+destination or a full disk is a one-line :class:`~jagged.errors.JaggedInputError`.
 """
 
 from __future__ import annotations
@@ -68,24 +63,13 @@ def _unwritable(html_path: Path, exc: OSError) -> JaggedInputError:
 
 
 def check_destination(html_path: str | Path) -> Path:
-    """Check that a report can be written to ``html_path`` before anything runs.
-
-    Parameters
-    ----------
-    html_path : str or pathlib.Path
-        Destination ``.html``.
-
-    Returns
-    -------
-    pathlib.Path
-        ``html_path``.
+    """Check that a report can be written to ``html_path`` before anything runs; return it as a Path.
 
     Raises
     ------
     JaggedInputError
-        Not an ``.html`` name; a folder, or something other than a regular file, at that
-        path; a file where a folder of the path should be; a ``.json`` of the same name that
-        is not a REPORT.json jagged wrote (an input file is never overwritten).
+        Not an ``.html`` name; a folder or a non-regular file at that path; a file where a
+        folder of the path should be; a ``.json`` of the same name that jagged did not write.
     """
     html_path = Path(html_path)
     if html_path.suffix.lower() not in (".html", ".htm"):
@@ -114,34 +98,28 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
                subtitle: str | None = None, metadata: Mapping[str, str] | None = None,
                theme: str | None = None, clean_stale: bool = True, sections: Sequence[str] | None = None,
                **execute_kwargs: Any) -> Path:
-    """Execute a notebook and render it to ``html_path``, atomically; keep the executed notebook.
+    """Execute a notebook and render it to ``html_path``, atomically; keep the executed notebook beside it.
 
     Parameters
     ----------
     notebook : str or pathlib.Path
         Notebook path or name in ``notebooks/``.
     html_path : str or pathlib.Path
-        Destination ``.html``; the executed notebook goes beside it with the suffix
-        ``.ipynb``.
+        Destination ``.html``; the executed notebook goes beside it as ``.ipynb``, the key
+        numbers as ``.json``.
     parameters : mapping, optional
         Notebook parameters (see :func:`execute`).
-    title, show_code, facts, subtitle
+    title, show_code, facts, subtitle, sections
         See :func:`render`.
     metadata : mapping, optional
-        Extra report metadata (e.g. the batch's ``input-hash``). The notebook name, the
-        title and the full parameter set (YAML) are always stored, in the HTML head and in
-        the kept notebook's ``metadata.jagged``, and the provenance block shows the
-        command that reruns the report (see :mod:`jagged.report.rerun`).
+        Extra report metadata (e.g. a batch's ``input-hash``); the notebook name, title and
+        full parameter set are always stored (:mod:`jagged.report.rerun`).
     theme : {"light", "dark", "auto"}, optional
-        Page theme (see :func:`render`); by default the notebook's ``theme`` parameter
-        when it declares one (so a rerun from stored parameters keeps it), else light.
+        Default: the notebook's ``theme`` parameter when it declares one, else light.
     clean_stale : bool
-        First remove the temporary folders that dead runs left beside ``html_path``
-        (:func:`remove_stale_workdirs`); a batch does it once per folder instead.
-    sections : sequence of str, optional
-        The sections to show (see :func:`render`); None: all that apply.
+        First remove the temporary folders dead runs left beside ``html_path``.
     **execute_kwargs
-        Passed to :func:`execute` (``cwd``, ``timeout``, ``km``, ...). Without ``km`` the
+        Passed to :func:`execute` (``cwd``, ``timeout``, ``km``, ...); without ``km`` the
         report gets a kernel of its own, stopped however the run ends.
 
     Returns
@@ -152,25 +130,13 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
     Raises
     ------
     ReportError
-        The notebook failed. ``html_path`` and its ``.ipynb`` are left as they were; the
-        failed executed notebook is kept as ``PATH.failed.ipynb`` (its path is in the
-        message and in ``failed_notebook``).
+        The notebook failed; the earlier report is unchanged and the failed notebook is kept
+        as ``PATH.failed.ipynb`` (``failed_notebook``).
     JaggedInputError
-        The destination cannot be written (see :func:`check_destination`; a read-only
-        folder), or the disk is full: "no space left on device writing PATH". The earlier
-        report is left as it was, and a failed notebook is kept only when it is complete.
+        The destination cannot be written (:func:`check_destination`), or the disk is full
+        ("no space left on device writing PATH"); a failed notebook is kept only when complete.
     jagged.report.kernel.Stopped
-        SIGTERM arrived (a :class:`SystemExit` with status 143), after the kernel was
-        stopped and the temporary folder removed.
-
-    Notes
-    -----
-    Both files are written to a temporary folder beside the destination
-    (:func:`make_workdir`) and moved into place with :func:`os.replace` only after
-    execution and rendering succeeded. A successful run removes a stale
-    ``PATH.failed.ipynb``. Beside the report it writes ``PATH.json`` (``r.html`` →
-    ``r.json``), the key numbers of the run (:func:`jagged.report.record.report_record`),
-    moved into place with the report and never touched by a failed run.
+        SIGTERM arrived (exit status 143), after the kernel was stopped and the folder removed.
     """
     html_path = check_destination(html_path)
     parameters = dict(parameters or {})
@@ -192,32 +158,11 @@ def run_report(notebook: str | Path, html_path: str | Path, parameters: Mapping[
 def run_checked(prepare: Callable[[], Mapping[str, Any]]) -> Path:
     """Start the report's kernel, check and load the input while it boots, then run the report in it.
 
-    Parameters
-    ----------
-    prepare : callable
-        Called in this process once the kernel is starting: it validates and loads the
-        input and returns :func:`run_report`'s arguments by name (``notebook``,
-        ``html_path``, ``parameters``, ``title``, ``facts`` ...).
-
-    Returns
-    -------
-    pathlib.Path
-        Where :func:`run_report` wrote the HTML.
-
-    Raises
-    ------
-    JaggedInputError
-        What ``prepare`` raises (bad input: nothing is written), or what :func:`run_report` does.
-    ReportError
-        The notebook failed.
-
-    Notes
-    -----
-    The kernel boots (:func:`jagged.report.kernel.launch_kernel`) in its own process while
-    this one loads the input and reads the notebook: about a third of a second of the run,
-    on a second core. It is stopped when the run ends, however it ends. Checks that need
-    no loading (destination, option values, title) belong before this call, so that they
-    fail before any kernel starts.
+    ``prepare`` validates and loads the input in this process and returns :func:`run_report`'s
+    arguments by name; its :class:`JaggedInputError` means nothing is written. The kernel
+    boots (and imports the libraries, :data:`jagged.report.kernel.KERNEL_ARGUMENTS`) on
+    another core meanwhile, and is stopped however the run ends. Checks that need no loading
+    belong before this call, so that they fail before any kernel starts.
     """
     with own_kernel(KERNEL_NAME) as km:
         return run_report(**prepare(), **external_kernel_kwargs(km))

@@ -1,29 +1,16 @@
-"""Render-time removal of report sections that do not apply (an nbconvert preprocessor).
+"""Render-time removal of report sections that do not apply, or were not chosen (an nbconvert preprocessor).
 
-A report notebook marks the cells of an optional section with the tag ``section-NAME``
-(``section-hierarchy``, ``section-profiles`` ...; the optional names of
-:data:`jagged.options.REPORT_SECTIONS`). Its analysis cell shows the
-:class:`~jagged.analysis.Analysis`, whose display output carries, under the MIME type
-:data:`~jagged.analysis.SECTIONS_MIME`, which sections apply to this input (a JSON
-object ``{"hierarchy": false, ...}``). :class:`SectionFilter` reads that record, removes
-the output that carries it, and removes every cell with a ``section-NAME`` tag whose
-section does not apply. It is registered in ``templates/jagged/conf.json``, so every
-render with the jagged template runs it.
+The cells of an optional section carry the tag ``section-NAME``. The analysis cell's output
+carries, under :data:`~jagged.analysis.SECTIONS_MIME`, which sections apply (``{"hierarchy":
+false, ...}``); :class:`SectionFilter` (registered in ``templates/jagged/conf.json``) reads
+it, drops that record and every cell of a section that does not apply. Without a record
+every cell stays, as in a run without the renderer (the cells guard with
+``if analysis.sections["NAME"]:``); see ``notebooks/SECTIONS.md``.
 
-A notebook run without the renderer (papermill alone, Jupyter) keeps every cell; its code
-cells guard with ``if analysis.sections["NAME"]:`` and print nothing for a section that
-does not apply. A notebook without a record keeps every cell here too; a tag naming a
-section the record does not know is kept (and listed in ``resources["jagged_sections"]``).
-See ``notebooks/SECTIONS.md`` for how to add a section.
-
-Choosing sections (``jagged report --sections glance,metrics``): every cell of the report
-notebook belongs to one of :data:`jagged.options.REPORT_SECTIONS`: a ``report-lead`` cell to ``glance``, a
-``section-NAME`` cell to ``NAME``, and an untagged cell to the block its last ``##``
-heading opens (:data:`HEADINGS` names the untagged headings).
-:func:`jagged.options.parse_sections` checks a choice before anything runs;
-:class:`SectionFilter` keeps only the chosen blocks (cells before the first heading, such
-as the analysis cell, always stay), and the template leaves the provenance out when
-``provenance`` is not chosen.
+For ``--sections`` every cell belongs to one of :data:`jagged.options.REPORT_SECTIONS`: a
+``report-lead`` cell to ``glance``, a ``section-NAME`` cell to ``NAME``, an untagged cell to
+the block its last ``##`` heading opens (:data:`HEADINGS`); cells before the first heading
+always stay.
 """
 
 from __future__ import annotations
@@ -66,11 +53,7 @@ def heading_section(source: str) -> str | None:
 
 
 def cell_blocks(cells: Any, prefix: str = TAG_PREFIX) -> list[str | None]:
-    """The section each cell belongs to (None: before the first heading; "": an unknown heading's block).
-
-    A ``report-lead`` cell is in ``glance``, a ``section-NAME`` cell in ``NAME``, any other
-    cell in the block the last heading opened (a tagged Markdown heading opens its own).
-    """
+    """The section each cell belongs to (None: before the first heading; "": an unknown heading's block)."""
     blocks: list[str | None] = []
     current: str | None = None
     for cell in cells:
@@ -105,23 +88,16 @@ def sections_record(nb: Any) -> dict[str, bool] | None:
 
 
 class SectionFilter(Preprocessor):
-    """Remove the cells of sections that do not apply, and the record that says which.
+    """Remove the cells of sections that do not apply or were not chosen, and the records that say which.
 
-    Notes
-    -----
-    After it ran, ``resources["jagged_sections"]`` holds ``applies`` (the record, or
-    ``None`` when the notebook had none), ``removed`` (the section names whose cells were
-    removed) and ``unknown`` (tagged section names the record does not mention).
+    Afterwards ``resources["jagged_sections"]`` holds ``applies`` (the record, or None),
+    ``removed`` (sections whose cells went) and ``unknown`` (tagged names the record lacks).
     """
 
     tag_prefix = Unicode(TAG_PREFIX, help="Prefix of the cell tags naming a section.").tag(config=True)
 
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """Drop the records' outputs, the cells of sections that do not apply and of sections not chosen.
-
-        The choice is ``resources["jagged"]["sections"]`` (a sequence of :data:`jagged.options.REPORT_SECTIONS`;
-        None or absent: every section).
-        """
+        """Drop the records, the cells not chosen (``resources["jagged"]["sections"]``) and those that do not apply."""
         applies = sections_record(nb)
         chosen = (resources.get("jagged") or {}).get("sections")
         if chosen is not None:

@@ -1,21 +1,11 @@
 """File names from model names: safe, unique, never empty, never outside the output folder.
 
-Model names are data and may be anything: ``gpt-4o/2024-05-13``, ``../../etc/passwd``,
-``"><svg onload=…>``, ``Модель``, 300 characters, ``CON``, ``.`` or a string of emoji.
-:func:`unique_slugs` turns a list of names into file stems that are
-
-* made of ``[a-z0-9-]`` only (so no ``/``, ``\\``, ``.``, quote or markup survives);
-* never empty (a name with nothing left after slugging becomes ``model``);
-* never a reserved Windows device name (``con``, ``nul``, ``com1`` … get ``-model``
-  appended), nor one of the caller's reserved stems (e.g. ``index``);
-* at most ``max_length`` characters, suffix included;
-* unique, case-insensitively (collisions get ``-2``, ``-3`` … in the order given).
-
-The slugging itself is python-slugify's: a maintained library that transliterates Unicode
-to ASCII (``Ünïcödé`` → ``unicode``, ``日本語`` → ``ri-ben-yu``, ``Привет`` → ``privet``),
-decodes HTML entities and truncates cleanly, which a home-made regular expression would do
-worse. :func:`output_path` then checks, as a second line of defence, that the joined path
-resolves inside the output folder.
+Model names are data (``../../etc/passwd``, ``"><svg onload=…>``, ``Модель``, ``CON``,
+300 characters). :func:`unique_slugs` makes stems of ``[a-z0-9-]`` only, never empty
+(``model``), never a Windows device name or a reserved stem, at most ``max_length`` long
+and unique case-insensitively (``-2``, ``-3`` … in the order given). The slugging is
+python-slugify's (transliteration: ``Привет`` → ``privet``); :func:`output_path` checks the
+joined path stays inside the folder.
 """
 
 from __future__ import annotations
@@ -40,19 +30,7 @@ _SAFE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
 def slug(name: object, *, max_length: int = MAX_LENGTH) -> str:
-    """One name's file stem (not yet made unique; see :func:`unique_slugs`).
-
-    Parameters
-    ----------
-    name : object
-        Model name (converted with ``str``).
-    max_length : int
-        Longest stem, at least 16.
-
-    Returns
-    -------
-    str
-        A non-empty stem of ``[a-z0-9-]``, neither a Windows device name nor empty.
+    """One name's file stem of ``[a-z0-9-]``, not yet unique (``max_length`` at least 16).
 
     Examples
     --------
@@ -72,24 +50,10 @@ def slug(name: object, *, max_length: int = MAX_LENGTH) -> str:
 
 def unique_slugs(names: Sequence[object], *, reserved: Iterable[str] = (),
                  max_length: int = MAX_LENGTH) -> list[str]:
-    """Unique file stems for a list of names, in the same order.
+    """Unique file stems for a list of names, in the same order; ``reserved`` stems are never produced.
 
-    Parameters
-    ----------
-    names : sequence
-        Names; duplicates in the input get distinct stems too.
-    reserved : iterable of str
-        Stems that must not be produced (e.g. ``index`` for ``index.html``); compared
-        case-insensitively.
-    max_length : int
-        Longest stem, suffix included.
-
-    Returns
-    -------
-    list of str
-        One stem per name. The first name (in the given order) with a given slug keeps
-        it; the next ones get ``-2``, ``-3`` …, skipping stems already taken. The result
-        depends only on the list, so giving the same list again gives the same stems.
+    The first name with a given slug keeps it, the next get ``-2``, ``-3`` … (skipping stems
+    taken): the result depends only on the list.
     """
     taken = {str(r).casefold() for r in reserved}
     out: list[str] = []
@@ -106,27 +70,7 @@ def unique_slugs(names: Sequence[object], *, reserved: Iterable[str] = (),
 
 
 def output_path(folder: str | Path, stem: str, suffix: str) -> Path:
-    """Join a stem to a folder and check the result stays inside it.
-
-    Parameters
-    ----------
-    folder : str or pathlib.Path
-        Output folder.
-    stem : str
-        A stem from :func:`unique_slugs`.
-    suffix : str
-        File suffix, e.g. ``".html"``.
-
-    Returns
-    -------
-    pathlib.Path
-        ``folder / (stem + suffix)``.
-
-    Raises
-    ------
-    JaggedInputError
-        When the stem is not a slug or the path would resolve outside ``folder``.
-    """
+    """``folder / (stem + suffix)``; JaggedInputError for a stem that is no slug or a path outside ``folder``."""
     if not _SAFE.match(stem):
         raise JaggedInputError(f"not a safe file stem: {stem!r}")
     folder = Path(folder)
