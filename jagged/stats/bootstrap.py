@@ -11,8 +11,6 @@ chunk at a time (:data:`jagged.stats.replicates.CELL_BUDGET`), never all B × M 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -23,7 +21,16 @@ from jagged.errors import JaggedInputError
 from jagged.stats.engine import Engine
 from jagged.stats.intervals import ESTIMATE_OF
 from jagged.stats.parallel import one_blas_thread
-from jagged.stats.replicates import Replicates, ReplicateStatistic, chunk_size, summarise
+from jagged.stats.poisson_bootstrap import aligned, matrix_from_engine, poisson_replicates
+from jagged.stats.replicates import (
+    ItemMatrix,
+    Replicates,
+    ReplicateStatistic,
+    chunk_size,
+    item_matrix,
+    summarise,
+    weight_array,
+)
 from jagged.stats.uncertainty import place_after
 
 INTERVAL_STATISTICS: tuple[str, ...] = ("cv_error", "macro_score", "dep_score", "wedge")
@@ -43,60 +50,6 @@ def _check_settings(n_boot: int, ci: float) -> None:
         raise JaggedInputError(f"bootstrap replicates must be a positive whole number, not {n_boot!r}")
     if not 0 < ci < 1:
         raise JaggedInputError(f"interval level must be between 0 and 1 (e.g. 0.95), not {ci!r}")
-
-
-@dataclass
-class ItemMatrix:
-    """Item-level results as an items × models matrix, items grouped by domain.
-
-    Attributes
-    ----------
-    correct : numpy.ndarray
-        N × M ``correct``, float64 or (0/1 credit) float32; 0 where the model lacks the item.
-    present : numpy.ndarray
-        N × M bool, True where the model has a result for the item.
-    bounds : numpy.ndarray
-        D + 1 row offsets: domain d owns rows ``bounds[d]:bounds[d + 1]``.
-    models, domains : numpy.ndarray
-        Names, length M and D.
-    """
-
-    correct: np.ndarray
-    present: np.ndarray
-    bounds: np.ndarray
-    models: np.ndarray
-    domains: np.ndarray
-
-    @cached_property
-    def partial(self) -> bool:
-        """True when some ``correct`` lies strictly between 0 and 1."""
-        return bool(((self.correct > 0) & (self.correct < 1)).any())
-
-
-def item_matrix(items: pd.DataFrame, models: np.ndarray | None = None,
-                domains: np.ndarray | None = None) -> ItemMatrix:
-    """A validated item table as an :class:`ItemMatrix`: models and domains in the order given (default: sorted).
-
-    Items keep their order of first appearance within their domain; a domain without
-    items gets no rows.
-    """
-    models = np.asarray(sorted(pd.unique(items["model"])) if models is None else models, dtype=object)
-    domains = np.asarray(sorted(pd.unique(items["domain"])) if domains is None else domains, dtype=object)
-    item_codes, item_names = pd.factorize(items["item"])
-    model_codes = pd.Index(models).get_indexer(items["model"])
-    domain_of_row = pd.Index(domains).get_indexer(items["domain"])
-    item_domain = np.empty(len(item_names), dtype=np.int64)
-    item_domain[item_codes] = domain_of_row
-    order = np.argsort(item_domain, kind="stable")
-    position = np.empty_like(order)
-    position[order] = np.arange(order.size)
-    rows = position[item_codes]
-    x = np.zeros((len(item_names), len(models)), dtype=float)
-    a = np.zeros((len(item_names), len(models)), dtype=bool)
-    x[rows, model_codes] = items["correct"].to_numpy(dtype=float)
-    a[rows, model_codes] = True
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(item_domain, minlength=len(domains)))])
-    return ItemMatrix(correct=x, present=a, bounds=bounds, models=models, domains=domains)
 
 
 def _chunks(n_boot: int, size: int) -> Iterator[int]:
@@ -191,13 +144,6 @@ def _binomial_replicate_sums(s: np.ndarray, n: np.ndarray, n_boot: int, rng: np.
         yield k, np.broadcast_to(nn.astype(float), (b,) + s.shape), None
 
 
-def weight_array(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if weights is None or len(weights) == 0:
-        return np.zeros((0, len(domains))), np.asarray([], dtype=object)
-    w = np.nan_to_num(weights.reindex(columns=list(domains)).to_numpy(dtype=float))
-    return w, np.asarray(weights.index, dtype=object)
-
-
 def replicates_from_matrix(matrix: ItemMatrix, *, weights: pd.DataFrame | None = None, n_boot: int = 2000,
                            seed: int = 0, statistics: Mapping[str, ReplicateStatistic] | None = None
                            ) -> "Replicates":
@@ -249,8 +195,6 @@ def bootstrap_replicates(scores: pd.DataFrame, items: pd.DataFrame | None = None
     beyond that, and for any item-level results with ``engine="spark"``; else the
     parametric binomial bootstrap from ``n_items``.
     """
-    from jagged.stats.poisson_bootstrap import aligned, matrix_from_engine, poisson_replicates
-
     _check_settings(n_boot, 0.5)
     wide = scores.pivot(index="model", columns="domain", values="score").sort_index()
     models = np.asarray(wide.index, dtype=object)

@@ -159,7 +159,7 @@ def paired_replicates(scope: Scope, weights: pd.DataFrame | None = None, *, n_bo
     Notes
     -----
     *Item-level scope*: the common items of every model form one
-    :class:`~jagged.stats.bootstrap.ItemMatrix` of 2M columns (A's, then B's); each replicate
+    :class:`~jagged.stats.replicates.ItemMatrix` of 2M columns (A's, then B's); each replicate
     draws n_d items with replacement within every domain, one count vector for all columns,
     so both sides are resampled together; a model whose domain drew none of its items is NaN
     in that replicate. *Domain-level scope*: each cell is redrawn as Binomial(n, s)/n on each

@@ -28,10 +28,9 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
-from jagged.stats.bootstrap import ItemMatrix, weight_array
 from jagged.stats.engine import Engine, read_parquet, table_from_frame
 from jagged.stats.item_expr import fetch, rows_table
-from jagged.stats.replicates import Replicates, ReplicateStatistic, chunk_size, summarise
+from jagged.stats.replicates import ItemMatrix, Replicates, ReplicateStatistic, chunk_size, summarise, weight_array
 
 METHOD_POISSON = "Poisson bootstrap over items (weights from a hash of item and replicate), paired across models"
 #: 2³² − 1: the hash works on unsigned 32-bit values held in 64-bit integers (no overflow on any engine).
@@ -168,7 +167,7 @@ def poisson_replicates(data: pd.DataFrame | str | Path, *, weights: pd.DataFrame
 
 def matrix_from_engine(path: str | Path, models: np.ndarray, domains: np.ndarray, engine: Engine | None = None,
                        max_cells: int | None = None) -> ItemMatrix | None:
-    """The :class:`~jagged.stats.bootstrap.ItemMatrix` of an item-level Parquet file or folder, streamed out of DuckDB.
+    """The :class:`~jagged.stats.replicates.ItemMatrix` of an item-level Parquet file or folder, streamed out of DuckDB.
 
     None when ``len(models)`` × items passes ``max_cells`` (default :data:`MATRIX_CELLS`).
     The engine ranks the items by name within their domain and sends (row, model,

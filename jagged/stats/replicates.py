@@ -8,9 +8,11 @@ sums and turn them into :class:`Replicates` with :func:`replicate_statistics`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
+import pandas as pd
 
 #: Upper bound on the replicate × model × domain cells summed at once (one chunk of replicates).
 CELL_BUDGET = 1 << 19
@@ -138,3 +140,64 @@ def replicate_statistics(num: np.ndarray, den: np.ndarray, sq: np.ndarray | None
         dep[lacking] = np.nan
         wedge[lacking] = np.nan
     return cv, macro, dep, wedge
+
+
+@dataclass
+class ItemMatrix:
+    """Item-level results as an items × models matrix, items grouped by domain.
+
+    Attributes
+    ----------
+    correct : numpy.ndarray
+        N × M ``correct``, float64 or (0/1 credit) float32; 0 where the model lacks the item.
+    present : numpy.ndarray
+        N × M bool, True where the model has a result for the item.
+    bounds : numpy.ndarray
+        D + 1 row offsets: domain d owns rows ``bounds[d]:bounds[d + 1]``.
+    models, domains : numpy.ndarray
+        Names, length M and D.
+    """
+
+    correct: np.ndarray
+    present: np.ndarray
+    bounds: np.ndarray
+    models: np.ndarray
+    domains: np.ndarray
+
+    @cached_property
+    def partial(self) -> bool:
+        """True when some ``correct`` lies strictly between 0 and 1."""
+        return bool(((self.correct > 0) & (self.correct < 1)).any())
+
+
+def item_matrix(items: pd.DataFrame, models: np.ndarray | None = None,
+                domains: np.ndarray | None = None) -> ItemMatrix:
+    """A validated item table as an :class:`ItemMatrix`: models and domains in the order given (default: sorted).
+
+    Items keep their order of first appearance within their domain; a domain without
+    items gets no rows.
+    """
+    models = np.asarray(sorted(pd.unique(items["model"])) if models is None else models, dtype=object)
+    domains = np.asarray(sorted(pd.unique(items["domain"])) if domains is None else domains, dtype=object)
+    item_codes, item_names = pd.factorize(items["item"])
+    model_codes = pd.Index(models).get_indexer(items["model"])
+    domain_of_row = pd.Index(domains).get_indexer(items["domain"])
+    item_domain = np.empty(len(item_names), dtype=np.int64)
+    item_domain[item_codes] = domain_of_row
+    order = np.argsort(item_domain, kind="stable")
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    rows = position[item_codes]
+    x = np.zeros((len(item_names), len(models)), dtype=float)
+    a = np.zeros((len(item_names), len(models)), dtype=bool)
+    x[rows, model_codes] = items["correct"].to_numpy(dtype=float)
+    a[rows, model_codes] = True
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(item_domain, minlength=len(domains)))])
+    return ItemMatrix(correct=x, present=a, bounds=bounds, models=models, domains=domains)
+
+
+def weight_array(weights: pd.DataFrame | None, domains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if weights is None or len(weights) == 0:
+        return np.zeros((0, len(domains))), np.asarray([], dtype=object)
+    w = np.nan_to_num(weights.reindex(columns=list(domains)).to_numpy(dtype=float))
+    return w, np.asarray(weights.index, dtype=object)
