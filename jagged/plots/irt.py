@@ -100,6 +100,7 @@ def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = Non
 
 def _information_panels(data: pd.DataFrame, groups: list, abilities: pd.DataFrame | None) -> FacetGrid:
     """:func:`information_plot` as small multiples: a panel per group, a page wide (a seaborn FacetGrid)."""
+    import matplotlib.pyplot as plt
     import seaborn as sns
     from matplotlib.ticker import MaxNLocator
 
@@ -109,15 +110,18 @@ def _information_panels(data: pd.DataFrame, groups: list, abilities: pd.DataFram
     top = top if np.isfinite(top) and top > 0 else 1.0
     low, high = float(data["theta"].min()), float(data["theta"].max())
     # The panels get the same limits and a few fixed ticks, set here: matplotlib's shared axes cost time
-    # quadratic in the panels, and every tick is measured at each layout.
-    ticks = {"xticks": MaxNLocator(4).tick_values(low, high), "yticks": MaxNLocator(3).tick_values(0, top)}
+    # quadratic in the panels. Seaborn lays the grid out twice; the ticks, measured at each layout, come
+    # after the first (of the empty grid), so that they are measured once, as grid.map lays the panels out.
     grid = sns.FacetGrid(data.assign(panel=data["group"].map(names)), col="panel", col_order=list(names.values()),
                          col_wrap=columns, height=PANEL_HEIGHT, aspect=PANEL_WIDTH / PANEL_HEIGHT, sharex=False,
-                         sharey=False, xlim=(low, high), ylim=(-0.02 * top, 1.05 * top), subplot_kws=ticks)
+                         sharey=False, subplot_kws={"xticks": [], "yticks": []})
+    limits = {"xticks": MaxNLocator(4).tick_values(low, high), "yticks": MaxNLocator(3).tick_values(0, top),
+              "xlim": (low, high), "ylim": (-0.02 * top, 1.05 * top)}  # the limits after the ticks, which widen them
     for k, panel in enumerate(grid.axes.flat):  # tick labels on the outer panels only, as shared axes have them
+        panel.set(**limits)
         panel.tick_params(labelbottom=k >= len(groups) - columns, labelleft=k % columns == 0, labelsize=7)
         panel.grid(alpha=0.25)
-    grid.map_dataframe(sns.lineplot, x="theta", y="information", estimator=None, color=SOUND_COLOR, linewidth=1.4)
+    grid.map(plt.plot, "theta", "information", color=SOUND_COLOR, linewidth=1.4)
     for group, label in names.items():
         panel = grid.axes_dict[label]
         panel.lines[0].set_gid(f"info:{group}")
