@@ -1,8 +1,4 @@
-"""Figures of the item response model: information per domain with the models on it, loadings against difficulties.
-
-The inputs are the tables of :mod:`jagged.stats.irt` and :mod:`jagged.stats.information`;
-the plots never compute a statistic.
-"""
+"""Figures of the item response model (tables of :mod:`jagged.stats.irt` and :mod:`jagged.stats.information`)."""
 
 from __future__ import annotations
 
@@ -34,28 +30,14 @@ INFORMATION_LABEL = "test information Σ a²P(1 − P)"
 
 def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = None,
                      ax: Axes | None = None) -> Axes | FacetGrid:
-    """Test information against ability, one curve per group, the models as a rug beneath.
+    """Test information against ability, one curve per group (gid ``"info:<group>"``), the models as a rug.
 
-    Parameters
-    ----------
-    data : pandas.DataFrame
-        :func:`jagged.stats.information.information_curves` output (``group, theta,
-        information``).
-    abilities : pandas.DataFrame, optional
-        ``model, group, theta`` (e.g. :attr:`jagged.stats.irt.IRTFit.abilities`): each
-        model drawn as a tick under the curves, one rug row per group in its colour.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw (default: a new figure).
-
-    Returns
-    -------
-    matplotlib.axes.Axes or seaborn.FacetGrid
-        One panel: the curves have ``gid`` ``"info:<group>"``, the rugs ``"rug:<group>"``, and
-        a legend names the groups. With more than :data:`~jagged.views.overview.LEGEND_MAX`
-        groups and no ``ax``, small multiples instead (a legend that long would not fit):
-        a :class:`seaborn.FacetGrid` of one panel per group, titled with its name, on shared
-        axes, its models as a :func:`seaborn.rugplot` at the foot. Given an ``ax``, that
-        many groups are drawn without a legend (the title says so).
+    ``abilities`` (``model, group, theta``) draws each model as a tick under the curves, one
+    rug row per group in its colour (gid ``"rug:<group>"``). With more than
+    :data:`~jagged.views.overview.LEGEND_MAX` groups and no ``ax``, a legend would not fit:
+    small multiples instead, a :class:`seaborn.FacetGrid` of a panel per group on the same
+    axes, its models a :func:`seaborn.rugplot` at the foot. Given an ``ax``, that many groups
+    are drawn without a legend (the title says so).
     """
     import seaborn as sns
 
@@ -142,29 +124,12 @@ def _information_panels(data: pd.DataFrame, groups: list, abilities: pd.DataFram
 
 def loading_difficulty_plot(data: pd.DataFrame, *, flagged: Sequence[bool] | str | None = None,
                             ax: Axes | None = None) -> Axes:
-    """Standardised loading against difficulty, one dot per item, flagged items marked.
+    """Standardised loading against difficulty, a dot per item (gid ``"items"``), flagged ones marked (``"flagged"``).
 
-    Parameters
-    ----------
-    data : pandas.DataFrame
-        Item parameters with ``loading`` and ``difficulty`` (:attr:`jagged.stats.irt.IRTFit.items`);
-        items set aside (NaN) are not drawn.
-    flagged : sequence of bool or str, optional
-        Which items to mark: a boolean per row, or the name of a boolean column (e.g.
-        ``"flag_negative_loading"``). None: none marked.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        The collections have ``gid`` ``"items"`` and ``"flagged"``.
-
-    Notes
-    -----
-    Reference lines: loading 0 (solid) and 0.3 (dashed, the weak-loading rule of thumb),
-    difficulty ±5 (dotted, PISA's extreme-difficulty flag). Difficulties beyond ±6 are
-    drawn at ±6; the title counts them.
+    ``flagged`` is a boolean per row or the name of a boolean column (None: none); items set
+    aside (NaN) are not drawn. Lines: loading 0 and 0.3 (the weak-loading rule of thumb),
+    difficulty ±5 (PISA's extreme-difficulty flag); difficulties beyond ±6 are drawn at ±6,
+    the title counts them.
     """
     check_columns(data, ("loading", "difficulty"), "item parameters")
     if ax is None:
@@ -206,24 +171,11 @@ def loading_difficulty_plot(data: pd.DataFrame, *, flagged: Sequence[bool] | str
 
 
 def position_plot(data: pd.DataFrame, *, model: str = "", ax: Axes | None = None) -> Axes:
-    """One model on every domain's measuring range: a bar per domain, the model's ability ± SD as a dot.
+    """One model on every domain's measuring range: a bar per domain (gid ``"ranges"``), its ability ± SD a dot.
 
-    Parameters
-    ----------
-    data : pandas.DataFrame
-        One row per domain: ``domain``, ``theta``, ``theta_sd``, ``lower``, ``upper`` (NaN: the
-        range reaches past the grid, drawn to the edge) and ``position`` (``"above"``,
-        ``"below"``, ``"within"``), e.g. :func:`jagged.views.irt.position_data`.
-    model : str
-        For the title.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        Rows top to bottom in ``data``'s order; the dots beyond a range are red (``gid``
-        ``"beyond"``), the others grey-blue (``"within"``); the ranges have ``gid`` ``"ranges"``.
+    ``data`` (:func:`jagged.views.irt.position_data`) has a row per domain, drawn top to
+    bottom; ``lower`` / ``upper`` NaN reach the edge. Dots beyond a range are red (gid
+    ``"beyond"``), the others grey-blue (``"within"``).
     """
     check_columns(data, ("domain", "theta", "theta_sd", "lower", "upper", "position"), "model positions")
     if ax is None:

@@ -1,11 +1,8 @@
 """Tables and sentences for "Is it the model or the benchmark?" (report section, per-model report, CLI).
 
-Everything here reshapes and phrases the results of :mod:`jagged.stats.structure`: the
-variance shares, the per-model relative jaggedness (noise-corrected where item counts allow,
-else raw: :func:`relative_column`), the residual grid (most model-specific models on top, the
-error heatmap's columns), the parallel analysis, the category check and one model's residual
-profile.
-No statistic is computed here beyond picking, sorting and counting.
+They reshape and phrase :mod:`jagged.stats.structure`'s results: the variance shares, the
+relative jaggedness (:func:`relative_column`), the residual grid, the parallel analysis,
+the category check and one model's residual profile.
 """
 
 from __future__ import annotations
@@ -58,7 +55,7 @@ def relative_column(table: pd.DataFrame) -> str:
     """The relative jaggedness a view sorts, selects and plots by: noise-corrected when it exists, else raw.
 
     ``relative_jaggedness_corrected`` needs item counts; without them (most leaderboard
-    tables) it is empty everywhere and the raw ``relative_jaggedness`` is used instead.
+    tables) it is empty everywhere.
     """
     if "relative_jaggedness_corrected" in table.columns and \
             np.isfinite(pd.to_numeric(table["relative_jaggedness_corrected"], errors="coerce")
@@ -80,9 +77,8 @@ def relative_caption(table: pd.DataFrame) -> str:
 def share_table(structure: Structure) -> pd.DataFrame:
     """The variance shares as a reader's table: ``part``, ``variance`` (logits²), ``share``.
 
-    The cross-term row is shown only where the table is unbalanced
-    (:attr:`~jagged.stats.decomposition.Decomposition.balanced`) and it reaches half a percent;
-    :func:`cross_sentence` explains it then. On a complete table it is 0 and never shown.
+    The cross-term row shows only where the table is unbalanced and it reaches half a percent
+    (:func:`cross_sentence` explains it then); on a complete table it is 0.
     """
     shares = structure.shares
     keep = (shares["component"] != "cross") | ((shares["share"].abs() >= ZERO_PART)
@@ -93,21 +89,10 @@ def share_table(structure: Structure) -> pd.DataFrame:
 
 
 def relative_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Per model: level, cv_error and relative jaggedness, most model-specific unevenness first.
+    """Per model the :data:`RELATIVE_COLUMNS` present, by :func:`relative_column` (highest first, ties by name).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` (profile rows collapsed).
-
-    Returns
-    -------
-    pandas.DataFrame
-        :data:`RELATIVE_COLUMNS` that the table has, sorted by :func:`relative_column`
-        (``relative_jaggedness_corrected``, or the raw ``relative_jaggedness`` when the
-        corrected one is empty everywhere; highest first, undefined last, ties by name);
-        columns empty for every model are left out; ``relative_noise_flag`` shown as
-        ``"noise"``, ``""`` or ``"not tested"``.
+    Columns empty for every model are left out; ``relative_noise_flag`` reads ``"noise"``,
+    ``""`` or ``"not tested"``.
     """
     rows = table.drop_duplicates("model").loc[:, [c for c in RELATIVE_COLUMNS if c in table.columns]]
     by = relative_column(rows)
@@ -121,30 +106,12 @@ def relative_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def residual_grid(decomposition: Decomposition, scores: pd.DataFrame, metrics: pd.DataFrame, *,
                   limit: int | None = None) -> tuple[pd.DataFrame, int]:
-    """The residuals r_md as a models × domains grid, most model-specific models on top.
+    """The residuals r_md as a models × domains grid (NaN: not fitted) and the summary row's position (0: none).
 
-    Parameters
-    ----------
-    decomposition : Decomposition
-        :func:`jagged.stats.structure.decompose` of ``scores``.
-    scores : pandas.DataFrame
-        Canonical per-domain table (for the column order: lowest median error first, as
-        :func:`jagged.views.overview.error_matrix`).
-    metrics : pandas.DataFrame
-        Per-model table with the relative jaggedness (row order: highest
-        :func:`relative_column` first, :func:`jagged.views.overview.model_order`), or, without
-        it, ``cv_error``.
-    limit : int, optional
-        Keep the models with the most and the least model-specific unevenness; between them
-        one row, the median residual per domain of the models left out (as the error
-        heatmap's summary row).
-
-    Returns
-    -------
-    (pandas.DataFrame, int)
-        The grid (index: model names and, at the cut, :func:`others_label`; columns:
-        domains; NaN where a cell was not fitted) and the position of the summary row
-        (0: none).
+    Columns in the error heatmap's order (lowest median error first); rows by
+    :func:`relative_column` (``cv_error`` without it), highest first. ``limit`` keeps the
+    extremes with one row between them, the median residual per domain of the models left out
+    (labelled :func:`~jagged.views.overview.others_label`).
     """
     res = pd.DataFrame(decomposition.residual, index=[str(m) for m in decomposition.models],
                        columns=[str(d) for d in decomposition.domains])
@@ -164,10 +131,7 @@ def residual_grid(decomposition: Decomposition, scores: pd.DataFrame, metrics: p
 
 
 def dimension_table(dims: Dimensions, *, rows: int | None = None) -> pd.DataFrame:
-    """The parallel analysis as a table: ``dimension``, ``eigenvalue``, ``threshold``, ``share``, ``retained``.
-
-    ``rows`` keeps only the first ones (all by default); ``retained`` shows as "yes"/"".
-    """
+    """The parallel analysis as a table (the first ``rows``, all by default); ``retained`` shows as "yes"/""."""
     table = dims.table()
     if rows is not None:
         table = table.head(rows)
@@ -177,8 +141,8 @@ def dimension_table(dims: Dimensions, *, rows: int | None = None) -> pd.DataFram
 def profile_table(profile: pd.DataFrame) -> pd.DataFrame:
     """:func:`jagged.stats.residual_test.residual_profile` with ``departs`` in words.
 
-    ``"weaker than expected"`` (+1: more errors than its level and the domain's difficulty
-    predict, beyond sampling noise), ``"stronger than expected"`` (−1) or ``""`` (0).
+    ``"weaker than expected"`` (more errors than the level and the domain's difficulty predict,
+    beyond sampling noise), ``"stronger than expected"`` or ``""``.
     """
     labels = np.array(["stronger than expected", "", "weaker than expected"], dtype=object)
     return profile.assign(departs=labels[profile["departs"].to_numpy(dtype=int) + 1])
@@ -215,13 +179,8 @@ def _shares_sentence(structure: Structure) -> str:
 
 
 def model_specific_part(structure: Structure) -> tuple[float, bool]:
-    """The share of the variance that is model-specific: beyond noise when known, else the whole residual.
-
-    Returns
-    -------
-    (float, bool)
-        The share, and whether the sampling noise was removed from it.
-    """
+    """The model-specific share of the variance (beyond noise when known, else the whole residual) and whether noise
+    was removed."""
     beyond = structure.share("residual_beyond_noise")
     if np.isfinite(beyond):
         return beyond, True
@@ -369,18 +328,8 @@ def category_sentence(structure: Structure) -> str:
 def structure_sentences(structure: Structure, correlations: dict[str, dict[str, float]] | None = None) -> list[str]:
     """Plain sentences saying what the decomposition and the dimensions mean for this data.
 
-    Parameters
-    ----------
-    structure : Structure
-        :func:`jagged.stats.structure.structure`.
-    correlations : dict, optional
-        :attr:`jagged.analysis.Analysis.level_correlations` (adds how cv_error and the
-        relative jaggedness relate to the level).
-
-    Returns
-    -------
-    list of str
-        Empty values are left out; with nothing fitted, the reason.
+    ``correlations`` (:attr:`jagged.analysis.Analysis.level_correlations`) adds how cv_error
+    and the relative jaggedness relate to the level. With nothing fitted, the reason.
     """
     dec = structure.decomposition
     if not dec.ok:
@@ -393,7 +342,7 @@ def structure_sentences(structure: Structure, correlations: dict[str, dict[str, 
 
 
 def describe_profile(profile: pd.DataFrame, model: str, *, ci: float = 0.95) -> str:
-    """One or two sentences on a model's residual profile (from :func:`residual_profile`)."""
+    """One or two sentences on a model's residual profile (from :func:`profile_table`)."""
     if profile.empty:
         return f"{model} was not part of the decomposition (see its note)."
     weaker = profile[profile["departs"] == "weaker than expected"]
@@ -538,20 +487,10 @@ def relative_alt(table: pd.DataFrame) -> str:
 
 
 def scree_shown(eigenvalues: np.ndarray, limit: int | None = SCREE_LIMIT) -> int:
-    """How many leading dimensions the scree plot (:func:`jagged.plots.structure.scree`) draws.
+    """How many leading dimensions the scree plot draws.
 
-    Parameters
-    ----------
-    eigenvalues : numpy.ndarray
-        All eigenvalues, largest first.
-    limit : int, optional
-        The most to draw (None: no limit).
-
-    Returns
-    -------
-    int
-        Up to the last eigenvalue above 10⁻⁹ of the first (with fewer models than domains
-        the rest are 0), at least 2 and at most ``limit`` (never more than there are).
+    Up to the last eigenvalue above 10⁻⁹ of the first (with fewer models than domains the rest
+    are 0), at least 2 and at most ``limit`` (None: no limit), never more than there are.
     """
     eig = np.asarray(eigenvalues, dtype=float)
     top = eig[0] if len(eig) and np.isfinite(eig[0]) and eig[0] > 0 else 0.0
