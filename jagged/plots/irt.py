@@ -45,13 +45,13 @@ def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = Non
     if abilities is not None:
         check_columns(abilities, ("group", "theta"), "abilities")
     groups = list(pd.unique(data["group"]))
+    top = float(np.nanmax(data["information"].to_numpy(float))) if len(data) else 1.0
+    top = top if np.isfinite(top) and top > 0 else 1.0
     if ax is None and len(groups) > LEGEND_MAX:
-        return _information_panels(data, groups, abilities)
+        return _information_panels(data, groups, abilities, top)
     if ax is None:
         ax = new_axes(7.2, 4.4)
     palette = sns.color_palette("husl" if len(groups) > 10 else "tab10", len(groups))
-    top = float(np.nanmax(data["information"].to_numpy(float))) if len(data) else 1.0
-    top = top if np.isfinite(top) and top > 0 else 1.0
     for k, (g, colour) in enumerate(zip(groups, palette)):
         part = data[data["group"] == g]
         line, = ax.plot(part["theta"], part["information"], color=colour, lw=1.6, label=plain(str(g)))
@@ -80,7 +80,7 @@ def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = Non
     return ax
 
 
-def _information_panels(data: pd.DataFrame, groups: list, abilities: pd.DataFrame | None) -> FacetGrid:
+def _information_panels(data: pd.DataFrame, groups: list, abilities: pd.DataFrame | None, top: float) -> FacetGrid:
     """:func:`information_plot` as small multiples: a panel per group, a page wide (a seaborn FacetGrid)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
@@ -88,8 +88,6 @@ def _information_panels(data: pd.DataFrame, groups: list, abilities: pd.DataFram
 
     names = dict(zip(groups, distinct_labels([str(g) for g in groups], limit=26)))
     columns = int(PAGE_WIDTH // PANEL_WIDTH)
-    top = float(np.nanmax(data["information"].to_numpy(float))) if len(data) else 1.0
-    top = top if np.isfinite(top) and top > 0 else 1.0
     low, high = float(data["theta"].min()), float(data["theta"].max())
     # The panels get the same limits and a few fixed ticks, set here: matplotlib's shared axes cost time
     # quadratic in the panels. Seaborn lays the grid out twice; the ticks, measured at each layout, come

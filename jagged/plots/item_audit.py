@@ -7,11 +7,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from jagged.plots.base import check_columns, new_axes
+from jagged.plots.irt import FLAGGED_COLOR, LINE_COLOR, SOUND_COLOR
 from jagged.plots.labels import plain
-
-SOUND_COLOR = "#9aa9bd"
-FLAGGED_COLOR = "#c0504d"
-LINE_COLOR = "0.35"
 
 
 def discrimination_difficulty(items: pd.DataFrame, *, weak: float = 0.20, ax: Axes | None = None) -> Axes:

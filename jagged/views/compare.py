@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jagged.analysis import SECTIONS_MIME
 from jagged.text import listing, plural
 from jagged.views.display import RECORD_MIME, json_records
 from jagged.views.glance import Finding
@@ -87,8 +88,6 @@ class CompareView:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """A one-line summary, and :attr:`sections` as JSON for the renderer (see :mod:`jagged.report.sections`)."""
-        from jagged.analysis import SECTIONS_MIME
-
         applies = self.sections
         shown = ", ".join(name for name, on in applies.items() if on) or "none"
         text = (f"Comparison of {self.name_a} (A) with {self.name_b} (B) on the shared "
@@ -299,10 +298,6 @@ def _delta(value: float, lo: float = np.nan, hi: float = np.nan, digits: int = 4
     return text
 
 
-def _names(values: Any, limit: int = 5) -> str:
-    return listing([str(v) for v in values], limit)
-
-
 def unchanged(comparison: Any) -> bool:
     """Whether no shared cell changed (every model's score on every shared domain or item set is the same)."""
     return bool(comparison.shares) and comparison.shares["sum_of_squares"] == 0
@@ -315,7 +310,7 @@ def _what_changed(comparison: Any, name_a: str, name_b: str) -> str:
         for change, side in (("added", name_b), ("removed", name_a)):
             names = changes.loc[(changes["kind"] == kind) & (changes["change"] == change), "name"]
             if len(names):
-                parts.append(f"{plural(len(names), kind)} {change} ({_names(names)}: only in {side})")
+                parts.append(f"{plural(len(names), kind)} {change} ({listing(names, 5)}: only in {side})")
     if comparison.ledger is not None:
         counts = change_counts(comparison)
         said = [f"{n:,} {kind.replace('_', ' ')}" for kind, n in zip(counts["change"], counts["n_items"]) if n]

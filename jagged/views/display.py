@@ -178,7 +178,8 @@ def _is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and bool(np.isnan(value)))
 
 
-def _cell_text(value: Any, spec: str | Callable[[Any], str] | None) -> str:
+def cell_text(value: Any, spec: str | Callable[[Any], str] | None = None) -> str:
+    """A cell's display text (see :func:`format_table`)."""
     if callable(spec):
         return spec(value)
     if _is_missing(value):
@@ -203,7 +204,7 @@ def format_table(frame: pd.DataFrame, formats: Mapping[str, Format] | None = Non
     values show as an em dash.
     """
     formats = dict(formats or {})
-    out = {str(c): [_cell_text(v, formats.get(c)) for v in frame[c].tolist()] for c in frame.columns}
+    out = {str(c): [cell_text(v, formats.get(c)) for v in frame[c].tolist()] for c in frame.columns}
     return pd.DataFrame(out, index=frame.index, columns=[str(c) for c in frame.columns])
 
 
@@ -427,15 +428,11 @@ def show_metrics(table: pd.DataFrame, *, by: str = "cv_error") -> None:
     A model's ``cv_error_rests_on`` (the domain without which it would be at most half) is
     shown beside ``cv_error`` when any model has one.
     """
-    from IPython.display import display
-
     rows = ranked(table, by)
     marks = table.drop_duplicates("model").set_index("model").get("cv_error_rests_on")
     if marks is not None and (marks != "").any():  # the domain a cv_error rests on (leaving it out halves it)
         rows.insert(rows.columns.get_loc("cv_error") + 1, "cv_error_rests_on", rows["model"].map(marks).fillna(""))
-    caption = f"Per-model jaggedness, sorted by {by} (highest first)"
-    display({"text/html": table_block(rows, caption=caption, formats=METRIC_FORMATS),
-             "text/plain": table_text(rows, METRIC_FORMATS)}, raw=True)
+    show_table(rows, caption=f"Per-model jaggedness, sorted by {by} (highest first)", formats=METRIC_FORMATS)
 
 
 def json_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

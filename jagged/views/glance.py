@@ -23,7 +23,7 @@ from jagged.stats.intervals import outside
 from jagged.text import listing, plural
 from jagged.views.display import RECORD_MIME, json_records
 from jagged.views.overview import by_jaggedness
-from jagged.views.structure import ZERO_PART, model_specific_part, relative_column, size_word
+from jagged.views.structure import ZERO_PART, model_specific_part, percent, relative_column, size_word
 
 #: Profiles whose wedge says nothing (the macro average itself).
 NEUTRAL_PROFILES = frozenset({"uniform"})
@@ -79,10 +79,6 @@ def _finite(value: Any) -> bool:
 def _per_model(table: pd.DataFrame) -> pd.DataFrame:
     """One row per model (profile rows repeat the model's own columns)."""
     return table.drop_duplicates("model").reset_index(drop=True)
-
-
-def _pct(value: float) -> str:
-    return f"{value:.0%}" if _finite(value) else "unknown"
 
 
 def _level(analysis: Any) -> str:
@@ -331,14 +327,14 @@ def structure_finding(structure: Any) -> tuple[str, str, float]:
     """
     value, net = model_specific_part(structure)
     statistic = "residual_beyond_noise" if net else "residual"
-    levels = (f"the models' level carries {_pct(structure.share('model'))} and the domains' difficulty "
-              f"{_pct(structure.share('domain'))}.")
+    levels = (f"the models' level carries {percent(structure.share('model'))} and the domains' difficulty "
+              f"{percent(structure.share('domain'))}.")
     if net and value < ZERO_PART:
         models = structure.models
         flags = models["relative_noise_flag"].astype("boolean")
         tested = int(flags.notna().sum())
         clear = int((~flags).fillna(False).sum())
-        sentence = (f"Across the table the model × domain residual ({_pct(structure.share('residual'))} of the "
+        sentence = (f"Across the table the model × domain residual ({percent(structure.share('residual'))} of the "
                     f"variance of the error rates) is no larger than sampling noise would produce, so 0 % is "
                     f"model-specific beyond noise; {levels}")
         if clear:
@@ -346,7 +342,7 @@ def structure_finding(structure: Any) -> tuple[str, str, float]:
                          "beyond noise.")
     else:
         kind = "beyond sampling noise" if net else "with sampling noise included (no item counts to separate it)"
-        sentence = (f"{_pct(value)} of the variance of the error rates is model-specific unevenness {kind}, "
+        sentence = (f"{percent(value)} of the variance of the error rates is model-specific unevenness {kind}, "
                     f"a {size_word(value)} part; {levels}")
     dims = structure.dimensions
     if dims.n_dimensions is not None:

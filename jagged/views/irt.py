@@ -14,7 +14,7 @@ import pandas as pd
 
 from jagged.stats.information import DomainInformation
 from jagged.stats.irt import EXTREME_DIFFICULTY, WEAK_LOADING, IRTFit
-from jagged.text import plural
+from jagged.text import listing, plural
 from jagged.views.overview import LEGEND_MAX
 
 #: Formats of :func:`range_table`.
@@ -33,12 +33,6 @@ def _span(lower: float, upper: float) -> str:
     lo = f"{lower:+.2f}" if np.isfinite(lower) else "below −4"
     hi = f"{upper:+.2f}" if np.isfinite(upper) else "above +4"
     return f"{lo} to {hi}"
-
-
-def _names(names: list[str], shown: int = NAMES_SHOWN) -> str:
-    if len(names) <= shown:
-        return ", ".join(names)
-    return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
 
 
 def range_table(info: DomainInformation) -> pd.DataFrame:
@@ -95,7 +89,7 @@ def information_sentences(info: DomainInformation) -> list[str]:
                 "informative items" if position == "above" else
                 "below a domain's range: its items are too hard for them, so their abilities there are uncertain")
         verb = "sits" if len(part) == 1 else "sit"
-        out.append(f"{plural(len(part), 'model')} of {n_models} {verb} {word}: {_names(listed)}.")
+        out.append(f"{plural(len(part), 'model')} of {n_models} {verb} {word}: {listing(listed, NAMES_SHOWN)}.")
     return out
 
 
@@ -243,8 +237,8 @@ def agreement_sentence(flaws: Any) -> str:
                 f"(Benjamini–Hochberg over {plural(len(m), 'model')}).")
     listed = [f"{r.model} ({r.agree:.0%} against {r.agree_peers:.0%} for its peers)" for r in flagged.itertuples()]
     verb = "agrees" if len(flagged) == 1 else "agree"
-    return (f"{_names(listed)} {verb} with likely wrong keys more than ability and peers explain: possible "
-            "contamination or training on this benchmark (a reason to look, not a verdict).")
+    return (f"{listing(listed, NAMES_SHOWN)} {verb} with likely wrong keys more than ability and peers explain: "
+            "possible contamination or training on this benchmark (a reason to look, not a verdict).")
 
 
 def _places(info: DomainInformation, model: str) -> pd.DataFrame:

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from jagged.analysis import strongest_models
 from jagged.stats.item_audit import REVIEW_FLAGS, ItemAudit, domain_flags, flag_counts, rescoring_options
 from jagged.text import plural
 
@@ -54,8 +55,6 @@ def strongest_choices(items: pd.DataFrame, models: Sequence[str], item_ids: Any 
 def item_choices(analysis: Any, item_ids: Any = None) -> pd.Series | None:
     """:func:`strongest_choices` of the five models with the highest macro score, with the audit's keys (None: no
     items)."""
-    from jagged.analysis import strongest_models
-
     source = analysis.item_source
     if source is None or source.items is None:
         return None

@@ -11,6 +11,7 @@ import pandas as pd
 from jagged.errors import JaggedInputError
 from jagged.stats.intervals import ESTIMATE_OF
 from jagged.text import NOT_TESTED
+from jagged.views.display import cell_text
 from jagged.views.uncertainty_text import noise_sentences
 
 #: Columns of :mod:`jagged.stats.uncertainty` that :func:`rank_card` shows when present.
@@ -190,15 +191,11 @@ _F3 = "{:.3f}"
 _F4 = "{:.4f}"
 _COUNT = "{:.0f}"
 
+
 def _card_value(value: Any) -> str:
-    """Display text of a :func:`rank_card` value (its column mixes counts, flags and numbers)."""
-    if value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and np.isnan(value)):
-        return "—"
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    if isinstance(value, (float, np.floating)):
-        return f"{value:.4g}" if 0 < abs(value) < 1e-3 else f"{value:.4f}"
-    return str(value)
+    """Display text of a :func:`rank_card` value (counts, flags, numbers; 4 significant digits below 0.001)."""
+    tiny = isinstance(value, (float, np.floating)) and 0 < abs(value) < 1e-3
+    return f"{value:.4g}" if tiny else cell_text(value)
 
 
 #: Formats of :func:`rank_card`.

@@ -47,7 +47,8 @@ LARGE_PART: float = 0.20
 ZERO_PART: float = 0.005
 
 
-def _pct(value: float) -> str:
+def percent(value: float) -> str:
+    """A share as a whole percentage, "unknown" when undefined."""
     return f"{value:.0%}" if np.isfinite(value) else "unknown"
 
 
@@ -157,17 +158,17 @@ def _shares_sentence(structure: Structure) -> str:
     model, domain, residual = (structure.share(c) for c in ("model", "domain", "residual"))
     noise = structure.share("noise")
     text = (f"Of the variance of the error rates (on the logit scale) across {n_models} models × {n_domains} "
-            f"domains, {_pct(model)} is the models' level, {_pct(domain)} the domains' difficulty for every "
-            f"model, and {_pct(residual)} the model × domain residual")
+            f"domains, {percent(model)} is the models' level, {percent(domain)} the domains' difficulty for every "
+            f"model, and {percent(residual)} the model × domain residual")
     if not np.isfinite(noise):
         text += " (the sampling noise in it is unknown without item counts)."
     elif noise >= residual:
         text += (f"; sampling noise alone is expected to produce all of that residual (expected noise "
-                 f"{_pct(noise)} of the variance, the residual {_pct(residual)}), so across the table none of "
+                 f"{percent(noise)} of the variance, the residual {percent(residual)}), so across the table none of "
                  "it stands out beyond noise.")
     else:
         text += (f"; sampling noise alone is expected to produce about {noise / residual:.0%} of that residual "
-                 f"({_pct(noise)} of the variance), leaving {_pct(structure.share('residual_beyond_noise'))} "
+                 f"({percent(noise)} of the variance), leaving {percent(structure.share('residual_beyond_noise'))} "
                  "beyond noise.")
     order = np.argsort(-np.nan_to_num(dec.domain_effect, nan=-np.inf), kind="mergesort")
     fitted = dec.fitted.any(axis=0)
@@ -208,16 +209,16 @@ def _meaning_sentence(structure: Structure) -> str:
         "model × domain residual, sampling noise included (without item counts the two cannot be separated)"
     if size == "small":
         return (f"So most of what cv_error registers is common to the field — which domains are hard, and how "
-                f"good each model is — and only about {_pct(part)} is {what}: compare models by "
+                f"good each model is — and only about {percent(part)} is {what}: compare models by "
                 f"relative_jaggedness, not by cv_error.")
     if size == "moderate":
-        return (f"Level and difficulty explain {_pct(level)}; a moderate part, {_pct(part)}, is {what}, and "
+        return (f"Level and difficulty explain {percent(level)}; a moderate part, {percent(part)}, is {what}, and "
                 f"relative_jaggedness measures it model by model.")
     if net:
-        return (f"The model-specific part is large ({_pct(part)} beyond sampling noise): models differ in which "
+        return (f"The model-specific part is large ({percent(part)} beyond sampling noise): models differ in which "
                 f"domains they handle, not only in how well; relative_jaggedness and the residual heatmap show "
                 f"where.")
-    return (f"The model × domain residual is large ({_pct(part)}, sampling noise included): models differ in "
+    return (f"The model × domain residual is large ({percent(part)}, sampling noise included): models differ in "
             f"which domains they handle, or the domains have few items — item counts (n_items) would tell the "
             f"two apart; relative_jaggedness and the residual heatmap show where.")
 
@@ -446,7 +447,7 @@ def structure_summary(structure: Structure) -> dict:
 
 def shares_alt(structure: Structure) -> str:
     """Alt text of :func:`jagged.plots.structure.variance_bars`."""
-    parts = [f"{row.part.strip()} {_pct(row.share)}" for row in share_table(structure).itertuples()]
+    parts = [f"{row.part.strip()} {percent(row.share)}" for row in share_table(structure).itertuples()]
     return "Bar chart of the shares of the variance of the logit error rates: " + "; ".join(parts) + "."
 
 
