@@ -1,4 +1,4 @@
-"""What every plot module needs: a column check, a new single-panel figure and a labelled seaborn heatmap."""
+"""What every plot module needs: a column check, a new single-panel figure, a labelled seaborn heatmap."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from matplotlib.axes import Axes
 from matplotlib.collections import QuadMesh
 from matplotlib.colors import Colormap
 
+from jagged.plots.labels import declutter, fit_titles
+
 
 def check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None:
     """Raise ValueError naming the columns of ``needed`` that ``frame`` lacks."""
@@ -20,13 +22,7 @@ def check_columns(frame: pd.DataFrame, needed: Sequence[str], what: str) -> None
 
 
 def new_axes(width: float, height: float) -> Axes:
-    """One Axes on a new figure of this size (inches), with constrained layout that fits its titles.
-
-    Constrained layout measures the drawn texts (tick labels, titles, legends outside the
-    axes, colour bars) and sizes the margins to them, so nothing is cut off whatever the
-    names; the figure keeps the size asked for. A title wider than the room right of its
-    axes' left edge is wrapped onto more lines (:func:`title_fitting_layout`).
-    """
+    """One Axes on a new figure of this size (inches), laid out by :func:`title_fitting_layout`."""
     import matplotlib.pyplot as plt
 
     figure, ax = plt.subplots(figsize=(width, height))
@@ -36,26 +32,17 @@ def new_axes(width: float, height: float) -> Axes:
 
 @lru_cache(maxsize=None)
 def title_fitting_layout() -> type:
-    """The layout engine class of :func:`new_axes` (made on first use: matplotlib is imported lazily)."""
+    """Constrained layout (margins sized to the drawn texts, figure size kept), then titles running past
+    the figure's edge wrapped (:func:`~jagged.plots.labels.fit_titles`, the layout redone) and overlapping
+    point labels hidden (:func:`~jagged.plots.labels.declutter`). Made on first use: matplotlib is
+    imported lazily."""
     from matplotlib.layout_engine import ConstrainedLayoutEngine
 
     class TitleFittingLayout(ConstrainedLayoutEngine):
-        """Constrained layout; then a title running past the figure's edge is wrapped (and the layout
-        redone), and point labels that would overlap an earlier one are hidden
-        (:func:`jagged.plots.labels.declutter`).
-
-        Layout engines are matplotlib's public extension point for this
-        (:class:`matplotlib.layout_engine.LayoutEngine`); the second pass runs only when a
-        title was wrapped (:func:`jagged.plots.labels.fit_titles`).
-        """
-
-        #: Set while seaborn draws the figure only to measure its tick labels (:func:`labelled_heatmap`):
-        #: the layout runs when the figure is drawn for real.
+        #: Set while seaborn draws the figure only to measure its tick labels (:func:`labelled_heatmap`).
         paused = False
 
         def execute(self, fig: Any) -> Any:
-            from jagged.plots.labels import declutter, fit_titles
-
             if self.paused:
                 return None
             result = super().execute(fig)
@@ -72,39 +59,14 @@ def title_fitting_layout() -> type:
 def labelled_heatmap(grid: pd.DataFrame, *, ax: Axes, cmap: Colormap, vmin: float, vmax: float, gid: str,
                      col_step: int = 1, row_pt: float = 8.0, col_pt: float = 8.0, rotation: float = 45.0,
                      annotate: str | None = None, colorbar: str = "", shrink: float = 0.9) -> QuadMesh:
-    """Draw a labelled grid with :func:`seaborn.heatmap`: its tick labels, annotations and colour bar.
+    """Draw ``grid`` with :func:`seaborn.heatmap`, its labels, annotations and colour bar seaborn's.
 
-    Parameters
-    ----------
-    grid : pandas.DataFrame
-        Rows × columns of values; its index and columns are the labels as drawn (already
-        made plain text, :func:`jagged.plots.labels.plain`). Missing and infinite values
-        are left out and show the colour map's "bad" colour.
-    ax : matplotlib.axes.Axes
-        Axes to draw on.
-    cmap : matplotlib.colors.Colormap
-        Colour map, with its "bad" colour set for missing cells.
-    vmin, vmax : float
-        Colour limits.
-    gid : str
-        Group id of the mesh, so tests and the alt text can find it.
-    col_step : int
-        Label every ``col_step``-th column (seaborn's integer ``xticklabels``); every row is labelled.
-    row_pt, col_pt, rotation : float
-        Font sizes of the row and column labels, and the column labels' angle (45: slanted,
-        anchored at their right end; 90: upright).
-    annotate : str, optional
-        Format of the value written in each cell (seaborn's ``fmt``, e.g. ``".2f"``); the
-        texts have gid ``"cell-label"``. None: no values written.
-    colorbar : str
-        Label of the colour bar.
-    shrink : float
-        Its length as a share of the axes' height.
-
-    Returns
-    -------
-    matplotlib.collections.QuadMesh
-        Cell (r, c) spans [c, c + 1] × [r, r + 1], row 0 at the top.
+    ``grid``'s index and columns are the labels as drawn (plain text); missing and infinite
+    values show the colour map's "bad" colour. Every ``col_step``-th column is labelled
+    (seaborn's integer ``xticklabels``), every row; ``rotation`` 45 slants the column labels,
+    90 stands them upright. ``annotate`` is seaborn's ``fmt`` for the values written in the
+    cells (gid ``"cell-label"``), None for none. Returns the mesh (gid ``gid``): cell (r, c)
+    spans [c, c + 1] × [r, r + 1], row 0 at the top.
     """
     import seaborn as sns
 
@@ -136,3 +98,15 @@ def labelled_heatmap(grid: pd.DataFrame, *, ax: Axes, cmap: Colormap, vmin: floa
     mesh.colorbar.set_label(colorbar, fontsize=8)
     mesh.colorbar.ax.tick_params(labelsize=7)
     return mesh
+
+
+def mark_cut(ax: Axes, cut: int, *, rules: bool = False) -> None:
+    """Set the summary row's y label (at ``cut``, 0: none) in grey italics; ``rules``: white lines around its row."""
+    if not cut:
+        return
+    label = ax.get_yticklabels()[cut]
+    label.set_fontstyle("italic")
+    label.set_color("0.3")
+    if rules:
+        for edge in (cut, cut + 1):
+            ax.axhline(edge, color="white", linewidth=2.5, gid="others")

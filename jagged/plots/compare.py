@@ -1,10 +1,6 @@
-"""Figures of the compare report: the like-for-like change per model, and the field's shift per domain.
+"""Figures of the compare report, from ``Comparison.models`` (``<stat>_a``, ``_b``, ``_delta``, ``_delta_lo``/``_hi``).
 
-The input is the per-model table of a comparison (:func:`jagged.stats.compare.compare_models`,
-``Comparison.models``), which carries ``<stat>_a``, ``<stat>_b``, ``<stat>_delta`` and,
-with a bootstrap, ``<stat>_delta_lo`` / ``<stat>_delta_hi``. Profile rows of the same model
-are collapsed (macro_score and cv_error do not depend on the profile). The plots never
-compute a statistic themselves.
+Profile rows of the same model are collapsed; nothing is computed here.
 """
 
 from __future__ import annotations
@@ -42,30 +38,10 @@ def _colors(lo: np.ndarray, hi: np.ndarray) -> list[str]:
 
 def change_forest(table: pd.DataFrame, *, value: str, label: str = "model", limit: int | None = None,
                   xlabel: str | None = None, title: str | None = None, ax: Axes | None = None) -> Axes:
-    """Forest plot of a change per row: the value and its interval, rows sorted by the value.
+    """Forest plot of a change per row (``label``, ``value``, optional ``<value>_lo`` / ``_hi``), sorted by it.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        ``label``, ``value`` and optional ``<value>_lo`` / ``<value>_hi`` (one row per label).
-    value, label : str
-        The columns of the change and of the row names.
-    limit : int, optional
-        With more rows, draw only the ``limit`` largest changes in absolute value (the title
-        says so).
-    xlabel, title : str, optional
-        Axis label and title (default: the column names).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw (default: a new figure sized for the number of rows).
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Notes
-    -----
-    An interval that excludes 0 (red) is a change beyond noise; blue intervals include 0;
-    grey points have no interval.
+    ``limit`` keeps the ``limit`` largest |changes| (the title says so). Red: the interval
+    excludes 0 (beyond noise); blue: it includes 0; grey: no interval.
     """
     check_columns(table, (label, value), "table")
     rows = _with_interval(table, value)
@@ -95,11 +71,8 @@ def delta_forest(models: pd.DataFrame, *, stat: str = "macro_score", limit: int 
                  ax: Axes | None = None) -> Axes:
     """Forest plot of B − A per model (:func:`change_forest` of ``<stat>_delta``).
 
-    ``models`` is ``Comparison.models`` (``model``, ``<stat>_a``, ``<stat>_b``,
-    ``<stat>_delta``; optional ``<stat>_delta_lo`` / ``_hi``); ``stat`` is ``macro_score``,
-    ``cv_error``, ``dep_score`` or ``wedge`` (for the last two, pass the rows of one
-    profile). With item-level data the intervals are paired (the same resample of the
-    common items on both sides).
+    ``stat`` is ``macro_score``, ``cv_error``, ``dep_score`` or ``wedge`` (for the last two,
+    pass one profile's rows). With item-level data the intervals are paired.
     """
     return change_forest(_rows(models, stat), value=f"{stat}_delta", limit=limit, ax=ax,
                          xlabel=f"{stat} change, B − A (like for like)", title=f"Change in {stat} per model")
@@ -119,27 +92,10 @@ def domain_shifts(domains: pd.DataFrame, *, limit: int | None = None, ax: Axes |
 
 
 def a_against_b(models: pd.DataFrame, *, stat: str = "macro_score", ax: Axes | None = None) -> Axes:
-    """Scatter of each model's value in B against A on what both share, with the line B = A.
+    """Each model's value in B against A on what both share, with the line B = A.
 
-    Parameters
-    ----------
-    models : pandas.DataFrame
-        ``Comparison.models`` (see :func:`delta_forest`).
-    stat : str
-        The statistic (default ``macro_score``).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw (default: a new square figure).
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Notes
-    -----
-    The vertical bar of a model spans A's value plus the interval of the change,
-    ``<stat>_a + <stat>_delta_lo`` to ``<stat>_a + <stat>_delta_hi``: where B would lie
-    if only noise separated the sides. A bar that misses the line B = A is a change beyond
-    noise (red).
+    A model's vertical bar spans ``<stat>_a + <stat>_delta_lo`` to ``<stat>_a + <stat>_delta_hi``:
+    where B would lie if only noise separated the sides; one that misses the line is red.
     """
     rows = _rows(models, stat)
     if ax is None:

@@ -1,16 +1,9 @@
 """What a task mix changes: macro vs deployment-weighted score, wedge, ranks, exposure, drift bound.
 
-Every function takes the data and keyword arguments, draws on ``ax`` (or a new figure sized
-for the data) and returns the Axes, like seaborn. The inputs are tables the library
-computes: the metrics table with profiles (:func:`jagged.analysis.metrics_table` with
-weights, or :func:`jagged.stats.deployment.deployment_metrics`), the per-domain exposure table
+The inputs are the metrics table with profiles, the exposure table
 (:func:`jagged.stats.deployment.exposure_profile`) and the drift-bound curve
-(:func:`jagged.stats.deployment.drift_bound_curve`). The plots never compute a metric
-themselves.
-
-Interval columns: when the metrics table has ``<column>_lo`` and ``<column>_hi`` (e.g.
-``dep_score_lo`` / ``dep_score_hi`` from a bootstrap), the plots of that column draw them
-as error bars.
+(:func:`jagged.stats.deployment.drift_bound_curve`); nothing is computed here. A column with
+``<column>_lo`` / ``<column>_hi`` beside it (a bootstrap) is drawn with error bars.
 """
 
 from __future__ import annotations
@@ -21,8 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.plots.base import check_columns as _check_columns
-from jagged.plots.base import new_axes as _new_axes
+from jagged.plots.base import check_columns, new_axes
 from jagged.plots.labels import distinct_labels, legend_columns, plain
 from jagged.views.overview import ends
 
@@ -37,7 +29,7 @@ LABEL_DEFAULT = 8
 
 def _one_profile(table: pd.DataFrame, profile: str | None, what: str) -> tuple[pd.DataFrame, str]:
     """Rows of one profile (the only one when ``profile`` is None)."""
-    _check_columns(table, ("profile",), what)
+    check_columns(table, ("profile",), what)
     names = pd.unique(table["profile"]).tolist()
     if profile is None:
         if len(names) != 1:
@@ -70,31 +62,14 @@ def macro_vs_dep(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, 
                  ax: Axes | None = None) -> Axes:
     """Macro against deployment-weighted score, one point per model and profile, with y = x.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Metrics table with ``model``, ``profile``, ``macro_score``, ``dep_score``,
-        ``wedge`` (and optionally ``*_lo`` / ``*_hi`` interval columns).
-    profiles : sequence of str, optional
-        Profiles to draw (default: all), one colour each.
-    label : bool or int
-        Label models (only when one profile is drawn): True labels the 8 with the
-        largest |wedge|; an int labels that many; False none.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Notes
-    -----
-    Points below the line are models whose deployment-weighted score is lower than the
-    benchmark average (positive wedge): this task mix meets their weaker domains.
+    With one profile, ``label`` names models: True the :data:`LABEL_DEFAULT` with the largest
+    |wedge|, an int that many, False none. A point below the line has a positive wedge: the
+    task mix meets the model's weaker domains.
     """
-    _check_columns(table, ("model", "profile", "macro_score", "dep_score", "wedge"), "metrics table")
+    check_columns(table, ("model", "profile", "macro_score", "dep_score", "wedge"), "metrics table")
     names = list(profiles) if profiles is not None else pd.unique(table["profile"]).tolist()
     if ax is None:
-        ax = _new_axes(6.4, 5.2)
+        ax = new_axes(6.4, 5.2)
     data = table[table["profile"].isin(names)]
     values = data[["macro_score", "dep_score"]].to_numpy(dtype=float)
     finite = values[np.isfinite(values)]
@@ -134,38 +109,21 @@ def macro_vs_dep(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, 
 
 def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, limit: int | None = None,
                ax: Axes | None = None) -> Axes:
-    """The wedge (macro − deployment-weighted score) per model, sorted, with its bound.
+    """The wedge (macro − deployment-weighted score) per model under one profile, sorted, with its bound.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Metrics table with ``model``, ``profile``, ``wedge``, ``wedge_bound`` (and
-        optionally ``wedge_lo`` / ``wedge_hi``).
-    profile : str, optional
-        Profile to draw; required when the table has several.
-    limit : int, optional
-        With more models, keep the ``ceil(limit / 2)`` largest and ``floor(limit / 2)``
-        smallest wedges, with a dashed rule where the others were left out.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Notes
-    -----
-    Bars to the right: the benchmark average overstates this organisation's experience.
-    The grey ticks at ±wedge_bound mark the most any task mix as uneven as this one could
-    move that model.
+    ``limit`` keeps the ``ceil(limit / 2)`` largest and ``floor(limit / 2)`` smallest wedges,
+    a dashed rule where the others were left out. A bar to the right: the benchmark average
+    overstates this mix's score; the grey ticks at ±wedge_bound mark the most any task mix as
+    uneven as this one could move that model.
     """
-    _check_columns(table, ("model", "profile", "wedge", "wedge_bound"), "metrics table")
+    check_columns(table, ("model", "profile", "wedge", "wedge_bound"), "metrics table")
     sub, profile = _one_profile(table, profile, "metrics table")
     sub = sub[sub["wedge"].notna()].sort_values(["wedge", "model"], ascending=[False, True], kind="mergesort")
     kept, cut = ends(range(len(sub)), limit)
     hidden = len(sub) - len(kept)
     sub = sub.iloc[kept[::-1]]  # the largest wedge in the top row
     if ax is None:
-        ax = _new_axes(6.8, 1.0 + 0.24 * max(len(sub), 3))
+        ax = new_axes(6.8, 1.0 + 0.24 * max(len(sub), 3))
     y = np.arange(len(sub))
     wedge = sub["wedge"].to_numpy(dtype=float)
     colors = np.where(wedge > 0, DOWN_COLOR, UP_COLOR)
@@ -190,32 +148,13 @@ def wedge_bars(table: pd.DataFrame, *, profile: str | None = None, limit: int | 
 
 def wedge_dots(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, limit: int | None = None,
                ax: Axes | None = None) -> Axes:
-    """The wedge per model under every profile in one panel: one row per model, one dot per profile.
+    """The wedge per model under every profile in one panel: a row per model, a dot per profile.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Metrics table with ``model``, ``profile``, ``wedge`` (and optionally ``wedge_lo`` /
-        ``wedge_hi``, drawn as bars).
-    profiles : sequence of str, optional
-        Profiles to draw (default: all), one colour each.
-    limit : int, optional
-        With more models, keep the ``ceil(limit / 2)`` largest and ``floor(limit / 2)``
-        smallest mean wedges, with a dashed rule where the others were left out.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        Models sorted by their mean wedge over the profiles (largest at the top).
-
-    Notes
-    -----
-    A dot right of zero: the benchmark average overstates what that profile experiences
-    with that model. One panel for all profiles keeps the figure small and lets a reader
-    compare the mixes model by model.
+    Rows by the mean wedge over the profiles, largest on top; ``limit`` cuts as in
+    :func:`wedge_bars`. A dot right of zero: the benchmark average overstates what that
+    profile experiences with that model.
     """
-    _check_columns(table, ("model", "profile", "wedge"), "metrics table")
+    check_columns(table, ("model", "profile", "wedge"), "metrics table")
     names = list(profiles) if profiles is not None else pd.unique(table["profile"]).tolist()
     data = table[table["profile"].isin(names) & table["wedge"].notna()]
     order = data.groupby("model", observed=True)["wedge"].mean().sort_values(ascending=False, kind="mergesort")
@@ -225,7 +164,7 @@ def wedge_dots(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, li
     models = models[::-1]  # the largest mean wedge in the top row
     row = {m: i for i, m in enumerate(models)}
     if ax is None:
-        ax = _new_axes(6.8, 1.3 + 0.2 * max(len(models), 3))
+        ax = new_axes(6.8, 1.3 + 0.2 * max(len(models), 3))
     ax.axvline(0, color="0.2", lw=0.8)
     offsets = np.linspace(-0.24, 0.24, len(names)) if len(names) > 1 else np.zeros(1)
     for i, name in enumerate(names):
@@ -255,36 +194,18 @@ def wedge_dots(table: pd.DataFrame, *, profiles: Sequence[str] | None = None, li
 
 def exposure_dots(exposure: pd.DataFrame, *, model: str = "", profiles: Sequence[str] | None = None,
                   ax: Axes | None = None) -> Axes:
-    """For one model, each domain's error (rows, worst at the top) and its exposure under every profile.
+    """For one model, each domain's error (rows, worst on top) and its exposure under every profile.
 
-    Parameters
-    ----------
-    exposure : pandas.DataFrame
-        Output of :func:`jagged.stats.deployment.exposure_profile` (``profile``, ``domain``,
-        ``weight``, ``uniform_weight``, ``error``).
-    model : str
-        Model name, for the title.
-    profiles : sequence of str, optional
-        Profiles to draw (default: all), one colour each.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Notes
-    -----
-    Rows are the domains ordered by the model's error rate (shown in the label). The dashed
-    line is the uniform weight 1/D. A profile whose dots sit right of the line in the top
+    The dashed line is the uniform weight 1/D. A profile whose dots sit right of it in the top
     rows uses the worst-handled domains most: its wedge is positive (the AJI mechanism).
     """
-    _check_columns(exposure, ("profile", "domain", "weight", "uniform_weight", "error"), "exposure table")
+    check_columns(exposure, ("profile", "domain", "weight", "uniform_weight", "error"), "exposure table")
     names = list(profiles) if profiles is not None else pd.unique(exposure["profile"]).tolist()
     data = exposure[exposure["profile"].isin(names) & exposure["error"].notna()]
     errors = data.drop_duplicates("domain").set_index("domain")["error"].sort_values(kind="mergesort")
     row = {d: i for i, d in enumerate(errors.index)}
     if ax is None:
-        ax = _new_axes(6.4, 1.4 + 0.24 * max(len(row), 3))
+        ax = new_axes(6.4, 1.4 + 0.24 * max(len(row), 3))
     uniform = float(data["uniform_weight"].iloc[0]) if len(data) else 0.0
     ax.axvline(uniform, color="0.45", ls="--", lw=1, label=f"uniform weight 1/D = {uniform:.3f}")
     offsets = np.linspace(-0.22, 0.22, len(names)) if len(names) > 1 else np.zeros(1)
@@ -307,33 +228,19 @@ def exposure_dots(exposure: pd.DataFrame, *, model: str = "", profiles: Sequence
 
 def rank_slope(table: pd.DataFrame, *, profile: str | None = None, highlight: Sequence[str] = (),
                limit: int | None = None, ax: Axes | None = None) -> Axes:
-    """Slope chart from the macro ranking (left) to the deployment ranking (right).
+    """Slope chart from the macro ranking (left) to one profile's deployment ranking (right), rank 1 on top.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Metrics table with ``model``, ``profile``, ``rank_macro``, ``rank_dep``.
-    profile : str, optional
-        Profile to draw; required when the table has several.
-    highlight : sequence of str
-        Models drawn thicker.
-    limit : int, optional
-        Draw only the models ranked within the top ``limit`` on either side.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        Rank 1 (best) at the top; green lines move up under the profile, red down.
+    ``highlight`` models are drawn thicker; ``limit`` keeps the models within the top ``limit``
+    on either side. Green lines move up under the profile, red down.
     """
-    _check_columns(table, ("model", "profile", "rank_macro", "rank_dep"), "metrics table")
+    check_columns(table, ("model", "profile", "rank_macro", "rank_dep"), "metrics table")
     sub, profile = _one_profile(table, profile, "metrics table")
     sub = sub[sub["rank_macro"].notna() & sub["rank_dep"].notna()]
     if limit is not None:
         sub = sub[(sub["rank_macro"] <= limit) | (sub["rank_dep"] <= limit)]
     n = int(max(sub["rank_macro"].max(), sub["rank_dep"].max())) if len(sub) else 0
     if ax is None:
-        ax = _new_axes(6.4, 1.2 + 0.22 * max(n, 4))
+        ax = new_axes(6.4, 1.2 + 0.22 * max(n, 4))
     left = sub["rank_macro"].to_numpy(dtype=float)
     right = sub["rank_dep"].to_numpy(dtype=float)
     models = sub["model"].astype(str).to_numpy()
@@ -356,33 +263,15 @@ def rank_slope(table: pd.DataFrame, *, profile: str | None = None, highlight: Se
 
 def exposure_vs_error(exposure: pd.DataFrame, *, profile: str | None = None, model: str = "",
                       ax: Axes | None = None) -> Axes:
-    """For one model, each domain's exposure w_d against its error e_d.
+    """For one model, each domain's exposure w_d under one profile against its error e_d.
 
-    Parameters
-    ----------
-    exposure : pandas.DataFrame
-        Output of :func:`jagged.stats.deployment.exposure_profile` (``profile``, ``domain``,
-        ``weight``, ``uniform_weight``, ``error``).
-    profile : str, optional
-        Profile to draw; required when the table has several.
-    model : str
-        Model name, for the title.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Notes
-    -----
-    The dashed vertical line is the uniform weight 1/D. Domains to its right are used more
-    than the benchmark assumes; if they sit high (large error), the wedge is positive: the
-    AJI mechanism, the most-used domains are the worst-handled.
+    The dashed line is the uniform weight 1/D: domains to its right are used more than the
+    benchmark assumes, and if they sit high, the wedge is positive (the AJI mechanism).
     """
-    _check_columns(exposure, ("profile", "domain", "weight", "uniform_weight", "error"), "exposure table")
+    check_columns(exposure, ("profile", "domain", "weight", "uniform_weight", "error"), "exposure table")
     sub, profile = _one_profile(exposure, profile, "exposure table")
     if ax is None:
-        ax = _new_axes(6.0, 4.6)
+        ax = new_axes(6.0, 4.6)
     weight = sub["weight"].to_numpy(dtype=float)
     error = sub["error"].to_numpy(dtype=float)
     ax.scatter(weight, error, s=28, color=PROFILE_COLORS[0], edgecolor="white", lw=0.5, zorder=3,
@@ -408,34 +297,17 @@ def exposure_vs_error(exposure: pd.DataFrame, *, profile: str | None = None, mod
 
 
 def drift_bound(curve: pd.DataFrame, points: pd.DataFrame, *, model: str = "", ax: Axes | None = None) -> Axes:
-    """The largest possible |wedge| against how uneven the task mix is, profiles marked.
+    """The largest possible |wedge| against the spread σ_w of a task mix's weights, the profiles marked.
 
-    Parameters
-    ----------
-    curve : pandas.DataFrame
-        ``sigma_w`` and ``max_abs_wedge`` (:func:`jagged.stats.deployment.drift_bound_curve`).
-    points : pandas.DataFrame
-        One row per profile with ``profile``, ``sigma_w``, ``wedge``, ``wedge_bound``
-        (rows of the metrics table for one model).
-    model : str
-        Model name, for the title.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Notes
-    -----
-    The line is D·σ_w·sd_error: no task mix with weight spread σ_w can move the model's
-    score further from its macro average. Filled markers are each profile's actual |wedge|;
-    hollow ones its bound. A model with a small jaggedness penalty (small sd_error) has a
-    flat curve: no task mix can change its score much.
+    ``curve`` is :func:`jagged.stats.deployment.drift_bound_curve`, ``points`` the model's
+    metrics rows (``profile``, ``sigma_w``, ``wedge``, ``wedge_bound``). The line is
+    D·σ_w·sd_error: no task mix that uneven can move the score further from the macro average.
+    Filled markers are each profile's |wedge|, hollow ones its bound.
     """
-    _check_columns(curve, ("sigma_w", "max_abs_wedge"), "curve")
-    _check_columns(points, ("profile", "sigma_w", "wedge", "wedge_bound"), "profile table")
+    check_columns(curve, ("sigma_w", "max_abs_wedge"), "curve")
+    check_columns(points, ("profile", "sigma_w", "wedge", "wedge_bound"), "profile table")
     if ax is None:
-        ax = _new_axes(6.4, 4.4)
+        ax = new_axes(6.4, 4.4)
     x = curve["sigma_w"].to_numpy(dtype=float)
     y = curve["max_abs_wedge"].to_numpy(dtype=float)
     ax.plot(x, y, color="0.2", lw=1.5, label="max |wedge| = D·σ_w·sd_error", gid="bound-curve")

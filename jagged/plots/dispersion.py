@@ -1,25 +1,12 @@
 """How each model's errors spread across domains: dispersion strip, heatmap, CV vs macro score.
 
-Every function takes the data and keyword arguments, draws on ``ax`` (or a new figure sized
-for the data) and returns the Axes, like seaborn. The inputs are the canonical per-domain
-table (:mod:`jagged.readers.canonical`) and the per-model metrics table (:func:`jagged.jaggedness`);
-the plots read ``mean_error`` and ``cv_error`` from the metrics table and never compute a
-metric themselves. The error rate drawn for a domain is ``1 - score``.
-
-Large tables
-------------
-With many models a row per model stops being readable. ``limit`` switches the dispersion
-plot and the heatmap to a top/bottom form: the ``ceil(limit / 2)`` most jagged and the
-``floor(limit / 2)`` least jagged models (by ``cv_error``), and between them one shaded
-summary row, "median of N other models", with the per-domain median error of the models
-left out (:func:`jagged.views.overview.median_errors`). :func:`jagged.views.overview.model_order` is
-the one place the cut is made (the report's error table uses it too).
-
-With many domains the heatmap keeps to the width of a report page (``PAGE_WIDTH``
-inches, shown at its natural size there): the columns narrow, the domain labels turn
-upright and shrink to fit the column pitch (never below ``MIN_LABEL_PT``; beyond that
-only every k-th domain is labelled). Names are drawn as plain text and shortened to
-:data:`jagged.plots.labels.LABEL_MAX` characters (:func:`jagged.plots.labels.plain`).
+The inputs are the canonical per-domain table and the metrics table (``mean_error``,
+``cv_error`` read, never computed); a domain's error rate is ``1 - score``. With ``limit``
+the dispersion plot and the heatmap keep the ``ceil(limit / 2)`` most and ``floor(limit / 2)``
+least jagged models with one shaded row between them, the per-domain median error of the
+others (:func:`jagged.views.overview.model_order` makes the cut). With many domains the
+heatmap keeps to ``PAGE_WIDTH`` inches: the domain labels turn upright and shrink to the
+column pitch, never below ``MIN_LABEL_PT`` (beyond that every k-th domain is labelled).
 """
 
 from __future__ import annotations
@@ -31,9 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.plots.base import check_columns as _check_columns
-from jagged.plots.base import labelled_heatmap
-from jagged.plots.base import new_axes as _new_axes
+from jagged.plots.base import check_columns, labelled_heatmap, mark_cut, new_axes
 from jagged.plots.labels import distinct_labels, plain
 from jagged.views.overview import (
     LABEL_ALL_MAX,
@@ -79,50 +64,23 @@ def _tick_labels(models: Sequence[str], cut: int, hidden: int) -> tuple[np.ndarr
     return rows, labels
 
 
-def _mark_summary_label(ax: Axes, cut: int) -> None:
-    """Set the summary row's y label in italics, so it does not read as a model name."""
-    if cut:
-        label = ax.get_yticklabels()[cut]
-        label.set_fontstyle("italic")
-        label.set_color("0.3")
-
-
 def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | None = None,
                      jitter: float = 0.22, ax: Axes | None = None) -> Axes:
     """Each model's error rate in every domain, one row per model, most jagged on top.
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table (``model``, ``domain``, ``score``).
-    metrics : pandas.DataFrame
-        Per-model table with ``model``, ``mean_error`` and ``cv_error``.
-    limit : int, optional
-        Show only the most and least jagged models (see :func:`jagged.views.overview.model_order`).
-    jitter : float
-        Vertical spread of a row's points, in row heights; deterministic (by domain), so
-        a domain sits at the same height in every row.
-    ax : matplotlib.axes.Axes, optional
-        Axes to draw on; a new figure sized for the rows otherwise.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        The per-domain points are one collection with gid ``"domain-errors"``; the means
-        (``mean_error`` from ``metrics``) another with gid ``"mean-error"``. The y tick
-        labels are the model names top to bottom (shortened, see
-        :func:`jagged.plots.labels.plain`); the right margin gives each ``cv_error``. With
-        a cut, the summary row sits between the two groups: its label is
-        :func:`jagged.views.overview.others_label`, its points (the left-out models' median
-        error per domain) the collection ``"others-median"``, its band gid ``"others"``.
+    ``jitter`` spreads a row's points vertically (in row heights) by domain, so a domain sits
+    at the same height in every row. Points: gid ``"domain-errors"``; ``mean_error``:
+    ``"mean-error"``; the right margin gives each ``cv_error``. With a cut, the summary row
+    (:func:`jagged.views.overview.others_label`) has the points ``"others-median"`` on the
+    band ``"others"``.
     """
-    _check_columns(scores, ("model", "domain", "score"), "score table")
-    _check_columns(metrics, ("model", "mean_error", "cv_error"), "metrics table")
+    check_columns(scores, ("model", "domain", "score"), "score table")
+    check_columns(metrics, ("model", "mean_error", "cv_error"), "metrics table")
     models, cut = model_order(metrics, limit=limit)
     hidden = left_out(metrics, limit=limit)
     n_rows = len(models) + (1 if cut else 0)
     if ax is None:
-        ax = _new_axes(7.0, 1.0 + 0.26 * n_rows)
+        ax = new_axes(7.0, 1.0 + 0.26 * n_rows)
     row = pd.Series(_rows(len(models), cut), index=models)
     shown = scores[scores["model"].astype(str).isin(row.index)]
     domain_names = sorted(scores["domain"].astype(str).unique())
@@ -145,7 +103,7 @@ def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int 
                linewidths=2.0, color=MEAN_COLOR, label="mean error", gid="mean-error", zorder=3)
     ticks, labels = _tick_labels(models, cut, len(hidden))
     ax.set_yticks(ticks, labels=labels, fontsize=8)
-    _mark_summary_label(ax, cut)
+    mark_cut(ax, cut)
     ax.set_ylim(n_rows - 0.5, -0.5)
     ax.set_xlim(0.0, 1.0)
     ax.grid(axis="x", color="0.9", linewidth=0.6)
@@ -178,37 +136,15 @@ def error_dispersion(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int 
 def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, limit: int | None = None,
                   order: str | Sequence[str] = "error", annotate: bool | None = None,
                   ax: Axes | None = None) -> Axes:
-    """Model × domain error rates as a colour grid, models from most to least jagged.
+    """Model × domain error rates as a seaborn heatmap, models from most to least jagged.
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table (``model``, ``domain``, ``score``).
-    metrics : pandas.DataFrame, optional
-        Per-model table with ``model`` and ``cv_error``, for the row order (and ``limit``);
-        without it rows are sorted by name.
-    limit : int, optional
-        Show only the most and least jagged models (see :func:`jagged.views.overview.model_order`).
-    order : {"error", "name"} or sequence of str
-        Column order (see :func:`jagged.views.overview.domain_order`).
-    annotate : bool, optional
-        Write each cell's error rate in it; by default when the grid has at most
-        ``ANNOTATE_MAX_CELLS`` cells.
-    ax : matplotlib.axes.Axes, optional
-        Axes to draw on; a new figure sized for the grid otherwise.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        The grid is a seaborn heatmap: one QuadMesh (gid ``"errors"``, cell (r, c) centred at
-        (c + 0.5, r + 0.5)); its array holds ``1 - score`` with missing (model, domain) pairs
-        masked and drawn grey, in
-        the rows and columns of :func:`jagged.views.overview.error_matrix`. With a cut, the row
-        at the cut is the summary of the models left out (their median error per domain,
-        labelled :func:`jagged.views.overview.others_label`). The figure is sized by
-        :func:`heatmap_layout`.
+    Rows and columns are :func:`jagged.views.overview.error_matrix`'s (``metrics`` orders the
+    rows, by name without it; ``order`` the columns, :func:`~jagged.views.overview.domain_order`);
+    with a cut, the row at the cut is the left-out models' median error per domain. The mesh
+    has gid ``"errors"``, missing pairs masked (grey). ``annotate`` writes each cell's value,
+    by default up to ``ANNOTATE_MAX_CELLS`` cells. Sized by :func:`heatmap_layout`.
     """
-    _check_columns(scores, ("model", "domain", "score"), "score table")
+    check_columns(scores, ("model", "domain", "score"), "score table")
     table = error_matrix(scores, metrics, limit=limit, order=order)
     grid = table.set_index("model")
     models, columns = grid.index.tolist(), grid.columns.tolist()
@@ -224,7 +160,7 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
     layout = heatmap_layout(row_labels, col_labels)
     n_rows, n_cols = values.shape
     if ax is None:
-        ax = _new_axes(layout.width, layout.height)
+        ax = new_axes(layout.width, layout.height)
     if annotate is None:
         annotate = n_rows * n_cols <= ANNOTATE_MAX_CELLS
     labelled_heatmap(pd.DataFrame(values, index=row_labels, columns=col_labels), ax=ax,
@@ -232,10 +168,7 @@ def error_heatmap(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, 
                      col_step=layout.col_step, row_pt=layout.row_pt, col_pt=layout.col_pt, rotation=layout.rotation,
                      annotate=".2f" if annotate else None, colorbar="error rate (1 − score)",
                      shrink=0.6 if n_rows > 8 else 0.9)
-    _mark_summary_label(ax, cut)
-    if cut:
-        for edge in (cut, cut + 1):
-            ax.axhline(edge, color="white", linewidth=2.5, gid="others")
+    mark_cut(ax, cut, rules=True)
     title = "Error rate by model and domain (grey: no score)"
     if cut:
         title += f"; {len(models)} of {len(models) + len(hidden)} models"
@@ -257,26 +190,13 @@ class HeatmapLayout(NamedTuple):
 
 
 def heatmap_layout(row_labels: Sequence[str], col_labels: Sequence[str]) -> HeatmapLayout:
-    """Size a heatmap so that it fits a report page and its labels stay legible.
+    """Size a heatmap to fit a report page with legible labels (as drawn, already shortened).
 
-    Parameters
-    ----------
-    row_labels, col_labels : sequence of str
-        The labels as drawn (already shortened).
-
-    Returns
-    -------
-    HeatmapLayout
-        Up to about 15 domains: 0.42 in per column and labels at 8 pt, slanted. Beyond,
-        the figure is :data:`PAGE_WIDTH` wide, the column pitch is what remains after
-        the row labels and the colour bar, and the domain labels stand upright at the
-        largest size (up to 8 pt) the pitch allows; below :data:`MIN_LABEL_PT` only
-        every ``col_step``-th domain is labelled. Rows are 0.2 in apart at 8 pt.
-
-    Notes
-    -----
-    Text widths are estimated at 0.6 em per character (DejaVu Sans averages about
-    0.55), so labels rather get a little too much room than too little.
+    Up to about 15 domains: 0.42 in per column, labels at 8 pt, slanted. Beyond, the figure
+    is :data:`PAGE_WIDTH` wide, the columns share what the row labels and colour bar leave,
+    and the domain labels stand upright at the largest size (up to 8 pt) the pitch allows;
+    below :data:`MIN_LABEL_PT` only every ``col_step``-th is labelled. Rows: 0.2 in at 8 pt.
+    Text widths are estimated at 0.6 em per character (DejaVu Sans averages about 0.55).
     """
     n_rows, n_cols = max(len(row_labels), 1), max(len(col_labels), 1)
     row_pt = 8.0
@@ -343,33 +263,18 @@ def _label_positions(points: np.ndarray, labels: Sequence[str], fontsize: float,
 
 
 def cv_vs_macro(metrics: pd.DataFrame, *, label: bool | int = True, ax: Axes | None = None) -> Axes:
-    """Jaggedness (``cv_error``) against level (``macro_score``), one labelled point per model.
+    """Jaggedness (``cv_error``) against level (``macro_score``), one labelled point per model (gid ``"models"``).
 
-    Parameters
-    ----------
-    metrics : pandas.DataFrame
-        Per-model table with ``model``, ``macro_score`` and ``cv_error``. Models whose
-        ``cv_error`` is undefined are left out and counted in the caption.
-    label : bool or int
-        ``True`` labels every model when there are at most
-        :data:`jagged.views.overview.LABEL_ALL_MAX` of them and the
-        :data:`jagged.views.overview.LABEL_ENDS` most and least jagged otherwise; an int
-        ``k`` labels the ``k`` most and
-        ``k`` least jagged; ``False`` labels none.
-    ax : matplotlib.axes.Axes, optional
-        Axes to draw on; a new figure otherwise.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        The points are one collection with gid ``"models"``; each label is an annotation
-        whose text is the model name.
+    Models without a defined ``cv_error`` are left out and counted in the title. ``label``:
+    True labels every model up to :data:`~jagged.views.overview.LABEL_ALL_MAX` of them, else
+    the :data:`~jagged.views.overview.LABEL_ENDS` most and least jagged; an int ``k`` the ``k``
+    most and least jagged; False none. Labels are annotations placed by :func:`_label_positions`.
     """
-    _check_columns(metrics, ("model", "macro_score", "cv_error"), "metrics table")
+    check_columns(metrics, ("model", "macro_score", "cv_error"), "metrics table")
     metrics = per_model(metrics)
     defined = metrics[np.isfinite(metrics["cv_error"].to_numpy(dtype=float))]
     if ax is None:
-        ax = _new_axes(7.0, 4.6)
+        ax = new_axes(7.0, 4.6)
     x = defined["macro_score"].to_numpy(dtype=float)
     y = defined["cv_error"].to_numpy(dtype=float)
     ax.scatter(x, y, s=22, color=POINT_COLOR, edgecolors="white", linewidths=0.5, gid="models", zorder=3)

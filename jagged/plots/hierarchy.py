@@ -1,11 +1,4 @@
-"""Leaves within categories: where a model's errors sit at both levels of a hierarchy.
-
-:func:`category_strip` takes the leaf table of :func:`jagged.stats.hierarchy.leaf_errors` and,
-optionally, the category table of :func:`jagged.stats.hierarchy.category_table`; it draws on
-``ax`` (or a new figure sized for the data) and returns the Axes, like seaborn. It never
-computes a metric: category means and the overall mean error are read from the tables
-or passed in.
-"""
+"""Leaves within categories: where a model's errors sit at both levels of a hierarchy."""
 
 from __future__ import annotations
 
@@ -13,8 +6,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.plots.base import check_columns as _check_columns
-from jagged.plots.base import new_axes
+from jagged.plots.base import check_columns, new_axes
 from jagged.plots.labels import plain
 
 LEAF_COLOR = "#3b6ea8"
@@ -35,36 +27,18 @@ def _one_model(frame: pd.DataFrame, model: str | None, what: str) -> pd.DataFram
 
 def category_strip(leaves: pd.DataFrame, *, categories: pd.DataFrame | None = None, model: str | None = None,
                    overall: float | None = None, label_leaves: int = 0, ax: Axes | None = None) -> Axes:
-    """Leaf error rates as dots, one row per category, with each category's mean.
+    """Leaf error rates as dots (:func:`jagged.stats.hierarchy.leaf_errors`), a row per category.
 
-    Parameters
-    ----------
-    leaves : pandas.DataFrame
-        ``model``, ``category``, ``domain``, ``error`` (see
-        :func:`jagged.stats.hierarchy.leaf_errors`).
-    categories : pandas.DataFrame, optional
-        ``model``, ``category``, ``mean_error`` (see
-        :func:`jagged.stats.hierarchy.category_table`); each category's mean error is drawn
-        as a bar and categories are ordered by it (highest on top). Without it,
-        categories are in name order.
-    model : str, optional
-        The model to draw; required when the tables hold several.
-    overall : float, optional
-        The model's mean leaf error, drawn as a dashed line.
-    label_leaves : int
-        Label this many highest-error leaves of each category with their name.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw; a new figure when omitted.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
+    ``categories`` (:func:`jagged.stats.hierarchy.category_table`) adds each category's mean
+    error as a bar and orders the rows by it, highest on top (by name without it). ``model``
+    is required when the tables hold several; ``overall`` draws the mean leaf error dashed;
+    ``label_leaves`` names that many highest-error leaves per category.
     """
-    _check_columns(leaves, ("model", "category", "domain", "error"), "leaves")
+    check_columns(leaves, ("model", "category", "domain", "error"), "leaves")
     data = _one_model(leaves, model, "leaves")
     name = model if model is not None else (data["model"].iloc[0] if len(data) else "")
     if categories is not None:
-        _check_columns(categories, ("model", "category", "mean_error"), "categories")
+        check_columns(categories, ("model", "category", "mean_error"), "categories")
         cats = _one_model(categories, model, "categories") if model is not None or categories["model"].nunique() == 1 \
             else categories[categories["model"] == name]
         order = cats.sort_values("mean_error", kind="stable")["category"].tolist()
@@ -105,5 +79,3 @@ def category_strip(leaves: pd.DataFrame, *, categories: pd.DataFrame | None = No
               frameon=False)
     return ax
 
-
-__all__ = ["category_strip"]

@@ -1,8 +1,4 @@
-"""Figures of the item response model: information per domain with the models on it, loadings against difficulties.
-
-The inputs are the tables of :mod:`jagged.stats.irt` and :mod:`jagged.stats.information`;
-the plots never compute a statistic.
-"""
+"""Figures of the item response model (tables of :mod:`jagged.stats.irt` and :mod:`jagged.stats.information`)."""
 
 from __future__ import annotations
 
@@ -34,28 +30,14 @@ INFORMATION_LABEL = "test information Σ a²P(1 − P)"
 
 def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = None,
                      ax: Axes | None = None) -> Axes | FacetGrid:
-    """Test information against ability, one curve per group, the models as a rug beneath.
+    """Test information against ability, one curve per group (gid ``"info:<group>"``), the models as a rug.
 
-    Parameters
-    ----------
-    data : pandas.DataFrame
-        :func:`jagged.stats.information.information_curves` output (``group, theta,
-        information``).
-    abilities : pandas.DataFrame, optional
-        ``model, group, theta`` (e.g. :attr:`jagged.stats.irt.IRTFit.abilities`): each
-        model drawn as a tick under the curves, one rug row per group in its colour.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw (default: a new figure).
-
-    Returns
-    -------
-    matplotlib.axes.Axes or seaborn.FacetGrid
-        One panel: the curves have ``gid`` ``"info:<group>"``, the rugs ``"rug:<group>"``, and
-        a legend names the groups. With more than :data:`~jagged.views.overview.LEGEND_MAX`
-        groups and no ``ax``, small multiples instead (a legend that long would not fit):
-        a :class:`seaborn.FacetGrid` of one panel per group, titled with its name, on shared
-        axes, its models as a :func:`seaborn.rugplot` at the foot. Given an ``ax``, that
-        many groups are drawn without a legend (the title says so).
+    ``abilities`` (``model, group, theta``) draws each model as a tick under the curves, one
+    rug row per group in its colour (gid ``"rug:<group>"``). With more than
+    :data:`~jagged.views.overview.LEGEND_MAX` groups and no ``ax``, a legend would not fit:
+    small multiples instead, a :class:`seaborn.FacetGrid` of a panel per group on the same
+    axes, its models a :func:`seaborn.rugplot` at the foot. Given an ``ax``, that many groups
+    are drawn without a legend (the title says so).
     """
     import seaborn as sns
 
@@ -63,13 +45,13 @@ def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = Non
     if abilities is not None:
         check_columns(abilities, ("group", "theta"), "abilities")
     groups = list(pd.unique(data["group"]))
+    top = float(np.nanmax(data["information"].to_numpy(float))) if len(data) else 1.0
+    top = top if np.isfinite(top) and top > 0 else 1.0
     if ax is None and len(groups) > LEGEND_MAX:
-        return _information_panels(data, groups, abilities)
+        return _information_panels(data, groups, abilities, top)
     if ax is None:
         ax = new_axes(7.2, 4.4)
     palette = sns.color_palette("husl" if len(groups) > 10 else "tab10", len(groups))
-    top = float(np.nanmax(data["information"].to_numpy(float))) if len(data) else 1.0
-    top = top if np.isfinite(top) and top > 0 else 1.0
     for k, (g, colour) in enumerate(zip(groups, palette)):
         part = data[data["group"] == g]
         line, = ax.plot(part["theta"], part["information"], color=colour, lw=1.6, label=plain(str(g)))
@@ -98,26 +80,28 @@ def information_plot(data: pd.DataFrame, *, abilities: pd.DataFrame | None = Non
     return ax
 
 
-def _information_panels(data: pd.DataFrame, groups: list, abilities: pd.DataFrame | None) -> FacetGrid:
+def _information_panels(data: pd.DataFrame, groups: list, abilities: pd.DataFrame | None, top: float) -> FacetGrid:
     """:func:`information_plot` as small multiples: a panel per group, a page wide (a seaborn FacetGrid)."""
+    import matplotlib.pyplot as plt
     import seaborn as sns
     from matplotlib.ticker import MaxNLocator
 
     names = dict(zip(groups, distinct_labels([str(g) for g in groups], limit=26)))
     columns = int(PAGE_WIDTH // PANEL_WIDTH)
-    top = float(np.nanmax(data["information"].to_numpy(float))) if len(data) else 1.0
-    top = top if np.isfinite(top) and top > 0 else 1.0
     low, high = float(data["theta"].min()), float(data["theta"].max())
     # The panels get the same limits and a few fixed ticks, set here: matplotlib's shared axes cost time
-    # quadratic in the panels, and every tick is measured at each layout.
-    ticks = {"xticks": MaxNLocator(4).tick_values(low, high), "yticks": MaxNLocator(3).tick_values(0, top)}
+    # quadratic in the panels. Seaborn lays the grid out twice; the ticks, measured at each layout, come
+    # after the first (of the empty grid), so that they are measured once, as grid.map lays the panels out.
     grid = sns.FacetGrid(data.assign(panel=data["group"].map(names)), col="panel", col_order=list(names.values()),
                          col_wrap=columns, height=PANEL_HEIGHT, aspect=PANEL_WIDTH / PANEL_HEIGHT, sharex=False,
-                         sharey=False, xlim=(low, high), ylim=(-0.02 * top, 1.05 * top), subplot_kws=ticks)
+                         sharey=False, subplot_kws={"xticks": [], "yticks": []})
+    limits = {"xticks": MaxNLocator(4).tick_values(low, high), "yticks": MaxNLocator(3).tick_values(0, top),
+              "xlim": (low, high), "ylim": (-0.02 * top, 1.05 * top)}  # the limits after the ticks, which widen them
     for k, panel in enumerate(grid.axes.flat):  # tick labels on the outer panels only, as shared axes have them
+        panel.set(**limits)
         panel.tick_params(labelbottom=k >= len(groups) - columns, labelleft=k % columns == 0, labelsize=7)
         panel.grid(alpha=0.25)
-    grid.map_dataframe(sns.lineplot, x="theta", y="information", estimator=None, color=SOUND_COLOR, linewidth=1.4)
+    grid.map(plt.plot, "theta", "information", color=SOUND_COLOR, linewidth=1.4)
     for group, label in names.items():
         panel = grid.axes_dict[label]
         panel.lines[0].set_gid(f"info:{group}")
@@ -138,29 +122,12 @@ def _information_panels(data: pd.DataFrame, groups: list, abilities: pd.DataFram
 
 def loading_difficulty_plot(data: pd.DataFrame, *, flagged: Sequence[bool] | str | None = None,
                             ax: Axes | None = None) -> Axes:
-    """Standardised loading against difficulty, one dot per item, flagged items marked.
+    """Standardised loading against difficulty, a dot per item (gid ``"items"``), flagged ones marked (``"flagged"``).
 
-    Parameters
-    ----------
-    data : pandas.DataFrame
-        Item parameters with ``loading`` and ``difficulty`` (:attr:`jagged.stats.irt.IRTFit.items`);
-        items set aside (NaN) are not drawn.
-    flagged : sequence of bool or str, optional
-        Which items to mark: a boolean per row, or the name of a boolean column (e.g.
-        ``"flag_negative_loading"``). None: none marked.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        The collections have ``gid`` ``"items"`` and ``"flagged"``.
-
-    Notes
-    -----
-    Reference lines: loading 0 (solid) and 0.3 (dashed, the weak-loading rule of thumb),
-    difficulty ±5 (dotted, PISA's extreme-difficulty flag). Difficulties beyond ±6 are
-    drawn at ±6; the title counts them.
+    ``flagged`` is a boolean per row or the name of a boolean column (None: none); items set
+    aside (NaN) are not drawn. Lines: loading 0 and 0.3 (the weak-loading rule of thumb),
+    difficulty ±5 (PISA's extreme-difficulty flag); difficulties beyond ±6 are drawn at ±6,
+    the title counts them.
     """
     check_columns(data, ("loading", "difficulty"), "item parameters")
     if ax is None:
@@ -202,24 +169,11 @@ def loading_difficulty_plot(data: pd.DataFrame, *, flagged: Sequence[bool] | str
 
 
 def position_plot(data: pd.DataFrame, *, model: str = "", ax: Axes | None = None) -> Axes:
-    """One model on every domain's measuring range: a bar per domain, the model's ability ± SD as a dot.
+    """One model on every domain's measuring range: a bar per domain (gid ``"ranges"``), its ability ± SD a dot.
 
-    Parameters
-    ----------
-    data : pandas.DataFrame
-        One row per domain: ``domain``, ``theta``, ``theta_sd``, ``lower``, ``upper`` (NaN: the
-        range reaches past the grid, drawn to the edge) and ``position`` (``"above"``,
-        ``"below"``, ``"within"``), e.g. :func:`jagged.views.irt.position_data`.
-    model : str
-        For the title.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        Rows top to bottom in ``data``'s order; the dots beyond a range are red (``gid``
-        ``"beyond"``), the others grey-blue (``"within"``); the ranges have ``gid`` ``"ranges"``.
+    ``data`` (:func:`jagged.views.irt.position_data`) has a row per domain, drawn top to
+    bottom; ``lower`` / ``upper`` NaN reach the edge. Dots beyond a range are red (gid
+    ``"beyond"``), the others grey-blue (``"within"``).
     """
     check_columns(data, ("domain", "theta", "theta_sd", "lower", "upper", "position"), "model positions")
     if ax is None:

@@ -1,8 +1,4 @@
-"""Figures of the item audit: discrimination against difficulty, flagged share per domain.
-
-The inputs are the audit's tables (:func:`jagged.stats.item_audit.item_audit`,
-:func:`jagged.stats.item_audit.domain_flags`); the plots never compute a statistic.
-"""
+"""Figures of the item audit: discrimination against difficulty, flagged share per domain."""
 
 from __future__ import annotations
 
@@ -11,33 +7,15 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from jagged.plots.base import check_columns, new_axes
+from jagged.plots.irt import FLAGGED_COLOR, LINE_COLOR, SOUND_COLOR
 from jagged.plots.labels import plain
-
-SOUND_COLOR = "#9aa9bd"
-FLAGGED_COLOR = "#c0504d"
-LINE_COLOR = "0.35"
 
 
 def discrimination_difficulty(items: pd.DataFrame, *, weak: float = 0.20, ax: Axes | None = None) -> Axes:
     """Item–rest correlation against p_correct, one dot per item, flagged items marked.
 
-    Parameters
-    ----------
-    items : pandas.DataFrame
-        The item audit table with ``p_correct``, ``r_rest`` and ``flagged``.
-    weak : float
-        The weak-discrimination threshold, drawn as a dashed line (0 is drawn solid).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw (default: a new figure).
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Notes
-    -----
-    Items whose correlation is undefined (every model alike) cannot be placed; the title
-    says how many were left out.
+    ``weak`` is drawn dashed (0 solid). Items whose correlation is undefined (every model
+    alike) cannot be placed; the title counts them.
     """
     check_columns(items, ("p_correct", "r_rest", "flagged"), "item audit table")
     if ax is None:
@@ -68,20 +46,7 @@ def discrimination_difficulty(items: pd.DataFrame, *, weak: float = 0.20, ax: Ax
 
 
 def flagged_share_by_domain(domains: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
-    """Horizontal bars: the share of each domain's items that are flagged for review.
-
-    Parameters
-    ----------
-    domains : pandas.DataFrame
-        :func:`jagged.stats.item_audit.domain_flags` output (``domain``, ``share_flagged``,
-        ``n_items``), drawn in its order, first on top.
-    ax : matplotlib.axes.Axes, optional
-        Where to draw.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-    """
+    """Horizontal bars: the share of each domain's items flagged for review, in ``domains``' order, first on top."""
     check_columns(domains, ("domain", "share_flagged", "n_items"), "domain flag table")
     n = len(domains)
     if ax is None:

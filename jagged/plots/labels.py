@@ -16,21 +16,8 @@ LABEL_MAX = 32
 
 
 def shorten(text: str, limit: int = LABEL_MAX) -> str:
-    """Shorten ``text`` to at most ``limit`` characters, keeping its start and its end.
-
-    Parameters
-    ----------
-    text : str
-        Any text.
-    limit : int
-        Maximum length (at least 3).
-
-    Returns
-    -------
-    str
-        ``text`` itself when short enough; otherwise its first and last characters with
-        ``…`` between them (the end often tells versions apart: ``…-v2.3``).
-    """
+    """``text`` cut to at most ``limit`` (>= 3) characters: its start, ``…``, its end (the end often tells
+    versions apart: ``…-v2.3``)."""
     text = str(text)
     if limit < 3:
         raise ValueError(f"limit must be at least 3, not {limit}")
@@ -48,18 +35,6 @@ def distinct_labels(names: Sequence[str], limit: int = LABEL_MAX) -> list[str]:
     merged models on a leaderboard do) are shown around the first character where they
     differ instead: their start, ``…``, that stretch, ``…``. Should two labels still
     coincide, a ``#k`` counter tells them apart.
-
-    Parameters
-    ----------
-    names : sequence of str
-        The names, in drawing order.
-    limit : int
-        Longest label.
-
-    Returns
-    -------
-    list of str
-        One label per name, ``$`` escaped as in :func:`plain`.
     """
     names = [str(n) for n in names]
     short = [shorten(n, limit) for n in names]
@@ -97,42 +72,18 @@ def legend_columns(labels: list[str], width_in: float, fontsize: float, *, most:
 
 
 def plain(text: str, limit: int | None = LABEL_MAX) -> str:
-    """A name as a matplotlib label: shortened (unless ``limit`` is None), ``$`` escaped.
-
-    Parameters
-    ----------
-    text : str
-        A model, domain or profile name.
-    limit : int or None
-        See :func:`shorten`; None keeps the whole name.
-
-    Returns
-    -------
-    str
-        Text that matplotlib draws character for character (``\\$`` draws as ``$``).
-    """
+    """A name as a matplotlib label drawn character for character: shortened (unless ``limit`` is None),
+    ``$`` escaped."""
     text = str(text) if limit is None else shorten(text, limit)
     return text.replace("$", r"\$")
 
 
 def fit_titles(figure: "object", renderer: "object") -> bool:
-    """Wrap every axes title that runs past the figure's right edge onto more lines.
+    """Wrap every axes title of a laid-out figure that runs past its right edge; True if one was wrapped.
 
     A left-aligned title starts at its axes' left edge, which long tick labels push to the
     right; a heatmap of three domains is narrow. Each line gets as many words as fit
     between the title's start and the figure's edge.
-
-    Parameters
-    ----------
-    figure : matplotlib.figure.Figure
-        A laid-out figure.
-    renderer : matplotlib.backend_bases.RendererBase
-        The renderer that measures the texts.
-
-    Returns
-    -------
-    bool
-        Whether a title was wrapped (the figure then needs laying out again).
     """
     import textwrap
 
@@ -162,24 +113,10 @@ POINT_LABELS = ("model-label",)
 
 
 def declutter(figure: "object", renderer: "object", gids: Sequence[str] = POINT_LABELS) -> int:
-    """Hide every point label that would overlap one drawn before it (labels never stacked).
+    """Hide every point label (of ``gids``) that would overlap one drawn before it; returns how many.
 
     The plots label the extremes first (most and least jagged, largest wedge), so the
     labels that stay are the ones that matter; the points themselves all stay.
-
-    Parameters
-    ----------
-    figure : matplotlib.figure.Figure
-        A laid-out figure.
-    renderer : matplotlib.backend_bases.RendererBase
-        The renderer that measures the texts.
-    gids : sequence of str
-        Group ids of the labels to thin out.
-
-    Returns
-    -------
-    int
-        How many labels were hidden.
     """
     from matplotlib.text import Text
 

@@ -1,9 +1,4 @@
-"""One model's domain errors against the field (the per-model report's figure).
-
-Like every plot of :mod:`jagged.plots`: takes the data and keyword arguments, draws on
-``ax`` (or a new figure sized for the data) and returns the Axes. The input is the table
-of :func:`jagged.views.model_view.domain_errors`; nothing is computed here.
-"""
+"""One model's domain errors against the field (the per-model report's figure)."""
 
 from __future__ import annotations
 
@@ -11,8 +6,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.plots.base import check_columns as _check_columns
-from jagged.plots.base import new_axes
+from jagged.plots.base import check_columns, new_axes
+from jagged.plots.labels import plain
 
 MODEL_COLOR = "#c0504d"
 FIELD_COLOR = "#8fa9c8"
@@ -21,37 +16,15 @@ MEDIAN_COLOR = "#1d232b"
 LABEL_MAX = 40
 
 
-def _short(text: str, limit: int = LABEL_MAX) -> str:
-    """A label drawn as plain text: shortened, and ``$`` escaped so mathtext never parses a name."""
-    text = text if len(text) <= limit else text[: limit - 1] + "…"
-    return text.replace("$", r"\$")
-
-
 def domain_errors_vs_field(data: pd.DataFrame, *, model: str = "", intervals: bool = True,
                            ax: Axes | None = None) -> Axes:
-    """A model's error rate in each domain, drawn over the other models' range.
+    """A model's error rate per domain over the other models' range (:func:`jagged.views.model_view.domain_errors`).
 
-    Parameters
-    ----------
-    data : pandas.DataFrame
-        Output of :func:`jagged.views.model_view.domain_errors`: ``domain``, ``error``,
-        ``field_min``, ``field_q25``, ``field_median``, ``field_q75``, ``field_max``
-        (``error_lo`` / ``error_hi`` optional). Rows are drawn top to bottom in order.
-    model : str
-        Model name for the legend and title (drawn as text, never interpreted).
-    intervals : bool
-        Draw ``error_lo`` … ``error_hi`` as a horizontal bar when present.
-    ax : matplotlib.axes.Axes, optional
-        Axes to draw on; a new figure sized for the domains otherwise.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        Artists carry gids: ``"field-range"`` (min–max lines), ``"field-iqr"`` (quartile
-        bars), ``"field-median"``, ``"model-error"`` (the model's points) and
-        ``"model-interval"`` (its intervals, when drawn). Y tick labels are the domains.
+    Rows top to bottom in order; ``intervals`` draws ``error_lo`` … ``error_hi`` when present.
+    Gids: ``"field-range"`` (min–max), ``"field-iqr"`` (quartiles), ``"field-median"``,
+    ``"model-error"`` and ``"model-interval"``.
     """
-    _check_columns(data, ("domain", "error", "field_min", "field_q25", "field_median", "field_q75",
+    check_columns(data, ("domain", "error", "field_min", "field_q25", "field_median", "field_q75",
                           "field_max"), "domain error table")
     n = len(data)
     if ax is None:
@@ -73,8 +46,8 @@ def domain_errors_vs_field(data: pd.DataFrame, *, model: str = "", intervals: bo
             ax.hlines(y[ok], lo[ok], hi[ok], color=MODEL_COLOR, linewidth=2.0, alpha=0.6,
                       label="interval", gid="model-interval", zorder=3)
     who = str(model) if model else "this model"
-    ax.scatter(col["error"], y, s=36, color=MODEL_COLOR, zorder=4, label=_short(who, 24), gid="model-error")
-    labels = [_short(str(d)) for d in data["domain"]]
+    ax.scatter(col["error"], y, s=36, color=MODEL_COLOR, zorder=4, label=plain(who, 24), gid="model-error")
+    labels = [plain(d, LABEL_MAX) for d in data["domain"]]
     ax.set_yticks(y, labels=labels, fontsize=8)
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_xlim(0.0, 1.0)

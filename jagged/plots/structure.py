@@ -1,11 +1,7 @@
-"""Figures of "Is it the model or the benchmark?": shares, residual heatmap, relative jaggedness, scree plot.
+"""Figures of "Is it the model or the benchmark?" from the tables of :mod:`jagged.views.structure`.
 
 Variance shares, residual heatmap, relative jaggedness against cv_error, scree plot with the
-parallel-analysis threshold, one model's residual profile.
-
-Every function takes the data (tables of :mod:`jagged.views.structure` and
-:mod:`jagged.stats.structure`) and keyword arguments, draws on ``ax`` (or a new figure) and
-returns the Axes, like seaborn; none computes a statistic.
+parallel-analysis threshold, one model's residual profile; none computes a statistic.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.plots.base import check_columns, labelled_heatmap, new_axes
+from jagged.plots.base import check_columns, labelled_heatmap, mark_cut, new_axes
 from jagged.plots.dispersion import ANNOTATE_MAX_CELLS, heatmap_layout
 from jagged.plots.labels import plain
 from jagged.views.overview import LABEL_ENDS
@@ -33,17 +29,8 @@ SHARE_COLORS = {"domain": "#8c6bb1", "model": "#3b6ea8", "residual": "#c0504d", 
 def variance_bars(shares: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
     """Horizontal bars: the share of the variance of the logit error rates each part explains.
 
-    Parameters
-    ----------
-    shares : pandas.DataFrame
-        :func:`jagged.stats.structure.variance_shares` (``component``, ``label``, ``share``).
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        One bar per component in table order (gid ``"share-<component>"``), labelled with its
-        percentage; the noise and beyond-noise bars are indented parts of the residual.
+    ``shares`` is :func:`jagged.stats.structure.variance_shares`; one bar per component in
+    table order (gid ``"share-<component>"``) with its percentage.
     """
     check_columns(shares, ("component", "label", "share"), "variance shares")
     rows = shares[np.isfinite(shares["share"].to_numpy(dtype=float))]
@@ -68,27 +55,11 @@ def variance_bars(shares: pd.DataFrame, *, ax: Axes | None = None) -> Axes:
 
 def residual_heatmap(grid: pd.DataFrame, *, cut: int = 0, annotate: bool | None = None, vmax: float | None = None,
                      ax: Axes | None = None) -> Axes:
-    """Model × domain residuals in a diverging colour scale centred at 0.
+    """Model × domain residuals (:func:`jagged.views.structure.residual_grid`) as a seaborn heatmap centred at 0.
 
-    Parameters
-    ----------
-    grid : pandas.DataFrame
-        :func:`jagged.views.structure.residual_grid`: models in rows (the error heatmap's
-        order), domains in columns, NaN for cells not fitted.
-    cut : int
-        Position of the summary row of the models left out (0: none), shaded and italic.
-    annotate : bool, optional
-        Write each residual in its cell (default: up to ``ANNOTATE_MAX_CELLS`` cells).
-    vmax : float, optional
-        Colour limit: the scale runs from −vmax (deep blue) through 0 (white) to +vmax
-        (deep red); default the largest |residual|, at least 0.1.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        The grid is a seaborn heatmap: one QuadMesh (gid ``"residuals"``, cell (r, c) centred
-        at (c + 0.5, r + 0.5)), its colour limits symmetric about 0.
+    ``cut`` is the summary row's position (0: none); ``annotate`` writes each residual (default
+    up to ``ANNOTATE_MAX_CELLS`` cells); the colours run from −``vmax`` (blue) to +``vmax``
+    (red), by default the largest |residual|, at least 0.1. The mesh has gid ``"residuals"``.
     """
     values = grid.to_numpy(dtype=float)
     row_labels = [plain(str(m)) for m in grid.index]
@@ -106,12 +77,7 @@ def residual_heatmap(grid: pd.DataFrame, *, cut: int = 0, annotate: bool | None 
                      rotation=layout.rotation, annotate="+.2f" if annotate else None,
                      colorbar="residual (logit of error): + more errors than predicted",
                      shrink=0.6 if len(row_labels) > 8 else 0.9)
-    if cut:
-        label = ax.get_yticklabels()[cut]
-        label.set_fontstyle("italic")
-        label.set_color("0.3")
-        for edge in (cut, cut + 1):
-            ax.axhline(edge, color="white", linewidth=2.5, gid="others")
+    mark_cut(ax, cut, rules=True)
     ax.set_title("Where each model departs from its level and the domain's difficulty (grey: no score)",
                  fontsize=10, loc="left")
     return ax
@@ -119,30 +85,14 @@ def residual_heatmap(grid: pd.DataFrame, *, cut: int = 0, annotate: bool | None 
 
 def relative_vs_cv(table: pd.DataFrame, *, corrected: bool | None = None, label: bool | int = True,
                    ax: Axes | None = None) -> Axes:
-    """Relative jaggedness (up) against cv_error (across), one point per model.
+    """Relative jaggedness (up) against cv_error (across), one point per model (gid ``"models"``).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Metrics table with ``model``, ``cv_error``, ``relative_jaggedness`` and
-        ``relative_jaggedness_corrected``; optional ``relative_jaggedness_lo`` / ``_hi``
-        (vertical interval lines) and ``relative_noise_flag`` (grey points). Profile rows
-        are collapsed.
-    corrected : bool, optional
-        Plot the noise-corrected relative jaggedness (True) or the raw one (False); default
-        (None): the corrected one where it exists, else the raw one
-        (:func:`jagged.views.structure.relative_column`: without item counts the corrected
-        one is empty), the axis label saying which.
-    label : bool or int
-        True: label every model up to 12, else the
-        :data:`jagged.views.overview.LABEL_ENDS` highest by relative jaggedness and by
-        cv_error; an int k: the k highest by each; False: none.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        Points in collection gid ``"models"``; labels are annotations with the model name.
+    ``corrected``: the noise-corrected (True) or raw (False) relative jaggedness; None takes
+    :func:`jagged.views.structure.relative_column`, the axis label saying which. Optional
+    ``relative_jaggedness_lo`` / ``_hi`` are drawn as vertical lines, models with
+    ``relative_noise_flag`` grey. ``label``: True every model up to 12, else the
+    :data:`~jagged.views.overview.LABEL_ENDS` highest on either axis; an int k the k highest
+    on each; False none.
     """
     if corrected is None:
         corrected = relative_column(table) == "relative_jaggedness_corrected"
@@ -189,27 +139,12 @@ def relative_vs_cv(table: pd.DataFrame, *, corrected: bool | None = None, label:
 
 def scree(dimensions: pd.DataFrame, *, ax: Axes | None = None, percentile: float = 0.95,
           limit: int | None = SCREE_LIMIT) -> Axes:
-    """Scree plot: eigenvalues of the domains' correlation matrix against the parallel-analysis threshold.
+    """Scree plot: the eigenvalues of the domains' correlation matrix against the parallel-analysis threshold.
 
-    Parameters
-    ----------
-    dimensions : pandas.DataFrame
-        :meth:`jagged.stats.structure.Dimensions.table` (``dimension``, ``eigenvalue``,
-        ``threshold``, ``retained``).
-    percentile : float
-        The threshold's percentile, for the legend.
-    ax : matplotlib.axes.Axes, optional
-    limit : int, optional
-        The most dimensions to draw (default :data:`jagged.views.structure.SCREE_LIMIT`;
-        None: all). Dimensions whose eigenvalue is 0 (beyond the rank, with fewer models
-        than domains) are not drawn either (:func:`jagged.views.structure.scree_shown`);
-        the title then says how many of how many are.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        Lines with gids ``"eigenvalues"`` and ``"threshold"``; retained dimensions as filled
-        markers (gid ``"retained"``).
+    ``dimensions`` is :meth:`jagged.stats.structure.Dimensions.table`; at most ``limit``
+    dimensions and none with eigenvalue 0 are drawn (:func:`jagged.views.structure.scree_shown`,
+    the title counts them). Lines: gids ``"eigenvalues"`` and ``"threshold"``; retained
+    dimensions filled (``"retained"``).
     """
     check_columns(dimensions, ("dimension", "eigenvalue", "threshold", "retained"), "dimension table")
     total = len(dimensions)
@@ -241,22 +176,11 @@ def scree(dimensions: pd.DataFrame, *, ax: Axes | None = None, percentile: float
 
 
 def residual_profile_plot(profile: pd.DataFrame, *, model: str = "", ax: Axes | None = None) -> Axes:
-    """One model's residual per domain with its sampling interval, weakest relative to expectation on top.
+    """One model's residual per domain with its sampling interval, in ``profile``'s order, top to bottom.
 
-    Parameters
-    ----------
-    profile : pandas.DataFrame
-        :func:`jagged.views.structure.residual_profile` (``domain``, ``residual``,
-        ``residual_lo``, ``residual_hi``, ``departs``), in the order to draw, top to bottom.
-    model : str
-        For the title.
-    ax : matplotlib.axes.Axes, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        Points in collection gid ``"residuals"`` (red: more errors than expected beyond
-        noise, blue: fewer, grey: within noise), intervals gid ``"intervals"``.
+    ``profile`` is :func:`jagged.views.structure.profile_table`. Points: gid ``"residuals"``
+    (red: more errors than expected beyond noise, blue: fewer, grey: within noise);
+    intervals: ``"intervals"``.
     """
     check_columns(profile, ("domain", "residual", "residual_lo", "residual_hi", "departs"), "residual profile")
     if ax is None:

@@ -1,9 +1,4 @@
-"""How sure are the jaggedness figures: a forest plot of cv_error with intervals.
-
-The input is the metrics table (:func:`jagged.analysis.metrics_table`), which carries
-``cv_error``, ``cv_error_corrected``, ``noise_flag`` and, with a bootstrap,
-``cv_error_lo`` / ``cv_error_hi``. The plot never computes a metric itself.
-"""
+"""How sure are the jaggedness figures: a forest plot of cv_error with intervals, from the metrics table."""
 
 from __future__ import annotations
 
@@ -11,7 +6,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from jagged.plots.base import new_axes
+from jagged.plots.base import check_columns, new_axes
 from jagged.plots.labels import distinct_labels
 from jagged.views.overview import ends
 
@@ -24,36 +19,14 @@ def cv_forest(table: pd.DataFrame, *, sort: bool = True, limit: int | None = Non
               ax: Axes | None = None) -> Axes:
     """Forest plot: per model, the interval for the noise-free CV, the raw and the corrected CV.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Metrics table with ``model``, ``cv_error`` and ``cv_error_corrected``; optional
-        ``cv_error_lo`` / ``cv_error_hi`` (drawn as a line) and ``noise_flag`` (flagged
-        models drawn in grey, their names marked with "*"). Profile rows of the same
-        model are collapsed.
-    sort : bool
-        Sort models by corrected CV (largest at the top); else keep table order.
-    limit : int, optional
-        With more models than this, draw only the ``ceil(limit / 2)`` highest and
-        ``floor(limit / 2)`` lowest by corrected CV (the title says so).
-    ax : matplotlib.axes.Axes, optional
-        Where to draw (default: a new figure sized for the number of models).
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Notes
-    -----
-    The interval is for the noise-free CV, so it is centred on the corrected value (the
-    diamond) and can lie left of the raw value (the circle) when sampling noise inflates
-    the raw CV. An interval reaching 0 means equal error in every domain cannot be
+    Optional ``cv_error_lo`` / ``_hi`` are drawn as a line, models with ``noise_flag`` in grey
+    with "*". ``sort`` puts the largest corrected CV on top; ``limit`` keeps the
+    ``ceil(limit / 2)`` highest and ``floor(limit / 2)`` lowest (the title says so). The
+    interval is for the noise-free CV, so it is centred on the corrected value (diamond) and
+    can lie left of the raw one (circle); reaching 0, equal error in every domain cannot be
     excluded.
     """
-    needed = ("model", "cv_error", "cv_error_corrected")
-    missing = [c for c in needed if c not in table.columns]
-    if missing:
-        raise ValueError(f"metrics table lacks column(s) {', '.join(missing)}")
+    check_columns(table, ("model", "cv_error", "cv_error_corrected"), "metrics table")
     data = table.drop_duplicates("model")
     left_out = 0
     if limit is not None and len(data) > limit:

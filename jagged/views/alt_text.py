@@ -1,9 +1,8 @@
 """Text alternatives for the report's figures: what each figure shows, for this data.
 
-A screen-reader user (or anyone whose images do not load) reads the ``alt`` text instead of
-the figure, so it says what kind of chart it is, what its rows and axes are, which models it
-leaves out, and the extremes a sighted reader would see first. Names go in as they are; the
-report template escapes the attribute.
+Each says what kind of chart it is, its rows and axes, which models it leaves out, and the
+extremes a sighted reader would see first. Names go in as they are; the report template
+escapes the attribute.
 """
 
 from __future__ import annotations
@@ -30,18 +29,8 @@ def _fmt(value: float) -> str:
 def cut_note(metrics: pd.DataFrame, limit: int | None) -> str:
     """How many models a top/bottom cut shows, as a clause ("" when it shows them all).
 
-    Parameters
-    ----------
-    metrics : pandas.DataFrame
-        Per-model table with ``model`` and ``cv_error``.
-    limit : int, optional
-        The plots' ``limit`` (see :func:`jagged.views.overview.model_order`).
-
-    Returns
-    -------
-    str
-        E.g. ``"40 of 300 models are shown: the 20 most and the 20 least jagged; the
-        other 260 are summarised in one shaded row (their median error per domain)"``.
+    E.g. ``"40 of 300 models are shown: the 20 most and the 20 least jagged; the other 260 are
+    summarised in one shaded row (their median error per domain)"``.
     """
     shown, cut = model_order(metrics, limit=limit)
     if not cut:
@@ -69,21 +58,7 @@ def _extremes(metrics: pd.DataFrame) -> str:
 
 
 def dispersion_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | None = None) -> str:
-    """Alt text of :func:`jagged.plots.dispersion.error_dispersion`.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    metrics : pandas.DataFrame
-        Per-model metrics table.
-    limit : int, optional
-        The plot's ``limit``.
-
-    Returns
-    -------
-    str
-    """
+    """Alt text of :func:`jagged.plots.dispersion.error_dispersion`."""
     n_models = per_model(metrics)["model"].nunique()
     n_domains = scores["domain"].nunique()
     text = (f"Dot plot of error rates (1 − score), one row per model ({plural(n_models, 'model')}), most "
@@ -93,21 +68,7 @@ def dispersion_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | 
 
 
 def heatmap_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | None = None) -> str:
-    """Alt text of :func:`jagged.plots.dispersion.error_heatmap` (domains ordered by median error).
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    metrics : pandas.DataFrame
-        Per-model metrics table.
-    limit : int, optional
-        The plot's ``limit``.
-
-    Returns
-    -------
-    str
-    """
+    """Alt text of :func:`jagged.plots.dispersion.error_heatmap` (domains ordered by median error)."""
     order = error_matrix(scores, order="error").columns[1:].tolist()
     n_models = per_model(metrics)["model"].nunique()
     text = (f"Heatmap of error rates (1 − score): {plural(n_models, 'model')} in rows, most jagged at the "
@@ -119,17 +80,7 @@ def heatmap_alt(scores: pd.DataFrame, metrics: pd.DataFrame, *, limit: int | Non
 
 
 def scatter_alt(metrics: pd.DataFrame) -> str:
-    """Alt text of :func:`jagged.plots.dispersion.cv_vs_macro` with its default labels.
-
-    Parameters
-    ----------
-    metrics : pandas.DataFrame
-        Per-model metrics table.
-
-    Returns
-    -------
-    str
-    """
+    """Alt text of :func:`jagged.plots.dispersion.cv_vs_macro` with its default labels."""
     rows = per_model(metrics)
     defined = rows[np.isfinite(rows["cv_error"].to_numpy(dtype=float))]
     text = (f"Scatter plot of cv_error (up) against macro score (across), one point per model "
@@ -143,23 +94,9 @@ def scatter_alt(metrics: pd.DataFrame) -> str:
 
 
 def subset_note(metrics: pd.DataFrame, limit: int | None, which: str) -> str:
-    """A sentence for plots that draw only some models when there are many (forest, wedge, rank).
+    """`` Of the 300 models, only the 40 at either end by wedge are drawn.`` ("" when all are), to append.
 
-    Parameters
-    ----------
-    metrics : pandas.DataFrame
-        Metrics table (one row per model, or per model and profile).
-    limit : int, optional
-        The plot's ``limit``.
-    which : str
-        Which models the plot keeps, with ``{limit}`` for the number, e.g.
-        ``"the {limit} at either end by wedge"``.
-
-    Returns
-    -------
-    str
-        ``""`` when every model is drawn, else e.g. ``" Of the 300 models, only the 40 at
-        either end by wedge are drawn."`` (with a leading space, to append).
+    ``which`` says which models the plot keeps, with ``{limit}`` for the number.
     """
     n_models = per_model(metrics)["model"].nunique()
     if limit is None or n_models <= limit:

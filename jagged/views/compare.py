@@ -1,19 +1,8 @@
 """Tables and sentences of the compare report: what changed between two runs or releases.
 
-Everything here reads a :class:`jagged.stats.compare.Comparison` (computed once by
-:func:`jagged.stats.compare.compare`) and arranges it for a reader; nothing computes a
-statistic. "Beyond noise" always means the statistic's interval, as the comparison gives
-it, excludes 0 (a paired interval on the common items with item-level data; see
-:func:`jagged.stats.compare.paired_replicates`).
-
-* :class:`CompareView` — the comparison with the names of its sides; shown in a notebook,
-  it records which optional sections of the compare report apply (:func:`compare_sections`);
-* :func:`findings` — the sentences of "What changed", findings first; :func:`glance` — its
-  key findings with their numbers, and :func:`show_record` — them and the tables for the
-  JSON beside the report;
-* :func:`domain_shifts`, :func:`shares_table`, :func:`model_moves`, :func:`glance_table`, :func:`change_counts`,
-  :func:`domain_changes`, :func:`ledger_top`, :func:`profile_moves` — the report's tables;
-* :func:`forest_alt`, :func:`pairs_alt`, :func:`shifts_alt` — alt text of the figures.
+They arrange a :class:`jagged.stats.compare.Comparison` for a reader and compute nothing.
+"Beyond noise" always means the statistic's interval, as the comparison gives it, excludes
+0 (paired on the common items with item-level data).
 """
 
 from __future__ import annotations
@@ -26,8 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jagged.analysis import SECTIONS_MIME
 from jagged.text import listing, plural
+from jagged.views.display import RECORD_MIME, json_records
 from jagged.views.glance import Finding
+from jagged.views.glance import glance_table as finding_table
 
 #: Kinds of item change, in the ledger's order (:data:`jagged.stats.ledger.CHANGES`).
 ITEM_CHANGES: tuple[str, ...] = ("added", "removed", "key_changed", "text_changed", "difficulty_moved")
@@ -63,11 +55,10 @@ SCORE_FORMATS: dict[str, str] = {
 def compare_sections(comparison: Any) -> dict[str, bool]:
     """Which optional sections of the compare report apply (its cells tagged ``section-NAME``), in report order.
 
-    ``field``: a shared cell changed and at least 2 models are in the two-way view (the
-    benchmark's and the models' parts); ``items``: item-level results on both sides (the
-    item ledger); ``changes``: a model or domain is on one side only; ``rescoring``: A's
-    recorded choices re-scored with B's changed keys; ``profiles``: deployment profiles
-    were given; ``repeats``: the run-to-run noise floor was computed.
+    ``field``: a shared cell changed and at least 2 models are in the two-way view; ``items``:
+    item-level results on both sides (the ledger); ``changes``: a model or domain on one side
+    only; ``rescoring``: A's choices re-scored with B's changed keys; ``profiles``: deployment
+    profiles given; ``repeats``: the run-to-run noise floor computed.
     """
     shares = comparison.shares or {}
     return {"field": bool(np.isfinite(shares.get("benchmark", np.nan))) and not unchanged(comparison),
@@ -79,18 +70,8 @@ def compare_sections(comparison: Any) -> dict[str, bool]:
 
 @dataclass
 class CompareView:
-    """A comparison as the compare report shows it.
-
-    Attributes
-    ----------
-    comparison : jagged.stats.compare.Comparison
-        What :func:`jagged.stats.compare.compare` returned.
-    name_a, name_b : str
-        The sides' names (their sources).
-    ci, alpha : float
-        Interval level and the ledger's false discovery rate, for the sentences.
-    display : dict
-        Display options (``max_models``, ``theme``).
+    """A comparison as the compare report shows it: the sides' names, the interval level ``ci``, the ledger's
+    false discovery rate ``alpha`` and the ``display`` options (``max_models``, ``theme``).
     """
 
     comparison: Any
@@ -107,8 +88,6 @@ class CompareView:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """A one-line summary, and :attr:`sections` as JSON for the renderer (see :mod:`jagged.report.sections`)."""
-        from jagged.analysis import SECTIONS_MIME
-
         applies = self.sections
         shown = ", ".join(name for name, on in applies.items() if on) or "none"
         text = (f"Comparison of {self.name_a} (A) with {self.name_b} (B) on the shared "
@@ -131,23 +110,12 @@ def beyond_noise(models: pd.DataFrame, stat: str = "macro_score") -> np.ndarray:
 
 
 def model_moves(comparison: Any, by: str = "macro_score_delta") -> pd.DataFrame:
-    """One row per model on both sides, largest change first.
+    """One row per model on both sides, largest change ``by`` (``macro_score_delta``, ``macro_delta_vs_field``) first.
 
-    Parameters
-    ----------
-    comparison : jagged.stats.compare.Comparison
-    by : str
-        The change to order by: ``macro_score_delta`` (raw) or ``macro_delta_vs_field``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``n_items`` (item-level scope) or ``n_domains``, ``macro_score_a``,
-        ``macro_score_b``, ``macro_score_delta`` with ``_lo``/``_hi``, ``beyond_noise``
-        (its interval excludes 0), ``macro_delta_vs_field`` with ``_lo``/``_hi`` and
-        ``vs_field_beyond_noise`` (the change relative to the field), ``cv_error_delta``
-        with ``_lo``/``_hi``, ``rank_a``, ``rank_b``, ``rank_moved`` (the rank change is
-        beyond noise), ``beyond_run_noise`` (with repeated runs) and ``note``.
+    ``model``, ``n_items`` (item-level scope) or ``n_domains``, ``macro_score_a`` / ``_b`` /
+    ``_delta`` with ``_lo`` / ``_hi`` and ``beyond_noise``, the change relative to the field
+    (:data:`FIELD_COLUMNS`), ``cv_error_delta`` with its interval, ``rank_a``, ``rank_b``,
+    ``rank_moved``, ``beyond_run_noise`` (with repeated runs) and ``note``.
     """
     models = _one_per_model(comparison.models)
     ranks = comparison.ranks[["model", "rank_a", "rank_b", "moved"]].rename(columns={"moved": "rank_moved"})
@@ -167,15 +135,7 @@ def model_moves(comparison: Any, by: str = "macro_score_delta") -> pd.DataFrame:
 
 
 def domain_shifts(comparison: Any) -> pd.DataFrame:
-    """The field's shift per shared domain (``Comparison.domains``): beyond noise first, then by size.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``domain``, ``n_models``, ``score_a``, ``score_b``, ``shift`` with ``_lo``/``_hi``,
-        ``beyond_noise`` and ``note``, the domains whose shift is beyond noise first, each
-        group by |shift|, largest first.
-    """
+    """The field's shift per shared domain (``Comparison.domains``): beyond noise first, each group by |shift|."""
     domains = comparison.domains
     key = pd.DataFrame({"beyond": ~domains["beyond_noise"], "size": -domains["shift"].abs()})
     order = key.sort_values(["beyond", "size"], na_position="last", kind="mergesort").index
@@ -183,9 +143,9 @@ def domain_shifts(comparison: Any) -> pd.DataFrame:
 
 
 def shares_table(comparison: Any) -> pd.DataFrame:
-    """The parts of the squared change (:func:`jagged.stats.shifts.change_shares`): ``part``, ``whose``
-    (the benchmark's or the models'), ``share`` of the sum of squares; the last row is the share that
-    sampling noise alone is expected to put in the models' part."""
+    """The parts of the squared change (:func:`jagged.stats.shifts.change_shares`): ``part``, ``whose``, ``share``;
+    the last row is what sampling noise alone is expected to put in the models' part.
+    """
     shares = comparison.shares or {}
     rows = [("overall shift (every model, every domain)", "benchmark", "overall"),
             ("domain shifts (every model, one domain)", "benchmark", "domains"),
@@ -217,13 +177,7 @@ def _ledger_has(ledger: pd.DataFrame | None, kind: str) -> np.ndarray:
 
 
 def change_counts(comparison: Any) -> pd.DataFrame:
-    """How many items show each kind of change (an item can show several, e.g. a key change that moved it).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``change`` (:data:`ITEM_CHANGES` order) and ``n_items``; empty without a ledger.
-    """
+    """How many items show each kind of change, in :data:`ITEM_CHANGES` order (an item can show several)."""
     ledger = comparison.ledger
     if ledger is None:
         return pd.DataFrame({"change": pd.Series(dtype=object), "n_items": pd.Series(dtype=np.int64)})
@@ -232,14 +186,8 @@ def change_counts(comparison: Any) -> pd.DataFrame:
 
 
 def domain_changes(comparison: Any) -> pd.DataFrame:
-    """Per domain: on which side it is, and how many of its items show each kind of change.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``domain``, ``status`` (``"both"``, ``"added"``, ``"removed"``), one count column per
-        kind of :data:`ITEM_CHANGES` (item-level comparisons only) and ``n_changed`` (items
-        with any change), most changed first. Domains without any change are left out.
+    """Per changed domain: ``status`` (``"both"``, ``"added"``, ``"removed"``), a count per kind of :data:`ITEM_CHANGES`
+    (item-level comparisons) and ``n_changed``, most changed first.
     """
     changes = comparison.changes
     status = changes[changes["kind"] == "domain"].set_index("name")["change"].astype(object)
@@ -264,22 +212,11 @@ def _clip(value: Any, limit: int = TEXT_MAX) -> Any:
 
 
 def ledger_top(ledger: pd.DataFrame | None, top: int | None = 20) -> pd.DataFrame | None:
-    """The ledger's top entries: items on both sides whose change is best established first.
+    """The ledger's first ``top`` entries (None: all): items on both sides by q-value, then by |share_delta|; then
+    those added or removed.
 
-    Parameters
-    ----------
-    ledger : pandas.DataFrame or None
-        :func:`jagged.stats.ledger.item_ledger` output.
-    top : int, optional
-        How many rows (None: all).
-
-    Returns
-    -------
-    pandas.DataFrame or None
-        The :data:`LEDGER_COLUMNS` and, when the ledger has them, the item's text and
-        options on each side (cut to :data:`TEXT_MAX` characters). Order: items on both
-        sides by q-value (smallest first), then by |share_delta| (largest first); then
-        the items added or removed, in the ledger's order.
+    The :data:`LEDGER_COLUMNS` and, when present, the item's text and options on each side,
+    cut to :data:`TEXT_MAX` characters.
     """
     if ledger is None:
         return None
@@ -361,10 +298,6 @@ def _delta(value: float, lo: float = np.nan, hi: float = np.nan, digits: int = 4
     return text
 
 
-def _names(values: Any, limit: int = 5) -> str:
-    return listing([str(v) for v in values], limit)
-
-
 def unchanged(comparison: Any) -> bool:
     """Whether no shared cell changed (every model's score on every shared domain or item set is the same)."""
     return bool(comparison.shares) and comparison.shares["sum_of_squares"] == 0
@@ -377,7 +310,7 @@ def _what_changed(comparison: Any, name_a: str, name_b: str) -> str:
         for change, side in (("added", name_b), ("removed", name_a)):
             names = changes.loc[(changes["kind"] == kind) & (changes["change"] == change), "name"]
             if len(names):
-                parts.append(f"{plural(len(names), kind)} {change} ({_names(names)}: only in {side})")
+                parts.append(f"{plural(len(names), kind)} {change} ({listing(names, 5)}: only in {side})")
     if comparison.ledger is not None:
         counts = change_counts(comparison)
         said = [f"{n:,} {kind.replace('_', ' ')}" for kind, n in zip(counts["change"], counts["n_items"]) if n]
@@ -592,9 +525,8 @@ def _floor_sentence(comparison: Any) -> str | None:
 
 
 def glance(view: CompareView) -> list[Finding]:
-    """The key findings with their numbers: the benchmark's and the models' shares, the domains that moved
-    for everyone, the models beyond the field, the raw macro-score changes and the ranking (each when it
-    applies), as :class:`jagged.views.glance.Finding` rows for the JSON beside the report."""
+    """The key findings with their numbers, as :class:`jagged.views.glance.Finding` rows for the JSON beside the
+    report."""
     c = view.comparison
     found = (_shares_finding(c), _domains_finding(c, view.ci), _field_finding(c, view.ci),
              _noise_finding(c, view.ci), _rank_finding(c))
@@ -602,22 +534,12 @@ def glance(view: CompareView) -> list[Finding]:
 
 
 def findings(view: CompareView) -> list[str]:
-    """The sentences of "What changed", most important first.
+    """The sentences of "What changed", most important first (plain text: escape before showing as HTML).
 
-    Parameters
-    ----------
-    view : CompareView
-        The comparison and the names of its sides.
-
-    Returns
-    -------
-    list of str
-        Plain text (escape before showing as HTML): what was compared; what was added,
-        removed or changed; how much of the change is the benchmark's and how much the
-        models'; the domains that moved for every model; the models that moved beyond the
-        field; whether the raw like-for-like changes exceed the noise; the largest changes;
-        the ranking; the domains and the item with the most evidence of change; the
-        re-scoring of changed keys; the run-to-run noise floor (each when it applies).
+    What was compared; what was added, removed or changed; the benchmark's and the models'
+    parts; the domains that moved for every model; the models beyond the field; whether the
+    raw changes exceed the noise; the largest changes; the ranking; the domains and the item
+    with the most evidence of change; the re-scoring; the run-to-run noise floor.
     """
     c = view.comparison
     models = _one_per_model(c.models)
@@ -648,13 +570,10 @@ def show_findings(view: CompareView) -> None:
 
 
 def show_record(view: CompareView) -> None:
-    """Display the report's record for the JSON beside it (nothing to see; see :mod:`jagged.report.record`):
-    :func:`glance`, the per-model table (``metrics``), the field's shift per domain (``domains``) and
-    ``change_shares``."""
+    """Display the record for the JSON beside the report (nothing to see): :func:`glance`, ``metrics``, ``domains``,
+    ``change_shares``.
+    """
     from IPython.display import display
-
-    from jagged.views.display import RECORD_MIME, json_records
-    from jagged.views.glance import glance_table as finding_table
 
     c = view.comparison
     display({RECORD_MIME: {"glance": json_records(finding_table(glance(view))), "metrics": json_records(c.models),
@@ -676,8 +595,7 @@ def _forest_alt(rows: pd.DataFrame, value: str, label: str, what: str, limit: in
 
 
 def forest_alt(models: pd.DataFrame, stat: str = "macro_score", limit: int | None = None) -> str:
-    """Alt text of :func:`jagged.plots.compare.delta_forest` (``stat``) and, with ``stat="field"``,
-    of :func:`jagged.plots.compare.field_forest`."""
+    """Alt text of :func:`jagged.plots.compare.delta_forest` (``stat``), with ``stat="field"`` of ``field_forest``."""
     if stat == "field":
         return _forest_alt(_one_per_model(models), "macro_delta_vs_field", "model",
                            "each model's macro-score change relative to the field", limit)

@@ -1,15 +1,9 @@
 """Show figures and tables in a notebook: PNG with alt text, escaped HTML tables.
 
-The report notebook calls these instead of relying on the inline backend, so that
-
-* every figure is one embedded PNG at a modest resolution, with its alt text in the
-  output metadata (``{"image/png": {"alt": ...}}``), where nbconvert's HTML templates
-  (and jagged's) read it for the ``<img alt>`` attribute;
-* every table is HTML with header cells (``<th>``) whose text, model and domain names
-  included, is always HTML-escaped, plus a plain-text twin for terminals and nbval.
-
-The output of these functions is deterministic (no random ids), so nbval can compare a
-table exactly.
+Every figure is one embedded PNG at a modest resolution, its alt text in the output
+metadata (``{"image/png": {"alt": ...}}``) where the HTML templates read it; every table is
+HTML whose texts, names included, are escaped, with a plain-text twin for terminals and
+nbval. The output is deterministic (no random ids), so nbval can compare it exactly.
 """
 
 from __future__ import annotations
@@ -25,6 +19,18 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
+
+from jagged.views.overview import (
+    dataset_facts,
+    domain_table,
+    ends,
+    error_matrix,
+    left_out,
+    median_errors,
+    model_order,
+    others_label,
+    ranked,
+)
 
 #: Resolution of embedded figures; with the plot sizes in :mod:`jagged.plots` a report
 #: of 30 models stays far below 2 MB.
@@ -60,23 +66,10 @@ def _figure_of(obj: Any) -> Any:
 
 
 def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI, colors: int | None = None) -> bytes:
-    """Render an Axes' (or Figure's) figure to PNG bytes.
+    """Render an Axes' (or Figure's) figure to PNG bytes at ``dpi``.
 
-    Parameters
-    ----------
-    obj : matplotlib.axes.Axes or matplotlib.figure.Figure
-        What to render.
-    dpi : int
-        Resolution.
-    colors : int, optional
-        Reduce the image to a palette of at most this many colours (2–256). A dot, line
-        or bar chart looks the same and its PNG is about a third of the size; do not use
-        it for colour scales (heatmaps), whose shades it would merge.
-
-    Returns
-    -------
-    bytes
-        The PNG file.
+    ``colors`` (2–256) reduces the image to a palette: a dot, line or bar chart looks the same
+    at about a third of the size; not for colour scales (heatmaps), whose shades it would merge.
     """
     import matplotlib as mpl
 
@@ -107,11 +100,9 @@ def figure_png(obj: Any, *, dpi: int = DEFAULT_DPI, colors: int | None = None) -
 def _laid_out_once(figure: Any, dpi: int) -> Iterator[None]:
     """Run the figure's layout engine once, at the output resolution, and keep it still while saving.
 
-    ``savefig`` draws a figure that has a layout engine twice (a dry draw to lay it out,
-    then the real one), running constrained layout each time; executing the engine once
-    here (``LayoutEngine.execute``, public) and setting the engine to ``"none"`` for the
-    save gives the same positions with one layout and one draw. The engine is put back
-    afterwards, so the figure behaves as before.
+    ``savefig`` lays out a figure with a layout engine in a dry draw before the real one;
+    executing the engine here (``LayoutEngine.execute``) and setting it to ``"none"`` for the
+    save gives the same positions with one layout and one draw. The engine is put back after.
     """
     engine = figure.get_layout_engine()
     if engine is None or not hasattr(engine, "execute"):
@@ -152,24 +143,9 @@ def figure_bundle(obj: Any, alt: str, *, dpi: int = DEFAULT_DPI,
                   colors: int | None = None) -> tuple[dict[str, str], dict[str, Any]]:
     """The (data, metadata) pair of a figure's display output.
 
-    Parameters
-    ----------
-    obj : matplotlib.axes.Axes or matplotlib.figure.Figure
-        What to show.
-    alt : str
-        Text alternative: what the figure shows, for readers who cannot see it.
-    dpi : int
-        Resolution.
-    colors : int, optional
-        Palette size (see :func:`figure_png`).
-
-    Returns
-    -------
-    data : dict
-        ``image/png`` (base64) and ``text/plain`` (the alt text).
-    metadata : dict
-        ``{"image/png": {"alt": alt, "width": ..., "height": ...}}``; width and height are
-        in CSS pixels, so the image keeps its size on high-density screens.
+    ``data`` holds ``image/png`` (base64) and ``text/plain`` (the alt text); ``metadata`` is
+    ``{"image/png": {"alt": alt, "width": ..., "height": ...}}`` in CSS pixels, so the image
+    keeps its size on high-density screens. ``colors``: see :func:`figure_png`.
     """
     if not str(alt).strip():
         raise ValueError("a figure needs alt text")
@@ -183,21 +159,9 @@ def figure_bundle(obj: Any, alt: str, *, dpi: int = DEFAULT_DPI,
 
 def show_figure(obj: Any, alt: str, *, dpi: int = DEFAULT_DPI, colors: int | None = None,
                 close: bool = True) -> None:
-    """Display a figure as an embedded PNG with alt text, then close it.
+    """Display a figure (what a plot of :mod:`jagged.plots` returns) as a PNG with alt text, then close it.
 
-    Parameters
-    ----------
-    obj : matplotlib.axes.Axes or matplotlib.figure.Figure
-        What to show (what the plot functions of :mod:`jagged.plots` return).
-    alt : str
-        Text alternative, stored in the output metadata for the HTML ``alt`` attribute.
-    dpi : int
-        Resolution.
-    colors : int, optional
-        Reduce to a palette of this many colours for a smaller file (dot, line and bar
-        charts; not colour scales), see :func:`figure_png`.
-    close : bool
-        Close the figure afterwards, so the inline backend does not show it twice.
+    ``colors``: see :func:`figure_png`; ``close`` keeps the inline backend from showing it twice.
     """
     from IPython.display import display
 
@@ -214,7 +178,8 @@ def _is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and bool(np.isnan(value)))
 
 
-def _cell_text(value: Any, spec: str | Callable[[Any], str] | None) -> str:
+def cell_text(value: Any, spec: str | Callable[[Any], str] | None = None) -> str:
+    """A cell's display text (see :func:`format_table`)."""
     if callable(spec):
         return spec(value)
     if _is_missing(value):
@@ -232,24 +197,14 @@ Format = str | Callable[[Any], str]
 
 
 def format_table(frame: pd.DataFrame, formats: Mapping[str, Format] | None = None) -> pd.DataFrame:
-    """Turn every cell into display text.
+    """Every cell as display text (same shape, column names as strings).
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        The table.
-    formats : mapping, optional
-        Column → format spec (``"{:.3f}"``, applied to non-missing values) or callable
-        (applied to every value). Other columns: floats with 4 decimals, booleans as
-        yes/no. Missing values show as an em dash.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Same shape and column names (as strings), every cell a string.
+    ``formats`` maps a column to a format spec (``"{:.3f}"``, for non-missing values) or a
+    callable (for every value). Otherwise floats get 4 decimals, booleans yes/no; missing
+    values show as an em dash.
     """
     formats = dict(formats or {})
-    out = {str(c): [_cell_text(v, formats.get(c)) for v in frame[c].tolist()] for c in frame.columns}
+    out = {str(c): [cell_text(v, formats.get(c)) for v in frame[c].tolist()] for c in frame.columns}
     return pd.DataFrame(out, index=frame.index, columns=[str(c) for c in frame.columns])
 
 
@@ -257,28 +212,12 @@ def table_html(frame: pd.DataFrame, *, caption: str | None = None,
                formats: Mapping[str, Format] | None = None,
                numeric: tuple[str, ...] | None = None, row_header: bool = True,
                cut: tuple[int, str] | None = None) -> str:
-    """An escaped HTML table with a header row of ``<th scope="col">`` cells.
+    """An escaped HTML table (``<table class="jagged-table">``) with a header row of ``<th scope="col">`` cells.
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        The table; its index is not shown.
-    caption : str, optional
-        Caption (escaped).
-    formats : mapping, optional
-        See :func:`format_table`.
-    numeric : tuple of str, optional
-        Columns to right-align; by default the numeric columns of ``frame``.
-    row_header : bool
-        Make each row's first cell a ``<th scope="row">`` (the model, domain, ... it is about).
-    cut : (int, str), optional
-        After this many rows, a row spanning the table with this text (escaped), saying what
-        was left out between the first and the last rows.
-
-    Returns
-    -------
-    str
-        ``<table class="jagged-table">…</table>``; every header and cell text is escaped.
+    The index is not shown; ``formats`` as in :func:`format_table`; ``numeric`` columns (by
+    default the numeric ones) are right-aligned; with ``row_header`` each row's first cell is a
+    ``<th scope="row">``. ``cut`` = (n, text): after n rows, a row spanning the table saying
+    what was left out. Repeated notes are said once under it (:func:`shared_notes`).
     """
     text = format_table(frame, formats)
     text, footnotes = shared_notes(text)
@@ -348,19 +287,15 @@ def collapse_markup(text: str, shown: int = COLLAPSE_SHOWN) -> str:
 
 
 def cell_markup(text: str) -> str:
-    """A cell's text as HTML: escaped; a long one (over :data:`WRAP_MIN` characters) in a
-    ``<span class="wrap">``; one without spaces (an id) also gets line-break opportunities
-    (``<wbr/>``) after ``/``, ``_``, ``-`` and ``.``, at most one per :data:`WRAP_STEP`
-    characters, so that a 100-character
-    model id wraps into a narrow column at its natural joints instead of taking the table's
-    whole width. The text a reader copies or a screen reader speaks is unchanged (``<wbr/>``
-    has no content).
+    """A cell's text as escaped HTML, long ones wrapping.
 
-    Notes
-    -----
-    ``<wbr/>`` is written self-closed and sparingly: nbconvert parses the whole page with
-    BeautifulSoup, whose ``html.parser`` builder slows down quadratically on many unclosed
-    void elements (4,500 long names: 100 s for ``<wbr>`` everywhere, 2 s like this).
+    Over :data:`WRAP_MIN` characters it sits in a ``<span class="wrap">``; without spaces (an
+    id) it also gets ``<wbr/>`` after ``/``, ``_``, ``-`` and ``.``, at most one per
+    :data:`WRAP_STEP` characters, so a 100-character model id wraps at its joints (the text
+    copied or spoken is unchanged); over :data:`COLLAPSE_MIN` it collapses
+    (:func:`collapse_markup`). ``<wbr/>`` is self-closed and sparse: BeautifulSoup's
+    ``html.parser``, which nbconvert runs on the page, slows down quadratically on many unclosed
+    void elements.
     """
     escaped = html.escape(text)
     if len(text) <= WRAP_MIN:
@@ -392,31 +327,12 @@ def table_text(frame: pd.DataFrame, formats: Mapping[str, Format] | None = None)
 def show_table(frame: pd.DataFrame, *, caption: str | None = None,
                formats: Mapping[str, Format] | None = None, collapsed: str | None = None,
                limit: int | None = None) -> None:
-    """Display a table as escaped HTML with a plain-text twin (see :func:`table_html`).
+    """Display a table as escaped HTML (:func:`table_block`) with a plain-text twin.
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        The table.
-    caption : str, optional
-        Caption.
-    formats : mapping, optional
-        See :func:`format_table`.
-    collapsed : str, optional
-        Put the table in a closed ``<details>`` element with this summary line.
-    limit : int, optional
-        Show only the first and last rows, ``limit`` in all, with a row between them that
-        says how many were left out (:func:`jagged.views.overview.ends`, the cut the plots
-        use); for tables whose every row is also in the per-model table.
-
-    Notes
-    -----
-    Every table is wrapped in a keyboard-focusable region (``<div class="table-wrap"
-    role="region">``) that scrolls sideways when the table is wider than the page; one of
-    more than :data:`SCROLL_ROWS` rows (``class="table-scroll"``) also scrolls downwards, so
-    that a report of hundreds of models stays navigable; printed, it unrolls in full. A
-    cell longer than :data:`COLLAPSE_MIN` characters collapses into a ``<details>``; a note
-    repeated on many rows is said once under the table (:func:`shared_notes`).
+    ``collapsed`` puts it in a closed ``<details>`` with this summary; ``limit`` shows only the
+    first and last rows (:func:`cut_rows`), for tables whose every row is also in the
+    per-model table. Every table scrolls sideways in a focusable region, one of more than
+    :data:`SCROLL_ROWS` rows also downwards (printed, it unrolls).
     """
     from IPython.display import display
 
@@ -426,17 +342,7 @@ def show_table(frame: pd.DataFrame, *, caption: str | None = None,
 
 
 def cut_rows(frame: pd.DataFrame, limit: int | None) -> tuple[pd.DataFrame, int]:
-    """The first and last rows of a table, ``limit`` in all (:func:`jagged.views.overview.ends`).
-
-    Returns
-    -------
-    kept : pandas.DataFrame
-        The rows kept, in order.
-    cut : int
-        How many rows come before the left-out ones (0 when none were left out).
-    """
-    from jagged.views.overview import ends
-
+    """The first and last rows of a table, ``limit`` in all (:func:`jagged.views.overview.ends`), and the cut."""
     positions, cut = ends(range(len(frame)), limit)
     return (frame if not cut else frame.iloc[positions]), cut
 
@@ -467,21 +373,11 @@ _MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~$:")
 
 
 def markdown_text(value: Any) -> str:
-    """A name to put inside Markdown, so that it shows as typed and is never markup.
+    """A name to put inside Markdown, shown as typed and never markup.
 
-    HTML-significant characters become entities (``<`` → ``&lt;``), so raw HTML cannot
-    pass through the Markdown renderer (nbconvert's lets raw HTML through); Markdown
-    punctuation is backslash-escaped, so ``*x*`` stays ``*x*`` rather than becoming
-    emphasis and ``$x$`` never becomes math. Runs of white space become one space.
-
-    Parameters
-    ----------
-    value : object
-        A model, domain or profile name (anything; converted with ``str``).
-
-    Returns
-    -------
-    str
+    HTML-significant characters become entities (nbconvert's renderer passes raw HTML
+    through), Markdown punctuation is backslash-escaped (``*x*`` stays ``*x*``, ``$x$`` never
+    becomes math); runs of white space become one space.
     """
     out = []
     for char in " ".join(str(value).split()):
@@ -495,13 +391,7 @@ def markdown_text(value: Any) -> str:
 
 
 def show_heading(text: str, level: int = 3) -> None:
-    """Display a heading whose text comes from the data (a model name), escaped.
-
-    Static headings are Markdown cells of the notebook; this is for the few that name a
-    model or profile. The heading is Markdown (``### ...``, its text through
-    :func:`markdown_text`), so the renderer gives it an anchor and the table of contents
-    lists it like any other.
-    """
+    """Display a Markdown heading whose text comes from the data (a model name), escaped by :func:`markdown_text`."""
     from IPython.display import display
 
     if level not in (2, 3, 4):
@@ -521,15 +411,7 @@ def show_text(text: str) -> None:
 
 
 def show_dataset(dataset: Any) -> None:
-    """Show what was read: a facts table and a per-domain table.
-
-    Parameters
-    ----------
-    dataset : jagged.Dataset
-        A loaded dataset.
-    """
-    from jagged.views.overview import dataset_facts, domain_table
-
+    """Show what was read: a facts table and a per-domain table."""
     show_table(dataset_facts(dataset), caption="What was read")
     show_table(domain_table(dataset.scores), caption="Domains", formats={"n_items": "{:.0f}"})
 
@@ -541,29 +423,16 @@ METRIC_FORMATS: dict[str, str] = {
 
 
 def show_metrics(table: pd.DataFrame, *, by: str = "cv_error") -> None:
-    """Show the per-model jaggedness table, most jagged first.
+    """Show the per-model jaggedness table (:func:`jagged.views.overview.ranked` by ``by``).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` (profile rows are reduced to one
-        row per model, see :func:`jagged.views.overview.per_model`); its
-        ``cv_error_rests_on`` is shown beside ``cv_error`` when a model has one (the domain
-        without which it would be at most half, :func:`jagged.stats.leave_one_out.rests_on`).
-    by : str
-        Sort column (highest first; undefined values last).
+    A model's ``cv_error_rests_on`` (the domain without which it would be at most half) is
+    shown beside ``cv_error`` when any model has one.
     """
-    from IPython.display import display
-
-    from jagged.views.overview import ranked
-
     rows = ranked(table, by)
     marks = table.drop_duplicates("model").set_index("model").get("cv_error_rests_on")
     if marks is not None and (marks != "").any():  # the domain a cv_error rests on (leaving it out halves it)
         rows.insert(rows.columns.get_loc("cv_error") + 1, "cv_error_rests_on", rows["model"].map(marks).fillna(""))
-    caption = f"Per-model jaggedness, sorted by {by} (highest first)"
-    display({"text/html": table_block(rows, caption=caption, formats=METRIC_FORMATS),
-             "text/plain": table_text(rows, METRIC_FORMATS)}, raw=True)
+    show_table(rows, caption=f"Per-model jaggedness, sorted by {by} (highest first)", formats=METRIC_FORMATS)
 
 
 def json_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -573,20 +442,7 @@ def json_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def show_error_matrix(scores: pd.DataFrame, table: pd.DataFrame, *, limit: int | None = None) -> None:
-    """The heatmap's numbers as a table (collapsed): error rate per model and domain.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    table : pandas.DataFrame
-        Metrics table, for the row order.
-    limit : int, optional
-        Keep only the most and least jagged models, as the heatmap does, with the same
-        summary row (the median error per domain of the models left out) between them.
-    """
-    from jagged.views.overview import error_matrix, left_out, median_errors, model_order, others_label
-
+    """The heatmap's numbers as a collapsed table, with the same ``limit`` cut and summary row."""
     matrix = error_matrix(scores, table, limit=limit)
     cut = model_order(table, limit=limit)[1]
     if cut:  # the heatmap's summary row of the models left out, in the same place

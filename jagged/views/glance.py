@@ -1,27 +1,12 @@
 """The report's first section, "At a glance": its findings in a few sentences, from the numbers.
 
-:func:`glance` turns an :class:`~jagged.analysis.Analysis` into a short list of
-:class:`Finding` rows (a label, one plain-text sentence, and the numbers behind it);
-:func:`glance_table` gives them as a tidy DataFrame, :func:`glance_html` as an escaped
-list, and :func:`show_glance` displays them in a notebook. Nothing here computes a
-statistic: each finding picks and phrases values of the analysis's tables.
-
-Adding a section's finding
---------------------------
-Each report section contributes through one function in :data:`CONTRIBUTORS`, in report
-order. A contributor takes the ``Analysis`` and returns a :class:`Finding`, a list of them,
-or ``None`` when its section does not apply (check ``analysis.sections.get("NAME")``, so
-that the glance works before and after the section exists). To add one:
-
-1. write ``def NAME_finding(analysis) -> Finding | None`` (here, or in the section's own
-   views module and imported lazily in a stub here, as :func:`items_finding` and
-   :func:`decomposition_finding` show); one or two sentences, plain text, names as they
-   are (:func:`glance_html` escapes them), numbers with their intervals where they exist;
-2. put ``("NAME", NAME_finding)`` into :data:`CONTRIBUTORS` where the section sits in the
-   report (the stubs for the item audit and the model/benchmark decomposition are in
-   place: fill in their bodies);
-3. test it with a hand-made table (``tests/test_glance.py`` shows how to build an
-   ``Analysis`` around one), checking the numbers in the sentence.
+:func:`glance` turns an :class:`~jagged.analysis.Analysis` into :class:`Finding` rows (a
+label, one plain-text sentence, the numbers behind it); nothing here computes a statistic.
+A report section contributes one function to :data:`CONTRIBUTORS`, in report order: it
+takes the ``Analysis`` and returns a ``Finding``, a list of them, or None when its section
+does not apply (``analysis.sections.get("NAME")``); names as they are (:func:`glance_html`
+escapes them), numbers with their intervals where they exist. ``tests/test_glance.py``
+builds an ``Analysis`` around a hand-made table to test one.
 """
 
 from __future__ import annotations
@@ -34,7 +19,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from jagged.text import listing
+from jagged.stats.intervals import outside
+from jagged.text import listing, plural
+from jagged.views.display import RECORD_MIME, json_records
+from jagged.views.overview import by_jaggedness
+from jagged.views.structure import ZERO_PART, model_specific_part, percent, relative_column, size_word
 
 #: Profiles whose wedge says nothing (the macro average itself).
 NEUTRAL_PROFILES = frozenset({"uniform"})
@@ -49,12 +38,10 @@ class Finding:
     section : str
         The report section it summarises (``"jaggedness"``, ``"noise"``, ``"profiles"``,
         ``"items"``, ``"irt"``, ``"decomposition"``).
-    label : str
-        A short lead-in, shown in bold ("Most jagged").
-    sentence : str
-        The finding in plain text (names as typed; escaped when shown).
+    label, sentence : str
+        A short bold lead-in ("Most jagged") and the finding in plain text.
     subject : str
-        The model (or model and profile) it is about, "" when it is about the whole table.
+        The model (or model and profile) it is about, "" for the whole table.
     statistic : str
         The column its ``value`` comes from ("cv_error", "wedge", ...).
     value, lo, hi : float
@@ -62,9 +49,8 @@ class Finding:
     count, total : float
         For counts: how many of how many (NaN otherwise).
     rests_on : str
-        The domain the value rests on ("" when none): leaving it out ends the subject's lead
-        or at least halves its value (:func:`jagged.stats.leave_one_out.headline_rests_on`);
-        the sentence says so, with the subject's score there.
+        The domain the value rests on (leaving it out ends the subject's lead or at least
+        halves its value, :func:`jagged.stats.leave_one_out.headline_rests_on`), "" when none.
     """
 
     section: str
@@ -95,10 +81,6 @@ def _per_model(table: pd.DataFrame) -> pd.DataFrame:
     return table.drop_duplicates("model").reset_index(drop=True)
 
 
-def _pct(value: float) -> str:
-    return f"{value:.0%}" if _finite(value) else "unknown"
-
-
 def _level(analysis: Any) -> str:
     return f"{analysis.options.ci:.0%}"
 
@@ -112,12 +94,12 @@ def _interval_text(row: pd.Series, analysis: Any, column: str = "cv_error", what
 
 def _rests_on(analysis: Any, column: str, values: pd.Series, subject: Any, *, largest: bool, what: str,
               leader_text: str, digits: int = 2, absolute: bool = False) -> tuple[str, str]:
-    """`` This rests on one domain: …`` and the domain, when the headline's value rests on one (else ``("", "")``).
+    """`` This rests on one domain: …`` and the domain when the headline's value rests on one, else ``("", "")``.
 
-    ``values`` are the ranked values (index: the subjects), ``column`` names the
-    :attr:`~jagged.analysis.Analysis.leave_one_out` table of the same statistic; ``leader_text``
-    completes "and X would be …" when another subject leads without the domain; with
-    ``absolute`` the ranking is by magnitude and the signed value is quoted (the wedge).
+    ``values`` are the ranked values (index: the subjects) of the
+    :attr:`~jagged.analysis.Analysis.leave_one_out` statistic ``column``; ``leader_text``
+    completes "and X would be …"; with ``absolute`` the ranking is by magnitude and the signed
+    value is quoted (the wedge).
     """
     rests = analysis.rests_on(column, values, subject, largest=largest, absolute=absolute)
     if rests is None:
@@ -140,10 +122,9 @@ def _rests_on(analysis: Any, column: str, values: pd.Series, subject: Any, *, la
 
 
 def _cv_detail(row: pd.Series, analysis: Any, *, nested: bool = False) -> str:
-    """``cv_error 0.412 (0.398 with sampling noise removed, 95% interval …)`` for a row.
+    """``cv_error 0.412 (0.398 with sampling noise removed, 95% interval …)``; ``nested`` joins with commas.
 
-    The interval is the noise-corrected value's (it contains that value, not the raw one), so
-    it is written right after it; ``nested`` writes the parts with commas.
+    The interval is the corrected value's (it contains that value), so it follows it.
     """
     extra = []
     corrected = row.get("cv_error_corrected", math.nan)
@@ -157,8 +138,7 @@ def _cv_detail(row: pd.Series, analysis: Any, *, nested: bool = False) -> str:
 
 
 def _cv_numbers(row: pd.Series) -> dict[str, Any]:
-    """A cv_error finding's statistic, value and interval: the noise-corrected value with its interval when it has
-    one (the interval contains that value), else the raw ``cv_error``."""
+    """A cv_error finding's numbers: the corrected value with its interval if it has one, else the raw ``cv_error``."""
     corrected = row.get("cv_error_corrected", math.nan)
     lo, hi = row.get("cv_error_lo", math.nan), row.get("cv_error_hi", math.nan)
     if _finite(corrected) and _finite(lo) and _finite(hi):
@@ -189,32 +169,15 @@ def _raw_findings(analysis: Any, rows: pd.DataFrame) -> list[Finding]:
 
 
 def jaggedness_findings(analysis: Any) -> list[Finding]:
-    """The most and the least jagged model: after adjusting for level first, the raw ``cv_error`` beside it.
+    """The most and the least jagged model: adjusted for level first, the raw ``cv_error`` beside it.
 
-    ``cv_error`` divides by the mean error, so it rises with the level (on the bundled data
-    its rank correlation with the macro score is +0.96): the model it ranks first is often
-    just the strongest. Where the decomposition exists, each finding leads with the relative
-    jaggedness (the spread of the model's residuals once its level and each domain's
-    difficulty are taken out; noise-corrected with item counts, raw without them,
-    :func:`jagged.views.structure.relative_column`) and names the most jagged model by
-    ``cv_error`` beside it, with that rank correlation.
-
-    Returns
-    -------
-    list of Finding
-        Two findings ("Most jagged", "Least jagged"; one with a single model, none when no
-        model has a defined value). With a decomposition, ``statistic`` is the relative
-        jaggedness column and ``lo``/``hi`` its bootstrap interval when there is one;
-        without, ``statistic="cv_error"``, or ``"cv_error_corrected"`` with ``lo``/``hi`` its
-        interval when a bootstrap ran (the value is always the one its interval contains).
-        When the named model's value rests on one domain (leaving it out ends its lead or at
-        least halves the value; :func:`jagged.stats.leave_one_out.headline_rests_on`) the
-        sentence names that domain, the model's score there and the value without it, and
-        ``rests_on`` holds the domain.
+    ``cv_error`` divides by the mean error, so it rises with the level: the model it ranks
+    first is often just the strongest. With a decomposition each finding leads with the
+    relative jaggedness (:func:`jagged.views.structure.relative_column`; ``lo``/``hi`` its
+    interval) and names the most jagged by ``cv_error`` beside it, with their rank correlation;
+    without, ``statistic`` is ``cv_error`` or, with a bootstrap, ``cv_error_corrected`` (the
+    value its interval contains). A value resting on one domain says so (``rests_on``).
     """
-    from jagged.views.overview import by_jaggedness
-    from jagged.views.structure import relative_column
-
     rows = by_jaggedness(analysis.table)
     if rows.empty:
         return []
@@ -268,16 +231,10 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
 
 
 def noise_finding(analysis: Any) -> Finding:
-    """Whether the jaggedness is distinguishable from sampling noise (``noise_flag``).
+    """Whether the jaggedness is distinguishable from sampling noise (``noise_flag``); always says something.
 
-    Unlike the other contributors it always says something: without item counts the reader
-    must know that noise could not be checked.
-
-    Returns
-    -------
-    Finding
-        ``count`` = models whose jaggedness is distinguishable from noise, ``total`` =
-        models with a noise estimate.
+    ``count`` = models distinguishable from noise, ``total`` = models with a noise estimate;
+    without item counts the sentence says noise could not be checked.
     """
     rows = _per_model(analysis.table)
     known = rows[rows["noise_share"].notna()] if "noise_share" in rows else rows.iloc[:0]
@@ -304,15 +261,7 @@ def noise_finding(analysis: Any) -> Finding:
 
 
 def profiles_finding(analysis: Any) -> Finding | None:
-    """The largest |wedge| and the profile behind it (None without profiles).
-
-    Returns
-    -------
-    Finding or None
-        ``subject`` = "MODEL under PROFILE", ``value`` = the wedge, ``lo``/``hi`` its
-        interval when a bootstrap ran. The ``uniform`` profile (wedge 0 by definition) is
-        left out.
-    """
+    """The largest |wedge| and the profile behind it (None without profiles; the ``uniform`` profile left out)."""
     if not analysis.sections.get("profiles"):
         return None
     table = analysis.table
@@ -340,7 +289,7 @@ def profiles_finding(analysis: Any) -> Finding | None:
 
 
 def items_finding(analysis: Any) -> Finding | None:
-    """How many items the item audit flags ("Items to look at"), from :func:`jagged.views.item_audit.items_glance`."""
+    """How many items the item audit flags, from :func:`jagged.views.item_audit.items_glance`."""
     if not analysis.sections.get("items"):
         return None
     from jagged.views.item_audit import items_glance
@@ -350,10 +299,7 @@ def items_finding(analysis: Any) -> Finding | None:
 
 
 def irt_finding(analysis: Any) -> Finding | None:
-    """Which model sits beyond the most domains' measuring ranges ("Where each domain measures").
-
-    From :func:`jagged.views.irt.beyond_glance`; None when the section does not apply.
-    """
+    """Which model sits beyond the most domains' measuring ranges, from :func:`jagged.views.irt.beyond_glance`."""
     if not analysis.sections.get("irt"):
         return None
     from jagged.views.irt import beyond_glance
@@ -363,15 +309,7 @@ def irt_finding(analysis: Any) -> Finding | None:
 
 
 def decomposition_finding(analysis: Any) -> Finding | None:
-    """How much of the jaggedness is model-specific ("Is it the model or the benchmark?").
-
-    Returns
-    -------
-    Finding or None
-        ``statistic="residual_beyond_noise"`` (``"residual"`` without item counts),
-        ``value`` = that share of the variance of the logit error rates; the sentence is
-        :func:`structure_finding`'s. None when the section does not apply.
-    """
+    """How much of the jaggedness is model-specific (:func:`structure_finding`); None if the section does not apply."""
     if not analysis.sections.get("decomposition"):
         return None
     sentence, statistic, value = structure_finding(analysis.structure)
@@ -379,39 +317,24 @@ def decomposition_finding(analysis: Any) -> Finding | None:
 
 
 def structure_finding(structure: Any) -> tuple[str, str, float]:
-    """The "At a glance" finding of this section: how much of the unevenness is model-specific.
+    """(sentence, statistic, value): how much of the unevenness is model-specific.
 
-    Parameters
-    ----------
-    structure : Structure
-        :func:`jagged.stats.structure.structure` of the report's scores.
-
-    Returns
-    -------
-    (sentence, statistic, value)
-        ``statistic`` is ``"residual_beyond_noise"`` (the share of the variance of the
-        logit error rates that the model × domain residual carries beyond sampling noise),
-        or ``"residual"`` without item counts; ``value`` is that share. The sentence adds
-        the level and difficulty shares and the number of dimensions. When the residual is
-        no larger than the noise expected in it (0 % beyond noise) it says so and how many
-        models nonetheless show unevenness beyond noise by their own test
-        (``relative_noise_flag``), so that a model named elsewhere with a positive
-        noise-corrected relative jaggedness does not contradict it.
-        :func:`decomposition_finding` turns it into a ``Finding``.
+    ``statistic`` is ``"residual_beyond_noise"`` (the share of the variance of the logit error
+    rates the model × domain residual carries beyond sampling noise), or ``"residual"``
+    without item counts. The sentence adds the level and difficulty shares and the number of
+    dimensions; when 0 % is beyond noise it says how many models still show unevenness beyond
+    noise by their own test (``relative_noise_flag``).
     """
-    from jagged.text import plural
-    from jagged.views.structure import ZERO_PART, model_specific_part, size_word
-
     value, net = model_specific_part(structure)
     statistic = "residual_beyond_noise" if net else "residual"
-    levels = (f"the models' level carries {_pct(structure.share('model'))} and the domains' difficulty "
-              f"{_pct(structure.share('domain'))}.")
+    levels = (f"the models' level carries {percent(structure.share('model'))} and the domains' difficulty "
+              f"{percent(structure.share('domain'))}.")
     if net and value < ZERO_PART:
         models = structure.models
         flags = models["relative_noise_flag"].astype("boolean")
         tested = int(flags.notna().sum())
         clear = int((~flags).fillna(False).sum())
-        sentence = (f"Across the table the model × domain residual ({_pct(structure.share('residual'))} of the "
+        sentence = (f"Across the table the model × domain residual ({percent(structure.share('residual'))} of the "
                     f"variance of the error rates) is no larger than sampling noise would produce, so 0 % is "
                     f"model-specific beyond noise; {levels}")
         if clear:
@@ -419,7 +342,7 @@ def structure_finding(structure: Any) -> tuple[str, str, float]:
                          "beyond noise.")
     else:
         kind = "beyond sampling noise" if net else "with sampling noise included (no item counts to separate it)"
-        sentence = (f"{_pct(value)} of the variance of the error rates is model-specific unevenness {kind}, "
+        sentence = (f"{percent(value)} of the variance of the error rates is model-specific unevenness {kind}, "
                     f"a {size_word(value)} part; {levels}")
     dims = structure.dimensions
     if dims.n_dimensions is not None:
@@ -444,21 +367,7 @@ CONTRIBUTORS: tuple[tuple[str, Contributor], ...] = (
 
 
 def glance(analysis: Any, contributors: Sequence[tuple[str, Contributor]] = CONTRIBUTORS) -> list[Finding]:
-    """Every contributor's findings, in order.
-
-    Parameters
-    ----------
-    analysis : jagged.analysis.Analysis
-        The report's analysis.
-    contributors : sequence of (section, function)
-        Default :data:`CONTRIBUTORS`.
-
-    Returns
-    -------
-    list of Finding
-    """
-    from jagged.stats.intervals import outside
-
+    """Every contributor's findings, in order; a value outside its printed interval is an internal error."""
     out: list[Finding] = []
     for _, contribute in contributors:
         found = contribute(analysis)
@@ -502,13 +411,10 @@ def show_record(analysis: Any) -> None:
     """Display the report's record for REPORT.json: the glance's findings and the metrics table.
 
     The output carries only :data:`jagged.views.display.RECORD_MIME` (nothing to see); the
-    renderer leaves it out of the HTML and :mod:`jagged.report.record` writes it beside the
-    report. The report notebook calls it in its analysis cell, which every choice of
-    ``--sections`` keeps.
+    renderer leaves it out of the HTML and :mod:`jagged.report.record` writes it.
     """
     from IPython.display import display
 
-    from jagged.views.display import RECORD_MIME, json_records
 
     display({RECORD_MIME: {"glance": json_records(glance_table(glance(analysis))),
                            "metrics": json_records(analysis.table)}}, raw=True)

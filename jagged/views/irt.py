@@ -1,17 +1,8 @@
-"""Tables and sentences of the item response model for the reports: where each domain measures, which items look flawed.
+"""Tables and sentences of the item response model: where each domain measures, which items look flawed.
 
-The inputs are what :mod:`jagged.stats.irt`, :mod:`jagged.stats.information` and
-:mod:`jagged.stats.flaw` return (through :class:`jagged.analysis.Analysis`: ``item_model``,
-``information``, ``flaws``); these functions choose, order and word them and compute no
-statistic. Names go in as they are: :mod:`jagged.views.display` escapes them.
-
-* :func:`range_table`, :func:`information_sentences`, :func:`information_alt` — the
-  information curves with the models placed on them (main report);
-* :func:`loading_sentence`, :func:`loading_alt` — the loadings-against-difficulties plot;
-* :func:`flaw_table`, :func:`flaw_sentence` — the expected number of flawed items per domain;
-* :func:`agreement_table`, :func:`agreement_sentence` — models that agree with likely wrong keys;
-* :func:`model_position`, :func:`position_data`, :func:`position_alt`,
-  :func:`describe_position` — one model on each domain's curve (per-model report).
+They choose, order and word what :mod:`jagged.stats.irt`, :mod:`jagged.stats.information`
+and :mod:`jagged.stats.flaw` return (``Analysis.item_model``, ``information``, ``flaws``);
+names go in as they are (:mod:`jagged.views.display` escapes them).
 """
 
 from __future__ import annotations
@@ -23,7 +14,7 @@ import pandas as pd
 
 from jagged.stats.information import DomainInformation
 from jagged.stats.irt import EXTREME_DIFFICULTY, WEAK_LOADING, IRTFit
-from jagged.text import plural
+from jagged.text import listing, plural
 from jagged.views.overview import LEGEND_MAX
 
 #: Formats of :func:`range_table`.
@@ -37,15 +28,6 @@ NOT_FITTED = ("The item response model was not fitted: its models × items matri
               "budget (select models or domains to fit it). The item audit above is the classical one.")
 #: How many names a sentence lists before "and N more".
 NAMES_SHOWN = 4
-#: Words for a model's position relative to a domain's measuring range.
-POSITION_WORDS = {"above": "above the range (its items too easy to tell such models apart)",
-                  "below": "below the range (its items too hard to tell such models apart)",
-                  "within": "within the range"}
-
-
-def _theta(value: float) -> str:
-    return f"{value:+.2f}" if np.isfinite(value) else "beyond the grid"
-
 
 def _span(lower: float, upper: float) -> str:
     lo = f"{lower:+.2f}" if np.isfinite(lower) else "below −4"
@@ -53,28 +35,12 @@ def _span(lower: float, upper: float) -> str:
     return f"{lo} to {hi}"
 
 
-def _names(names: list[str], shown: int = NAMES_SHOWN) -> str:
-    if len(names) <= shown:
-        return ", ".join(names)
-    return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
-
-
 def range_table(info: DomainInformation) -> pd.DataFrame:
     """Per domain: where it measures best, its half-peak range, and the models beyond it (report table).
 
-    Parameters
-    ----------
-    info : DomainInformation
-        :func:`jagged.stats.information.domain_information` of the report's item model.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``domain``, ``fitted items`` (not the items every model answers alike),
-        ``measures best at θ`` (the information's peak), ``SE there`` (1/√ of the peak
-        information), ``measuring range`` (θ where the information is at least half its
-        peak), ``models above`` and ``models below`` (their names, "—" for none). Domains
-        with the most models beyond their range first, then in the fit's order.
+    ``fitted items`` leaves out those every model answers alike; ``SE there`` is 1/√ of the
+    peak information; ``measuring range`` is where the information is at least half its peak;
+    ``models above`` / ``below`` list names ("—": none). Most models beyond first.
     """
     ranges, places = info.ranges, info.places
 
@@ -97,12 +63,8 @@ def range_table(info: DomainInformation) -> pd.DataFrame:
 
 
 def information_sentences(info: DomainInformation) -> list[str]:
-    """What the information curves say, in two or three sentences (plain text).
-
-    Names the domain measuring lowest and highest on the ability scale, and the models
-    beyond a domain's measuring range (most domains first); or says that every model sits
-    within every range.
-    """
+    """What the information curves say in two or three sentences: the lowest and highest peaks, the models beyond a
+    range."""
     ranges = info.ranges[np.isfinite(info.ranges["theta_peak"].to_numpy(float))]
     if not len(ranges):
         return ["No domain has an item the model could fit, so no domain's information is shown."]
@@ -127,20 +89,15 @@ def information_sentences(info: DomainInformation) -> list[str]:
                 "informative items" if position == "above" else
                 "below a domain's range: its items are too hard for them, so their abilities there are uncertain")
         verb = "sits" if len(part) == 1 else "sit"
-        out.append(f"{plural(len(part), 'model')} of {n_models} {verb} {word}: {_names(listed)}.")
+        out.append(f"{plural(len(part), 'model')} of {n_models} {verb} {word}: {listing(listed, NAMES_SHOWN)}.")
     return out
 
 
 def beyond_glance(info: DomainInformation | None) -> dict[str, Any] | None:
-    """The "At a glance" line of "Where each domain measures": the model beyond the most domains' ranges.
+    """The "At a glance" parts of "Where each domain measures": the model beyond the most domains' ranges.
 
-    Returns
-    -------
-    dict or None
-        ``label``, ``sentence``, ``subject`` (the model), ``statistic="domains_beyond_range"``,
-        ``count`` (domains whose measuring range the model sits beyond, above or below) and
-        ``total`` (its domains); None without a fit. When every model sits within every
-        range the sentence says so (count 0, no subject).
+    ``count`` = domains whose range the model sits beyond, ``total`` = its domains; None
+    without a fit; count 0 and no subject when every model sits within every range.
     """
     if info is None or not len(info.places):
         return None
@@ -220,18 +177,9 @@ def flagged_by_model(fit: IRTFit) -> pd.Series:
 def flaw_table(flaws: Any) -> pd.DataFrame:
     """Expected flawed items per domain with intervals (report table), most first.
 
-    Parameters
-    ----------
-    flaws : FlawPosterior
-        :func:`jagged.stats.flaw.flaw_posterior` (``domains``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``domain``, ``items``, ``accuracy`` (the share of answers scored right),
-        ``miskeyed shown`` (the expected number of miskeyed items the responses show) and its
-        ``interval``, ``expected flawed`` (every flaw, including those responses cannot show)
-        and its ``interval`` (at the posterior's level).
+    ``accuracy`` is the share of answers scored right, ``miskeyed shown`` the expected number of
+    miskeyed items the responses show, ``expected flawed`` every flaw (also those responses
+    cannot show), each with its interval at the posterior's level.
     """
     d = flaws.domains.sort_values(["expected_flawed", "domain"], ascending=[False, True], kind="mergesort")
 
@@ -261,15 +209,10 @@ def flaw_sentence(flaws: Any) -> str:
 
 
 def agreement_table(flaws: Any) -> pd.DataFrame:
-    """Per model: its agreement with the file's key on items likely miskeyed, against its peers (report table).
+    """Per model: agreement with the file's key on likely miskeyed items, against its peers (report table).
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``agrees with key`` (its weighted share of key choices on likely miskeyed
-        items), ``peers`` (the other models' share), ``expected`` (what its ability and the
-        others' answers predict), ``z`` (against its peers), ``q`` (Benjamini–Hochberg) and
-        ``finding`` ("agrees with likely wrong keys" where flagged): flagged models first.
+    ``agrees with key`` (weighted share of key choices), ``peers``, ``expected`` (from its
+    ability and the others' answers), ``z``, ``q`` (Benjamini–Hochberg), ``finding``.
     """
     m = flaws.models
     return pd.DataFrame({"model": m["model"].to_numpy(dtype=object), "agrees with key": m["agree"].to_numpy(float),
@@ -294,23 +237,23 @@ def agreement_sentence(flaws: Any) -> str:
                 f"(Benjamini–Hochberg over {plural(len(m), 'model')}).")
     listed = [f"{r.model} ({r.agree:.0%} against {r.agree_peers:.0%} for its peers)" for r in flagged.itertuples()]
     verb = "agrees" if len(flagged) == 1 else "agree"
-    return (f"{_names(listed)} {verb} with likely wrong keys more than ability and peers explain: possible "
-            "contamination or training on this benchmark (a reason to look, not a verdict).")
+    return (f"{listing(listed, NAMES_SHOWN)} {verb} with likely wrong keys more than ability and peers explain: "
+            "possible contamination or training on this benchmark (a reason to look, not a verdict).")
+
+
+def _places(info: DomainInformation, model: str) -> pd.DataFrame:
+    """The model's rows of :attr:`DomainInformation.places`: beyond the range first, then the fit's order."""
+    places = info.places[info.places["model"].astype(str) == str(model)]
+    return places.assign(_o=(places["position"] == "within").astype(int)).sort_values("_o", kind="mergesort")
 
 
 def model_position(info: DomainInformation, model: str) -> pd.DataFrame:
     """One model on every domain's information curve (per-model report table).
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``domain``, ``ability θ`` (EAP) and its ``SD``, ``measuring range``, ``position``
-        (above / below / within), ``SE at θ`` (1/√ of the information at the model's
-        ability): beyond the range first, then the fit's domain order.
+    ``ability θ`` (EAP) with its ``SD``, ``measuring range``, ``position`` (above / below /
+    within), ``SE at θ`` (1/√ of the information there); beyond the range first.
     """
-    places = info.places[info.places["model"].astype(str) == str(model)]
-    r = info.ranges.set_index("group")
-    places = places.assign(_o=(places["position"] == "within").astype(int)).sort_values("_o", kind="mergesort")
+    places, r = _places(info, model), info.ranges.set_index("group")
     return pd.DataFrame({"domain": places["group"].to_numpy(dtype=object),
                          "ability θ": places["theta"].to_numpy(float), "SD": places["theta_sd"].to_numpy(float),
                          "measuring range": [_span(r.at[g, "lower"], r.at[g, "upper"]) for g in places["group"]],
@@ -319,16 +262,9 @@ def model_position(info: DomainInformation, model: str) -> pd.DataFrame:
 
 
 def position_data(info: DomainInformation, model: str) -> pd.DataFrame:
-    """One model's rows of :attr:`DomainInformation.places` with its domains' ranges, for the position plot.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``domain, theta, theta_sd, lower, upper, position`` in :func:`model_position`'s order.
-    """
-    places = info.places[info.places["model"].astype(str) == str(model)]
-    places = places.assign(_o=(places["position"] == "within").astype(int)).sort_values("_o", kind="mergesort")
-    r = info.ranges.set_index("group")
+    """One model's ``domain, theta, theta_sd, lower, upper, position`` for the position plot, as
+    :func:`model_position`."""
+    places, r = _places(info, model), info.ranges.set_index("group")
     return pd.DataFrame({"domain": places["group"].to_numpy(dtype=object), "theta": places["theta"].to_numpy(float),
                          "theta_sd": places["theta_sd"].to_numpy(float),
                          "lower": places["group"].map(r["lower"]).to_numpy(float),

@@ -1,8 +1,4 @@
-"""The item audit for a reader: tables and sentences of the report section "Items to look at".
-
-Nothing here computes a statistic; the functions pick, order, rename and phrase the
-columns of :mod:`jagged.stats.item_audit`.
-"""
+"""The item audit for a reader: tables and sentences of "Items to look at", from :mod:`jagged.stats.item_audit`."""
 
 from __future__ import annotations
 
@@ -12,6 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from jagged.analysis import strongest_models
 from jagged.stats.item_audit import REVIEW_FLAGS, ItemAudit, domain_flags, flag_counts, rescoring_options
 from jagged.text import plural
 
@@ -25,25 +22,12 @@ POSTERIOR = "P(flawed)"
 
 def strongest_choices(items: pd.DataFrame, models: Sequence[str], item_ids: Any = None,
                       keys: pd.Series | None = None) -> pd.Series:
-    """What the given models answered on each item, most common answer first.
+    """What ``models`` (strongest first) answered on each item, most common answer first.
 
-    Parameters
-    ----------
-    items : pandas.DataFrame
-        An item table (``model``, ``item``, ``correct`` and optionally ``choice``).
-    models : sequence of str
-        The models, strongest first (:func:`jagged.analysis.strongest_models`); listed in this order.
-    item_ids : iterable, optional
-        Only these items.
-    keys : pandas.Series, optional
-        Item → key; the answer equal to an item's key is marked ``(key)``.
-
-    Returns
-    -------
-    pandas.Series
-        Index ``item``; text such as ``"C (key): m1, m2; B: m3; no answer: m4"``. Answers are
-        the ``choice`` letters (``no answer`` when empty), or without a ``choice`` column
-        ``right`` / ``wrong`` / ``partial``. Items none of the models has are absent.
+    Text per item such as ``"C (key): m1, m2; B: m3; no answer: m4"``: the ``choice`` letters
+    (the one equal to the item's ``keys`` entry marked ``(key)``), or without a ``choice``
+    column ``right`` / ``wrong`` / ``partial``. ``item_ids`` restricts the items; items none of
+    the models has are absent.
     """
     rank = {m: k for k, m in enumerate(models)}
     rows = items[items["model"].isin(list(rank))]
@@ -69,13 +53,8 @@ def strongest_choices(items: pd.DataFrame, models: Sequence[str], item_ids: Any 
 
 
 def item_choices(analysis: Any, item_ids: Any = None) -> pd.Series | None:
-    """What the five models with the highest macro score chose on some items of an Analysis (None: no item table).
-
-    :func:`strongest_choices` of ``analysis.item_source`` with the audit's keys: what the
-    report and ``jagged items`` show beside each question.
-    """
-    from jagged.analysis import strongest_models
-
+    """:func:`strongest_choices` of the five models with the highest macro score, with the audit's keys (None: no
+    items)."""
     source = analysis.item_source
     if source is None or source.items is None:
         return None
@@ -99,25 +78,10 @@ def options_cell(options: Any, key: Any = None) -> str | None:
 
 def item_listing(audit: ItemAudit, *, text: pd.DataFrame | None = None, choices: pd.Series | None = None,
                  top: int | None = None) -> pd.DataFrame:
-    """The audit table of ``jagged items`` with the items' text: one row per item, most likely flawed first.
+    """The audit table of ``jagged items``, most likely flawed first (the first ``top``).
 
-    Parameters
-    ----------
-    audit : ItemAudit
-        The audit.
-    text : pandas.DataFrame, optional
-        Index item; ``text`` and ``options`` (:func:`jagged.readers.items.item_texts`).
-    choices : pandas.Series, optional
-        Index item; what the strongest models chose (:func:`strongest_choices`).
-    top : int, optional
-        Only the ``top`` items ranked first.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The columns of :func:`jagged.stats.item_audit.item_audit`, then ``text``, ``options``
-        (as stored: a JSON list of the option texts, option k being letter A + k) and
-        :data:`STRONGEST_COLUMN`, each only when given.
+    ``text`` (index item; ``text``, ``options`` as stored: a JSON list, option k being letter
+    A + k) and ``choices`` (:func:`strongest_choices`) add their columns when given.
     """
     table = audit.items.head(top) if top else audit.items
     extra = {}
@@ -132,14 +96,8 @@ def item_listing(audit: ItemAudit, *, text: pd.DataFrame | None = None, choices:
 
 
 def flag_table(audit: ItemAudit) -> pd.DataFrame:
-    """Counts per flag with the share of items each catches (report table).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``flag``, ``meaning``, ``items`` (count), ``share of items``, ``share where
-        computed``, ``review`` ("yes" for the flags that make an item *flagged*).
-    """
+    """Counts per flag with the share of items each catches; ``review`` "yes" for the flags that make an item
+    *flagged*."""
     counts = flag_counts(audit)
     return pd.DataFrame({
         "flag": counts["flag"].str.replace("_", " "),
@@ -152,15 +110,7 @@ def flag_table(audit: ItemAudit) -> pd.DataFrame:
 
 
 def domain_table(audit: ItemAudit) -> pd.DataFrame:
-    """Flagged share per domain (report table), most flagged first.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``domain``, ``items``, ``flagged``, ``share flagged``, the shares of the review
-        flags, and ``what-if re-scored`` (items with a likely key error and a clear
-        alternative).
-    """
+    """Flagged share per domain, most flagged first, with the shares of the review flags and ``what-if re-scored``."""
     d = domain_flags(audit)
     out = pd.DataFrame({"domain": d["domain"], "items": d["n_items"], "flagged": d["n_flagged"],
                         "share flagged": d["share_flagged"]})
@@ -177,33 +127,15 @@ DOMAIN_TABLE_FORMATS: dict[str, str] = {"share flagged": "{:.0%}",
 
 def top_items(audit: ItemAudit, per_domain: int = TOP_PER_DOMAIN, *, text: pd.DataFrame | None = None,
               choices: pd.Series | None = None) -> pd.DataFrame:
-    """The items most likely flawed in every domain, evidence first (report table).
+    """The ``per_domain`` items most likely flawed in every domain, evidence first (report table).
 
-    Parameters
-    ----------
-    audit : ItemAudit
-        The audit (ranked by P(flawed) when it has the flaw model; else by domain and item).
-    per_domain : int
-        Items per domain.
-    text : pandas.DataFrame, optional
-        Index item; ``text`` and ``options`` of (at least) the listed items
-        (``Analysis.item_text``).
-    choices : pandas.Series, optional
-        Index item; what the strongest models chose (:func:`strongest_choices`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Domains in the order of their first item, then by rank: ``domain``, ``item``,
-        ``rank`` (``flaw_rank``; with the flaw model), then what a reviewer reads: ``strong
-        models chose`` (the upper group's most chosen option and its share), ``key`` (every
-        key with its count when they differ), ``likely answer``, ``flags``, with ``choices``
-        ``top models chose`` (each of the strongest models' answer), with ``text``
-        ``question`` and ``options`` (``A) … | B) …``, the key's option marked
-        ``(key)``); then ``P(flawed)`` and its interval ``P lower``, ``P upper`` (with the
-        flaw model), ``p_correct``, ``discrimination`` (r_rest). Text is as given
-        (untrusted): :func:`jagged.views.display.show_table` escapes it and folds a long
-        cell into a ``<details>``.
+    Domains in the order of their first item (by P(flawed) with the flaw model, else by domain
+    and item): ``domain``, ``item``, ``rank``, then what a reviewer reads — ``strong models
+    chose`` (the upper group's choice and share), ``key`` (every key with its count when they
+    differ), ``likely answer``, ``flags``, with ``choices`` ``top models chose``, with ``text``
+    ``question`` and ``options`` (``A) … | B) …``, the key marked) — then ``P(flawed)`` with
+    ``P lower`` / ``P upper``, ``p_correct`` and ``discrimination`` (r_rest). Text is as given
+    (untrusted): :func:`jagged.views.display.show_table` escapes it.
     """
     items = audit.items
     ranked = "flaw_rank" in items
@@ -247,15 +179,8 @@ TOP_FORMATS: dict[str, str] = {POSTERIOR: "{:.2f}", "P lower": "{:.2f}", "P uppe
 
 
 def sensitivity_table(sensitivity: pd.DataFrame) -> pd.DataFrame:
-    """The sensitivity of cv_error to the flagged items (report table), largest change first.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``cv_error`` (all items), ``set aside`` (flagged items left out),
-        ``change``, ``what-if re-scored`` and its ``change``; the what-if columns are
-        labelled as such.
-    """
+    """cv_error with all items, with the flagged ones set aside and with key errors re-scored (what-if), largest change
+    first."""
     s = sensitivity.assign(_abs=sensitivity["cv_change"].abs()).sort_values(
         ["_abs", "model"], ascending=[False, True], kind="mergesort")
     return pd.DataFrame({
@@ -271,16 +196,16 @@ def _share(n: int, total: int) -> str:
     return f"{n:,} of {total:,} items ({n / total:.1%})" if total else "no items"
 
 
-def audit_sentences(audit: ItemAudit, sensitivity: pd.DataFrame | None = None) -> list[str]:
-    """What the audit found, in a few plain sentences (names as they are; escape when shown as HTML).
+def _changes(sensitivity: pd.DataFrame | None) -> np.ndarray:
+    """The finite changes of cv_error when the flagged items are set aside (empty without them)."""
+    if sensitivity is None or not len(sensitivity):
+        return np.zeros(0)
+    change = sensitivity["cv_change"].to_numpy(dtype=float)
+    return change[np.isfinite(change)]
 
-    Returns
-    -------
-    list of str
-        How many items are flagged and by what, the most flagged domain, the what-if
-        count, how the set-aside CV moves (median and range over models), and the
-        dataset-level notes.
-    """
+
+def audit_sentences(audit: ItemAudit, sensitivity: pd.DataFrame | None = None) -> list[str]:
+    """What the audit found, in a few plain sentences (names as they are; escape when shown as HTML)."""
     items = audit.items
     total = len(items)
     counts = flag_counts(audit).set_index("flag")
@@ -298,14 +223,12 @@ def audit_sentences(audit: ItemAudit, sensitivity: pd.DataFrame | None = None) -
         out.append(f"{plural(len(rescore), 'item')} look like key errors with a clear alternative (at least half "
                    "of the strongest models agree on one other option, decisive evidence): the what-if columns "
                    "re-score them against that option.")
-    if sensitivity is not None and len(sensitivity):
-        change = sensitivity["cv_change"].to_numpy(dtype=float)
-        change = change[np.isfinite(change)]
-        if len(change):
-            out.append(f"Setting the flagged items aside changes cv_error by {np.median(change):+.3f} for the median "
-                       f"model (the change ranges from {change.min():+.3f} to {change.max():+.3f} across models); "
-                       "this is a sensitivity analysis, not a "
-                       "corrected CV: leaving out hard but valid items lowers the mean error and so raises the CV.")
+    change = _changes(sensitivity)
+    if len(change):
+        out.append(f"Setting the flagged items aside changes cv_error by {np.median(change):+.3f} for the median "
+                   f"model (the change ranges from {change.min():+.3f} to {change.max():+.3f} across models); "
+                   "this is a sensitivity analysis, not a "
+                   "corrected CV: leaving out hard but valid items lowers the mean error and so raises the CV.")
     out.extend(note[0].upper() + note[1:] + ("" if note.endswith(".") else ".") for note in audit.notes)
     return out
 
@@ -347,16 +270,11 @@ def domain_alt(audit: ItemAudit) -> str:
 
 
 def items_glance(analysis: Any) -> dict[str, Any] | None:
-    """The item audit's line in "At a glance", as the fields of a ``jagged.views.glance.Finding``.
+    """The item audit's line in "At a glance", as the fields of a ``jagged.views.glance.Finding`` (None: no section).
 
-    Returns
-    -------
-    dict or None
-        ``label``, ``sentence`` (with the flaw model: the expected number of flawed items
-        with its interval and the item to read first; else the flagged share),
-        ``statistic="flagged"``, ``count`` (flagged items), ``total`` (items) and ``value``
-        (the median change of cv_error when the flagged items are set aside); None when the
-        section does not apply.
+    With the flaw model the sentence gives the expected number of flawed items with its
+    interval, else the flagged share; ``value`` is the median change of cv_error when the
+    flagged items are set aside.
     """
     if not analysis.sections.get("items"):
         return None
@@ -375,13 +293,10 @@ def items_glance(analysis: Any) -> dict[str, Any] | None:
         sentence = (f"{_share(flagged, total)} carry a review flag (discrimination, distractors, strong models' "
                     "agreement on a wrong option, key)")
     value = float("nan")
-    sensitivity = analysis.item_sensitivity
-    if sensitivity is not None and len(sensitivity):
-        change = sensitivity["cv_change"].to_numpy(dtype=float)
-        change = change[np.isfinite(change)]
-        if len(change):
-            value = float(np.median(change))
-            sentence += (f"; setting the {flagged:,} flagged items aside moves the median model's cv_error by "
-                         f"{value:+.3f} (a sensitivity check)")
+    change = _changes(analysis.item_sensitivity)
+    if len(change):
+        value = float(np.median(change))
+        sentence += (f"; setting the {flagged:,} flagged items aside moves the median model's cv_error by "
+                     f"{value:+.3f} (a sensitivity check)")
     return {"label": "Items to look at", "sentence": sentence + ".", "statistic": "flagged", "value": value,
             "count": float(flagged), "total": float(total)}

@@ -1,8 +1,4 @@
-"""One model against the field: the tables and sentences of ``notebooks/model_report.ipynb``.
-
-They show :func:`jagged.stats.metrics.domain_errors` and :func:`jagged.stats.metrics.jaggedness_rank`
-(what the notebook computes) and the metrics table's profile rows.
-"""
+"""One model against the field: the tables and sentences of ``notebooks/model_report.ipynb``."""
 
 from __future__ import annotations
 
@@ -13,7 +9,10 @@ import numpy as np
 import pandas as pd
 
 from jagged.errors import JaggedInputError
+from jagged.stats.intervals import ESTIMATE_OF
 from jagged.text import NOT_TESTED
+from jagged.views.display import cell_text
+from jagged.views.uncertainty_text import noise_sentences
 
 #: Columns of :mod:`jagged.stats.uncertainty` that :func:`rank_card` shows when present.
 NOISE_COLUMNS: tuple[str, ...] = ("cv_error_corrected", "noise_share", "p_equal_error", "noise_flag")
@@ -28,24 +27,9 @@ def _model_names(scores: pd.DataFrame) -> list[str]:
 
 
 def resolve_model(scores: pd.DataFrame, model: str = "") -> str:
-    """The model a report is about.
+    """The model a report is about, as ``scores`` spells it (``""``: the first by name).
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    model : str
-        A model name; ``""`` means the first model in sorted order.
-
-    Returns
-    -------
-    str
-        The model name as it appears in ``scores``.
-
-    Raises
-    ------
-    JaggedInputError
-        No such model (the message suggests close names).
+    An unknown name raises :class:`JaggedInputError` suggesting close names.
     """
     names = _model_names(scores)
     if not names:
@@ -59,22 +43,11 @@ def resolve_model(scores: pd.DataFrame, model: str = "") -> str:
 
 
 def extremes(errors: pd.DataFrame, n: int = 3) -> pd.DataFrame:
-    """The model's best and worst domains.
+    """The model's ``n`` best and worst domains (:func:`jagged.stats.metrics.domain_errors` rows), best first.
 
-    Parameters
-    ----------
-    errors : pandas.DataFrame
-        Output of :func:`jagged.stats.metrics.domain_errors`.
-    n : int
-        How many of each; with fewer than ``2 n`` domains, each side gets half of them
-        (rounded down, at least 1), so no domain shows twice.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``which`` ("best" or "worst"), then ``domain``, ``error``, ``field_median``,
-        ``vs_median``, ``rank``, ``ranked``; best first (lowest error first), then worst
-        (highest error first).
+    With fewer than ``2 n`` domains each side gets half of them (at least 1), so no domain
+    shows twice. Columns ``which`` ("best" / "worst"), ``domain``, ``error``,
+    ``field_median``, ``vs_median``, ``rank``, ``ranked``.
     """
     if n < 1:
         raise JaggedInputError(f"the number of best and worst domains must be at least 1, not {n}")
@@ -96,11 +69,9 @@ def interval_columns(table: pd.DataFrame) -> list[str]:
 def interval_of(column: str, table: pd.DataFrame) -> str | None:
     """The base name ``x`` of the ``x_lo`` / ``x_hi`` interval that contains ``column`` (None: no interval).
 
-    ``cv_error_lo`` / ``cv_error_hi`` contain ``cv_error_corrected``, not the raw ``cv_error``
+    ``cv_error_lo`` / ``_hi`` contain ``cv_error_corrected``, not the raw ``cv_error``
     (:data:`jagged.stats.intervals.ESTIMATE_OF`).
     """
-    from jagged.stats.intervals import ESTIMATE_OF
-
     for stat in interval_columns(table):
         if ESTIMATE_OF.get(stat, stat) == column:
             return stat
@@ -133,23 +104,11 @@ CARD_LABELS: dict[str, str] = {
 
 
 def rank_card(rank: pd.DataFrame) -> pd.DataFrame:
-    """:func:`jagged.stats.metrics.jaggedness_rank`'s one row turned into a readable column of facts.
+    """:func:`jagged.stats.metrics.jaggedness_rank`'s row as a column of facts, one per :data:`RANK_COLUMNS` entry.
 
-    Parameters
-    ----------
-    rank : pandas.DataFrame
-        Output of :func:`jagged.stats.metrics.jaggedness_rank`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``measure`` (a label from :data:`CARD_LABELS`), ``column`` (the metrics-table
-        column), ``value`` (the value as it is; a ``noise_flag`` that could not be tested
-        reads "not tested (…)" with the reason, :func:`untested_reason`), and ``lo`` and
-        ``hi`` (the interval that contains the value, :func:`interval_of`: the raw
-        ``cv_error`` has none) only when at least one interval exists: a card whose every
-        interval cell would be empty has no interval columns. One row per
-        :data:`RANK_COLUMNS` entry ``rank`` has.
+    ``measure`` (:data:`CARD_LABELS`), ``column``, ``value`` (a ``noise_flag`` that could not be
+    tested reads "not tested (…)", :func:`untested_reason`), and ``lo`` / ``hi`` of the interval
+    that contains the value (:func:`interval_of`), only when at least one interval exists.
     """
     row = rank.iloc[0]
     names = [c for c in RANK_COLUMNS if c in rank.columns]
@@ -178,22 +137,11 @@ def untested_reason(row: pd.Series) -> str:
 
 
 def model_wedges(table: pd.DataFrame, model: str) -> pd.DataFrame:
-    """The model's deployment-weighted score and wedge under each profile.
+    """The model's deployment-weighted score and wedge under each profile, in the table's order.
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` with weights or profiles (one row
-        per profile × model); without a ``profile`` column the result is empty.
-    model : str
-        The model.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per profile, in the table's order: :data:`WEDGE_COLUMNS` (and the
-        ``dep_score`` / ``wedge`` interval columns next to them, when present), ``note``. ``wedge = macro_score −
-        dep_score``: positive when the profile leans on the model's weaker domains.
+    :data:`WEDGE_COLUMNS` (with the ``dep_score`` / ``wedge`` interval columns beside them when
+    present) and ``note``; empty without a ``profile`` column. ``wedge = macro_score −
+    dep_score``: positive when the profile leans on the model's weaker domains.
     """
     if "profile" not in table.columns:
         return pd.DataFrame({c: pd.Series(dtype=object if c == "profile" else float) for c in WEDGE_COLUMNS})
@@ -243,15 +191,11 @@ _F3 = "{:.3f}"
 _F4 = "{:.4f}"
 _COUNT = "{:.0f}"
 
+
 def _card_value(value: Any) -> str:
-    """Display text of a :func:`rank_card` value (its column mixes counts, flags and numbers)."""
-    if value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and np.isnan(value)):
-        return "—"
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    if isinstance(value, (float, np.floating)):
-        return f"{value:.4g}" if 0 < abs(value) < 1e-3 else f"{value:.4f}"
-    return str(value)
+    """Display text of a :func:`rank_card` value (counts, flags, numbers; 4 significant digits below 0.001)."""
+    tiny = isinstance(value, (float, np.floating)) and 0 < abs(value) < 1e-3
+    return f"{value:.4g}" if tiny else cell_text(value)
 
 
 #: Formats of :func:`rank_card`.
@@ -287,8 +231,8 @@ def field_alt_text(errors: pd.DataFrame, model: str) -> str:
 def describe_intervals(table: pd.DataFrame, errors: pd.DataFrame, model: str, ci: float) -> str:
     """Say which intervals this report has (per-domain Wilson, bootstrap metric intervals).
 
-    When the table carries the noise columns of :mod:`jagged.stats.uncertainty` and the model is
-    flagged as noise-dominated, that module's sentence for it is added.
+    With the noise columns of :mod:`jagged.stats.uncertainty`, their sentences for the model
+    (:func:`jagged.views.uncertainty_text.noise_sentences`) are added.
     """
     known = int(np.isfinite(errors["error_lo"].to_numpy(dtype=float)).sum()) if len(errors) else 0
     if known == len(errors) and known:
@@ -316,7 +260,5 @@ def describe_intervals(table: pd.DataFrame, errors: pd.DataFrame, model: str, ci
         text = domain + (" No bootstrap intervals for the model-level metrics (parameter bootstrap is 0, or "
                          "the data do not allow them).")
     if {"noise_flag", "noise_share", "cv_error_corrected", "p_equal_error"} <= set(table.columns):
-        from jagged.views.uncertainty_text import noise_sentences
-
         text = " ".join([text, *noise_sentences(table[table["model"] == model])])
     return text

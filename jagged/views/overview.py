@@ -1,8 +1,4 @@
-"""Tables that describe a dataset and its per-model results for a reader (report helpers).
-
-These only reshape and count; the metrics come from :mod:`jagged.stats.metrics` and
-:mod:`jagged.analysis`.
-"""
+"""Tables that describe a dataset and its per-model results for a reader: they reshape and count."""
 
 from __future__ import annotations
 
@@ -16,23 +12,7 @@ from jagged.stats.metrics import METRIC_COLUMNS
 
 
 def per_model(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per model with the jaggedness columns of a metrics table.
-
-    :func:`jagged.analysis.metrics_table` returns one row per profile × model when
-    deployment profiles are asked for; the jaggedness columns repeat across profiles, so
-    the first row of each model is kept.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` or :func:`jagged.jaggedness`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The columns of :data:`jagged.stats.metrics.METRIC_COLUMNS` present in ``table``, one
-        row per model, in the table's order.
-    """
+    """One row per model (its first profile row) with the :data:`~jagged.stats.metrics.METRIC_COLUMNS` present."""
     columns = [c for c in METRIC_COLUMNS if c in table.columns]
     if "profile" not in table.columns:
         return table.loc[:, columns].reset_index(drop=True)
@@ -40,19 +20,7 @@ def per_model(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def ranked(table: pd.DataFrame, by: str = "cv_error") -> pd.DataFrame:
-    """Per-model rows sorted by a column, highest first, undefined values last, ties by name.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table (see :func:`per_model`).
-    by : str
-        Column to sort by.
-
-    Returns
-    -------
-    pandas.DataFrame
-    """
+    """Per-model rows sorted by ``by``, highest first, undefined values last, ties by name."""
     rows = per_model(table)
     return rows.sort_values([by, "model"], ascending=[False, True], na_position="last",
                             kind="mergesort").reset_index(drop=True)
@@ -71,23 +39,9 @@ LEGEND_MAX = 12
 def ends(items: Sequence[T], limit: int | None) -> tuple[list[T], int]:
     """The top/bottom cut of an ordered sequence: its first ``ceil(limit / 2)`` and last ``floor(limit / 2)`` items.
 
-    Every plot and table that shows only the extremes of many models cuts with this
-    (:func:`model_order` by cv_error, the forest plot by corrected CV, the wedge plots by
-    wedge).
-
-    Parameters
-    ----------
-    items : sequence
-        In display order (e.g. most jagged first).
-    limit : int, optional
-        Keep at most this many (at least 2); ``None`` keeps all.
-
-    Returns
-    -------
-    kept : list
-        The items kept, in order.
-    cut : int
-        Position in ``kept`` after which items were left out (0 when none were).
+    Every plot and table that shows only the extremes of many models cuts with this.
+    ``limit`` (at least 2) None keeps all. Returns the items kept, in order, and the position
+    in them after which items were left out (0 when none were).
     """
     items = list(items)
     if limit is None or len(items) <= limit:
@@ -106,30 +60,10 @@ def by_jaggedness(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def model_order(metrics: pd.DataFrame, *, limit: int | None = None, by: str = "cv_error") -> tuple[list[str], int]:
-    """Models from most to least jagged, cut to a top/bottom form when there are many.
+    """Models by ``by`` (default ``cv_error``), highest first, cut by :func:`ends` to ``limit``.
 
-    Parameters
-    ----------
-    metrics : pandas.DataFrame
-        Per-model table with ``model`` and ``cv_error`` (and ``by``).
-    limit : int, optional
-        Keep at most this many models: the ``ceil(limit / 2)`` most and the
-        ``floor(limit / 2)`` least jagged. ``None`` keeps all.
-    by : str
-        The column that says how jagged (default ``cv_error``; the residual heatmap uses
-        the relative jaggedness, :func:`jagged.views.structure.relative_column`).
-
-    Returns
-    -------
-    models : list of str
-        Model names, highest ``by`` first; models whose ``by`` is undefined come last, by
-        name.
-    cut : int
-        Position in ``models`` after which models were left out (0 when none were).
-
-    Notes
-    -----
-    Ties are broken by model name, so the order is deterministic.
+    Models whose ``by`` is undefined come last; ties are broken by name, so the order is
+    deterministic. Returns the names and the cut (0: none left out).
     """
     if not {"model", by} <= set(metrics.columns):
         raise ValueError(f"metrics table needs columns model and {by}")
@@ -140,21 +74,7 @@ def model_order(metrics: pd.DataFrame, *, limit: int | None = None, by: str = "c
 
 
 def left_out(metrics: pd.DataFrame, *, limit: int | None = None, by: str = "cv_error") -> list[str]:
-    """The models :func:`model_order` leaves out of a top/bottom cut, most jagged first.
-
-    Parameters
-    ----------
-    metrics : pandas.DataFrame
-        Per-model table with ``model`` and ``cv_error`` (and ``by``).
-    limit : int, optional
-        As in :func:`model_order`; ``None`` leaves out nobody.
-    by : str
-        As in :func:`model_order`.
-
-    Returns
-    -------
-    list of str
-    """
+    """The models :func:`model_order` leaves out of a top/bottom cut, most jagged first."""
     shown, cut = model_order(metrics, limit=limit, by=by)
     if not cut:
         return []
@@ -164,21 +84,7 @@ def left_out(metrics: pd.DataFrame, *, limit: int | None = None, by: str = "cv_e
 
 
 def median_errors(scores: pd.DataFrame, models: Sequence[str]) -> pd.Series:
-    """Per-domain median error rate ``1 - score`` over some models (the summary row of a cut).
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    models : sequence of str
-        The models to summarise.
-
-    Returns
-    -------
-    pandas.Series
-        Indexed by domain name (str), sorted by name; a domain none of the models has a
-        score in is absent. Empty when ``models`` is.
-    """
+    """Per-domain median error rate ``1 - score`` over ``models`` (the summary row of a cut), indexed by domain name."""
     chosen = scores[scores["model"].astype(str).isin([str(m) for m in models])]
     errors = 1.0 - chosen["score"].astype(float)
     out = errors.groupby(chosen["domain"].astype(str)).median().sort_index()
@@ -187,20 +93,7 @@ def median_errors(scores: pd.DataFrame, models: Sequence[str]) -> pd.Series:
 
 
 def domain_order(errors: pd.DataFrame, order: str | Sequence[str] = "error") -> list[str]:
-    """Column order of the heatmap.
-
-    Parameters
-    ----------
-    errors : pandas.DataFrame
-        Models × domains error rates.
-    order : {"error", "name"} or sequence of str
-        ``"error"`` puts the domains with the lowest median error on the left, ``"name"``
-        sorts by name; a sequence is used as given.
-
-    Returns
-    -------
-    list of str
-    """
+    """Heatmap columns: ``"error"`` lowest median error first, ``"name"`` by name, or a sequence as given."""
     if not isinstance(order, str):
         return [str(d) for d in order]
     if order == "name":
@@ -214,25 +107,10 @@ def domain_order(errors: pd.DataFrame, order: str | Sequence[str] = "error") -> 
 
 def error_matrix(scores: pd.DataFrame, metrics: pd.DataFrame | None = None, *, limit: int | None = None,
                  order: str | Sequence[str] = "error") -> pd.DataFrame:
-    """Error rates ``1 - score`` as a models × domains table, in the heatmap's order.
+    """Error rates ``1 - score`` as a ``model`` column and a float column per domain, in the heatmap's order.
 
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-    metrics : pandas.DataFrame, optional
-        Per-model table for the row order (most jagged first, see :func:`model_order`);
-        rows by name without it.
-    limit : int, optional
-        Keep only the most and least jagged models (see :func:`model_order`).
-    order : {"error", "name"} or sequence of str
-        Column order (see :func:`domain_order`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        A ``model`` column, then one float column per domain; NaN where a model has no
-        score.
+    Rows by :func:`model_order` of ``metrics`` (cut to ``limit``), by name without it; columns
+    by :func:`domain_order`; NaN where a model has no score.
     """
     errors = 1.0 - scores.pivot_table(index="model", columns="domain", values="score", aggfunc="first",
                                       observed=True)
@@ -253,21 +131,7 @@ def others_label(n: int) -> str:
 
 
 def dataset_facts(dataset: Dataset) -> pd.DataFrame:
-    """What was read, as a two-column table (``fact``, ``value``) of display strings.
-
-    The facts are :func:`jagged.views.summary.read_facts`, labelled as it labels them.
-
-    Parameters
-    ----------
-    dataset : Dataset
-        A loaded dataset.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Rows: input, format, scores, models, domains, complete models, score range,
-        item counts, and the loader's details.
-    """
+    """What was read, as a ``fact``, ``value`` table of :func:`jagged.views.summary.read_facts`."""
     from jagged.views.summary import read_facts
 
     rows = [(f.label, f.value) for f in read_facts(dataset, limit=8)]
@@ -275,20 +139,7 @@ def dataset_facts(dataset: Dataset) -> pd.DataFrame:
 
 
 def domain_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per domain: how many models have a score and how many items stand behind it.
-
-    Parameters
-    ----------
-    scores : pandas.DataFrame
-        Canonical per-domain table.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``domain``, ``category`` (when any is known), ``models`` (models with a
-        score) and ``n_items`` (the median over models; missing when unknown), sorted by
-        domain name.
-    """
+    """Per domain: ``category`` (if known), ``models`` with a score, ``n_items`` (the median over models)."""
     grouped = scores.groupby("domain", sort=True, observed=True)
     out = pd.DataFrame({
         "models": grouped["model"].nunique(),

@@ -1,11 +1,8 @@
 """Tables and sentences for "Is it the model or the benchmark?" (report section, per-model report, CLI).
 
-Everything here reshapes and phrases the results of :mod:`jagged.stats.structure`: the
-variance shares, the per-model relative jaggedness (noise-corrected where item counts allow,
-else raw: :func:`relative_column`), the residual grid (most model-specific models on top, the
-error heatmap's columns), the parallel analysis, the category check and one model's residual
-profile.
-No statistic is computed here beyond picking, sorting and counting.
+They reshape and phrase :mod:`jagged.stats.structure`'s results: the variance shares, the
+relative jaggedness (:func:`relative_column`), the residual grid, the parallel analysis,
+the category check and one model's residual profile.
 """
 
 from __future__ import annotations
@@ -50,7 +47,8 @@ LARGE_PART: float = 0.20
 ZERO_PART: float = 0.005
 
 
-def _pct(value: float) -> str:
+def percent(value: float) -> str:
+    """A share as a whole percentage, "unknown" when undefined."""
     return f"{value:.0%}" if np.isfinite(value) else "unknown"
 
 
@@ -58,7 +56,7 @@ def relative_column(table: pd.DataFrame) -> str:
     """The relative jaggedness a view sorts, selects and plots by: noise-corrected when it exists, else raw.
 
     ``relative_jaggedness_corrected`` needs item counts; without them (most leaderboard
-    tables) it is empty everywhere and the raw ``relative_jaggedness`` is used instead.
+    tables) it is empty everywhere.
     """
     if "relative_jaggedness_corrected" in table.columns and \
             np.isfinite(pd.to_numeric(table["relative_jaggedness_corrected"], errors="coerce")
@@ -80,9 +78,8 @@ def relative_caption(table: pd.DataFrame) -> str:
 def share_table(structure: Structure) -> pd.DataFrame:
     """The variance shares as a reader's table: ``part``, ``variance`` (logits²), ``share``.
 
-    The cross-term row is shown only where the table is unbalanced
-    (:attr:`~jagged.stats.decomposition.Decomposition.balanced`) and it reaches half a percent;
-    :func:`cross_sentence` explains it then. On a complete table it is 0 and never shown.
+    The cross-term row shows only where the table is unbalanced and it reaches half a percent
+    (:func:`cross_sentence` explains it then); on a complete table it is 0.
     """
     shares = structure.shares
     keep = (shares["component"] != "cross") | ((shares["share"].abs() >= ZERO_PART)
@@ -93,21 +90,10 @@ def share_table(structure: Structure) -> pd.DataFrame:
 
 
 def relative_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Per model: level, cv_error and relative jaggedness, most model-specific unevenness first.
+    """Per model the :data:`RELATIVE_COLUMNS` present, by :func:`relative_column` (highest first, ties by name).
 
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table` (profile rows collapsed).
-
-    Returns
-    -------
-    pandas.DataFrame
-        :data:`RELATIVE_COLUMNS` that the table has, sorted by :func:`relative_column`
-        (``relative_jaggedness_corrected``, or the raw ``relative_jaggedness`` when the
-        corrected one is empty everywhere; highest first, undefined last, ties by name);
-        columns empty for every model are left out; ``relative_noise_flag`` shown as
-        ``"noise"``, ``""`` or ``"not tested"``.
+    Columns empty for every model are left out; ``relative_noise_flag`` reads ``"noise"``,
+    ``""`` or ``"not tested"``.
     """
     rows = table.drop_duplicates("model").loc[:, [c for c in RELATIVE_COLUMNS if c in table.columns]]
     by = relative_column(rows)
@@ -121,30 +107,12 @@ def relative_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def residual_grid(decomposition: Decomposition, scores: pd.DataFrame, metrics: pd.DataFrame, *,
                   limit: int | None = None) -> tuple[pd.DataFrame, int]:
-    """The residuals r_md as a models × domains grid, most model-specific models on top.
+    """The residuals r_md as a models × domains grid (NaN: not fitted) and the summary row's position (0: none).
 
-    Parameters
-    ----------
-    decomposition : Decomposition
-        :func:`jagged.stats.structure.decompose` of ``scores``.
-    scores : pandas.DataFrame
-        Canonical per-domain table (for the column order: lowest median error first, as
-        :func:`jagged.views.overview.error_matrix`).
-    metrics : pandas.DataFrame
-        Per-model table with the relative jaggedness (row order: highest
-        :func:`relative_column` first, :func:`jagged.views.overview.model_order`), or, without
-        it, ``cv_error``.
-    limit : int, optional
-        Keep the models with the most and the least model-specific unevenness; between them
-        one row, the median residual per domain of the models left out (as the error
-        heatmap's summary row).
-
-    Returns
-    -------
-    (pandas.DataFrame, int)
-        The grid (index: model names and, at the cut, :func:`others_label`; columns:
-        domains; NaN where a cell was not fitted) and the position of the summary row
-        (0: none).
+    Columns in the error heatmap's order (lowest median error first); rows by
+    :func:`relative_column` (``cv_error`` without it), highest first. ``limit`` keeps the
+    extremes with one row between them, the median residual per domain of the models left out
+    (labelled :func:`~jagged.views.overview.others_label`).
     """
     res = pd.DataFrame(decomposition.residual, index=[str(m) for m in decomposition.models],
                        columns=[str(d) for d in decomposition.domains])
@@ -164,10 +132,7 @@ def residual_grid(decomposition: Decomposition, scores: pd.DataFrame, metrics: p
 
 
 def dimension_table(dims: Dimensions, *, rows: int | None = None) -> pd.DataFrame:
-    """The parallel analysis as a table: ``dimension``, ``eigenvalue``, ``threshold``, ``share``, ``retained``.
-
-    ``rows`` keeps only the first ones (all by default); ``retained`` shows as "yes"/"".
-    """
+    """The parallel analysis as a table (the first ``rows``, all by default); ``retained`` shows as "yes"/""."""
     table = dims.table()
     if rows is not None:
         table = table.head(rows)
@@ -177,8 +142,8 @@ def dimension_table(dims: Dimensions, *, rows: int | None = None) -> pd.DataFram
 def profile_table(profile: pd.DataFrame) -> pd.DataFrame:
     """:func:`jagged.stats.residual_test.residual_profile` with ``departs`` in words.
 
-    ``"weaker than expected"`` (+1: more errors than its level and the domain's difficulty
-    predict, beyond sampling noise), ``"stronger than expected"`` (−1) or ``""`` (0).
+    ``"weaker than expected"`` (more errors than the level and the domain's difficulty predict,
+    beyond sampling noise), ``"stronger than expected"`` or ``""``.
     """
     labels = np.array(["stronger than expected", "", "weaker than expected"], dtype=object)
     return profile.assign(departs=labels[profile["departs"].to_numpy(dtype=int) + 1])
@@ -193,17 +158,17 @@ def _shares_sentence(structure: Structure) -> str:
     model, domain, residual = (structure.share(c) for c in ("model", "domain", "residual"))
     noise = structure.share("noise")
     text = (f"Of the variance of the error rates (on the logit scale) across {n_models} models × {n_domains} "
-            f"domains, {_pct(model)} is the models' level, {_pct(domain)} the domains' difficulty for every "
-            f"model, and {_pct(residual)} the model × domain residual")
+            f"domains, {percent(model)} is the models' level, {percent(domain)} the domains' difficulty for every "
+            f"model, and {percent(residual)} the model × domain residual")
     if not np.isfinite(noise):
         text += " (the sampling noise in it is unknown without item counts)."
     elif noise >= residual:
         text += (f"; sampling noise alone is expected to produce all of that residual (expected noise "
-                 f"{_pct(noise)} of the variance, the residual {_pct(residual)}), so across the table none of "
+                 f"{percent(noise)} of the variance, the residual {percent(residual)}), so across the table none of "
                  "it stands out beyond noise.")
     else:
         text += (f"; sampling noise alone is expected to produce about {noise / residual:.0%} of that residual "
-                 f"({_pct(noise)} of the variance), leaving {_pct(structure.share('residual_beyond_noise'))} "
+                 f"({percent(noise)} of the variance), leaving {percent(structure.share('residual_beyond_noise'))} "
                  "beyond noise.")
     order = np.argsort(-np.nan_to_num(dec.domain_effect, nan=-np.inf), kind="mergesort")
     fitted = dec.fitted.any(axis=0)
@@ -215,13 +180,8 @@ def _shares_sentence(structure: Structure) -> str:
 
 
 def model_specific_part(structure: Structure) -> tuple[float, bool]:
-    """The share of the variance that is model-specific: beyond noise when known, else the whole residual.
-
-    Returns
-    -------
-    (float, bool)
-        The share, and whether the sampling noise was removed from it.
-    """
+    """The model-specific share of the variance (beyond noise when known, else the whole residual) and whether noise
+    was removed."""
     beyond = structure.share("residual_beyond_noise")
     if np.isfinite(beyond):
         return beyond, True
@@ -249,16 +209,16 @@ def _meaning_sentence(structure: Structure) -> str:
         "model × domain residual, sampling noise included (without item counts the two cannot be separated)"
     if size == "small":
         return (f"So most of what cv_error registers is common to the field — which domains are hard, and how "
-                f"good each model is — and only about {_pct(part)} is {what}: compare models by "
+                f"good each model is — and only about {percent(part)} is {what}: compare models by "
                 f"relative_jaggedness, not by cv_error.")
     if size == "moderate":
-        return (f"Level and difficulty explain {_pct(level)}; a moderate part, {_pct(part)}, is {what}, and "
+        return (f"Level and difficulty explain {percent(level)}; a moderate part, {percent(part)}, is {what}, and "
                 f"relative_jaggedness measures it model by model.")
     if net:
-        return (f"The model-specific part is large ({_pct(part)} beyond sampling noise): models differ in which "
+        return (f"The model-specific part is large ({percent(part)} beyond sampling noise): models differ in which "
                 f"domains they handle, not only in how well; relative_jaggedness and the residual heatmap show "
                 f"where.")
-    return (f"The model × domain residual is large ({_pct(part)}, sampling noise included): models differ in "
+    return (f"The model × domain residual is large ({percent(part)}, sampling noise included): models differ in "
             f"which domains they handle, or the domains have few items — item counts (n_items) would tell the "
             f"two apart; relative_jaggedness and the residual heatmap show where.")
 
@@ -369,18 +329,8 @@ def category_sentence(structure: Structure) -> str:
 def structure_sentences(structure: Structure, correlations: dict[str, dict[str, float]] | None = None) -> list[str]:
     """Plain sentences saying what the decomposition and the dimensions mean for this data.
 
-    Parameters
-    ----------
-    structure : Structure
-        :func:`jagged.stats.structure.structure`.
-    correlations : dict, optional
-        :attr:`jagged.analysis.Analysis.level_correlations` (adds how cv_error and the
-        relative jaggedness relate to the level).
-
-    Returns
-    -------
-    list of str
-        Empty values are left out; with nothing fitted, the reason.
+    ``correlations`` (:attr:`jagged.analysis.Analysis.level_correlations`) adds how cv_error
+    and the relative jaggedness relate to the level. With nothing fitted, the reason.
     """
     dec = structure.decomposition
     if not dec.ok:
@@ -393,7 +343,7 @@ def structure_sentences(structure: Structure, correlations: dict[str, dict[str, 
 
 
 def describe_profile(profile: pd.DataFrame, model: str, *, ci: float = 0.95) -> str:
-    """One or two sentences on a model's residual profile (from :func:`residual_profile`)."""
+    """One or two sentences on a model's residual profile (from :func:`profile_table`)."""
     if profile.empty:
         return f"{model} was not part of the decomposition (see its note)."
     weaker = profile[profile["departs"] == "weaker than expected"]
@@ -497,7 +447,7 @@ def structure_summary(structure: Structure) -> dict:
 
 def shares_alt(structure: Structure) -> str:
     """Alt text of :func:`jagged.plots.structure.variance_bars`."""
-    parts = [f"{row.part.strip()} {_pct(row.share)}" for row in share_table(structure).itertuples()]
+    parts = [f"{row.part.strip()} {percent(row.share)}" for row in share_table(structure).itertuples()]
     return "Bar chart of the shares of the variance of the logit error rates: " + "; ".join(parts) + "."
 
 
@@ -538,20 +488,10 @@ def relative_alt(table: pd.DataFrame) -> str:
 
 
 def scree_shown(eigenvalues: np.ndarray, limit: int | None = SCREE_LIMIT) -> int:
-    """How many leading dimensions the scree plot (:func:`jagged.plots.structure.scree`) draws.
+    """How many leading dimensions the scree plot draws.
 
-    Parameters
-    ----------
-    eigenvalues : numpy.ndarray
-        All eigenvalues, largest first.
-    limit : int, optional
-        The most to draw (None: no limit).
-
-    Returns
-    -------
-    int
-        Up to the last eigenvalue above 10⁻⁹ of the first (with fewer models than domains
-        the rest are 0), at least 2 and at most ``limit`` (never more than there are).
+    Up to the last eigenvalue above 10⁻⁹ of the first (with fewer models than domains the rest
+    are 0), at least 2 and at most ``limit`` (None: no limit), never more than there are.
     """
     eig = np.asarray(eigenvalues, dtype=float)
     top = eig[0] if len(eig) and np.isfinite(eig[0]) and eig[0] > 0 else 0.0

@@ -18,18 +18,8 @@ from jagged.text import and_more, listing, plural, printable
 
 
 class Fact(NamedTuple):
-    """One fact of what was read.
-
-    Attributes
-    ----------
-    key : str
-        Stable name: ``input``, ``format``, ``scores``, ``models``, ``domains``,
-        ``complete``, ``score range``, ``n_items``, ``categories``, or a ``Dataset.details`` key.
-    label : str
-        How a table labels it.
-    value : str
-        Its display text.
-    """
+    """One fact of what was read: a stable ``key`` (``input``, ``format``, ... or a ``Dataset.details`` key), its table
+    ``label`` and display ``value``."""
 
     key: str
     label: str
@@ -39,20 +29,10 @@ class Fact(NamedTuple):
 def read_facts(dataset: Dataset, *, limit: int = 8) -> list[Fact]:
     """The facts of a loaded dataset, in display order (the one "what was read" builder).
 
-    Parameters
-    ----------
-    dataset : Dataset
-        A loaded dataset.
-    limit : int
-        Most names listed in one value (incomplete models, lists in the details).
-
-    Returns
-    -------
-    list of Fact
-        Input, format, scores (rows: model × domain pairs), models, domains, models with every
-        domain, score range, item counts, categories (when any), the selection options given
-        (:func:`selection_text`, when any), then each ``Dataset.details`` entry that has a
-        short text (:func:`detail_text`; one named like a fact above gets " (listed)").
+    Input, format, scores (model × domain rows), models, domains, models with every domain,
+    score range, item counts, categories and the selection (:func:`selection_text`) when any,
+    then each ``Dataset.details`` entry with a short text (:func:`detail_text`; one named like
+    a fact above gets " (listed)"). ``limit``: most names listed in one value.
     """
     facts = summarize(dataset.scores)
     complete = f"{facts['complete_models']} of {facts['models']}"
@@ -104,18 +84,7 @@ def selection_text(selection: Mapping[str, Any], limit: int = 5) -> str:
 
 
 def describe(dataset: Dataset) -> str:
-    """One paragraph: format, models, domains, completeness and score range.
-
-    Parameters
-    ----------
-    dataset : Dataset
-        A loaded dataset.
-
-    Returns
-    -------
-    str
-        The paragraph, ending with ``OK``.
-    """
+    """One paragraph on a dataset: format, models, domains, completeness and score range, ending with ``OK``."""
     read = read_facts(dataset, limit=5)
     facts = summarize(dataset.scores)  # the lists behind the completeness and item-count prose
     n_fixed = 9 if facts["categories"] else 8  # the fixed facts; the details follow them
@@ -142,21 +111,10 @@ def describe(dataset: Dataset) -> str:
 
 
 def collections_text(source: str, collections: list[tuple[str, int, int, list[str]]]) -> str:
-    """What ``jagged validate`` says about a datastore holding several collections.
+    """What ``jagged validate`` says about a datastore of several collections, a line each, and how to choose one.
 
-    Parameters
-    ----------
-    source : str
-        The folder named.
-    collections : list of (name, files, models, benchmarks)
-        :func:`jagged.readers.eee.datastore_collections` (models counted by id, as
-        every other count of jagged).
-
-    Returns
-    -------
-    str
-        One line per collection under a header line, and how to choose one; a collection
-        holding several benchmarks names them (``--where "dataset=NAME"`` reads one).
+    ``collections`` is :func:`jagged.readers.eee.datastore_collections`; a collection
+    of several benchmarks names them (``--where "dataset=NAME"`` reads one).
     """
     lines = [f"{source}: an Every Eval Ever datastore of {plural(len(collections), 'collection')} "
              f"({plural(sum(c[1] for c in collections), 'file')}); read one with --collection NAME:"]
@@ -182,12 +140,10 @@ def _hierarchy_text(paths: dict[str, str]) -> str:
 
 
 def detail_text(key: str, value: object, limit: int = 5) -> str:
-    """One ``Dataset.details`` entry as short text for ``jagged validate``.
+    """One ``Dataset.details`` entry as short text ("" for objects the report shows on their own).
 
-    Strings and numbers are shown as they are; lists of names as a count and the first
-    few; lists of sentences (limit flags, superseded files) up to ``limit`` of them;
-    the ``group paths`` map as its levels. Other objects are left to the report (empty
-    string).
+    Strings and numbers as they are; lists of names as a count and the first few; lists of
+    sentences up to ``limit`` of them; the ``group paths`` map as its levels.
     """
     if isinstance(value, (str, int, float)):
         return str(value)
@@ -219,23 +175,9 @@ NOTE_KEYS: dict[str, str] = {
 }
 
 
-def evaluator_notes(dataset: Dataset) -> "pd.DataFrame":
-    """What an evaluator loader flagged, one row per remark (for the report).
-
-    Parameters
-    ----------
-    dataset : Dataset
-        A loaded dataset.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``kind`` and ``detail``: ``--limit`` runs, incomplete Inspect logs,
-        superseded files, leaves left out and files not used, as listed in
-        ``dataset.details``. Empty when there is nothing to say (always for CSV input).
-    """
-    import pandas as pd
-
+def evaluator_notes(dataset: Dataset) -> pd.DataFrame:
+    """What an evaluator loader flagged (``kind``, ``detail``; :data:`NOTE_KEYS` of ``dataset.details``); empty for CSV
+    input."""
     rows = []
     for key, kind in NOTE_KEYS.items():
         value = dataset.details.get(key)

@@ -1,10 +1,4 @@
-"""Sentences of the report's task-mix section that name models and profiles.
-
-The section's explanations are Markdown cells of the notebook; what depends on the data
-(which model is in focus, which profile reorders the ranking most, whether the profiles
-are illustrative) comes from here as plain text, shown escaped by
-:func:`jagged.views.display.show_text`. The numbers come from :mod:`jagged.stats.deployment`.
-"""
+"""Sentences of the report's task-mix section that name models and profiles (plain text, shown escaped)."""
 
 from __future__ import annotations
 
@@ -32,32 +26,15 @@ def exposure_heading(focus: str) -> str:
 
 
 def focus_sentence(table: pd.DataFrame, focus: str, requested: str | None = None) -> str:
-    """Which model the exposure and drift-bound plots look at, and why.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Metrics table with ``model`` and ``macro_score``.
-    focus : str
-        The model (see :func:`jagged.stats.deployment.focus_model`).
-    requested : str, optional
-        The ``focus_model`` parameter ("" or None: not given).
-    """
+    """Which model the exposure and drift-bound plots look at, and why (``requested``: the focus_model parameter)."""
     row = table[table["model"].astype(str) == str(focus)].iloc[0]
     why = "chosen with focus_model" if requested else "the highest macro score; set focus_model to look at another"
     return f"The next two figures look at {focus} (macro score {float(row['macro_score']):.3f}; {why})."
 
 
 def slope_sentence(agreement: pd.DataFrame, profile: str) -> str:
-    """Which profile the slope chart draws and how much it reorders the ranking.
-
-    Parameters
-    ----------
-    agreement : pandas.DataFrame
-        Output of :func:`jagged.stats.deployment.rank_agreement`.
-    profile : str
-        The profile drawn (:func:`jagged.stats.deployment.most_reordered_profile`).
-    """
+    """Which profile the slope chart draws and how much it reorders the ranking
+    (:func:`~jagged.stats.deployment.rank_agreement`)."""
     row = agreement[agreement["profile"].astype(str) == str(profile)].iloc[0]
     tau = float(row["kendall_tau"])
     tau_text = f"Kendall τ {tau:.3f} with the macro ranking" if np.isfinite(tau) else "Kendall τ undefined"

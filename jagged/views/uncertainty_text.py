@@ -1,9 +1,4 @@
-"""Sentences about sampling noise and intervals, from the metrics table (no statistics computed here).
-
-:func:`noise_sentences` phrases the models :func:`jagged.stats.uncertainty.sampling_noise`
-flags; :func:`uncertainty_statement` says where the intervals of
-:func:`jagged.stats.bootstrap.add_intervals` come from, or why there are none.
-"""
+"""Sentences about sampling noise and intervals, from the metrics table (no statistics computed here)."""
 
 from __future__ import annotations
 
@@ -14,20 +9,8 @@ from jagged.stats.uncertainty import EQUAL_ERROR_ALPHA
 
 
 def noise_sentences(table: pd.DataFrame) -> list[str]:
-    """One plain-language sentence per model flagged as noise-dominated.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A metrics table with ``model``, ``cv_error``, ``noise_share``,
-        ``cv_error_corrected``, ``p_equal_error`` and ``noise_flag`` (one row per model;
-        profile rows of the same model are collapsed).
-
-    Returns
-    -------
-    list of str
-        Sentences in table order; empty when no model is flagged.
-    """
+    """One plain sentence per model flagged as noise-dominated (``noise_flag``), in table order; profile rows
+    collapsed."""
     rows = table.drop_duplicates("model")
     rows = rows[rows["noise_flag"].fillna(False).astype(bool)]
     out = []
@@ -44,23 +27,8 @@ def noise_sentences(table: pd.DataFrame) -> list[str]:
     return out
 
 
-
 def uncertainty_statement(table: pd.DataFrame, *, n_boot: int, ci: float) -> str:
-    """One paragraph on where the intervals come from, or why there are none.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Output of :func:`jagged.analysis.metrics_table`.
-    n_boot : int
-        The bootstrap replicates asked for (0: none).
-    ci : float
-        The interval level.
-
-    Returns
-    -------
-    str
-    """
+    """One paragraph on where the intervals come from (``n_boot`` replicates at level ``ci``), or why there are none."""
     rows = table.drop_duplicates("model")
     flagged = int(rows["noise_flag"].fillna(False).astype(bool).sum()) if "noise_flag" in rows else 0
     unknown = int(rows["noise_share"].isna().sum()) if "noise_share" in rows else len(rows)
