@@ -468,7 +468,7 @@ def item_dimensions(y: np.ndarray, w: np.ndarray, *, draws: int = PA_DRAWS, boot
         eig = correlation_eigenvalues(np.divide(xb, sd, out=np.zeros_like(xb), where=sd > 0))
         above = (eig > pa.thresholds)[:, :pa.rank]
         counts[start:start + len(eig)] = np.where(above.all(1), pa.rank, np.argmin(above, axis=1))
-    lo, hi = np.quantile(counts, [(1 - level) / 2, (1 + level) / 2])
+    lo, hi = np.quantile(counts, (1 - level) / 2, method="lower"), np.quantile(counts, (1 + level) / 2, method="higher")
     return pa.n_dimensions, float(min(lo, pa.n_dimensions)), float(max(hi, pa.n_dimensions)), x.shape[1], reasons
 
 
@@ -594,7 +594,7 @@ def fit_bifactor(table: pd.DataFrame | ResponseMatrix, *, nodes: int = NODES, to
 
 
 def external_correlations(fit: Bifactor, external: pd.DataFrame, *, boot: int = BOOT * 2, level: float = LEVEL,
-                          seed: int = 0) -> pd.DataFrame:
+                          seed: int = 0, source: str = "<external table>") -> pd.DataFrame:
     """Correlations of the factor scores with each numeric column of a table of models.
 
     Parameters
@@ -606,6 +606,8 @@ def external_correlations(fit: Bifactor, external: pd.DataFrame, *, boot: int = 
         column.
     boot, level, seed
         Bootstrap resamples of the models, interval level, seed.
+    source : str
+        Name of the table in error messages.
 
     Returns
     -------
@@ -629,16 +631,16 @@ def external_correlations(fit: Bifactor, external: pd.DataFrame, *, boot: int = 
     :func:`boot_correlations` over the models having both values.
     """
     if "model" not in external.columns:
-        raise JaggedInputError("<external table>: no 'model' column")
+        raise JaggedInputError(f"{source}: no 'model' column")
     models = external["model"].astype(str)
     if models.duplicated().any():
-        raise JaggedInputError(f"<external table>: model {models[models.duplicated()].iloc[0]!r} is listed twice")
+        raise JaggedInputError(f"{source}: model {models[models.duplicated()].iloc[0]!r} is listed twice")
     values = external.drop(columns="model")
     if values.shape[1] == 0:
-        raise JaggedInputError("<external table>: no column besides 'model'")
+        raise JaggedInputError(f"{source}: no column besides 'model'")
     for col in values.columns:
         if not pd.api.types.is_numeric_dtype(values[col]) or pd.api.types.is_bool_dtype(values[col]):
-            raise JaggedInputError(f"<external table>: column {str(col)!r} is not numeric")
+            raise JaggedInputError(f"{source}: column {str(col)!r} is not numeric")
     wide = fit.scores.pivot(index="model", columns="factor", values="score")
     g = wide[GENERAL]
     factors = {(GENERAL, False): g}
