@@ -160,7 +160,8 @@ def test_agreement_with_the_mirt_package():
     mg, ms = bf.standardised(res.model.general_loadings, res.model.specific_loadings)
     ms = ms * np.sign(np.bincount(truth["dom"], weights=ms))[truth["dom"]]
     ours = fit.items.set_index("item").loc[wide.columns]
-    # stated tolerance: standardised loadings within 0.03 on average and 0.08 at most
+    # stated tolerance: standardised loadings within 0.01 on average and 0.03 at most (measured: 0.002 and
+    # 0.007 general, 0.006 and 0.015 specific; mirt's fixed 21-point grid is adequate at 400 models x 12 items)
     for mine, theirs in ((ours["general_loading"], mg), (ours["specific_loading"], ms)):
         diff = np.abs(mine.to_numpy() - theirs)
-        assert diff.mean() < 0.03 and diff.max() < 0.08
+        assert diff.mean() < 0.01 and diff.max() < 0.03

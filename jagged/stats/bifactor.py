@@ -42,7 +42,12 @@ NODES = 5
 #: change of the log posterior between cycles.
 TOL = 1e-4
 REL_TOL = 1e-7
-MAX_CYCLES = 300
+#: Or every ω (per domain and the test's) changing by less than OMEGA_TOL over OMEGA_CYCLES cycles.
+OMEGA_TOL = 2e-3
+OMEGA_CYCLES = 10
+MAX_CYCLES = 150
+#: Domains of at least this many fitted items get 3 nodes per dimension (their posteriors are near normal).
+FEW_NODES_ITEMS = 100
 #: Largest Newton step per parameter in one M-step.
 MAX_STEP = 1.0
 #: Interval level, parameter draws (ω), bootstrap draws over models, permutation draws (parallel analysis).
@@ -283,8 +288,11 @@ def fit_bifactor_matrix(y: np.ndarray, w: np.ndarray, domain: np.ndarray, *, nod
     at ±1; priors a ~ N(1, 2²), b ~ N(0, 2²), c ~ N(0, 5²) (as the 2PL). SQUAREM
     (Varadhan & Roland 2008) accelerates, falling back to the EM step when the
     extrapolated point lowers the log posterior. **Convergence**: standardised loadings
-    change by less than ``tol`` over a cycle, or the log posterior by less than
-    :data:`REL_TOL` of its size. **Covariance**: Louis's (1982) observed information per
+    change by less than ``tol`` over a cycle, every ω (:func:`omega`) by less than
+    :data:`OMEGA_TOL` over :data:`OMEGA_CYCLES` cycles, or the log posterior by less than
+    :data:`REL_TOL` of its size (with few models, intercepts of items nearly every model
+    gets right or wrong creep towards the prior's limit for hundreds of cycles, raising
+    the log posterior while loadings and ω stay put). **Covariance**: Louis's (1982) observed information per
     item (3 × 3 block, cross-item terms ignored) plus the prior's curvature, inverted.
     Scale: g and s are N(0, 1); the signs are left as fitted (see :func:`fit_bifactor`).
     """
@@ -313,7 +321,7 @@ def fit_bifactor_matrix(y: np.ndarray, w: np.ndarray, domain: np.ndarray, *, nod
     def loadings(x: np.ndarray) -> np.ndarray:
         return np.concatenate(standardised(x[:n], x[n:2 * n]))
 
-    converged, cycles, last = False, 0, -np.inf
+    converged, cycles, last, omegas = False, 0, -np.inf, []
     while cycles < max_cycles:
         cycles += 1
         x1, lp0 = step(x)
@@ -326,7 +334,10 @@ def fit_bifactor_matrix(y: np.ndarray, w: np.ndarray, domain: np.ndarray, *, nod
             x3, _ = step(x2)
         change = np.abs(loadings(x3) - loadings(x)).max() if n else 0.0
         x = x3
-        if change < tol or abs(lp0 - last) < REL_TOL * abs(lp0):
+        oh, os_, ot = omega(*standardised(x[:n], x[n:2 * n]), bounds)
+        omegas.append(np.concatenate([oh, os_, [ot]]))
+        settled = len(omegas) > OMEGA_CYCLES and np.abs(omegas[-1] - omegas[-1 - OMEGA_CYCLES]).max() < OMEGA_TOL
+        if change < tol or settled or abs(lp0 - last) < REL_TOL * abs(lp0):
             converged = True
             break
         last = lp0
@@ -427,7 +438,7 @@ def item_dimensions(y: np.ndarray, w: np.ndarray, *, draws: int = PA_DRAWS, boot
     -------
     (int or None, float, float, int, list of Reason)
         Dimensions retained (Horn, :func:`~jagged.stats.dimensions.parallel_analysis`), the
-        ``level`` interval of the count over ``boot`` resamples of the models (widened to
+        ``level`` interval of the count over ``boot`` reweightings of the models (widened to
         contain the count), the items used, and reasons (``("pa_items_left_out", ...)``,
         ``("pa_cells_filled", ...)``; no ``domain`` field: the caller adds it).
 
@@ -439,7 +450,10 @@ def item_dimensions(y: np.ndarray, w: np.ndarray, *, draws: int = PA_DRAWS, boot
     left are filled with the item's mean. With fewer models than items the correlation
     matrix has rank ≤ J − 1 and its nonzero eigenvalues are those of the J × J matrix
     Z Zᵀ / J (:func:`~jagged.stats.dimensions.correlation_eigenvalues`). A resample
-    counts the leading eigenvalues above the permutation thresholds of the data.
+    counts the leading eigenvalues above the permutation thresholds of the data; the
+    resamples are Bayesian bootstrap ones (Dirichlet weights on the models, Rubin 1981),
+    the weighted correlations' eigenvalues from √w Z: resampling with replacement would
+    repeat models, and repeated rows inflate the leading eigenvalues.
     """
     rows = w.sum(1) > 0
     y, w = y[rows], w[rows]
@@ -462,10 +476,10 @@ def item_dimensions(y: np.ndarray, w: np.ndarray, *, draws: int = PA_DRAWS, boot
     rng = np.random.default_rng(seed)
     counts = np.empty(boot)
     for start in range(0, boot, 50):
-        xb = x[rng.integers(0, len(x), size=(min(50, boot - start), len(x)))]
-        xb = xb - xb.mean(1, keepdims=True)
-        sd = np.sqrt((xb * xb).mean(1, keepdims=True))
-        eig = correlation_eigenvalues(np.divide(xb, sd, out=np.zeros_like(xb), where=sd > 0))
+        wts = rng.dirichlet(np.ones(len(x)), size=min(50, boot - start))[:, :, None] * len(x)
+        xb = x - (wts * x).mean(1, keepdims=True)
+        sd = np.sqrt((wts * xb * xb).mean(1, keepdims=True))
+        eig = correlation_eigenvalues(np.divide(xb * np.sqrt(wts), sd, out=np.zeros_like(xb), where=sd > 0))
         above = (eig > pa.thresholds)[:, :pa.rank]
         counts[start:start + len(eig)] = np.where(above.all(1), pa.rank, np.argmin(above, axis=1))
     lo, hi = np.quantile(counts, (1 - level) / 2, method="lower"), np.quantile(counts, (1 + level) / 2, method="higher")
@@ -476,8 +490,8 @@ def item_dimensions(y: np.ndarray, w: np.ndarray, *, draws: int = PA_DRAWS, boot
 # The fit of an item table
 
 
-def fit_bifactor(table: pd.DataFrame | ResponseMatrix, *, nodes: int = NODES, tol: float = TOL, draws: int = DRAWS,
-                 boot: int = BOOT, level: float = LEVEL, seed: int = 0) -> Bifactor:
+def fit_bifactor(table: pd.DataFrame | ResponseMatrix, *, nodes: int | None = None, tol: float = TOL,
+                 draws: int = DRAWS, boot: int = BOOT, level: float = LEVEL, seed: int = 0) -> Bifactor:
     """Fit the bifactor 2PL to an item table: a general factor and one factor per domain.
 
     Parameters
@@ -486,7 +500,8 @@ def fit_bifactor(table: pd.DataFrame | ResponseMatrix, *, nodes: int = NODES, to
         Item table (``model, domain, item, correct``) or its
         :func:`~jagged.stats.irt.response_matrix`.
     nodes, tol
-        See :func:`fit_bifactor_matrix`.
+        See :func:`fit_bifactor_matrix`; ``nodes`` None: 3 when every domain has
+        :data:`FEW_NODES_ITEMS` fitted items, else :data:`NODES`.
     draws, boot : int
         Parameter draws for the ω intervals; bootstrap resamples of the models.
     level : float
@@ -532,6 +547,8 @@ def fit_bifactor(table: pd.DataFrame | ResponseMatrix, *, nodes: int = NODES, to
     cols = np.flatnonzero(fitted)
     rows = np.flatnonzero(mat.w[:, cols].sum(1) > 0)
     y, w = mat.y[np.ix_(rows, cols)], mat.w[np.ix_(rows, cols)]
+    if nodes is None:
+        nodes = 3 if np.bincount(codes).min() >= FEW_NODES_ITEMS else NODES
     fit = fit_bifactor_matrix(y, w, codes, nodes=nodes, tol=tol)
     if not fit.converged:
         reasons.append(("not_converged", {"cycles": fit.cycles}))
