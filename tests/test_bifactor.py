@@ -165,3 +165,26 @@ def test_agreement_with_the_mirt_package():
     for mine, theirs in ((ours["general_loading"], mg), (ours["specific_loading"], ms)):
         diff = np.abs(mine.to_numpy() - theirs)
         assert diff.mean() < 0.01 and diff.max() < 0.03
+
+
+def test_structure_level_item_writes_loadings_and_json(tmp_path):
+    import json
+
+    from clitools import run_cli
+
+    table, truth = simulate(30, (12, 12, 12), (0.5, 0.5, 1.5), seed=4)
+    table.to_csv(tmp_path / "items.csv", index=False)
+    pd.DataFrame({"model": [f"m{k:03d}" for k in range(30)], "index": truth["g"]}).to_csv(tmp_path / "ext.csv",
+                                                                                         index=False)
+    code, out, err = run_cli("structure", tmp_path / "items.csv", "--level", "item", "--json", "--items-out",
+                             tmp_path / "loadings.csv", "--external", tmp_path / "ext.csv")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert [d["domain"] for d in summary["domains"]] == ["d0", "d1", "d2"]
+    assert {"omega_h", "omega_s", "rest"} <= set(summary["domains"][0])
+    assert {(e["factor"], e["residual"]) for e in summary["external"]} == {
+        ("general", False), *((d, r) for d in ("d0", "d1", "d2") for r in (False, True))}
+    assert all({"factor", "column", "r", "lo", "hi", "residual"} <= set(e) for e in summary["external"])
+    loadings = pd.read_csv(tmp_path / "loadings.csv")
+    assert list(loadings.columns) == ["item", "domain", "general_loading", "se_general_loading", "specific_loading",
+                                      "se_specific_loading"] and len(loadings) == 36
