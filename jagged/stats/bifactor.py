@@ -438,8 +438,8 @@ def item_dimensions(y: np.ndarray, w: np.ndarray, *, draws: int = PA_DRAWS, boot
     -------
     (int or None, float, float, int, list of Reason)
         Dimensions retained (Horn, :func:`~jagged.stats.dimensions.parallel_analysis`), the
-        ``level`` interval of the count over ``boot`` reweightings of the models (widened to
-        contain the count), the items used, and reasons (``("pa_items_left_out", ...)``,
+        centred ``level`` interval of the count over ``boot`` reweightings of the models,
+        the items used, and reasons (``("pa_items_left_out", ...)``,
         ``("pa_cells_filled", ...)``; no ``domain`` field: the caller adds it).
 
     Notes
@@ -453,7 +453,11 @@ def item_dimensions(y: np.ndarray, w: np.ndarray, *, draws: int = PA_DRAWS, boot
     counts the leading eigenvalues above the permutation thresholds of the data; the
     resamples are Bayesian bootstrap ones (Dirichlet weights on the models, Rubin 1981),
     the weighted correlations' eigenvalues from √w Z: resampling with replacement would
-    repeat models, and repeated rows inflate the leading eigenvalues.
+    repeat models, and repeated rows inflate the leading eigenvalues. Resampled leading
+    eigenvalues are biased upwards all the same (a noisier matrix spreads its spectrum),
+    so the interval is centred like
+    :func:`~jagged.stats.bootstrap.centred_interval`: the count plus the resamples'
+    quantiles less their median.
     """
     rows = w.sum(1) > 0
     y, w = y[rows], w[rows]
@@ -482,8 +486,9 @@ def item_dimensions(y: np.ndarray, w: np.ndarray, *, draws: int = PA_DRAWS, boot
         eig = correlation_eigenvalues(np.divide(xb * np.sqrt(wts), sd, out=np.zeros_like(xb), where=sd > 0))
         above = (eig > pa.thresholds)[:, :pa.rank]
         counts[start:start + len(eig)] = np.where(above.all(1), pa.rank, np.argmin(above, axis=1))
-    lo, hi = np.quantile(counts, (1 - level) / 2, method="lower"), np.quantile(counts, (1 + level) / 2, method="higher")
-    return pa.n_dimensions, float(min(lo, pa.n_dimensions)), float(max(hi, pa.n_dimensions)), x.shape[1], reasons
+    lo, mid, hi = np.quantile(counts, [(1 - level) / 2, 0.5, (1 + level) / 2], method="nearest")
+    lo, hi = np.clip([pa.n_dimensions + lo - mid, pa.n_dimensions + hi - mid], 0, pa.rank)
+    return pa.n_dimensions, float(lo), float(hi), x.shape[1], reasons
 
 
 # ---------------------------------------------------------------------------------------
