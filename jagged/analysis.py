@@ -204,6 +204,25 @@ class Analysis:
         table = self.item_table
         return None if table is None else report_fit(table, self.item_rest)
 
+    def item_structure(self, external: str | None = None) -> tuple[Any, pd.DataFrame | None]:
+        """The bifactor fit of the item-level results (:func:`jagged.stats.bifactor.fit_bifactor`), fitted once,
+        and with ``external`` (a table: model plus numeric columns) its factor scores' correlations with it.
+
+        Raises :class:`JaggedInputError` without item-level results in memory (the reason).
+        """
+        from jagged.readers.files import read_csv
+        from jagged.stats.bifactor import external_correlations, fit_bifactor
+
+        if self.item_table is None:
+            raise JaggedInputError(f"--level item: {self.item_model_input[1]}")
+        if "bifactor" not in self.__dict__:
+            self.__dict__["bifactor"] = fit_bifactor(self.item_table, seed=self.options.seed)
+        fit = self.__dict__["bifactor"]
+        if external is None:
+            return fit, None
+        path = Path(external)
+        return fit, external_correlations(fit, read_csv(path), seed=self.options.seed, source=path.name)
+
     @cached_property
     def flaws(self) -> Any:
         """The flaw model (:func:`jagged.stats.flaw.flaw_posterior` on :attr:`item_model`), or None.

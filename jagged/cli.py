@@ -254,11 +254,16 @@ def write_table(table: Any, output: str | None) -> None:
 @click.option("--draws", type=click.IntRange(min=1), default=None, metavar="N",
               help="Permuted data sets of the parallel analysis and the category check (default 500; fewer "
                    "for very large tables, the output says how many).")
+@click.option("--items-out", "items_out", type=str, default=None, metavar="FILE",
+              help="With --level item: write item, domain, general_loading, specific_loading and their SEs "
+                   "to FILE.csv (or .json).")
+@opts.cli_options(opts.STRUCTURE)
 @input_options
 @opts.cli_options(opts.ANALYSIS, exclude=("weights", "profiles", "missing_weight", "bootstrap", "engine",
                                           "spark_master"))
 @guarded
-def structure(scores: str, as_json: bool, output: str | None, draws: int | None, **kwargs: Any) -> None:
+def structure(scores: str, as_json: bool, output: str | None, draws: int | None, items_out: str | None,
+              level: str, external: str | None, **kwargs: Any) -> None:
     """Is it the model or the benchmark? Decompose SCORES' error rates and count the dimensions.
 
     Fits logit(error) = model level + domain difficulty + residual, prints the share of the
@@ -271,6 +276,11 @@ def structure(scores: str, as_json: bool, output: str | None, draws: int | None,
     from jagged.views.structure import structure_summary, structure_text
 
     check_inputs(scores, kwargs)
+    if level == "item":
+        structure_items(scores, as_json, output, items_out, external, kwargs)
+        return
+    if items_out is not None or external is not None:
+        raise JaggedInputError(f"{'--items-out' if items_out is not None else '--external'} needs --level item")
     check_outputs({"-o": output}, load_inputs(scores, kwargs))
     result = analyse(scores, example_profiles=False, draws=draws, **kwargs).structure
     if output is not None:
@@ -279,6 +289,31 @@ def structure(scores: str, as_json: bool, output: str | None, draws: int | None,
         click.echo(json_text(json.dumps(structure_summary(result), indent=2, ensure_ascii=False)))
     else:
         click.echo(structure_text(result))  # each line escaped by the view
+
+
+def structure_items(scores: str, as_json: bool, output: str | None, items_out: str | None, external: str | None,
+                    kwargs: dict[str, Any]) -> None:
+    """``jagged structure --level item``: the bifactor fit of SCORES' item-level results."""
+    import json
+
+    from jagged.analysis import analyse
+    from jagged.report.rerun import check_input_path
+    from jagged.views.bifactor import bifactor_summary, bifactor_text
+
+    check_input_path(external, "external")
+    if external is not None and not Path(external).is_file():
+        raise JaggedInputError(f"--external {external}: no such file")
+    check_outputs({"-o": output, "--items-out": items_out}, {**load_inputs(scores, kwargs), "--external": external})
+    fit, correlations = analyse(scores, example_profiles=False, **kwargs).item_structure(external)
+    if output is not None:
+        write_table(fit.scores, output)
+    if items_out is not None:
+        write_table(fit.items[["item", "domain", "general_loading", "se_general_loading", "specific_loading",
+                               "se_specific_loading"]], items_out)
+    if as_json:
+        click.echo(json_text(json.dumps(bifactor_summary(fit, correlations), indent=2, ensure_ascii=False)))
+    else:
+        click.echo(bifactor_text(fit, correlations))  # each line escaped by the view
 
 
 @main.command()

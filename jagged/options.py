@@ -26,6 +26,8 @@ from jagged.option_checks import MAX_LIST, MAX_TEXT, conform, shown, text_ok
 
 #: Stages an option belongs to (``compare``: the compare command's and notebook's own, in :data:`NOTEBOOK_ONLY`).
 LOAD, ANALYSIS, DISPLAY, COMPARE = "load", "analysis", "display", "compare"
+#: The structure command's own options (item-level structure), in :data:`NOTEBOOK_ONLY`.
+STRUCTURE = "structure"
 #: Page themes of the report template.
 THEMES = ("light", "dark", "auto")
 #: Every report section ``--sections`` can name, in report order, and whether it is optional: shown only where
@@ -213,11 +215,15 @@ NOTEBOOK_ONLY: dict[str, Option] = {o.name: o for o in (
              "VALUE (repeatable; --where applies to both sides), so that one file holding several releases is "
              "enough.", metavar="COLUMN=VALUE")
       for side in "ab"),
+    Option("level", STRUCTURE, "str", "domain", "Structure from domain scores, or from item-level results: a "
+           "general factor and one per domain (bifactor item response model).", choices=("domain", "item")),
+    Option("external", STRUCTURE, "str", None, "With --level item: a table of models (model plus numeric "
+           "columns) to correlate the factor scores with.", metavar="FILE"),
 )}
 #: Loader options that choose what is read: shown with the report's subtitle, in "What was read" and its JSON.
 SELECTION = ("where", "models", "domains", "n_items")
 #: Parameters that name a file or folder jagged reads (see :func:`check_input_path`).
-PATH_PARAMETERS = ("scores", "weights", "a", "b")
+PATH_PARAMETERS = ("scores", "weights", "a", "b", "external")
 
 
 @dataclass(frozen=True)
