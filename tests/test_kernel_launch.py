@@ -43,20 +43,3 @@ def test_lazy_package_names_resolve():
 
     assert callable(jagged.jaggedness) and callable(jagged.load) and jagged.BUNDLED_SCORES.is_file()
     assert {"jaggedness", "load_scores", "resolve_profiles"} <= set(dir(jagged))
-
-
-def test_a_report_leaves_no_open_kernel_sockets(tmp_path):
-    """papermill's engine leaves the client it makes for a caller's kernel open; ours closes it."""
-    import gc
-    import warnings
-
-    from test_batch import write_scores
-
-    from jagged.report import jaggedness_report
-
-    scores = write_scores(tmp_path / "scores.csv", ["a", "b", "c"])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ResourceWarning)
-        jaggedness_report(scores, tmp_path / "r.html", bootstrap=0)
-        gc.collect()
-    assert not [str(w.message) for w in caught if "Unclosed" in str(w.message)]
