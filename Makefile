@@ -27,9 +27,11 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 report: $(VENV)/.installed-run
 	$(BIN)/jagged report
 
+# pytest-xdist runs the suite on every core; --dist loadfile gives each worker whole test files, so a
+# notebook's cells (nbval) run in order in one kernel and a module's fixtures are built once.
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check jagged tests benchmarks
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile --durations=15
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m compileall -q jagged

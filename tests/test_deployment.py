@@ -348,12 +348,20 @@ def test_report_with_bundled_profiles_has_every_deployment_plot_and_the_rank_tab
     assert "Kendall τ" in page
 
 
-def test_report_without_weights_prints_no_deployment_section(tmp_path):
+def test_report_without_weights_prints_no_deployment_section_and_leaves_no_open_kernel_socket(tmp_path):
+    """No profiles, no deployment cells; and papermill's client for our kernel is closed (no ResourceWarning)."""
+    import gc
+    import warnings
+
     from jagged.report import jaggedness_report
 
     scores = tmp_path / "scores.csv"
     scores.write_text(pd.read_csv(BUNDLED).head(60).to_csv(index=False))
-    out = jaggedness_report(str(scores), tmp_path / "r.html")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        out = jaggedness_report(str(scores), tmp_path / "r.html")
+        gc.collect()
+    assert not [str(w.message) for w in caught if "Unclosed" in str(w.message)]
     assert "What your task mix changes" not in out.read_text()
     cells = _section_cells(out.with_suffix(".ipynb"))
     assert len(cells) >= 5 and all(c.outputs == [] for c in cells)

@@ -130,7 +130,7 @@ def test_illustrative_profiles_are_labelled():
     from jagged.stats.weights import BUNDLED_PROFILES
 
     finding = g.profiles_finding(make_analysis(profile_table(), weights=str(BUNDLED_PROFILES)))
-    assert "(an illustrative profile, not measured traffic)" in finding.sentence
+    assert "(illustrative, not measured traffic)" in finding.sentence
 
 
 #: The contributors of the sections this file tests (the others have their own tests).

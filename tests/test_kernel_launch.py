@@ -1,4 +1,4 @@
-"""The single-report kernel: started before validation, stopped without leftovers; light imports."""
+"""The single-report kernel: it answers, and stops without leftovers; the command line starts without pandas."""
 
 from __future__ import annotations
 
@@ -43,38 +43,3 @@ def test_lazy_package_names_resolve():
 
     assert callable(jagged.jaggedness) and callable(jagged.load) and jagged.BUNDLED_SCORES.is_file()
     assert {"jaggedness", "load_scores", "resolve_profiles"} <= set(dir(jagged))
-
-
-def test_a_report_leaves_no_open_kernel_sockets(tmp_path):
-    """papermill's engine leaves the client it makes for a caller's kernel open; ours closes it."""
-    import gc
-    import warnings
-
-    from test_batch import write_scores
-
-    from jagged.report import jaggedness_report
-
-    scores = write_scores(tmp_path / "scores.csv", ["a", "b", "c"])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ResourceWarning)
-        jaggedness_report(scores, tmp_path / "r.html", bootstrap=0)
-        gc.collect()
-    assert not [str(w.message) for w in caught if "Unclosed" in str(w.message)]
-
-
-def test_the_report_kernel_starts_before_pandas_and_nbconvert_are_imported(tmp_path):
-    """`jagged report` launches its kernel before the heavy imports of validation and rendering."""
-    code = (
-        "import sys\n"
-        "import jagged.report.kernel as k\n"
-        "seen = []\n"
-        "def spy(*a, **kw):\n"
-        "    seen.append(('pandas' in sys.modules, 'nbconvert' in sys.modules))\n"
-        "    raise SystemExit(0)\n"
-        "k.launch_kernel = spy\n"
-        "from jagged.report.jaggedness import jaggedness_report\n"
-        f"try:\n    jaggedness_report(None, {str(tmp_path / 'r.html')!r}, sections='glance,metrics')\n"
-        "except SystemExit:\n    pass\n"
-        "print(seen)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[(False, False)]"

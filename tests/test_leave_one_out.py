@@ -100,10 +100,10 @@ def test_a_failed_run_is_marked_in_the_metrics_table_and_said_in_the_glance():
     most = glance.jaggedness_findings(analysis)[0]
     without = analysis.leave_one_out["relative_jaggedness_corrected"].loc["broken", "coding"]
     assert most.subject == "broken" and most.rests_on == "coding"
-    assert (f"This rests on one domain: without coding (where broken scores 0.000) its relative jaggedness would "
+    assert (f"This rests on one domain: without coding (where it scores 0.000) its relative jaggedness would "
             f"be {without:.2f} and ") in most.sentence
     leader = analysis.leave_one_out["relative_jaggedness_corrected"]["coding"].drop("broken").idxmax()
-    assert f"and {leader} would be the most jagged." in most.sentence
+    assert f"and {leader} would replace it." in most.sentence
 
 
 def test_a_headline_that_does_not_rest_on_one_domain_says_nothing_more():
@@ -140,7 +140,7 @@ def test_the_largest_wedge_says_when_it_rests_on_one_domain(tmp_path):
     finding = glance.profiles_finding(analysis)
     without = analysis.leave_one_out["wedge"].loc[("broken", "coders"), "coding"]
     assert finding.subject == "broken under coders" and finding.rests_on == "coding"
-    assert f"without coding (where broken scores 0.000) its wedge would be {without:+.3f}" in finding.sentence
+    assert f"without coding (where it scores 0.000) its wedge would be {without:+.3f}" in finding.sentence
 
 
 def test_the_report_table_shows_the_mark_beside_cv_error_only_when_a_model_has_one(monkeypatch):

@@ -149,10 +149,10 @@ def test_forest_plot(tmp_path):
 # --- the simulation ---------------------------------------------------------------------------
 
 SIM_DOMAINS = (5, 20, 60)
-SIM_ITEMS = (30, 200, 2000)
+SIM_ITEMS = (30, 200, 1000)
 SIM_CV = (0.0, 0.1, 0.3, 0.6)
 SIM_DATASETS = 100
-SIM_BOOT = 1000
+SIM_BOOT = 400
 SIM_MEAN_ERROR = 0.4
 
 
@@ -195,7 +195,7 @@ def simulate_regime(n_domains: int, n_items: int, cv: float, rng: np.random.Gene
 
 
 def test_simulation_coverage_correction_and_flag():
-    """Known true domain error rates; D 5-60, 30-2,000 items per domain, true CV 0-0.6."""
+    """Known true domain error rates; D 5-60, 30-1,000 items per domain, true CV 0-0.6."""
     rng = np.random.default_rng(20240601)
     rows = [simulate_regime(d, n, cv, rng) for d in SIM_DOMAINS for n in SIM_ITEMS for cv in SIM_CV]
     table = pd.DataFrame(rows)

@@ -93,13 +93,13 @@ def _interval_text(row: pd.Series, analysis: Any, column: str = "cv_error", what
 
 
 def _rests_on(analysis: Any, column: str, values: pd.Series, subject: Any, *, largest: bool, what: str,
-              leader_text: str, digits: int = 2, absolute: bool = False) -> tuple[str, str]:
-    """`` This rests on one domain: …`` and the domain when the headline's value rests on one, else ``("", "")``.
+              digits: int = 2, absolute: bool = False) -> tuple[str, str]:
+    """`` This rests on one domain: …`` and the domain, when the headline's value rests on one (else ``("", "")``).
 
-    ``values`` are the ranked values (index: the subjects) of the
-    :attr:`~jagged.analysis.Analysis.leave_one_out` statistic ``column``; ``leader_text``
-    completes "and X would be …"; with ``absolute`` the ranking is by magnitude and the signed
-    value is quoted (the wedge).
+    ``values`` are the ranked values (index: the subjects), ``column`` names the
+    :attr:`~jagged.analysis.Analysis.leave_one_out` table of the same statistic ("and X would
+    replace it" when another subject leads without the domain); with ``absolute`` the ranking is
+    by magnitude and the signed value is quoted (the wedge).
     """
     rests = analysis.rests_on(column, values, subject, largest=largest, absolute=absolute)
     if rests is None:
@@ -109,31 +109,29 @@ def _rests_on(analysis: Any, column: str, values: pd.Series, subject: Any, *, la
     scores = analysis.scores
     there = scores.loc[(scores["model"].astype(str) == str(model)) & (scores["domain"].astype(str) == found.domain),
                        "score"]
-    where = f" (where {model} scores {float(there.iloc[0]):.3f})" if len(there) else ""
+    where = f" (where it scores {float(there.iloc[0]):.3f})" if len(there) else ""
     shown = f"{value:+.{digits}f}" if absolute else f"{value:.{digits}f}"
     text = f" This rests on one domain: without {found.domain}{where} its {what} would be {shown}"
     if found.leader is not None:
         leader = " under ".join(found.leader) if isinstance(found.leader, tuple) else found.leader
-        text += f" and {leader} would be {leader_text}"
+        text += f" and {leader} would replace it"
     return text + ".", found.domain
 
 
 # --------------------------------------------------------------------------- contributors
 
 
-def _cv_detail(row: pd.Series, analysis: Any, *, nested: bool = False) -> str:
-    """``cv_error 0.412 (0.398 with sampling noise removed, 95% interval …)``; ``nested`` joins with commas.
+def _cv_detail(row: pd.Series, analysis: Any) -> str:
+    """``cv_error 0.412 (0.398 with sampling noise removed, 95% interval …)`` for a row.
 
-    The interval is the corrected value's (it contains that value), so it follows it.
+    The interval is the noise-corrected value's (it contains that value, not the raw one), so
+    it is written right after it.
     """
     extra = []
     corrected = row.get("cv_error_corrected", math.nan)
     if _finite(corrected):
         interval = _interval_text(row, analysis)
-        extra.append(f"{float(corrected):.3f} with sampling noise removed"
-                     + (f" ({interval})" if nested and interval else f", {interval}" if interval else ""))
-    if nested:
-        return ", ".join([f"cv_error {float(row['cv_error']):.3f}", *extra])
+        extra.append(f"{float(corrected):.3f} with sampling noise removed" + (f", {interval}" if interval else ""))
     return f"cv_error {float(row['cv_error']):.3f}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
@@ -162,7 +160,7 @@ def _raw_findings(analysis: Any, rows: pd.DataFrame) -> list[Finding]:
         sentence = (f"{row['model']}: {_cv_detail(row, analysis)}; {where} "
                     f"(macro score {float(row['macro_score']):.3f}).")
         rests, domain = _rests_on(analysis, "cv_error", values, row["model"], largest=label == "Most jagged",
-                                  what="cv_error", digits=3, leader_text=f"the {label.lower()}")
+                                  what="cv_error", digits=3)
         out.append(Finding("jaggedness", label, sentence + rests, subject=str(row["model"]), **_cv_numbers(row),
                            rests_on=domain))
     return out
@@ -211,15 +209,15 @@ def jaggedness_findings(analysis: Any) -> list[Finding]:
         else:
             where = "the most even once level and difficulty are taken out"
         sentence = (f"{row['model']}: relative jaggedness {value:.2f} ({'; '.join(detail)}); {where} "
-                    f"(macro score {float(row['macro_score']):.3f}; {_cv_detail(row, analysis, nested=True)}).")
+                    f"(macro score {float(row['macro_score']):.3f}; cv_error {float(row['cv_error']):.3f}).")
         rests, domain = _rests_on(analysis, column, values, row["model"], largest=label == "Most jagged",
-                                  what="relative jaggedness", leader_text=f"the {label.lower()}")
+                                  what="relative jaggedness")
         sentence += rests
         raw = rows.iloc[0] if label == "Most jagged" else rows.iloc[-1]
         if n > 1 and str(raw["model"]) != str(row["model"]):
             word = "most" if label == "Most jagged" else "least"
             sentence += (f" By the raw cv_error the {word} jagged is {raw['model']} "
-                         f"({_cv_detail(raw, analysis, nested=True)}; macro score {float(raw['macro_score']):.3f})")
+                         f"(cv_error {float(raw['cv_error']):.3f}; macro score {float(raw['macro_score']):.3f})")
             sentence += (f"; cv_error rises with the level (rank correlation {rho:+.2f} with the macro score)."
                          if _finite(rho) and label == "Most jagged" else ".")
         elif n > 1:
@@ -273,7 +271,7 @@ def profiles_finding(analysis: Any) -> Finding | None:
     row = order.iloc[0]
     wedge = float(row["wedge"])
     direction = "overstates" if wedge > 0 else "understates"
-    kind = " (an illustrative profile, not measured traffic)" if analysis.illustrative else ""
+    kind = " (illustrative, not measured traffic)" if analysis.illustrative else ""
     interval = _interval_text(row, analysis, "wedge")
     sentence = (f"{wedge:+.3f} for {row['model']} under the profile {row['profile']}{kind}: the benchmark "
                 f"average {direction} the score this task mix would see by {abs(wedge) * 100:.1f} percentage "
@@ -282,7 +280,7 @@ def profiles_finding(analysis: Any) -> Finding | None:
     labels = pd.MultiIndex.from_arrays([rows["model"].to_numpy(dtype=object), rows["profile"].to_numpy(dtype=object)])
     magnitudes = pd.Series(rows["wedge"].abs().to_numpy(dtype=float), index=labels)
     rests, domain = _rests_on(analysis, "wedge", magnitudes, (row["model"], row["profile"]), largest=True,
-                              what="wedge", digits=3, leader_text="the largest wedge", absolute=True)
+                              what="wedge", digits=3, absolute=True)
     return Finding("profiles", "Largest wedge", sentence + rests, subject=f"{row['model']} under {row['profile']}",
                    statistic="wedge", value=wedge, lo=float(row.get("wedge_lo", math.nan)),
                    hi=float(row.get("wedge_hi", math.nan)), rests_on=domain)
