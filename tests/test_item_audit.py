@@ -607,7 +607,9 @@ def test_analysis_section_and_glance_finding(tmp_path):
     assert finding.value == pytest.approx(median) and f"{median:+.3f}" in finding.sentence
     t = analysis.flaws.total  # the one ranking: the expected flawed items with their interval, the first to read
     assert finding.sentence.startswith(f"About {t['expected_flawed']:,.0f} of 12,032 items are expected to be flawed "
-                                       f"({t['lower']:,.0f}–{t['upper']:,.0f}, 90%), item {items['item'].iloc[0]}")
+                                       f"({t['lower']:,.0f}–{t['upper']:,.0f}, 90%; about {t['visible']:,.0f} shown "
+                                       f"by the answers, the rest assumed), item {items['item'].iloc[0]}")
+    assert 0 < t["visible"] < t["expected_flawed"]  # the visible part is a measurement, the rest the prior
     # the report's other numbers still come from the per-category file
     assert analysis.dataset.format == "long" and analysis.dataset.items is None
     path = tmp_path / "scores.csv"
