@@ -286,8 +286,8 @@ def items_glance(analysis: Any) -> dict[str, Any] | None:
     if audit.flaws is not None:  # the one ranking: the expected flawed items and the one to read first
         t = audit.flaws.total
         sentence = (f"About {t['expected_flawed']:,.0f} of {total:,} items are expected to be flawed "
-                    f"({t['lower']:,.0f}–{t['upper']:,.0f}, {audit.flaws.level:.0%}; about {t['visible']:,.0f} shown by "
-                    "the answers, the rest assumed)")
+                    f"({t['lower']:,.0f}–{t['upper']:,.0f}, {audit.flaws.level:.0%}; "
+                    f"about {t['visible']:,.0f} shown by the answers, the rest assumed)")
         if total and float(items["posterior"].iloc[0]) > 0.5:
             sentence += f", item {items['item'].iloc[0]} ({items['domain'].iloc[0]}) most likely"
     else:
