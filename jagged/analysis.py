@@ -44,7 +44,8 @@ class Analysis:
     ``display`` holds the display options by name (:mod:`jagged.options`) for the
     notebook's cells; ``bundled`` whether the input is the data bundled with jagged;
     ``item_rest`` the trait of the item response model and the item audit's rest score;
-    ``draws`` the permutation draws of :attr:`structure` (None: the default).
+    ``draws`` the permutation draws of :attr:`structure` (None: the default); ``level``
+    ``"item"`` adds the bifactor section (:attr:`bifactor`), ``external`` its table to correlate with.
     """
 
     dataset: Dataset
@@ -53,6 +54,8 @@ class Analysis:
     bundled: bool = False
     draws: int | None = None
     item_rest: str = "domain"
+    level: str = "domain"
+    external: str | None = None
 
     @cached_property
     def engine(self) -> Engine:
@@ -204,20 +207,30 @@ class Analysis:
         table = self.item_table
         return None if table is None else report_fit(table, self.item_rest)
 
-    def item_structure(self, external: str | None = None) -> tuple[Any, pd.DataFrame | None]:
-        """The bifactor fit of the item-level results (:func:`jagged.stats.bifactor.fit_bifactor`), fitted once,
-        and with ``external`` (a table: model plus numeric columns) its factor scores' correlations with it.
+    @cached_property
+    def bifactor(self) -> Any:
+        """The bifactor fit of the item-level results (:func:`jagged.stats.bifactor.fit_bifactor`), fitted once.
 
         Raises :class:`JaggedInputError` without item-level results in memory (the reason).
         """
-        from jagged.readers.files import read_csv
-        from jagged.stats.bifactor import external_correlations, fit_bifactor
+        from jagged.stats.bifactor import fit_bifactor
 
         if self.item_table is None:
             raise JaggedInputError(f"--level item: {self.item_model_input[1]}")
-        if "bifactor" not in self.__dict__:
-            self.__dict__["bifactor"] = fit_bifactor(self.item_table, seed=self.options.seed)
-        fit = self.__dict__["bifactor"]
+        return fit_bifactor(self.item_table, seed=self.options.seed)
+
+    @cached_property
+    def bifactor_external(self) -> pd.DataFrame | None:
+        """The factor scores' correlations with :attr:`external` (:meth:`item_structure`), None without it."""
+        return None if self.external is None else self.item_structure(self.external)[1]
+
+    def item_structure(self, external: str | None = None) -> tuple[Any, pd.DataFrame | None]:
+        """:attr:`bifactor`, and with ``external`` (a table: model plus numeric columns) its factor scores'
+        correlations with it (:func:`jagged.stats.bifactor.external_correlations`)."""
+        from jagged.readers.files import read_csv
+        from jagged.stats.bifactor import external_correlations
+
+        fit = self.bifactor
         if external is None:
             return fit, None
         path = Path(external)
@@ -311,7 +324,8 @@ class Analysis:
 
         applies = {"noise": self.has_noise, "hierarchy": self.has_categories, "profiles": self.has_profiles,
                    "items": self.has_items, "irt": self.has_item_model,
-                   "decomposition": decomposable(self.dataset.scores)}
+                   "decomposition": decomposable(self.dataset.scores),
+                   "bifactor": self.level == "item" and self.has_item_model}
         return {name: applies[name] for name in SECTIONS}
 
     def __repr__(self) -> str:
@@ -403,7 +417,7 @@ def strongest_models(scores: pd.DataFrame, n: int = 5) -> list[str]:
 
 
 def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: bool = True, draws: int | None = None,
-            **options: Any) -> Analysis:
+            level: str = "domain", external: str | None = None, **options: Any) -> Analysis:
     """Load an input and prepare its :class:`Analysis`.
 
     Parameters
@@ -416,6 +430,9 @@ def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: boo
         use them (:func:`jagged.stats.weights.report_weights`).
     draws : int, optional
         Permutation draws of :attr:`Analysis.structure` (``jagged structure --draws``).
+    level, external : str
+        ``"item"``: the bifactor section (``--level``); the table its factor scores are
+        correlated with (``--external``).
     **options
         Loader, analysis and display options by name (:mod:`jagged.options`); ``""`` and
         ``None`` mean "not given".
@@ -446,7 +463,7 @@ def analyse(scores: str | Path | Dataset | None = None, *, example_profiles: boo
         override["weights"] = report_weights("" if bundled else dataset.source, options.get("weights") or "")
     display = {name: options.get(name, opts.BY_NAME[name].surface_default) for name in opts.names(opts.DISPLAY)}
     return Analysis(dataset=dataset, options=opts.analysis_options(options, **override), display=display,
-                    bundled=bundled, draws=draws)
+                    bundled=bundled, draws=draws, level=level, external=external or None)
 
 
 def analyse_notebook(parameters: Mapping[str, Any]) -> Analysis:
@@ -457,7 +474,8 @@ def analyse_notebook(parameters: Mapping[str, Any]) -> Analysis:
     illustrative profiles as the reports use them.
     """
     values = opts.from_notebook({k: v for k, v in parameters.items() if k in opts.BY_NAME})
-    return analyse(parameters.get("scores") or None, example_profiles=True, **values)
+    return analyse(parameters.get("scores") or None, example_profiles=True, level=parameters.get("level") or "domain",
+                   external=parameters.get("external") or None, **values)
 
 
 def add_notes(table: pd.DataFrame, model_notes: dict[str, str]) -> pd.DataFrame:

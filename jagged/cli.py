@@ -424,6 +424,7 @@ def items_command(scores: str | None, output: str | None, top: int | None, rest:
               help="Packaged notebook to run with --params (default: the one stored in FILE, else "
                    "jaggedness_report); e.g. model_report. Never a path.")
 @opts.cli_options(opts.DISPLAY)
+@opts.cli_options(opts.STRUCTURE)
 @input_options
 @analysis_options
 @guarded

@@ -34,7 +34,8 @@ THEMES = ("light", "dark", "auto")
 #: ``Analysis.sections`` says it applies, its notebook cells tagged ``section-NAME`` (``tests/test_sections.py``).
 REPORT_SECTIONS: dict[str, bool] = {
     "glance": False, "provenance": False, "data": False, "metrics": False, "overview": False, "hierarchy": True,
-    "noise": True, "profiles": True, "items": True, "irt": True, "decomposition": True, "meaning": False}
+    "noise": True, "profiles": True, "items": True, "irt": True, "decomposition": True, "bifactor": True,
+    "meaning": False}
 #: Largest seed (numpy's ``default_rng`` takes any non-negative integer; 2**32 - 1 is plenty).
 MAX_SEED = 2**32 - 1
 #: Largest ``max_input_bytes``: 1 TiB.
@@ -388,8 +389,8 @@ def notebook_values(values: Mapping[str, Any]) -> dict[str, Any]:
     """Option values as notebook parameters; names that are not options pass unchanged."""
     out: dict[str, Any] = {}
     for key, value in values.items():
-        if key in BY_NAME:
-            out[key] = to_notebook(key, value)
+        if key in BY_NAME or key in NOTEBOOK_ONLY:
+            out[key] = to_notebook(BY_NAME.get(key) or NOTEBOOK_ONLY[key], value)
         elif isinstance(value, tuple):
             out[key] = list(value)
         else:
@@ -416,7 +417,8 @@ def from_notebook(values: Mapping[str, Any]) -> dict[str, Any]:
 
 #: Each report notebook's parameters, in order (options and :data:`NOTEBOOK_ONLY` names).
 NOTEBOOK_PARAMETERS: dict[str, tuple[str, ...]] = {
-    "jaggedness_report": ("scores", *names(LOAD), *names(ANALYSIS), "focus_model", "max_models", "theme"),
+    "jaggedness_report": ("scores", *names(LOAD), *names(ANALYSIS), "focus_model", "max_models", "theme", "level",
+                          "external"),
     "model_report": ("model", "scores", *names(LOAD), *names(ANALYSIS), "n_extremes"),
     "compare_report": ("a", "b", *names(LOAD), *names(ANALYSIS), "max_models", "theme", "alpha", "repeats",
                        "where_a", "where_b"),

@@ -312,6 +312,12 @@ ATTACKS = [
      "--items-out e.csv is the input --external e.csv"),
     ("--items-out without --level item", "bifactor", "structure items.csv --items-out x.csv",
      "--items-out needs --level item"),
+    ("report --external a FIFO", "bifactor", "report items.csv -o r.html --level item --external fifo.csv",
+     "external fifo.csv is a FIFO"),
+    ("report --external glob characters", "bifactor", "report items.csv -o r.html --level item --external 'e[1]*.csv'",
+     "--external e[1]*.csv: no such file"),
+    ("report --level item on scores", "scores", "report s.csv -o r.html --level item",
+     "--level item: s.csv has no item-level results in memory"),
     # Spark masters: a URL or nothing, reached at once or refused
     ("spark master: no URL", "lake", "items lake --engine spark --spark-master 'local[2]; touch x'",
      "not a Spark master URL (local, local[N], local[*], spark://HOST:PORT, yarn, k8s://URL)"),

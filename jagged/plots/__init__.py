@@ -25,6 +25,7 @@ FIGURES: dict[str, str] = {
     "variance_bars": "structure", "residual_heatmap": "structure", "relative_vs_cv": "structure",
     "scree": "structure", "residual_profile_plot": "structure",
     "information_plot": "irt", "loading_difficulty_plot": "irt", "position_plot": "irt",
+    "omega_bars": "bifactor", "loading_scatter": "bifactor",
     # the per-model and compare reports
     "domain_errors_vs_field": "model", "delta_forest": "compare", "a_against_b": "compare",
     "change_forest": "compare", "field_forest": "compare", "domain_shifts": "compare",

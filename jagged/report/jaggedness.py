@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from jagged import options as opts
-from jagged.errors import JaggedWarning
+from jagged.errors import JaggedInputError, JaggedWarning
 from jagged.option_checks import check_text
 from jagged.report.facts import input_facts, input_subtitle
 from jagged.report.notebooks import (
@@ -62,8 +62,9 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     show_code : bool
         Show the notebook's code cells.
     **options
-        Loader, analysis and display options by name (:mod:`jagged.options`), and
-        ``sections`` (comma-separated :data:`jagged.options.REPORT_SECTIONS`; default all).
+        Loader, analysis and display options by name (:mod:`jagged.options`),
+        ``sections`` (comma-separated :data:`jagged.options.REPORT_SECTIONS`; default all),
+        ``level="item"`` for the bifactor section and ``external`` (a table of models) for it.
 
     Returns
     -------
@@ -80,13 +81,18 @@ def jaggedness_report(scores: str | Path | None = None, output: str | Path = DEF
     TypeError
         A keyword that is no option (the closest one suggested).
     """
-    opts.check_keywords(options, "jaggedness_report")
+    opts.check_keywords(options, "jaggedness_report", [*opts.BY_NAME, "level", "external"])
     output = check_destination(output)
     options = {k: opts.check_value(k, v) for k, v in options.items()}
     sections = opts.parse_sections(options.pop("sections", None))
     title = check_text("the title", title) or DEFAULT_TITLE
     check_input_path(scores, "scores")
     check_input_path(options.get("weights"), "weights")
+    check_input_path(options.get("external"), "external")
+    if options.get("external") and options.get("level") != "item":
+        raise JaggedInputError("--external needs --level item")
+    if options.get("external") and not Path(options["external"]).is_file():
+        raise JaggedInputError(f"--external {options['external']}: no such file")
     source = None if scores in (None, "") else Path(scores)
     return run_checked(lambda: _report_run(source, output, title=title, show_code=show_code, sections=sections,
                                            **options))
@@ -97,6 +103,8 @@ def _report_run(source: Path | None, output: Path, *, title: str, show_code: boo
     """:func:`jaggedness_report` once the output and options are checked: the input loaded, the run's arguments."""
     bundled = source is None
     dataset = validate_input(source, options)
+    if options.get("level") == "item" and not bundled and dataset.items is None:
+        raise JaggedInputError(f"--level item: {dataset.source} has no item-level results in memory")
     declared = {p.name for p in notebook_parameters(REPORT_NOTEBOOK)}
     ignored = sorted(set(options) - declared)
     if ignored:

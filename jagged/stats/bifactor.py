@@ -64,7 +64,7 @@ PA_MODEL_SHARE = 0.9
 FLOAT32_ABOVE = 2_000_000
 
 ITEM_COLUMNS: tuple[str, ...] = (
-    "item", "domain", "n_models", "general_slope", "specific_slope", "intercept", "general_loading",
+    "item", "domain", "n_models", "general_slope", "specific_slope", "intercept", "difficulty", "general_loading",
     "se_general_loading", "specific_loading", "se_specific_loading", "note")
 DOMAIN_COLUMNS: tuple[str, ...] = (
     "domain", "n_items", "n_fitted", "omega_h", "omega_h_lo", "omega_h_hi", "omega_s", "omega_s_lo", "omega_s_hi",
@@ -100,7 +100,8 @@ class Bifactor(Summarised):
     ----------
     items : pandas.DataFrame
         :data:`ITEM_COLUMNS`; loadings standardised, specific factors signed so that a
-        domain's specific loadings sum to ≥ 0.
+        domain's specific loadings sum to ≥ 0; ``difficulty`` the multidimensional difficulty
+        −c / √(a_g² + a_s²), where along the direction of steepest slope P = ½ (Reckase 1985).
     domains : pandas.DataFrame
         :data:`DOMAIN_COLUMNS`: ω split and the parallel analysis's count of dimensions.
     scores : pandas.DataFrame
@@ -575,6 +576,7 @@ def fit_bifactor(table: pd.DataFrame | ResponseMatrix, *, nodes: int | None = No
     note = np.where(fitted, "", "set aside").astype(object)
     items = pd.DataFrame({"item": mat.items, "domain": mat.domains, "n_models": n_models.astype(int),
                           "general_slope": full["a"], "specific_slope": full["b"], "intercept": full["c"],
+                          "difficulty": -full["c"] / np.hypot(full["a"], full["b"]),  # MDIFF (Reckase 1985)
                           "general_loading": full["lg"], "se_general_loading": full["se_g"],
                           "specific_loading": full["ls"], "se_specific_loading": full["se_s"], "note": note},
                          columns=list(ITEM_COLUMNS))

@@ -78,3 +78,34 @@ def bifactor_text(fit: Any, external: pd.DataFrame | None = None) -> str:
                          + ("n/a (too few models)" if pd.isna(r.r) else f"{r.r:+.2f} [{r.lo:+.2f}, {r.hi:+.2f}]")
                          + f", {r.n_models} models")
     return "\n".join(lines)
+
+
+def omega_alt(fit: Any) -> str:
+    """Alt text of :func:`jagged.plots.bifactor.omega_bars`: the chart, and the domains with the largest shares."""
+    dom = fit.domains.dropna(subset=["omega_h", "omega_s"])
+    text = (f"Stacked horizontal bar chart, one bar per domain ({len(fit.domains)}): the share of the domain's "
+            "total-score variance from the general ability, from the domain's own factor, and item-specific.")
+    if len(dom):
+        g, s = dom.loc[dom["omega_h"].idxmax()], dom.loc[dom["omega_s"].idxmax()]
+        text += (f" Largest general share: {one_line(g['domain'], 60)} ({g['omega_h']:.0%}); largest own share: "
+                 f"{one_line(s['domain'], 60)} ({s['omega_s']:.0%}).")
+    return text
+
+
+def loading_alt(fit: Any) -> str:
+    """Alt text of :func:`jagged.plots.bifactor.loading_scatter`: the chart, and the median loading per domain."""
+    items = fit.items.dropna(subset=["general_loading", "difficulty"])
+    medians = items.groupby("domain", sort=False)["general_loading"].median()
+    text = (f"Scatter plot, one dot per item ({len(items):,}), coloured by domain: general loading (up, −1 to 1) "
+            "against difficulty (across).")
+    if len(medians):
+        text += (f" Highest median loading: {one_line(medians.idxmax(), 60)} ({medians.max():.2f}); lowest: "
+                 f"{one_line(medians.idxmin(), 60)} ({medians.min():.2f}).")
+    return text
+
+
+def external_table(external: pd.DataFrame) -> pd.DataFrame:
+    """The external correlations for the report: factor, raw or own (general removed), column, r, interval, models."""
+    return pd.DataFrame({"factor": external["factor"], "kind": external["residual"].map({True: "own", False: "raw"}),
+                         "column": external["column"], "r": external["r"], "90 % lo": external["lo"],
+                         "90 % hi": external["hi"], "models": external["n_models"]})
