@@ -1,6 +1,6 @@
 """Time the fuzz suite's inputs through jagged's loaders against a bare parse of the same bytes, in one run.
 
-tests/test_fuzz.py feeds 500 seeded hypothesis examples to each entry point and checks that
+tests/test_fuzz.py feeds 200 seeded hypothesis examples to each entry point (this script 500) and checks that
 every outcome is a correct result or a one-line error; how long that takes is measured here,
 not limited there. The examples are drawn with the suite's own strategies and seeds:
 
