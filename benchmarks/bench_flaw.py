@@ -70,17 +70,6 @@ def metrics(score: pd.Series, positives: set, k: int) -> tuple[float, float]:
     return auc, precision_at(score, positives, k)
 
 
-def within_domain_auc(score: pd.Series, domain: pd.Series, positives: set) -> float:
-    """P(a positive item outranks a negative one of its domain), ties ½."""
-    num = den = 0.0
-    for _, part in score.groupby(domain):
-        y = part.index.isin(list(positives))
-        pos, neg = part.to_numpy()[y], part.to_numpy()[~y]
-        num += (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-        den += len(pos) * len(neg)
-    return num / den if den else float("nan")
-
-
 def timed(fn, repeat: int):
     """(result, best wall seconds, best CPU seconds) of ``repeat`` calls."""
     walls, cpus, out = [], [], None
@@ -119,6 +108,8 @@ def part_speed(table: pd.DataFrame, repeat: int) -> None:
 
 
 def part_mmlu(table: pd.DataFrame) -> None:
+    from test_flaw import within_domain_auc
+
     from jagged.stats.flaw import flaw_posterior
 
     revised = revised_items()

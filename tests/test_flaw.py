@@ -286,14 +286,14 @@ def mmlu():
 
 
 def within_domain_auc(score: pd.Series, domain: pd.Series, positives: set) -> float:
-    """P(a revised item outranks an unrevised one of its domain), ties ½."""
+    """P(a positive item outranks a negative one of its domain), ties ½ (NaN without a pair); bench_flaw uses it too."""
     num = den = 0.0
     for _, part in score.groupby(domain):
         y = part.index.isin(list(positives))
         pos, neg = part.to_numpy()[y], part.to_numpy()[~y]
         num += (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
         den += len(pos) * len(neg)
-    return num / den
+    return num / den if den else float("nan")
 
 
 def test_within_domain_auc_by_hand():
