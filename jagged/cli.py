@@ -46,6 +46,8 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("default")
+                # a library's unclosed loop or socket collected late is not the user's to read (tests check for leaks)
+                warnings.simplefilter("ignore", ResourceWarning)
                 warnings.showwarning = _print_warning
                 return func(*args, **kwargs)
         except JaggedInputError as exc:

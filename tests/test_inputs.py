@@ -284,3 +284,31 @@ def test_validate_says_one_model_not_one_models(tmp_path):
     path.write_text("model,domain,score\na,x,0.5\n")
     code, out, err = run_cli("validate", path)
     assert code == 0 and "1 score for 1 model in 1 domain;" in out, err
+
+
+def test_a_late_resource_warning_does_not_add_a_line_to_an_error(tmp_path, monkeypatch):
+    """A library's unclosed event loop collected during a failing command (seen under load with Spark) stays
+    out of the user's one-line error; a JaggedWarning still reaches them."""
+    import warnings
+
+    from clitools import assert_bad_input, run_cli
+
+    import jagged.readers.load as load_module
+    from jagged.errors import JaggedInputError, JaggedWarning
+
+    def failing(*args, **kwargs):
+        warnings.warn("unclosed event loop <_UnixSelectorEventLoop>", ResourceWarning)
+        raise JaggedInputError("scores.csv: column 'score' is missing")
+
+    monkeypatch.setattr(load_module, "load", failing)
+    scores = tmp_path / "scores.csv"
+    scores.write_text("model,domain\na,b\n", encoding="utf-8")
+    assert_bad_input("validate", scores, fragments=("column 'score' is missing",))
+
+    def warning_then_failing(*args, **kwargs):
+        warnings.warn("a model has one domain", JaggedWarning)
+        raise JaggedInputError("scores.csv: column 'score' is missing")
+
+    monkeypatch.setattr(load_module, "load", warning_then_failing)
+    code, _, err = run_cli("validate", scores)
+    assert code == 2 and err.splitlines()[0] == "jagged: warning: a model has one domain"
