@@ -297,7 +297,7 @@ def test_a_late_resource_warning_does_not_add_a_line_to_an_error(tmp_path, monke
     from jagged.errors import JaggedInputError, JaggedWarning
 
     def failing(*args, **kwargs):
-        warnings.warn("unclosed event loop <_UnixSelectorEventLoop>", ResourceWarning)
+        warnings.warn("unclosed event loop <_UnixSelectorEventLoop>", ResourceWarning, stacklevel=2)
         raise JaggedInputError("scores.csv: column 'score' is missing")
 
     monkeypatch.setattr(load_module, "load", failing)
@@ -306,7 +306,7 @@ def test_a_late_resource_warning_does_not_add_a_line_to_an_error(tmp_path, monke
     assert_bad_input("validate", scores, fragments=("column 'score' is missing",))
 
     def warning_then_failing(*args, **kwargs):
-        warnings.warn("a model has one domain", JaggedWarning)
+        warnings.warn("a model has one domain", JaggedWarning, stacklevel=2)
         raise JaggedInputError("scores.csv: column 'score' is missing")
 
     monkeypatch.setattr(load_module, "load", warning_then_failing)
